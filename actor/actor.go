@@ -1,0 +1,399 @@
+// Package actor is the room's runtime: one writer goroutine owns the only
+// write connection to the sidecar and runs every mutation, batch by batch,
+// each command in its own SAVEPOINT inside one transaction per batch. After
+// COMMIT it answers the callers and hands what changed to the fan-out hub.
+// Reads never come here; they use the read-only pool.
+package actor
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/commonroom/ce/listen"
+	"github.com/commonroom/ce/room"
+)
+
+// Publisher receives what each commit changed. *listen.Hub is one; its
+// Publish must not block, because the writer calls it.
+type Publisher interface {
+	Publish(listen.Batch)
+}
+
+// Config wires a room. Zero values take the defaults.
+type Config struct {
+	Engine    *room.Engine
+	Store     *room.Store
+	Publisher Publisher // nil: nothing is published
+	Logger    *slog.Logger
+	HostName  string // the host participant's name on first open
+
+	QueueLen     int           // commands waiting for the writer; default 1024
+	MaxBatch     int           // commands per transaction; default 64 (1 = no group commit)
+	MaxSweepWait time.Duration // longest the sweeper sleeps; default 30s
+	FlushEvery   time.Duration // last_seen flush period; default 1 minute
+}
+
+// Room is a running room actor.
+type Room struct {
+	cfg    Config
+	eng    *room.Engine
+	store  *room.Store
+	conn   *sql.Conn
+	log    *slog.Logger
+	pub    Publisher
+	cmds   chan *call
+	wake   chan struct{} // ask the writer to sweep and sync now
+	quit   chan struct{} // closed by Close: stop accepting, drain, stop
+	done   chan struct{} // closed when the writer has stopped
+	closed sync.Once
+
+	nextWake  atomic.Int64 // unix ms the sweeper is armed for (0 = idle wait), for tests and /debug
+	lastFlush time.Time
+
+	stats Stats
+}
+
+// Stats counts the writer's work, for the debug endpoint and benchmarks.
+type Stats struct {
+	Commands   atomic.Uint64 // commands run
+	Failed     atomic.Uint64 // commands rolled back to their savepoint
+	Batches    atomic.Uint64 // transactions committed
+	Overloaded atomic.Uint64 // commands refused because the queue was full
+	Sweeps     atomic.Uint64
+}
+
+type call struct {
+	ctx   context.Context
+	name  string
+	run   func(tx *room.Tx) error
+	reply chan error // capacity 1: the writer never blocks on a caller
+}
+
+// Open bootstraps the room (first transaction, run before Open returns, so a
+// bad sidecar fails here) and starts the writer goroutine.
+func Open(ctx context.Context, cfg Config) (*Room, error) {
+	if cfg.QueueLen <= 0 {
+		cfg.QueueLen = 1024
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 64
+	}
+	if cfg.MaxSweepWait <= 0 {
+		cfg.MaxSweepWait = 30 * time.Second
+	}
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	conn, err := cfg.Store.Writer.Conn(ctx)
+	if err != nil {
+		return nil, room.Internal(err)
+	}
+	r := &Room{
+		cfg: cfg, eng: cfg.Engine, store: cfg.Store, conn: conn, log: cfg.Logger, pub: cfg.Publisher,
+		cmds: make(chan *call, cfg.QueueLen), wake: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{}),
+		lastFlush: cfg.Engine.Now(),
+	}
+	boot := &call{ctx: ctx, name: "bootstrap", reply: make(chan error, 1), run: func(tx *room.Tx) error {
+		if err := r.eng.Bootstrap(tx, cfg.HostName); err != nil {
+			return err
+		}
+		return r.eng.Sweep(tx)
+	}}
+	r.runBatch([]*call{boot})
+	if err := <-boot.reply; err != nil {
+		conn.Close()
+		return nil, err
+	}
+	go r.loop()
+	return r, nil
+}
+
+// Engine is the room's rules, for read methods.
+func (r *Room) Engine() *room.Engine { return r.eng }
+
+// Done is closed once the writer has stopped; callers select on it so nothing
+// hangs on a dead room.
+func (r *Room) Done() <-chan struct{} { return r.done }
+
+// Stats exposes the writer's counters.
+func (r *Room) Stats() *Stats { return &r.stats }
+
+// NextWake is when the sweeper is armed to run next.
+func (r *Room) NextWake() time.Time {
+	v := r.nextWake.Load()
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// Close stops accepting commands, lets the writer run everything already
+// queued (every caller gets an answer), commits, and closes the write
+// connection. It waits for the writer or for ctx.
+func (r *Room) Close(ctx context.Context) error {
+	r.closed.Do(func() { close(r.quit) })
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Do runs fn as one command in the writer and returns its result once the
+// batch holding it has committed. The caller never hangs: it also returns
+// when its ctx ends or the room stops, and a full queue answers overloaded.
+func Do[T any](ctx context.Context, r *Room, name string, fn func(tx *room.Tx) (T, error)) (T, error) {
+	var out T
+	c := &call{ctx: ctx, name: name, reply: make(chan error, 1)}
+	c.run = func(tx *room.Tx) error {
+		v, err := fn(tx)
+		if err == nil {
+			out = v
+		}
+		return err
+	}
+	select {
+	case <-r.quit:
+		return out, room.Errorf(room.KindUnavailable, "the room is stopping")
+	default:
+	}
+	select {
+	case r.cmds <- c:
+	default:
+		r.stats.Overloaded.Add(1)
+		return out, room.Errorf(room.KindOverloaded, "the room is busy; retry shortly").With("retry_after_seconds", 1)
+	}
+	select {
+	case err := <-c.reply:
+		return out, err
+	case <-ctx.Done():
+		return out, ctx.Err()
+	case <-r.done:
+		select {
+		case err := <-c.reply: // answered just before the writer stopped
+			return out, err
+		default:
+			return out, room.Errorf(room.KindUnavailable, "the room stopped before running this request")
+		}
+	}
+}
+
+// Read runs fn on a read-only snapshot of the sidecar. If the file changed on
+// disk it first asks the writer to record the edit, so a read never shows a
+// version older than the file the user sees.
+func Read[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, error)) (T, error) {
+	var zero T
+	if r.eng.FileChanged() {
+		if _, err := Do(ctx, r, "sync", func(tx *room.Tx) (struct{}, error) {
+			return struct{}{}, r.eng.SyncFile(tx)
+		}); err != nil {
+			return zero, err
+		}
+	}
+	tx, err := r.store.Reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return zero, room.Internal(err)
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// Sweep runs the time-based rules now and waits for them (tests with a fake
+// clock, and operators who want expiry applied at once).
+func (r *Room) Sweep(ctx context.Context) error {
+	_, err := Do(ctx, r, "sweep", func(tx *room.Tx) (struct{}, error) {
+		return struct{}{}, r.sweep(tx, true)
+	})
+	return err
+}
+
+func (r *Room) sweep(tx *room.Tx, flush bool) error {
+	r.stats.Sweeps.Add(1)
+	if err := r.eng.SyncFile(tx); err != nil {
+		return err
+	}
+	if err := r.eng.Sweep(tx); err != nil {
+		return err
+	}
+	if flush || tx.Now().Sub(r.lastFlush) >= r.cfg.FlushEvery {
+		r.lastFlush = tx.Now()
+		return r.eng.FlushLastSeen(tx)
+	}
+	return nil
+}
+
+func (r *Room) loop() {
+	defer close(r.done)
+	defer r.conn.Close()
+	timer := time.NewTimer(r.armSweeper())
+	defer timer.Stop()
+	batch := make([]*call, 0, r.cfg.MaxBatch)
+	for {
+		select {
+		case c := <-r.cmds:
+			batch = append(batch[:0], c)
+			batch = r.drain(batch)
+			r.runBatch(batch)
+		case <-timer.C:
+			r.runBatch([]*call{r.sweepCall()})
+		case <-r.wake:
+			r.runBatch([]*call{r.sweepCall()})
+		case <-r.quit:
+			r.stop()
+			return
+		}
+		timer.Reset(r.armSweeper())
+	}
+}
+
+// drain appends what is already queued, up to MaxBatch, without waiting.
+func (r *Room) drain(batch []*call) []*call {
+	for len(batch) < r.cfg.MaxBatch {
+		select {
+		case c := <-r.cmds:
+			batch = append(batch, c)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// stop answers everything still queued, in batches, then returns. Do refuses
+// new commands once quit is closed; one racing past that check is answered
+// "unavailable" by Done.
+func (r *Room) stop() {
+	for {
+		batch := r.drain(nil)
+		if len(batch) == 0 {
+			return
+		}
+		r.runBatch(batch)
+	}
+}
+
+func (r *Room) sweepCall() *call {
+	return &call{ctx: context.Background(), name: "sweep", reply: make(chan error, 1),
+		run: func(tx *room.Tx) error { return r.sweep(tx, false) }}
+}
+
+// armSweeper returns how long to sleep until the next due time, capped.
+func (r *Room) armSweeper() time.Duration {
+	wait := r.cfg.MaxSweepWait
+	now := r.eng.Now()
+	if due, ok, err := r.eng.NextDue(context.Background(), r.conn); err != nil {
+		r.log.Error("sweeper: reading the next due time failed", "err", err)
+	} else if ok {
+		wait = min(wait, max(due.Sub(now), 0)+time.Millisecond)
+	}
+	r.nextWake.Store(now.Add(wait).UnixMilli())
+	return wait
+}
+
+// RequestSweep asks the writer to sweep and look at the file soon, without waiting.
+func (r *Room) RequestSweep() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// runBatch is the heart of the writer: one transaction, one savepoint per
+// command, one COMMIT, then answers and one publish.
+func (r *Room) runBatch(batch []*call) {
+	ctx := context.Background() // SQL is never interrupted by a caller going away
+	now := r.eng.Now()
+	results := make([]error, len(batch))
+	ran := make([]bool, len(batch))
+	var outcomes []room.Outcome
+	if _, err := r.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		r.log.Error("writer: BEGIN failed", "err", err)
+		for _, c := range batch {
+			c.reply <- room.Internal(err)
+		}
+		return
+	}
+	for i, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			results[i] = err // the caller has gone; do not act for it
+			continue
+		}
+		out, err := r.runOne(ctx, c, now)
+		results[i], ran[i] = err, true
+		if err == nil {
+			outcomes = append(outcomes, out)
+		}
+	}
+	err := room.TrimRing(ctx, r.conn, r.eng.Limits.EventRing)
+	if err == nil {
+		_, err = r.conn.ExecContext(ctx, "COMMIT")
+	}
+	if err != nil {
+		r.log.Error("writer: COMMIT failed; the batch is rolled back", "err", err, "commands", len(batch))
+		r.conn.ExecContext(ctx, "ROLLBACK")
+		for i := range batch {
+			if results[i] == nil {
+				results[i] = room.Internal(err)
+			}
+		}
+		outcomes = nil
+	} else {
+		r.stats.Batches.Add(1)
+	}
+	for _, o := range outcomes {
+		for _, f := range o.After {
+			f()
+		}
+	}
+	for i, c := range batch {
+		if ran[i] {
+			r.stats.Commands.Add(1)
+			if results[i] != nil {
+				r.stats.Failed.Add(1)
+			}
+		}
+		c.reply <- results[i]
+	}
+	if r.pub != nil && len(outcomes) > 0 {
+		if b := toBatch(outcomes); len(b.Messages) > 0 || len(b.EndSessions) > 0 {
+			r.pub.Publish(b)
+		}
+	}
+}
+
+// runOne runs one command inside its own savepoint. A failure (or a panic)
+// rolls back exactly that command: its rows, its events and its notices.
+func (r *Room) runOne(ctx context.Context, c *call, now time.Time) (out room.Outcome, err error) {
+	if _, err := r.conn.ExecContext(ctx, "SAVEPOINT cmd"); err != nil {
+		return out, room.Internal(err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("writer: command panicked; rolled back", "command", c.name, "panic", fmt.Sprint(p))
+			err = room.Internal(fmt.Errorf("panic in %s: %v", c.name, p))
+		}
+		if err != nil {
+			if _, rbErr := r.conn.ExecContext(ctx, "ROLLBACK TO cmd"); rbErr != nil {
+				r.log.Error("writer: ROLLBACK TO failed", "err", rbErr)
+			}
+		}
+		if _, relErr := r.conn.ExecContext(ctx, "RELEASE cmd"); relErr != nil && err == nil {
+			err = room.Internal(relErr)
+		}
+	}()
+	tx := r.eng.NewTx(ctx, r.conn, now)
+	if err = c.run(tx); err != nil {
+		return out, err
+	}
+	return tx.Finish()
+}

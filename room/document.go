@@ -1,0 +1,331 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// fileStamp is the cheap identity of the file on disk. When it changes, the
+// writer reads the file and records an out-of-band edit as a new version.
+type fileStamp struct {
+	size  int64
+	mtime int64
+	inode uint64
+}
+
+func statDoc(path string) (fileStamp, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	fs := fileStamp{size: st.Size(), mtime: st.ModTime().UnixNano()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		fs.inode = sys.Ino
+	}
+	return fs, nil
+}
+
+func readDoc(path string) (string, fileStamp, error) {
+	st, err := statDoc(path)
+	if err != nil {
+		return "", fileStamp{}, Errorf(KindInternal, "cannot stat the document").wrap(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fileStamp{}, Errorf(KindInternal, "cannot read the document").wrap(err)
+	}
+	return string(b), st, nil
+}
+
+func (e *Error) wrap(cause error) *Error { e.cause = cause; return e }
+
+// FileChanged reports whether the document on disk may differ from the last
+// version the writer recorded. Readers call it; when it says yes they ask the
+// writer to sync, because reads never write.
+func (e *Engine) FileChanged() bool {
+	last := e.stamp.Load()
+	st, err := statDoc(e.DocPath)
+	if err != nil {
+		st = fileStamp{} // a vanished file: a change only if it was there before
+	}
+	return last == nil || *last != st
+}
+
+// SyncFile records an out-of-band edit of the file as a new version with no
+// participant (the file wins over the sidecar). The file is not rewritten.
+func (e *Engine) SyncFile(tx *Tx) error {
+	st, err := statDoc(e.DocPath)
+	if err != nil {
+		// The file was removed or is unreadable: keep the sidecar as it is and
+		// look again when it changes; never turn a missing file into an empty version.
+		tx.after = append(tx.after, func() { e.stamp.Store(&fileStamp{}) })
+		return nil
+	}
+	if last := e.stamp.Load(); last != nil && *last == st {
+		return nil
+	}
+	content, st, err := readDoc(e.DocPath)
+	if err != nil {
+		tx.after = append(tx.after, func() { e.stamp.Store(&fileStamp{}) })
+		return nil
+	}
+	cur, err := e.versionRow(tx.ctx, tx.q, 0)
+	if err != nil {
+		return err
+	}
+	if cur.hash != contentHash(content) {
+		if _, err := e.addVersion(tx, content, "external substrate edit", "external", "", ""); err != nil {
+			return err
+		}
+	}
+	tx.after = append(tx.after, func() { e.stamp.Store(&st) })
+	return nil
+}
+
+type versionRow struct {
+	version int64
+	content string
+	hash    string
+}
+
+func currentVersion(ctx context.Context, q Querier) (int64, error) {
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT MAX(version) FROM versions`).Scan(&v); err != nil {
+		return 0, Internal(err)
+	}
+	return v.Int64, nil
+}
+
+// versionRow reads one version (0 = the current one).
+func (e *Engine) versionRow(ctx context.Context, q Querier, version int64) (versionRow, error) {
+	var r versionRow
+	var err error
+	if version == 0 {
+		err = q.QueryRowContext(ctx, `SELECT version, content, content_sha256 FROM versions ORDER BY version DESC LIMIT 1`).
+			Scan(&r.version, &r.content, &r.hash)
+	} else {
+		err = q.QueryRowContext(ctx, `SELECT version, content, content_sha256 FROM versions WHERE version = ?`, version).
+			Scan(&r.version, &r.content, &r.hash)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, Errorf(KindVersionNotFound, "version %d does not exist", version).With("base_version", version)
+	}
+	if err != nil {
+		return r, Internal(err)
+	}
+	return r, nil
+}
+
+// addVersion appends a version, records change.committed, and notes which
+// resources changed. source is bootstrap|raw_commit|proposal|external.
+func (e *Engine) addVersion(tx *Tx, content, summary, source, participantID, proposalID string) (int64, error) {
+	prev, err := e.versionRow(tx.ctx, tx.q, 0)
+	if err != nil {
+		return 0, err
+	}
+	v := prev.version + 1
+	if _, err := tx.exec(`INSERT INTO versions(version, content, content_sha256, summary, source, participant_id, proposal_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		v, content, contentHash(content), summary, source, nullStr(participantID), nullStr(proposalID), tx.nowMS()); err != nil {
+		return 0, Internal(err)
+	}
+	var pid any
+	if participantID != "" {
+		pid = participantID
+	}
+	if err := tx.emit("change.committed", refs{actor: participantID, version: v},
+		map[string]any{"version": v, "summary": summary, "participant_id": pid}); err != nil {
+		return 0, err
+	}
+	tx.resources = append(tx.resources, e.DocumentURI())
+	for _, path := range changedSections(prev.content, content) {
+		tx.resources = append(tx.resources, e.SectionURI(path))
+	}
+	return v, nil
+}
+
+// changedSections lists the region paths whose text differs between two
+// versions, including regions that vanished or appeared.
+func changedSections(before, after string) []string {
+	old := sectionTexts(before)
+	cur := sectionTexts(after)
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range old.order {
+		if t, ok := cur.text[p]; !ok || t != old.text[p] {
+			out = append(out, p)
+		}
+		seen[p] = true
+	}
+	for _, p := range cur.order {
+		if !seen[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type sections struct {
+	order []string
+	text  map[string]string
+}
+
+func sectionTexts(content string) sections {
+	s := sections{text: map[string]string{}}
+	for _, r := range ParseRegions(content) {
+		if _, dup := s.text[r.Path]; dup {
+			continue // first match wins, as for selectors
+		}
+		s.order = append(s.order, r.Path)
+		s.text[r.Path] = content[r.Start:r.End]
+	}
+	return s
+}
+
+// Doc is one parsed version of the document. Versions never change, so a
+// parsed one can be shared by every reader.
+type Doc struct {
+	Version int64
+	Content string
+	Hash    string
+	Regions []Region
+}
+
+type docCache struct {
+	mu   sync.Mutex
+	docs []*Doc // newest last, at most 4
+}
+
+func (c *docCache) get(v int64) *Doc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.docs {
+		if d.Version == v {
+			return d
+		}
+	}
+	return nil
+}
+
+func (c *docCache) put(d *Doc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.docs = append(c.docs, d)
+	if len(c.docs) > 4 {
+		c.docs = c.docs[1:]
+	}
+}
+
+// CurrentDoc returns the newest version, parsed.
+func (e *Engine) CurrentDoc(ctx context.Context, q Querier) (*Doc, error) {
+	v, err := currentVersion(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if d := e.docs.get(v); d != nil {
+		return d, nil
+	}
+	r, err := e.versionRow(ctx, q, v)
+	if err != nil {
+		return nil, err
+	}
+	d := &Doc{Version: r.version, Content: r.content, Hash: r.hash, Regions: ParseRegions(r.content)}
+	e.docs.put(d)
+	return d, nil
+}
+
+// FindSection resolves a selector against the document; the whole-document
+// selectors return ok with a zero Region and whole=true.
+func (d *Doc) FindSection(selector string) (r Region, whole bool, err error) {
+	if WholeDocument(selector) {
+		return Region{}, true, nil
+	}
+	r, ok := FindRegion(d.Regions, selector)
+	if !ok {
+		return Region{}, false, Errorf(KindInvalidRegion, "section %q not found", selector).With("region", selector)
+	}
+	return r, false, nil
+}
+
+// DocumentURI names the whole document as an MCP resource (D18).
+func (e *Engine) DocumentURI() string { return "commonroom://workspace/" + e.WorkspaceID }
+
+// SectionURI names one region as an MCP resource (D18).
+func (e *Engine) SectionURI(path string) string {
+	return e.DocumentURI() + "/section/" + escapeURIComponent(path)
+}
+
+// SectionFromURI returns the section path a resource URI names, "" for the
+// whole document, and ok=false for a URI that is not this room's.
+func (e *Engine) SectionFromURI(uri string) (path string, ok bool) {
+	doc := e.DocumentURI()
+	if uri == doc {
+		return "", true
+	}
+	rest, found := strings.CutPrefix(uri, doc+"/section/")
+	if !found || rest == "" {
+		return "", false
+	}
+	p, err := unescapeURIComponent(rest)
+	if err != nil || p == "" {
+		return "", false
+	}
+	return p, true
+}
+
+// escapeURIComponent percent-encodes everything but RFC 3986 unreserved
+// characters, as RFC 6570 simple expansion of {path} does.
+func escapeURIComponent(s string) string {
+	const hexd = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexd[c>>4])
+		b.WriteByte(hexd[c&15])
+	}
+	return b.String()
+}
+
+func unescapeURIComponent(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", errors.New("truncated escape")
+		}
+		hi, ok1 := unhex(s[i+1])
+		lo, ok2 := unhex(s[i+2])
+		if !ok1 || !ok2 {
+			return "", errors.New("bad escape")
+		}
+		b.WriteByte(hi<<4 | lo)
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}

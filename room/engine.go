@@ -1,0 +1,198 @@
+package room
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Now reads the room's clock.
+func (e *Engine) Now() time.Time { return e.Clock() }
+
+// Engine holds the rules of one room. Its mutating methods take a *Tx and run
+// inside the actor's transaction; its read methods take any Querier. The few
+// fields it keeps in memory are caches of committed state (parsed versions,
+// the file's last seen stamp, session last_seen times), never the authority.
+type Engine struct {
+	DocPath     string // absolute, symlinks resolved
+	Name        string // file stem, for display
+	WorkspaceID string // set by Bootstrap, stable across restarts
+	HostID      string // the host participant, set by Bootstrap
+	Limits      Limits
+	// Clock is the room's one source of time (tests inject a fake one).
+	Clock func() time.Time
+
+	hints atomic.Pointer[[]Hint]
+	stamp atomic.Pointer[fileStamp]
+	docs  docCache
+	seen  lastSeen
+}
+
+// NewEngine resolves the document path (creating an empty file, and its
+// parent directories, when it is missing; refusing a directory).
+func NewEngine(docPath string, limits Limits) (*Engine, error) {
+	abs, err := ResolveDocPath(docPath)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{DocPath: abs, Limits: limits, Clock: time.Now}
+	base := filepath.Base(abs)
+	e.Name = strings.TrimSuffix(base, filepath.Ext(base))
+	return e, nil
+}
+
+// ResolveDocPath returns the absolute, symlink-resolved path of the document,
+// creating it empty if it does not exist.
+func ResolveDocPath(docPath string) (string, error) {
+	abs, err := filepath.Abs(docPath)
+	if err != nil {
+		return "", Errorf(KindInvalidRequest, "bad path %q", docPath)
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return "", Errorf(KindInvalidRequest, "cannot create the directory for %s: %v", abs, err)
+		}
+		f, err := os.OpenFile(abs, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", Errorf(KindInvalidRequest, "cannot create %s: %v", abs, err)
+		}
+		if f != nil {
+			f.Close()
+		}
+	case err != nil:
+		return "", Errorf(KindInvalidRequest, "cannot open %s: %v", abs, err)
+	case st.IsDir():
+		return "", Errorf(KindInvalidRequest, "%s is a directory; ce serves one Markdown file", abs)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", Errorf(KindInvalidRequest, "cannot resolve %s: %v", abs, err)
+	}
+	return real, nil
+}
+
+// SetHints records how joiners reach this room (the ingress listener); new
+// invitations carry them. Endpoint addresses never enter events or logs.
+func (e *Engine) SetHints(h []Hint) { e.hints.Store(&h) }
+
+func (e *Engine) currentHints() []Hint {
+	if p := e.hints.Load(); p != nil && len(*p) > 0 {
+		return *p
+	}
+	return []Hint{localHint}
+}
+
+func contentHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func getMeta(ctx context.Context, q Querier, key string) (string, bool, error) {
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, Internal(err)
+	}
+	return v, true, nil
+}
+
+func (tx *Tx) setMeta(key, value string) error {
+	_, err := tx.exec(`INSERT INTO meta(key, value) VALUES (?, ?)
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return Internal(err)
+	}
+	return nil
+}
+
+// Bootstrap opens the room inside the actor's first transaction: on a new
+// sidecar it creates the workspace and version 1 from the file; on every open
+// it records an out-of-band edit as a version and makes sure the host exists.
+func (e *Engine) Bootstrap(tx *Tx, hostName string) error {
+	id, ok, err := getMeta(tx.ctx, tx.q, "workspace_id")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		id = newID("workspace", 8)
+		e.WorkspaceID = id
+		content, st, err := readDoc(e.DocPath)
+		if err != nil {
+			return err
+		}
+		for k, v := range map[string]string{"workspace_id": id, "lifecycle": "ACTIVE", "created_at": WireTime(tx.nowMS())} {
+			if err := tx.setMeta(k, v); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.exec(`INSERT INTO versions(version, content, content_sha256, summary, source, created_at)
+			VALUES (1, ?, ?, 'workspace created', 'bootstrap', ?)`, content, contentHash(content), tx.nowMS()); err != nil {
+			return Internal(err)
+		}
+		if err := tx.emit("workspace.created", refs{version: 1}, map[string]any{"version": 1}); err != nil {
+			return err
+		}
+		tx.after = append(tx.after, func() { e.stamp.Store(&st) })
+	}
+	e.WorkspaceID = id
+	if err := e.SyncFile(tx); err != nil {
+		return err
+	}
+	return e.ensureHost(tx, hostName)
+}
+
+// MarkStarted records that a process began serving the room.
+func (e *Engine) MarkStarted(tx *Tx) error {
+	v, err := currentVersion(tx.ctx, tx.q)
+	if err != nil {
+		return err
+	}
+	return tx.emit("workspace.started", refs{version: v}, map[string]any{"version": v})
+}
+
+// MarkStopped records a graceful stop.
+func (e *Engine) MarkStopped(tx *Tx) error {
+	v, err := currentVersion(tx.ctx, tx.q)
+	if err != nil {
+		return err
+	}
+	return tx.emit("workspace.stopped", refs{version: v}, map[string]any{"version": v})
+}
+
+// lastSeen keeps session activity in memory; the sweeper flushes it at most
+// once a minute so a read never turns into a write (D25).
+type lastSeen struct {
+	mu sync.Mutex
+	m  map[string]int64 // session_ref -> ms
+}
+
+func (l *lastSeen) touch(ref string, at int64) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]int64{}
+	}
+	l.m[ref] = at
+	l.mu.Unlock()
+}
+
+func (l *lastSeen) take() map[string]int64 {
+	l.mu.Lock()
+	m := l.m
+	l.m = nil
+	l.mu.Unlock()
+	return m
+}

@@ -1,0 +1,153 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+)
+
+// Event is one row of the ring: it says a record changed. It is not a
+// delivery receipt, and its payload never holds secrets or text bodies.
+type Event struct {
+	ID        int64           `json:"event_id"`
+	Type      string          `json:"event_type"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt string          `json:"created_at"`
+
+	ActorID   string `json:"-"`
+	HandoffID string `json:"-"`
+	TaskID    string `json:"-"`
+	Version   int64  `json:"-"`
+}
+
+// refs are the indexed columns of an event row.
+type refs struct {
+	actor   string
+	handoff string
+	task    string
+	version int64
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// emit writes one event row in the command's transaction. Every state change
+// calls it before returning, so the change and its event commit together.
+func (tx *Tx) emit(typ string, r refs, payload map[string]any) error {
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	payload["workspace_id"] = tx.e.WorkspaceID
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return Internal(err)
+	}
+	res, err := tx.exec(`INSERT INTO events(event_type, actor_id, version, handoff_id, task_id, payload_json, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		typ, nullStr(r.actor), nullInt(r.version), nullStr(r.handoff), nullStr(r.task), string(b), tx.nowMS())
+	if err != nil {
+		return Internal(err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return Internal(err)
+	}
+	tx.events = append(tx.events, Event{
+		ID: id, Type: typ, Payload: b, CreatedAt: WireTime(tx.nowMS()),
+		ActorID: r.actor, HandoffID: r.handoff, TaskID: r.task, Version: r.version,
+	})
+	return nil
+}
+
+// TrimRing keeps the newest keep events. Ids are never reused (AUTOINCREMENT),
+// so "newest keep" is "id > max-keep". The actor runs it once per batch.
+func TrimRing(ctx context.Context, q Querier, keep int) error {
+	_, err := q.ExecContext(ctx,
+		`DELETE FROM events WHERE event_id <= (SELECT MAX(event_id) FROM events) - ?`, keep)
+	return err
+}
+
+func scanEvents(rows *sql.Rows) ([]Event, error) {
+	defer rows.Close()
+	out := []Event{}
+	for rows.Next() {
+		var ev Event
+		var payload string
+		var created int64
+		if err := rows.Scan(&ev.ID, &ev.Type, &payload, &created); err != nil {
+			return nil, Internal(err)
+		}
+		ev.Payload = json.RawMessage(payload)
+		ev.CreatedAt = WireTime(created)
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Internal(err)
+	}
+	return out, nil
+}
+
+// HistoryInput selects events: newest first by default, or ascending from
+// SinceEventID when it is set (D28).
+type HistoryInput struct {
+	Limit        int
+	SinceEventID *int64
+}
+
+// History is the answer to a history read. OldestEventID lets a client tell
+// whether the gap it is recovering from fell off the ring.
+type History struct {
+	WorkspaceID   string  `json:"workspace_id"`
+	Events        []Event `json:"events"`
+	OldestEventID int64   `json:"oldest_event_id"`
+	NewestEventID int64   `json:"newest_event_id"`
+}
+
+func (e *Engine) boundLimit(limit, def int) int {
+	if limit <= 0 {
+		limit = def
+	}
+	return min(limit, e.Limits.MaxListItems)
+}
+
+// History reads the ring.
+func (e *Engine) History(ctx context.Context, q Querier, p Principal, in HistoryInput) (History, error) {
+	if err := p.Require(CapRead); err != nil {
+		return History{}, err
+	}
+	limit := e.boundLimit(in.Limit, 50)
+	var rows *sql.Rows
+	var err error
+	if in.SinceEventID != nil {
+		rows, err = q.QueryContext(ctx, `SELECT event_id, event_type, payload_json, created_at FROM events
+			WHERE event_id > ? ORDER BY event_id ASC LIMIT ?`, *in.SinceEventID, limit)
+	} else {
+		rows, err = q.QueryContext(ctx, `SELECT event_id, event_type, payload_json, created_at FROM events
+			ORDER BY event_id DESC LIMIT ?`, limit)
+	}
+	if err != nil {
+		return History{}, Internal(err)
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return History{}, err
+	}
+	h := History{WorkspaceID: e.WorkspaceID, Events: evs}
+	var oldest, newest sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT MIN(event_id), MAX(event_id) FROM events`).Scan(&oldest, &newest); err != nil {
+		return History{}, Internal(err)
+	}
+	h.OldestEventID, h.NewestEventID = oldest.Int64, newest.Int64
+	return h, nil
+}

@@ -1,0 +1,116 @@
+package room
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+)
+
+// InvitePrefix starts every invitation a person copies to an agent. It is a
+// capability, not an address: the transport hints inside are only hints.
+const InvitePrefix = "commonroom://join/"
+
+// Hint says how a joiner may reach the room. Hints are opaque to the engine;
+// the loopback one is {type loopback, address 127.0.0.1, port, mode local}.
+type Hint struct {
+	Type      string `json:"type"`
+	Address   string `json:"address,omitempty"`
+	Port      int    `json:"port,omitempty"`
+	Encrypted bool   `json:"encrypted"`
+	Mode      string `json:"mode"`
+}
+
+// LocalHint is used when no listener is attached (in-process rooms).
+var localHint = Hint{Type: "local", Mode: "local"}
+
+// Invitation is the decoded payload of a commonroom://join/… URI.
+type Invitation struct {
+	Protocol     string   `json:"protocol"`
+	Version      string   `json:"version"`
+	Transport    Hint     `json:"transport"`
+	Transports   []Hint   `json:"transports"`
+	WorkspaceID  string   `json:"workspace_id"`
+	Secret       string   `json:"secret"`
+	ExpiresAt    string   `json:"expires_at"`
+	Capabilities []string `json:"capabilities"`
+}
+
+// EncodeInvitation renders the URI: unpadded base64url of compact JSON with
+// sorted keys (the original's wire form, so both can read each other's).
+func EncodeInvitation(inv Invitation) string {
+	// Round-trip through a map so the keys come out sorted.
+	b, _ := json.Marshal(inv)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	b, _ = json.Marshal(m)
+	return InvitePrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeInvitation accepts a commonroom://join/… URI or the raw JSON object.
+// It checks shape only; whether the secret is good is the room's question.
+func DecodeInvitation(s string, maxPayload int) (Invitation, error) {
+	s = strings.TrimSpace(s)
+	var raw []byte
+	switch {
+	case strings.HasPrefix(s, InvitePrefix):
+		enc := strings.TrimRight(s[len(InvitePrefix):], "=")
+		if len(enc) > maxPayload {
+			return Invitation{}, Errorf(KindInvalidRequest, "invitation is larger than %d bytes", maxPayload)
+		}
+		b, err := base64.RawURLEncoding.DecodeString(enc)
+		if err != nil {
+			return Invitation{}, Errorf(KindInvalidRequest, "invitation is not valid base64url")
+		}
+		raw = b
+	case strings.HasPrefix(s, "{"):
+		if len(s) > maxPayload {
+			return Invitation{}, Errorf(KindInvalidRequest, "invitation is larger than %d bytes", maxPayload)
+		}
+		raw = []byte(s)
+	default:
+		return Invitation{}, Errorf(KindInvalidRequest, "not an invitation: expected %s… or a JSON object", InvitePrefix)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return Invitation{}, Errorf(KindInvalidRequest, "invitation payload is not a JSON object")
+	}
+	for _, k := range []string{"protocol", "version", "workspace_id", "secret"} {
+		if _, ok := fields[k]; !ok {
+			return Invitation{}, Errorf(KindInvalidRequest, "invitation is missing %q", k)
+		}
+	}
+	var inv Invitation
+	if err := json.Unmarshal(raw, &inv); err != nil {
+		return Invitation{}, Errorf(KindInvalidRequest, "invitation has a field of the wrong type")
+	}
+	if inv.Protocol != "commonroom" {
+		return Invitation{}, Errorf(KindInvalidRequest, "invitation is for protocol %q, not commonroom", inv.Protocol)
+	}
+	if inv.Version != "1" {
+		return Invitation{}, Errorf(KindUnsupportedVersion, "invitation version %q is not supported (this ce reads version 1)", inv.Version)
+	}
+	if inv.Secret == "" || inv.WorkspaceID == "" {
+		return Invitation{}, Errorf(KindInvalidRequest, "invitation has an empty secret or workspace_id")
+	}
+	if len(inv.Transports) == 0 && inv.Transport.Type != "" {
+		inv.Transports = []Hint{inv.Transport}
+	}
+	return inv, nil
+}
+
+// SecretFrom extracts the secret from whatever a joiner pasted: a URI, the
+// JSON payload, or the bare secret itself.
+func SecretFrom(s string, maxPayload int) (string, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, InvitePrefix) || strings.HasPrefix(s, "{") {
+		inv, err := DecodeInvitation(s, maxPayload)
+		if err != nil {
+			return "", err
+		}
+		return inv.Secret, nil
+	}
+	if s == "" || len(s) > 256 {
+		return "", Errorf(KindInvalidRequest, "invite is empty or too long").With("field", "invite")
+	}
+	return s, nil
+}

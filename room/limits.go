@@ -1,0 +1,67 @@
+package room
+
+import "time"
+
+// Limits are the room's numeric rules. They are values, not constants, so
+// tests and benchmarks can tighten them; Defaults are the product's numbers
+// (spec/domain.md §1.10 and §6.6).
+type Limits struct {
+	MaxBodyBytes        int64
+	MaxChangeBytes      int
+	MaxLiveSessions     int
+	EventRing           int
+	LeaseDefault        time.Duration
+	LeaseMax            time.Duration
+	InviteDefault       time.Duration
+	InviteMax           time.Duration
+	SessionDefault      time.Duration
+	SessionMax          time.Duration
+	MaxListItems        int
+	MaxInvitePayload    int
+	MaxNameChars        int
+	MaxTransportChars   int
+	MaxActiveTasks      int
+	TaskTTL             time.Duration
+	TaskPollInterval    time.Duration
+	MaxSummaryChars     int
+	MaxConstraintsChars int
+	MaxResultBytes      int
+	MaxIdempotencyChars int
+	MaxOpenInputs       int
+	MaxInputMessage     int
+	MaxArtifacts        int
+	MaxArtifactURIChars int
+	RateLimitPerMinute  int
+}
+
+// Defaults returns the product's limits.
+func Defaults() Limits {
+	return Limits{
+		MaxBodyBytes:        1 << 20,
+		MaxChangeBytes:      256 << 10,
+		MaxLiveSessions:     32,
+		EventRing:           2000,
+		LeaseDefault:        15 * time.Minute,
+		LeaseMax:            120 * time.Minute,
+		InviteDefault:       60 * time.Minute,
+		InviteMax:           7 * 24 * time.Hour,
+		SessionDefault:      8 * time.Hour,
+		SessionMax:          24 * time.Hour,
+		MaxListItems:        200,
+		MaxInvitePayload:    8192,
+		MaxNameChars:        80,
+		MaxTransportChars:   64,
+		MaxActiveTasks:      32,
+		TaskTTL:             24 * time.Hour,
+		TaskPollInterval:    5 * time.Second,
+		MaxSummaryChars:     2000,
+		MaxConstraintsChars: 8000,
+		MaxResultBytes:      256 << 10,
+		MaxIdempotencyChars: 128,
+		MaxOpenInputs:       16,
+		MaxInputMessage:     2000,
+		MaxArtifacts:        32,
+		MaxArtifactURIChars: 2048,
+		RateLimitPerMinute:  600,
+	}
+}

@@ -1,0 +1,172 @@
+package room
+
+import (
+	"context"
+)
+
+// Status is the room at a glance (workspace_status, GET /workspace/status).
+type Status struct {
+	WorkspaceID      string   `json:"workspace_id"`
+	Lifecycle        string   `json:"lifecycle"`
+	Version          int64    `json:"version"`
+	Substrate        string   `json:"substrate"`
+	Path             *string  `json:"path"` // only for admin: the host's filesystem is not the joiners' business
+	Name             string   `json:"name"`
+	ContentHash      string   `json:"content_hash"`
+	Participants     int      `json:"participants"`
+	ActiveLeases     int      `json:"active_leases"`
+	PendingProposals int      `json:"pending_proposals"`
+	HeadingTree      []Region `json:"heading_tree"`
+}
+
+// Status reads the room's summary counts and outline.
+func (e *Engine) Status(ctx context.Context, q Querier, p Principal) (Status, error) {
+	if err := p.Require(CapRead); err != nil {
+		return Status{}, err
+	}
+	d, err := e.CurrentDoc(ctx, q)
+	if err != nil {
+		return Status{}, err
+	}
+	s := Status{WorkspaceID: e.WorkspaceID, Lifecycle: "ACTIVE", Version: d.Version, Substrate: "markdown",
+		Name: e.Name, ContentHash: d.Hash, HeadingTree: nonNil(d.Regions)}
+	if p.IsAdmin() {
+		path := e.DocPath
+		s.Path = &path
+	}
+	err = q.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM participants WHERE left_at IS NULL),
+		(SELECT count(*) FROM leases WHERE released_at IS NULL AND expires_at > ?),
+		(SELECT count(*) FROM proposals WHERE status = 'pending')`, ms(e.Now())).
+		Scan(&s.Participants, &s.ActiveLeases, &s.PendingProposals)
+	if err != nil {
+		return Status{}, Internal(err)
+	}
+	return s, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// OutlineEntry is one heading in a summary.
+type OutlineEntry struct {
+	Title string `json:"title"`
+	Level int    `json:"level"`
+	Line  int    `json:"line"`
+	Path  string `json:"path"`
+}
+
+// SummaryInput bounds a summary. Zero values take the defaults (20 lines,
+// 2,048 bytes, every depth).
+type SummaryInput struct {
+	MaxLines, MaxBytes, MaxDepth int
+}
+
+// Summary is a bounded first look at the document.
+type Summary struct {
+	WorkspaceID string         `json:"workspace_id"`
+	Version     int64          `json:"version"`
+	Outline     []OutlineEntry `json:"outline"`
+	Excerpt     string         `json:"excerpt"`
+	Truncated   bool           `json:"truncated"`
+}
+
+// Summary returns the first ten outline entries and an excerpt.
+func (e *Engine) Summary(ctx context.Context, q Querier, p Principal, in SummaryInput) (Summary, error) {
+	if err := p.Require(CapRead); err != nil {
+		return Summary{}, err
+	}
+	if in.MaxLines < 0 || in.MaxBytes < 0 || in.MaxDepth < 0 {
+		return Summary{}, Errorf(KindInvalidRequest, "max_lines, max_bytes and max_depth must not be negative")
+	}
+	d, err := e.CurrentDoc(ctx, q)
+	if err != nil {
+		return Summary{}, err
+	}
+	lines, bytes := orDefault(in.MaxLines, 20), orDefault(in.MaxBytes, 2048)
+	out := Summary{WorkspaceID: e.WorkspaceID, Version: d.Version, Outline: []OutlineEntry{}}
+	for _, r := range d.Regions {
+		if in.MaxDepth > 0 && r.Level > in.MaxDepth {
+			continue
+		}
+		if len(out.Outline) == 10 {
+			break
+		}
+		out.Outline = append(out.Outline, OutlineEntry{Title: r.Title, Level: r.Level, Line: r.Line, Path: r.Path})
+	}
+	out.Excerpt, out.Truncated = Truncate(d.Content, lines, bytes)
+	return out, nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Regions lists the document's headings.
+func (e *Engine) Regions(ctx context.Context, q Querier, p Principal) ([]Region, error) {
+	if err := p.Require(CapRead); err != nil {
+		return nil, err
+	}
+	d, err := e.CurrentDoc(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(d.Regions), nil
+}
+
+// ReadInput selects and bounds a read. An empty Section is the whole document.
+type ReadInput struct {
+	Section            string
+	MaxLines, MaxBytes int
+}
+
+// ReadResult is a bounded piece of the current version.
+type ReadResult struct {
+	WorkspaceID string  `json:"workspace_id"`
+	Version     int64   `json:"version"`
+	Section     *string `json:"section"`
+	Content     string  `json:"content"`
+	Truncated   bool    `json:"truncated"`
+}
+
+// Read returns a section (or the document), bounded by lines then bytes.
+// Without explicit bounds a read is still capped at the request body limit so
+// one call can never return an unbounded answer.
+func (e *Engine) Read(ctx context.Context, q Querier, p Principal, in ReadInput) (ReadResult, error) {
+	if err := p.Require(CapRead); err != nil {
+		return ReadResult{}, err
+	}
+	if in.MaxLines < 0 || in.MaxBytes < 0 {
+		return ReadResult{}, Errorf(KindInvalidRequest, "max_lines and max_bytes must not be negative")
+	}
+	d, err := e.CurrentDoc(ctx, q)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	text := d.Content
+	r, whole, err := d.FindSection(in.Section)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	if !whole {
+		text = d.Content[r.Start:r.End]
+	}
+	maxBytes := in.MaxBytes
+	if maxBytes == 0 || int64(maxBytes) > e.Limits.MaxBodyBytes {
+		maxBytes = int(e.Limits.MaxBodyBytes)
+	}
+	out := ReadResult{WorkspaceID: e.WorkspaceID, Version: d.Version}
+	if in.Section != "" {
+		s := in.Section
+		out.Section = &s
+	}
+	out.Content, out.Truncated = Truncate(text, in.MaxLines, maxBytes)
+	return out, nil
+}

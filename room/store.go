@@ -1,0 +1,234 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// applicationID marks a SQLite file as a Commonroom Go sidecar ("CRGO").
+// Together with user_version it lets us refuse, untouched, a file that is not
+// ours (the Python original's sidecar has the same name and another schema).
+const applicationID = 0x4352474f
+
+// SidecarPath is where a document's room lives: beside it, with the suffix
+// appended to the full file name (idea.md -> idea.md.commonroom.db).
+func SidecarPath(docPath string) string { return docPath + ".commonroom.db" }
+
+// Store is the opened sidecar: one connection pool holding the single write
+// connection, and a separate query-only pool for reads.
+type Store struct {
+	Path   string
+	Writer *sql.DB // at most one connection; only the room actor uses it
+	Reader *sql.DB // query_only connections for concurrent reads
+}
+
+func dsn(file string, pragmas ...string) string {
+	u := url.URL{Scheme: "file", Path: file}
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	return u.String() + "?" + q.Encode()
+}
+
+// OpenStore opens (creating if needed) the sidecar at dbPath, refuses a file
+// that is not ours without writing to it, applies pending migrations, and
+// returns the writer and reader pools. readOnly skips migrations and the
+// writer pool (local CLI reads while another process is the writer).
+func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error) {
+	if err := checkForeign(ctx, dbPath, readOnly); err != nil {
+		return nil, err
+	}
+	s := &Store{Path: dbPath}
+	if !readOnly {
+		w, err := sql.Open("sqlite", dsn(dbPath,
+			"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)"))
+		if err != nil {
+			return nil, Internal(err)
+		}
+		w.SetMaxOpenConns(1)
+		w.SetMaxIdleConns(1)
+		w.SetConnMaxLifetime(0)
+		w.SetConnMaxIdleTime(0)
+		if err := migrate(ctx, w); err != nil {
+			w.Close()
+			return nil, err
+		}
+		s.Writer = w
+	}
+	r, err := sql.Open("sqlite", dsn(dbPath, "busy_timeout(5000)", "query_only(1)"))
+	if err != nil {
+		s.Close()
+		return nil, Internal(err)
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	r.SetConnMaxIdleTime(0)
+	s.Reader = r
+	if readOnly {
+		var v int
+		if err := r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			s.Close()
+			return nil, Internal(err)
+		}
+		if v == 0 {
+			s.Close()
+			return nil, Errorf(KindNotFound, "no room has been opened for this file yet (run `ce serve` first)")
+		}
+	}
+	return s, nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	var errs []error
+	if s.Writer != nil {
+		errs = append(errs, s.Writer.Close())
+	}
+	if s.Reader != nil {
+		errs = append(errs, s.Reader.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// checkForeign inspects an existing file through a read-only connection so a
+// foreign or newer database is refused before anything writes to it.
+func checkForeign(ctx context.Context, dbPath string, readOnly bool) error {
+	st, err := os.Stat(dbPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		if readOnly {
+			return Errorf(KindNotFound, "no room has been opened for this file yet (run `ce serve` first)")
+		}
+		return nil
+	}
+	if err != nil {
+		return Internal(err)
+	}
+	if st.IsDir() {
+		return Errorf(KindInvalidRequest, "the sidecar path %s is a directory", dbPath)
+	}
+	if st.Size() == 0 {
+		return nil
+	}
+	db, err := sql.Open("sqlite", dsn(dbPath, "query_only(1)")+"&mode=ro")
+	if err != nil {
+		return Internal(err)
+	}
+	defer db.Close()
+	var appID, userVersion, tables int
+	err = db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID)
+	if err == nil {
+		err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
+	}
+	if err == nil {
+		err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables)
+	}
+	if err != nil {
+		return Errorf(KindInvalidRequest,
+			"%s exists but is not a SQLite database that ce can read; move it away or use --ephemeral", dbPath)
+	}
+	if appID == 0 && userVersion == 0 && tables == 0 {
+		return nil // an empty database: ours to initialise
+	}
+	if appID != applicationID {
+		return Errorf(KindInvalidRequest,
+			"%s belongs to another program (perhaps the Python commonroom); ce leaves it untouched. Move it away or run with --ephemeral", dbPath)
+	}
+	if userVersion > len(migrations()) {
+		return Errorf(KindInvalidRequest,
+			"%s was written by a newer ce (schema %d, this build knows %d); upgrade ce", dbPath, userVersion, len(migrations()))
+	}
+	return nil
+}
+
+type migration struct {
+	version int
+	sql     string
+}
+
+func migrations() []migration {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		panic(err) // embedded at build time; cannot fail
+	}
+	var out []migration
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
+		if err != nil {
+			panic(fmt.Sprintf("migration %s: name must start with its number", e.Name()))
+		}
+		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, migration{version: n, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			panic(fmt.Sprintf("migrations must be numbered 1..n without gaps, found %d at %d", m.version, i+1))
+		}
+	}
+	return out
+}
+
+// SchemaVersion is the user_version this build writes.
+func SchemaVersion() int { return len(migrations()) }
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return Internal(err)
+	}
+	defer conn.Close()
+	var current int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return Internal(err)
+	}
+	for _, m := range migrations() {
+		if m.version <= current {
+			continue
+		}
+		if err := applyMigration(ctx, conn, m); err != nil {
+			return Internal(fmt.Errorf("migration %d: %w", m.version, err))
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	if _, err = conn.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	if _, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+		return err
+	}
+	if _, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "COMMIT")
+	return err
+}

@@ -1,0 +1,75 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Sweep applies every time-based rule that is due: sessions and leases past
+// their expiry end, invitations past theirs are recorded as lapsed, tasks past
+// their TTL fail (and their unfinished handoffs are cancelled), and terminal
+// task rows one TTL old are purged. Each change writes its event.
+func (e *Engine) Sweep(tx *Tx) error {
+	now := tx.nowMS()
+	if err := e.endSessions(tx, `expires_at <= ?`, []any{now}, "expired"); err != nil {
+		return err
+	}
+	if err := e.releaseLeases(tx, `expires_at <= ?`, []any{now}, "expired", "lease.expired"); err != nil {
+		return err
+	}
+	if err := e.lapseInvites(tx); err != nil {
+		return err
+	}
+	if err := e.sweepTasks(tx); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (e *Engine) lapseInvites(tx *Tx) error {
+	rows, err := tx.q.QueryContext(tx.ctx, `SELECT invite_id FROM invites
+		WHERE lapsed_at IS NULL AND revoked_at IS NULL AND expires_at <= ?`, tx.nowMS())
+	if err != nil {
+		return Internal(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return Internal(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		if _, err := tx.exec(`UPDATE invites SET lapsed_at = ? WHERE invite_id = ?`, tx.nowMS(), id); err != nil {
+			return Internal(err)
+		}
+		if err := tx.emit("invite.expired", refs{}, map[string]any{"invite_id": id}); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// NextDue returns when the next time-based rule falls due, so the actor can
+// arm one timer instead of polling. ok is false when nothing is scheduled.
+func (e *Engine) NextDue(ctx context.Context, q Querier) (time.Time, bool, error) {
+	var next sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT min(t) FROM (
+		SELECT min(expires_at) AS t FROM sessions WHERE ended_at IS NULL
+		UNION ALL SELECT min(expires_at) FROM leases WHERE released_at IS NULL
+		UNION ALL SELECT min(expires_at) FROM invites WHERE lapsed_at IS NULL AND revoked_at IS NULL
+		UNION ALL SELECT min(created_at + ttl_ms) FROM tasks WHERE status IN ('working','input_required')
+		UNION ALL SELECT min(last_updated_at + ttl_ms) FROM tasks WHERE status IN ('completed','failed','cancelled')
+	)`).Scan(&next)
+	if err != nil {
+		return time.Time{}, false, Internal(err)
+	}
+	if !next.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMS(next.Int64), true, nil
+}

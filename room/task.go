@@ -1,0 +1,90 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+)
+
+// Task statuses are exactly the MCP Tasks statuses; there is no "accepted".
+const (
+	TaskWorking       = "working"
+	TaskInputRequired = "input_required"
+	TaskCompleted     = "completed"
+	TaskFailed        = "failed"
+	TaskCancelled     = "cancelled"
+)
+
+// DetailedTask is the one representation of a task: what tasks/get returns
+// (without resultType), what notifications/tasks carries, and what
+// GET /workspace/task answers (D14).
+type DetailedTask struct {
+	TaskID         string                     `json:"taskId"`
+	Status         string                     `json:"status"`
+	StatusMessage  string                     `json:"statusMessage,omitempty"`
+	CreatedAt      string                     `json:"createdAt"`
+	LastUpdatedAt  string                     `json:"lastUpdatedAt"`
+	TTLMs          int64                      `json:"ttlMs"`
+	PollIntervalMs int64                      `json:"pollIntervalMs"`
+	InputRequests  map[string]json.RawMessage `json:"inputRequests,omitempty"`
+	Result         json.RawMessage            `json:"result,omitempty"`
+	Error          json.RawMessage            `json:"error,omitempty"`
+	Meta           map[string]any             `json:"_meta"`
+
+	OwnerID    string `json:"-"`
+	AssigneeID string `json:"-"`
+}
+
+// HandoffMetaKey is the _meta key that lets a client holding only a task
+// handle find its handoff.
+const HandoffMetaKey = "commonroom/handoff_id"
+
+// taskByID reads a task with its outstanding input requests. It does not
+// check visibility; callers do (unknown and invisible look the same).
+func (e *Engine) taskByID(ctx context.Context, q Querier, id string) (DetailedTask, error) {
+	var t DetailedTask
+	var handoffID string
+	var msg, assignee, result, errJSON sql.NullString
+	var created, updated int64
+	err := q.QueryRowContext(ctx, `SELECT task_id, status, status_message, created_at, last_updated_at, ttl_ms, poll_interval_ms,
+		result_json, error_json, owner_id, assignee_id, correlation_id FROM tasks WHERE task_id = ?`, id).
+		Scan(&t.TaskID, &t.Status, &msg, &created, &updated, &t.TTLMs, &t.PollIntervalMs, &result, &errJSON, &t.OwnerID, &assignee, &handoffID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, Errorf(KindTaskNotFound, "unknown task").With("task_id", id)
+	}
+	if err != nil {
+		return t, Internal(err)
+	}
+	t.StatusMessage, t.AssigneeID = msg.String, assignee.String
+	t.CreatedAt, t.LastUpdatedAt = WireTime(created), WireTime(updated)
+	if result.Valid {
+		t.Result = json.RawMessage(result.String)
+	}
+	if errJSON.Valid {
+		t.Error = json.RawMessage(errJSON.String)
+	}
+	t.Meta = map[string]any{HandoffMetaKey: handoffID}
+	if t.Status == TaskInputRequired {
+		rows, err := q.QueryContext(ctx, `SELECT request_key, request_json FROM task_inputs
+			WHERE task_id = ? AND closed_at IS NULL ORDER BY requested_at, request_key`, id)
+		if err != nil {
+			return t, Internal(err)
+		}
+		defer rows.Close()
+		t.InputRequests = map[string]json.RawMessage{}
+		for rows.Next() {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				return t, Internal(err)
+			}
+			t.InputRequests[k] = json.RawMessage(v)
+		}
+		if err := rows.Err(); err != nil {
+			return t, Internal(err)
+		}
+	}
+	return t, nil
+}
+
+// sweepTasks is completed by the handoff lifecycle; see handoff_sweep.go.

@@ -1,0 +1,103 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+)
+
+// Querier is what both the write connection and a read snapshot offer, so
+// one query function serves the writer (inside its transaction) and readers.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Tx is one command's view of the room actor's write transaction. The actor
+// wraps it in a SAVEPOINT: if the command fails, everything it did — rows,
+// events and post-commit notices — is discarded together.
+type Tx struct {
+	ctx context.Context
+	q   Querier
+	e   *Engine
+	now time.Time
+
+	events        []Event
+	tasks         []string // task ids whose state changed, in order, de-duplicated
+	resources     []string // resource URIs whose content changed
+	endedSessions []string
+	after         []func() // in-memory effects to apply only once the batch commits
+}
+
+// NewTx starts a command on q (the writer's connection, inside BEGIN and a
+// SAVEPOINT owned by the caller). now is the command's single clock reading.
+func (e *Engine) NewTx(ctx context.Context, q Querier, now time.Time) *Tx {
+	return &Tx{ctx: ctx, q: q, e: e, now: now}
+}
+
+// Now is the time the command runs at; one reading per command keeps its rows consistent.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+func (tx *Tx) nowMS() int64 { return ms(tx.now) }
+
+func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
+	return tx.q.ExecContext(tx.ctx, query, args...)
+}
+
+func (tx *Tx) execN(query string, args ...any) (int64, error) {
+	res, err := tx.q.ExecContext(tx.ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Outcome is what a successful command hands to the actor for after COMMIT:
+// the event rows it wrote (with ids) and the live notices they imply.
+type Outcome struct {
+	Events        []Event
+	Tasks         []TaskNotice
+	Resources     []string // resource URIs (document, sections) whose content changed
+	EndedSessions []string // session refs whose live streams must end
+	After         []func()
+}
+
+// TaskNotice carries a task's detailed representation as it stood when the
+// command finished, so a live subscriber sees exactly what tasks/get would.
+type TaskNotice struct {
+	TaskID string
+	Task   json.RawMessage
+}
+
+func (tx *Tx) taskChanged(id string) {
+	for _, t := range tx.tasks {
+		if t == id {
+			return
+		}
+	}
+	tx.tasks = append(tx.tasks, id)
+}
+
+// Finish snapshots the changed tasks inside the transaction and returns the
+// command's outcome. The actor calls it after the command succeeded, before
+// RELEASE of the savepoint.
+func (tx *Tx) Finish() (Outcome, error) {
+	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after}
+	for _, id := range tx.tasks {
+		t, err := tx.e.taskByID(tx.ctx, tx.q, id)
+		if err != nil {
+			if ErrorKind(err) == KindTaskNotFound {
+				continue // purged in the same command: nothing to show
+			}
+			return Outcome{}, err
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			return Outcome{}, Internal(err)
+		}
+		out.Tasks = append(out.Tasks, TaskNotice{TaskID: id, Task: b})
+	}
+	return out, nil
+}
