@@ -1,0 +1,490 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// The envelope layer of POST /mcp: one decode of the JSON-RPC body and the MCP
+// routing headers, validated in the order of spec §1.6 steps 3–10. Steps 1–2
+// (Host/Origin, POST-only) belong to the router; steps 11 onwards (method params,
+// client capability gates, dispatch) belong to the method handlers.
+
+const mcpProtocolVersion = "2026-07-28"
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// JSON-RPC and MCP error codes (spec §6).
+const (
+	codeParseError         = -32700
+	codeInvalidRequest     = -32600
+	codeMethodNotFound     = -32601
+	codeInvalidParams      = -32602
+	codeInternalError      = -32603
+	codeHeaderMismatch     = -32020
+	codeMissingCapability  = -32021
+	codeUnsupportedVersion = -32022
+)
+
+// Keys of params._meta (spec §2.2).
+const (
+	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	metaClientCaps      = "io.modelcontextprotocol/clientCapabilities"
+	metaProgressToken   = "progressToken"
+)
+
+// Routing headers (spec §1.3). Names are matched without regard to case.
+const (
+	headerProtocolVersion = "MCP-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+)
+
+// rpcRequest is one validated JSON-RPC request.
+type rpcRequest struct {
+	ID     json.RawMessage // exact bytes as sent (number or string); nil for a notification
+	Method string
+	Params json.RawMessage // the params object ({} when absent)
+	Meta   requestMeta
+}
+
+// requestMeta is what the envelope layer reads from params._meta.
+type requestMeta struct {
+	ProtocolVersion string
+	ClientCaps      json.RawMessage // the clientCapabilities object
+	Tasks           bool            // clientCapabilities.extensions["io.modelcontextprotocol/tasks"] is a JSON object
+	ProgressToken   json.RawMessage // string or integer as sent; nil when absent
+}
+
+// rpcError is a JSON-RPC error plus the HTTP status it is sent with.
+type rpcError struct {
+	Status  int
+	Code    int
+	Message string
+	Data    any // nil = omitted
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
+
+// methodInfo says what the envelope layer needs to know about a method.
+type methodInfo struct {
+	NameField string // "", "name", "uri" or "taskId": the params field Mcp-Name must equal
+}
+
+// decodeRPC decodes and validates one POST /mcp body with its headers, in the
+// order of spec §1.6 steps 3–10. methods lists the methods the server serves
+// (requests for any other method get 404 -32601).
+//
+// Outcomes:
+//   - a request: req is validated and complete, notification is false, rerr is nil;
+//   - a notification: req carries Method and Params (ID nil, Meta zero),
+//     notification is true, rerr is nil; no header or _meta check was made and
+//     the caller answers 202;
+//   - an error: rerr is non-nil and req is non-nil but carries only ID — the id
+//     as sent, or nil when it could not be read — for writeRPCError(w, req.ID, rerr).
+func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *rpcRequest, notification bool, rerr *rpcError) {
+	env, id, rerr := decodeEnvelope(body)
+	if rerr != nil {
+		return &rpcRequest{ID: id}, false, rerr
+	}
+	if id == nil { // step 4
+		return &rpcRequest{Method: env.method, Params: env.params}, true, nil
+	}
+	fail := func(e *rpcError) (*rpcRequest, bool, *rpcError) { return &rpcRequest{ID: id}, false, e }
+
+	// Step 5: the protocol version header must be there.
+	hdrVersion, e := requiredHeader(h, headerProtocolVersion)
+	if e != nil {
+		return fail(e)
+	}
+
+	// Step 6: the required _meta keys.
+	meta, params, e := decodeMeta(env.params)
+	if e != nil {
+		return fail(e)
+	}
+
+	// Step 7: header version must equal the _meta version.
+	if hdrVersion != meta.ProtocolVersion {
+		return fail(headerMismatch(fmt.Sprintf("%s header %q does not match params._meta[%q] %q",
+			headerProtocolVersion, hdrVersion, metaProtocolVersion, meta.ProtocolVersion)))
+	}
+
+	// Step 8: Mcp-Method, then Mcp-Name for the name-bearing methods we serve.
+	hdrMethod, e := requiredHeader(h, headerMethod)
+	if e != nil {
+		return fail(e)
+	}
+	if hdrMethod != env.method {
+		return fail(headerMismatch(fmt.Sprintf("%s header %q does not match the body method %q", headerMethod, hdrMethod, env.method)))
+	}
+	info, known := methods[env.method]
+	if known && info.NameField != "" {
+		if e := checkMcpName(h, params, info.NameField); e != nil {
+			return fail(e)
+		}
+	}
+
+	// Step 9: the one version we serve.
+	if meta.ProtocolVersion != mcpProtocolVersion {
+		return fail(&rpcError{
+			Status:  http.StatusBadRequest,
+			Code:    codeUnsupportedVersion,
+			Message: "unsupported protocol version",
+			Data: map[string]any{
+				"supported": []string{mcpProtocolVersion},
+				"requested": meta.ProtocolVersion,
+			},
+		})
+	}
+
+	// Step 10: the method must be one we serve.
+	if !known {
+		return fail(&rpcError{
+			Status:  http.StatusNotFound,
+			Code:    codeMethodNotFound,
+			Message: "method not found",
+			Data:    map[string]string{"method": env.method},
+		})
+	}
+	return &rpcRequest{ID: id, Method: env.method, Params: env.params, Meta: meta}, false, nil
+}
+
+// envelope is the top level of a request after step 3.
+type envelope struct {
+	method string
+	params json.RawMessage // an object; {} when absent
+}
+
+// decodeEnvelope is step 3. It returns the id as sent (nil when absent or
+// unreadable) alongside any error, so that the error can echo it.
+func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
+	// json.Valid rejects trailing data and nesting deeper than encoding/json's
+	// limit without recursing, so nothing below sees a pathological document.
+	if !json.Valid(body) {
+		return envelope{}, nil, &rpcError{Status: http.StatusBadRequest, Code: codeParseError, Message: "parse error: the body is not valid JSON"}
+	}
+	if kindOf(body) != '{' {
+		msg := "invalid request: the body must be one JSON-RPC request object"
+		if kindOf(body) == '[' {
+			msg = "invalid request: batches are not supported; send one JSON-RPC request object"
+		}
+		return envelope{}, nil, invalidRequest(msg)
+	}
+	// A map, not a struct: encoding/json matches struct fields without regard to
+	// case, and "METHOD" is not "method".
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return envelope{}, nil, invalidRequest("invalid request: " + err.Error())
+	}
+
+	var id json.RawMessage
+	if raw, ok := top["id"]; ok {
+		if !validID(raw) {
+			return envelope{}, nil, invalidRequest("invalid request: id must be a string or an integer")
+		}
+		id = raw
+	}
+	if raw, ok := top["jsonrpc"]; !ok || kindOf(raw) != '"' || stringOf(raw) != "2.0" {
+		return envelope{}, id, invalidRequest(`invalid request: jsonrpc must be "2.0"`)
+	}
+	raw, ok := top["method"]
+	if !ok {
+		_, hasResult := top["result"]
+		_, hasError := top["error"]
+		if hasResult || hasError {
+			return envelope{}, id, invalidRequest("invalid request: JSON-RPC responses are not accepted")
+		}
+		return envelope{}, id, invalidRequest("invalid request: method is missing")
+	}
+	if kindOf(raw) != '"' {
+		return envelope{}, id, invalidRequest("invalid request: method must be a string")
+	}
+	env := envelope{method: stringOf(raw), params: json.RawMessage(`{}`)}
+	if raw, ok := top["params"]; ok {
+		if kindOf(raw) != '{' {
+			return envelope{}, id, invalidRequest("invalid request: params must be an object")
+		}
+		env.params = raw
+	}
+	return env, id, nil
+}
+
+// decodeMeta is step 6. params is already known to be an object. It returns the
+// params object as a map for the Mcp-Name check.
+func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMessage, *rpcError) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(rawParams, &params); err != nil {
+		return requestMeta{}, nil, metaError("params could not be decoded: " + err.Error())
+	}
+	rawMeta, ok := params["_meta"]
+	if !ok {
+		return requestMeta{}, nil, metaError("params._meta is missing")
+	}
+	if kindOf(rawMeta) != '{' {
+		return requestMeta{}, nil, metaError("params._meta must be an object")
+	}
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(rawMeta, &meta); err != nil {
+		return requestMeta{}, nil, metaError("params._meta could not be decoded: " + err.Error())
+	}
+
+	var out requestMeta
+	raw, ok := meta[metaProtocolVersion]
+	switch {
+	case !ok:
+		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] is missing", metaProtocolVersion))
+	case kindOf(raw) != '"':
+		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] must be a string", metaProtocolVersion))
+	}
+	out.ProtocolVersion = stringOf(raw)
+
+	raw, ok = meta[metaClientCaps]
+	switch {
+	case !ok:
+		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
+	case kindOf(raw) != '{':
+		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] must be an object", metaClientCaps))
+	}
+	out.ClientCaps = raw
+	var caps map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &caps); err != nil {
+		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
+	}
+	if rawExt, ok := caps["extensions"]; ok {
+		if kindOf(rawExt) != '{' {
+			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
+		}
+		var ext map[string]json.RawMessage
+		if err := json.Unmarshal(rawExt, &ext); err != nil {
+			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
+		}
+		out.Tasks = kindOf(ext[tasksExtension]) == '{'
+	}
+
+	if raw, ok := meta[metaProgressToken]; ok {
+		if !validID(raw) {
+			return requestMeta{}, nil, metaError("params._meta.progressToken must be a string or an integer")
+		}
+		out.ProgressToken = raw
+	}
+	return out, params, nil
+}
+
+// checkMcpName is the Mcp-Name half of step 8.
+func checkMcpName(h http.Header, params map[string]json.RawMessage, field string) *rpcError {
+	value, e := requiredHeader(h, headerName)
+	if e != nil {
+		return e
+	}
+	value, ok := decodeSentinel(value)
+	if !ok {
+		return headerMismatch(headerName + " header is not valid Base64 inside =?base64?...?=")
+	}
+	raw, ok := params[field]
+	if !ok || kindOf(raw) != '"' {
+		return headerMismatch(fmt.Sprintf("%s header is set but params.%s is not a string", headerName, field))
+	}
+	// encoding/json fills struct fields without regard to case, so a handler
+	// decoding params could read "NAME" where we compared "name". Refuse the
+	// ambiguity rather than let the header and the dispatched value differ.
+	for k := range params {
+		if k != field && strings.EqualFold(k, field) {
+			return headerMismatch(fmt.Sprintf("params has both %q and %q; %s is ambiguous", field, k, headerName))
+		}
+	}
+	if value != stringOf(raw) {
+		return headerMismatch(fmt.Sprintf("%s header does not match params.%s", headerName, field))
+	}
+	return nil
+}
+
+const (
+	sentinelPrefix = "=?base64?"
+	sentinelSuffix = "?="
+)
+
+// decodeSentinel decodes a header value of the exact form =?base64?<b64>?=
+// (lowercase markers, strict standard Base64 with padding) and returns any
+// other value unchanged: a value lacking either marker is literal. ok is false
+// when the value has the form but the Base64 is invalid.
+func decodeSentinel(v string) (out string, ok bool) {
+	if len(v) < len(sentinelPrefix)+len(sentinelSuffix) ||
+		!strings.HasPrefix(v, sentinelPrefix) || !strings.HasSuffix(v, sentinelSuffix) {
+		return v, true
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(v[len(sentinelPrefix) : len(v)-len(sentinelSuffix)])
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// requiredHeader returns the one value of a routing header, trimmed of spaces
+// and tabs. Missing, empty, repeated, or holding characters outside visible
+// ASCII, space and tab → 400 -32020.
+func requiredHeader(h http.Header, name string) (string, *rpcError) {
+	values := headerValues(h, name)
+	switch len(values) {
+	case 0:
+		return "", headerMismatch(name + " header is missing")
+	case 1:
+	default:
+		return "", headerMismatch(name + " header is repeated")
+	}
+	v := strings.Trim(values[0], " \t")
+	if v == "" {
+		return "", headerMismatch(name + " header is empty")
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x21 || c > 0x7e) && c != ' ' && c != '\t' {
+			return "", headerMismatch(name + " header holds a character outside visible ASCII, space and tab")
+		}
+	}
+	return v, nil
+}
+
+// headerValues looks a header up by name without regard to case, so that it
+// also works on a Header built by hand with non-canonical keys.
+func headerValues(h http.Header, name string) []string {
+	if v := h.Values(name); len(v) > 0 {
+		return v
+	}
+	var out []string
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			out = append(out, v...)
+		}
+	}
+	return out
+}
+
+// validID reports whether raw, one valid JSON value, is a string or an integer
+// (a number with no fraction and no exponent). It is used for ids and progress
+// tokens, which are echoed byte for byte.
+func validID(raw json.RawMessage) bool {
+	switch kindOf(raw) {
+	case '"':
+		return true
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return !bytes.ContainsAny(raw, ".eE")
+	}
+	return false
+}
+
+// kindOf returns the first byte of a JSON value ('{', '[', '"', 'n', 't', 'f',
+// '-' or a digit), skipping leading white space; 0 for nothing.
+func kindOf(raw []byte) byte {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// stringOf decodes a raw JSON string already known to be one.
+func stringOf(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+func invalidRequest(msg string) *rpcError {
+	return &rpcError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: msg}
+}
+
+func headerMismatch(msg string) *rpcError {
+	return &rpcError{Status: http.StatusBadRequest, Code: codeHeaderMismatch, Message: "header mismatch: " + msg}
+}
+
+// metaError is a step-6 failure: a required _meta field is missing or malformed.
+func metaError(msg string) *rpcError {
+	return &rpcError{Status: http.StatusBadRequest, Code: codeInvalidParams, Message: "invalid params: " + msg}
+}
+
+// missingCapability is 400 -32021 for a request that needs a client capability
+// it did not declare. caps is a ClientCapabilities object, e.g.
+// map[string]any{"extensions": map[string]any{tasksExtension: struct{}{}}}.
+func missingCapability(caps any) *rpcError {
+	return &rpcError{
+		Status:  http.StatusBadRequest,
+		Code:    codeMissingCapability,
+		Message: "missing required client capability",
+		Data:    map[string]any{"requiredCapabilities": caps},
+	}
+}
+
+// invalidParams is a method-level -32602 (unknown tool, bad cursor, unknown
+// task, …), sent with HTTP 200. data may be nil.
+func invalidParams(msg string, data any) *rpcError {
+	return &rpcError{Status: http.StatusOK, Code: codeInvalidParams, Message: msg, Data: data}
+}
+
+// rpcErrorBody is the wire form of a JSON-RPC error response.
+type rpcErrorBody struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Error   rpcErrorObject  `json:"error"`
+}
+
+type rpcErrorObject struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// writeRPCError sends e with status e.Status as application/json. id is echoed
+// as given; a nil id leaves the member out (never null).
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
+	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: e.Message, Data: e.Data}}
+	b, err := marshalJSON(body)
+	if err != nil && e.Data != nil { // data that cannot be encoded is dropped
+		body.Error.Data = nil
+		b, err = marshalJSON(body)
+	}
+	if err != nil { // only an id that is not JSON gets here
+		body.ID = nil
+		b, _ = marshalJSON(body)
+	}
+	writeJSON(w, e.Status, b)
+}
+
+// writeRPCResult sends {"jsonrpc":"2.0","id":id,"result":result} as
+// application/json with status 200. A result that cannot be encoded becomes a
+// -32603 error (also 200: a JSON-RPC-level error, spec §1.5).
+func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
+	b, err := marshalJSON(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id,omitempty"`
+		Result  any             `json:"result"`
+	}{"2.0", id, result})
+	if err != nil {
+		writeRPCError(w, id, &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error: the result could not be encoded"})
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// marshalJSON encodes v without HTML escaping, so that ids and strings go back
+// byte for byte as they came.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
