@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/room"
+)
+
+func inviteCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce invite", flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	caps := fs.String("capabilities", "", "comma-separated capabilities, or * (default: read,observe,propose,checkout,commit)")
+	perms := fs.String("permissions", "", "legacy grant word: read_write, read or admin (used when --capabilities is empty)")
+	target := fs.String("target", "", "region the invitation is for (recorded, not enforced)")
+	expires := fs.Int("expires", 60, "minutes until the invitation expires (max 10080)")
+	maxUses := fs.Int("max-uses", 1, "how many joins it admits (0 = unlimited)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return &ffcli.Command{
+		Name:       "invite",
+		ShortUsage: "ce invite --workspace FILE [--capabilities read,propose,…|*] [--max-uses N] [--expires MINUTES] [--json]",
+		ShortHelp:  "create a commonroom://join/… invitation",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return &exitError{code: exitUsage, err: errors.New("invite takes no arguments")}
+			}
+			in := room.InviteInput{Permissions: *perms, Target: *target, ExpiresInMinutes: expires, MaxUses: maxUses}
+			if *caps != "" {
+				in.Capabilities = strings.Split(*caps, ",")
+			}
+			var g room.InviteGrant
+			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
+				var err error
+				g, err = actor.Do(ctx, l.room, "invite", func(tx *room.Tx) (room.InviteGrant, error) {
+					return l.eng.CreateInvite(tx, room.Operator(l.eng.HostID), in)
+				})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if oc != nil {
+				if err := oc.call(ctx, "POST", "/workspace/invite", in, &g); err != nil {
+					return err
+				}
+			}
+			if *asJSON {
+				return printJSON(env.Stdout, map[string]any{"invite_id": g.InviteID, "uri": g.URI,
+					"capabilities": g.Capabilities, "expires_at": g.ExpiresAt, "max_uses": g.MaxUses})
+			}
+			fmt.Fprintln(env.Stdout, g.URI)
+			return nil
+		},
+	}
+}

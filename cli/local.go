@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/user"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/room"
+)
+
+// localRoom is a room opened in this process: the engine, its sidecar and
+// the running actor. The caller holds the writer lock.
+type localRoom struct {
+	eng   *room.Engine
+	store *room.Store
+	room  *actor.Room
+}
+
+func hostName(env Env) string {
+	if n := env.Getenv("USER"); n != "" {
+		return n
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "host"
+}
+
+// openLocal opens the room of docPath. dbPath overrides the sidecar
+// location (--ephemeral); pub receives commits (nil for one-shot commands).
+func openLocal(ctx context.Context, docPath, dbPath, host string, pub actor.Publisher, log *slog.Logger) (*localRoom, error) {
+	eng, err := room.NewEngine(docPath, room.Defaults())
+	if err != nil {
+		return nil, err
+	}
+	if dbPath == "" {
+		dbPath = room.SidecarPath(eng.DocPath)
+	}
+	st, err := room.OpenStore(ctx, dbPath, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg := actor.Config{Engine: eng, Store: st, Logger: log, HostName: host}
+	if pub != nil {
+		cfg.Publisher = pub
+	}
+	r, err := actor.Open(ctx, cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &localRoom{eng: eng, store: st, room: r}, nil
+}
+
+func (l *localRoom) Close(ctx context.Context) error {
+	err := l.room.Close(ctx)
+	if cerr := l.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// withLocalWrite runs fn against the room of docPath in this process when no
+// room is serving it; when one is, it returns the owner client instead and
+// fn is not called. Never two writers (D21).
+func withLocalWrite(ctx context.Context, env Env, docPath string, fn func(l *localRoom) error) (*ownerClient, error) {
+	abs, err := room.ResolveDocPath(docPath)
+	if err != nil {
+		return nil, err
+	}
+	oc, lock, err := servingRoom(abs)
+	if err != nil || oc != nil {
+		return oc, err
+	}
+	defer lock.Release()
+	l, err := openLocal(ctx, abs, "", hostName(env), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	ferr := fn(l)
+	if cerr := l.Close(ctx); ferr == nil {
+		ferr = cerr
+	}
+	return nil, ferr
+}
+
+// readOnly opens the sidecar of docPath query-only, as the local operator.
+// It works whether or not a room is serving (WAL readers never block it).
+func readOnly(ctx context.Context, docPath string) (*room.Engine, *room.Store, error) {
+	if _, err := os.Stat(docPath); err != nil {
+		return nil, nil, room.Errorf(room.KindNotFound, "%s: no such file", docPath)
+	}
+	eng, err := room.NewEngine(docPath, room.Defaults())
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := eng.Load(ctx, st.Reader); err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return eng, st, nil
+}

@@ -1,0 +1,232 @@
+// Package cli is the `ce` command line: every subcommand, its flags (flag >
+// environment CE_* > config file) and its output, text or --json, written to
+// injected writers so tests run the real commands in-process or as a binary.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/commonroom/ce/room"
+)
+
+// Env is everything a command touches outside its arguments.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Signals delivers interrupt requests to `ce serve`: the first stops it
+	// gracefully, the second forces an exit.
+	Signals <-chan os.Signal
+	// Exit ends the process at once (the second signal). Tests replace it.
+	Exit func(int)
+}
+
+// exitError carries an exit code through ffcli.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// Exit codes, one per family of error kinds, so scripts can branch on them.
+const (
+	exitOK       = 0
+	exitInternal = 1
+	exitUsage    = 2
+	exitAuth     = 3
+	exitNotFound = 4
+	exitConflict = 5
+	exitLimit    = 6
+	exitBusy     = 7
+)
+
+var exitCodes = map[room.Kind]int{
+	room.KindInvalidRequest:       exitUsage,
+	room.KindInvalidRegion:        exitUsage,
+	room.KindUnsupportedVersion:   exitUsage,
+	room.KindUnauthorized:         exitAuth,
+	room.KindSessionExpired:       exitAuth,
+	room.KindPermissionDenied:     exitAuth,
+	room.KindInvitationExpired:    exitAuth,
+	room.KindInvitationRevoked:    exitAuth,
+	room.KindInvitationRedeemed:   exitAuth,
+	room.KindNotFound:             exitNotFound,
+	room.KindHandoffNotFound:      exitNotFound,
+	room.KindTaskNotFound:         exitNotFound,
+	room.KindProposalNotFound:     exitNotFound,
+	room.KindVersionNotFound:      exitNotFound,
+	room.KindLeaseConflict:        exitConflict,
+	room.KindStaleVersion:         exitConflict,
+	room.KindProposalConflict:     exitConflict,
+	room.KindHandoffConflict:      exitConflict,
+	room.KindLimitExceeded:        exitLimit,
+	room.KindBodyTooLarge:         exitLimit,
+	room.KindOverloaded:           exitBusy,
+	room.KindUnavailable:          exitBusy,
+	room.KindRoomBusy:             exitBusy,
+	room.KindTransportUnavailable: exitBusy,
+	room.KindInternal:             exitInternal,
+}
+
+// ExitCode maps an error to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitUsage
+	}
+	if c, ok := exitCodes[room.ErrorKind(err)]; ok {
+		return c
+	}
+	return exitInternal
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Main runs `ce` with args (without the program name) and returns the exit code.
+func Main(ctx context.Context, args []string, env Env) int {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
+	if env.Exit == nil {
+		env.Exit = os.Exit
+	}
+	if env.Stdin == nil {
+		env.Stdin = strings.NewReader("")
+	}
+	root := rootCommand(env)
+	args = rewriteArgs(root, args)
+	if err := root.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(env.Stderr, "ce: %v\n", err)
+		return exitUsage
+	}
+	err := root.Run(ctx)
+	if err != nil && !errors.Is(err, errReported) {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitUsage
+		}
+		fmt.Fprintf(env.Stderr, "ce: %s\n", message(err))
+	}
+	return ExitCode(err)
+}
+
+// errReported marks an error whose output the command already wrote.
+var errReported = errors.New("reported")
+
+func message(err error) string {
+	var e *room.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+func rootCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	root := &ffcli.Command{
+		Name:       "ce",
+		ShortUsage: "ce <command> [flags] [args]   (ce FILE is short for ce serve FILE)",
+		ShortHelp:  "Commonroom: a shared room around a Markdown file",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			return flag.ErrHelp
+		},
+	}
+	root.Subcommands = []*ffcli.Command{
+		serveCommand(env),
+		inviteCommand(env),
+		joinCommand(env),
+		statusCommand(env),
+	}
+	for _, c := range root.Subcommands {
+		c.FlagSet.SetOutput(env.Stderr)
+		c.Options = append(c.Options,
+			ff.WithEnvVarPrefix("CE"),
+			ff.WithConfigFileFlag("config"),
+			ff.WithConfigFileParser(ff.PlainParser),
+			ff.WithAllowMissingConfigFile(false))
+	}
+	return root
+}
+
+// rewriteArgs reads `ce FILE` as `ce serve FILE`, and moves a subcommand's
+// flags in front of its positional arguments so `ce serve notes.md --json`
+// works (the standard flag package stops at the first positional argument).
+func rewriteArgs(root *ffcli.Command, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	var sub *ffcli.Command
+	for _, c := range root.Subcommands {
+		if c.Name == args[0] {
+			sub = c
+		}
+	}
+	if sub == nil {
+		if strings.HasPrefix(args[0], "-") {
+			return args
+		}
+		args = append([]string{"serve"}, args...)
+		sub = root.Subcommands[0]
+	}
+	return append([]string{args[0]}, permute(sub.FlagSet, args[1:])...)
+}
+
+// permute returns args with every flag (and its value) before the positionals.
+func permute(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // let the parser report it
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(flags, pos...)
+}

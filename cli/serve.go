@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi"
+	"github.com/commonroom/ce/listen"
+	"github.com/commonroom/ce/room"
+)
+
+type serveFlags struct {
+	addr        string
+	ingressAddr string
+	name        string
+	json        bool
+	ephemeral   bool
+	logLevel    string
+	queueLen    int
+}
+
+func serveCommand(env Env) *ffcli.Command {
+	var f serveFlags
+	fs := flag.NewFlagSet("ce serve", flag.ContinueOnError)
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "owner listener (loopback only): the page and the local operator")
+	fs.StringVar(&f.ingressAddr, "ingress-addr", "127.0.0.1:0", "session-only ingress listener (loopback only): what invitations point at")
+	fs.StringVar(&f.name, "name", "", "the host's display name (default $USER)")
+	fs.BoolVar(&f.json, "json", false, "print one JSON line when ready instead of the banner")
+	fs.BoolVar(&f.ephemeral, "ephemeral", false, "keep the sidecar in a temporary directory and delete it on exit")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (logs go to stderr)")
+	fs.IntVar(&f.queueLen, "listen-queue", 256, "frames buffered per live subscriber before it is dropped")
+	return &ffcli.Command{
+		Name:       "serve",
+		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
+		ShortHelp:  "open a room around a Markdown file and serve it until interrupted",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return &exitError{code: exitUsage, err: errors.New("serve takes exactly one FILE")}
+			}
+			return serve(ctx, env, f, args[0])
+		},
+	}
+}
+
+// checkLoopback refuses a bind address another machine could reach: remote
+// participants come in through a transport plugin, never a public socket.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return room.Errorf(room.KindInvalidRequest, "bad address %q: %v", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return room.Errorf(room.KindInvalidRequest,
+		"ce serves on loopback only (got %q); to let another machine in, expose the ingress listener with a transport plugin", addr)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+func serve(ctx context.Context, env Env, f serveFlags, file string) error {
+	if err := checkLoopback(f.addr); err != nil {
+		return err
+	}
+	if err := checkLoopback(f.ingressAddr); err != nil {
+		return err
+	}
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
+	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+
+	docPath, err := room.ResolveDocPath(file)
+	if err != nil {
+		return err
+	}
+	lock, err := room.AcquireWriterLock(docPath)
+	if err != nil {
+		if errors.Is(err, room.ErrLocked) {
+			msg := err.Error()
+			if of, ferr := readOwnerFile(docPath); ferr == nil {
+				msg = describeServing(of)
+			}
+			return room.Errorf(room.KindRoomBusy, "%s is already being served: %s", file, msg)
+		}
+		return err
+	}
+	defer lock.Release()
+	// A credential left by a killed process is never trusted: we hold the
+	// lock, so whatever is there is stale.
+	os.Remove(ownerPath(docPath))
+
+	dbPath := ""
+	if f.ephemeral {
+		dir, err := os.MkdirTemp("", "commonroom-*")
+		if err != nil {
+			return room.Internal(err)
+		}
+		defer os.RemoveAll(dir)
+		dbPath = filepath.Join(dir, filepath.Base(docPath)+".commonroom.db")
+	}
+
+	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, Logger: log})
+	host := f.name
+	if host == "" {
+		host = hostName(env)
+	}
+	l, err := openLocal(ctx, docPath, dbPath, host, hub, log)
+	if err != nil {
+		hub.Close()
+		return err
+	}
+	stopRoom := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		actor.Do(cctx, l.room, "stopped", func(tx *room.Tx) (struct{}, error) { return struct{}{}, l.eng.MarkStopped(tx) })
+		if err := l.Close(cctx); err != nil {
+			log.Error("closing the room", "err", err)
+		}
+	}
+
+	ownerLn, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		hub.Close()
+		stopRoom()
+		return room.Errorf(room.KindInvalidRequest, "cannot listen on %s: %v", f.addr, err)
+	}
+	ingressLn, err := net.Listen("tcp", f.ingressAddr)
+	if err != nil {
+		ownerLn.Close()
+		hub.Close()
+		stopRoom()
+		return room.Errorf(room.KindInvalidRequest, "cannot listen on %s: %v", f.ingressAddr, err)
+	}
+	ingressPort := ingressLn.Addr().(*net.TCPAddr).Port
+	l.eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressPort, Mode: "local"}})
+
+	opToken := newOperatorToken()
+	api := httpapi.New(httpapi.Config{Room: l.room, Hub: hub, Logger: log, OperatorToken: opToken, Version: version()})
+	ownerURL := "http://" + ownerLn.Addr().String()
+	ingressURL := "http://" + ingressLn.Addr().String()
+
+	if _, err := actor.Do(ctx, l.room, "started", func(tx *room.Tx) (struct{}, error) {
+		return struct{}{}, l.eng.MarkStarted(tx)
+	}); err != nil {
+		ownerLn.Close()
+		ingressLn.Close()
+		hub.Close()
+		stopRoom()
+		return err
+	}
+	inv, err := actor.Do(ctx, l.room, "invite", func(tx *room.Tx) (room.InviteGrant, error) {
+		return l.eng.CreateInvite(tx, room.Operator(l.eng.HostID), room.InviteInput{})
+	})
+	if err != nil {
+		ownerLn.Close()
+		ingressLn.Close()
+		hub.Close()
+		stopRoom()
+		return err
+	}
+	if err := writeOwnerFile(docPath, ownerFile{PID: os.Getpid(), WorkspaceID: l.eng.WorkspaceID,
+		OwnerURL: ownerURL, IngressURL: ingressURL, OperatorToken: opToken}); err != nil {
+		ownerLn.Close()
+		ingressLn.Close()
+		hub.Close()
+		stopRoom()
+		return room.Errorf(room.KindInternal, "cannot write the operator credential %s: %v", ownerPath(docPath), err)
+	}
+	defer os.Remove(ownerPath(docPath))
+
+	servers := []*http.Server{
+		{Handler: api.OwnerHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		{Handler: api.IngressHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- servers[0].Serve(ownerLn) }()
+	go func() { errc <- servers[1].Serve(ingressLn) }()
+
+	pageURL := ownerURL + "/?key=" + api.NewPageKey()
+	if f.json {
+		line, _ := json.Marshal(map[string]any{
+			"workspace_id": l.eng.WorkspaceID, "name": l.eng.Name, "version": version(),
+			"owner_url": pageURL, "ingress_url": ingressURL, "mcp_url": ingressURL + "/mcp",
+			"invite": inv.URI, "pid": os.Getpid(),
+		})
+		fmt.Fprintln(env.Stdout, string(line))
+	} else {
+		printBanner(env, l, pageURL, ingressURL, inv)
+	}
+	log.Info("serving", "workspace_id", l.eng.WorkspaceID, "pid", os.Getpid())
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case <-env.Signals:
+	case err := <-errc:
+		serveErr = room.Errorf(room.KindInternal, "a listener failed: %v", err)
+	}
+	// A second signal forces the exit; the first one is a graceful stop.
+	go func() {
+		<-env.Signals
+		fmt.Fprintln(env.Stderr, "ce: second interrupt, exiting now")
+		env.Exit(1)
+	}()
+	log.Info("stopping")
+	shutdown(servers, hub, log)
+	stopRoom()
+	return serveErr
+}
+
+// shutdown stops accepting, ends live streams gracefully (each gets its
+// final result), then waits for in-flight requests.
+func shutdown(servers []*http.Server, hub *listen.Hub, log *slog.Logger) {
+	for _, s := range servers {
+		s.SetKeepAlivesEnabled(false)
+	}
+	hub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		if err := s.Shutdown(ctx); err != nil {
+			log.Warn("forcing connections closed", "err", err)
+			s.Close()
+		}
+	}
+}
+
+func printBanner(env Env, l *localRoom, pageURL, ingressURL string, inv room.InviteGrant) {
+	w := env.Stdout
+	fmt.Fprintf(w, "Commonroom %s\n", version())
+	fmt.Fprintf(w, "Room:        %s (%s)\n", l.eng.Name, l.eng.WorkspaceID)
+	fmt.Fprintf(w, "File:        %s\n", l.eng.DocPath)
+	fmt.Fprintf(w, "Owner page:  %s\n", pageURL)
+	fmt.Fprintf(w, "Agents:      %s/mcp (MCP 2026-07-28, bearer session)\n", ingressURL)
+	fmt.Fprintf(w, "Transport:   loopback (local, not encrypted)\n")
+	fmt.Fprintf(w, "Invitation (one use, expires %s):\n  %s\n", inv.ExpiresAt, inv.URI)
+	fmt.Fprintf(w, "Join from another terminal:\n  ce join '%s' --name agent\n", inv.URI)
+	fmt.Fprintf(w, "Status: READY. Press Ctrl-C to stop.\n")
+}

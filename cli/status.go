@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/commonroom/ce/room"
+)
+
+func statusCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce status", flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return &ffcli.Command{
+		Name:       "status",
+		ShortUsage: "ce status --workspace FILE [--json]",
+		ShortHelp:  "show the room's version, counts and whether it is being served",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return &exitError{code: exitUsage, err: errors.New("status takes no arguments")}
+			}
+			eng, st, err := readOnly(ctx, *workspace)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			s, err := eng.Status(ctx, st.Reader, room.Operator(eng.HostID))
+			if err != nil {
+				return err
+			}
+			serving := map[string]any{"serving": false}
+			if of, err := readOwnerFile(eng.DocPath); err == nil {
+				if lock, lerr := room.AcquireWriterLock(eng.DocPath); lerr == nil {
+					lock.Release() // stale credential from a killed process
+				} else {
+					serving = map[string]any{"serving": true, "pid": of.PID, "type": "loopback", "mode": "local", "encrypted": false}
+				}
+			}
+			if *asJSON {
+				return printJSON(env.Stdout, map[string]any{"status": s, "listener": serving})
+			}
+			path := ""
+			if s.Path != nil {
+				path = *s.Path
+			}
+			fmt.Fprintf(env.Stdout, "workspace=%s version=%d path=%s\n", s.WorkspaceID, s.Version, path)
+			fmt.Fprintf(env.Stdout, "participants=%d active_leases=%d pending_proposals=%d\n", s.Participants, s.ActiveLeases, s.PendingProposals)
+			if serving["serving"] == true {
+				fmt.Fprintf(env.Stdout, "transport=loopback (local, not encrypted) pid=%v\n", serving["pid"])
+			} else {
+				fmt.Fprintln(env.Stdout, "transport=none (not being served)")
+			}
+			return nil
+		},
+	}
+}

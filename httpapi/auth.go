@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/room"
+)
+
+type ctxKey int
+
+const (
+	principalKey ctxKey = iota
+	requestIDKey
+)
+
+// principalOf returns who the request acts for (set by authenticate).
+func principalOf(r *http.Request) room.Principal {
+	p, _ := r.Context().Value(principalKey).(room.Principal)
+	return p
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// authenticate resolves the bearer session. On the owner listener the
+// operator token is also accepted; on the ingress listener only sessions.
+func (s *Server) authenticate(l listener) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, err := s.principal(r, l)
+			if err != nil {
+				s.sendError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+		})
+	}
+}
+
+func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) {
+	token := bearer(r)
+	if l == ownerListener && s.isOperator(token) {
+		return room.Operator(s.eng.HostID), nil
+	}
+	return s.sessionPrincipal(r.Context(), token)
+}
+
+func (s *Server) sessionPrincipal(ctx context.Context, token string) (room.Principal, error) {
+	return actor.Read(ctx, s.room, func(q room.Querier) (room.Principal, error) {
+		return s.eng.Authenticate(ctx, q, token)
+	})
+}

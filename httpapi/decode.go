@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/commonroom/ce/room"
+)
+
+// readBody reads the whole body, bounded by the bytes actually read (so a
+// chunked body without Content-Length is bounded too).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, s.limits.MaxBodyBytes)
+	b, err := io.ReadAll(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, room.Errorf(room.KindBodyTooLarge, "request body is larger than %d bytes", s.limits.MaxBodyBytes)
+		}
+		return nil, room.Errorf(room.KindInvalidRequest, "could not read the request body")
+	}
+	return b, nil
+}
+
+// decodeJSON reads a JSON object into v. An empty body is an empty object.
+// Wrong types name the field; trailing data is refused. Unknown fields are
+// ignored so newer clients keep working against this server.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeArgs(b, v)
+}
+
+// decodeArgs decodes one JSON object (the HTTP body or MCP tool arguments).
+func decodeArgs(b []byte, v any) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || string(b) == "null" {
+		b = []byte("{}")
+	}
+	if b[0] != '{' {
+		return room.Errorf(room.KindInvalidRequest, "the body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			field := typeErr.Field
+			return room.Errorf(room.KindInvalidRequest, "field %q must be of type %s", field, typeErr.Type.String()).With("field", field)
+		}
+		return room.Errorf(room.KindInvalidRequest, "malformed JSON: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return room.Errorf(room.KindInvalidRequest, "malformed JSON: data after the object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return room.Errorf(room.KindInvalidRequest, "malformed JSON: data after the object")
+	}
+	return nil
+}
+
+// jsonProblem keeps the decoder's explanation but never echoes input bytes.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return "syntax error at offset " + strconv.FormatInt(syn.Offset, 10)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, ":"); i > 0 && strings.HasPrefix(msg, "json") {
+		return strings.TrimSpace(msg[i+1:])
+	}
+	return "invalid JSON"
+}
+
+// queryInt reads an optional integer query parameter.
+func queryInt(r *http.Request, name string) (int, bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, false, room.Errorf(room.KindInvalidRequest, "%s must be an integer", name).With("field", name)
+	}
+	return n, true, nil
+}
+
+func queryInt64(r *http.Request, name string) (*int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, room.Errorf(room.KindInvalidRequest, "%s must be an integer", name).With("field", name)
+	}
+	return &n, nil
+}

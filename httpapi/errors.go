@@ -1,0 +1,97 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/commonroom/ce/room"
+)
+
+// httpStatus is the one mapping of error kinds to HTTP statuses
+// (spec/domain.md §1.11 and §6.5).
+var httpStatus = map[room.Kind]int{
+	room.KindUnauthorized:         http.StatusUnauthorized,
+	room.KindSessionExpired:       http.StatusUnauthorized,
+	room.KindPermissionDenied:     http.StatusForbidden,
+	room.KindInvitationExpired:    http.StatusForbidden,
+	room.KindInvitationRevoked:    http.StatusForbidden,
+	room.KindInvitationRedeemed:   http.StatusForbidden,
+	room.KindUnsupportedVersion:   http.StatusBadRequest,
+	room.KindLeaseConflict:        http.StatusConflict,
+	room.KindStaleVersion:         http.StatusConflict,
+	room.KindProposalNotFound:     http.StatusNotFound,
+	room.KindProposalConflict:     http.StatusConflict,
+	room.KindInvalidRegion:        http.StatusBadRequest,
+	room.KindVersionNotFound:      http.StatusNotFound,
+	room.KindTransportUnavailable: http.StatusServiceUnavailable,
+	room.KindLimitExceeded:        http.StatusTooManyRequests,
+	room.KindBodyTooLarge:         http.StatusRequestEntityTooLarge,
+	room.KindInvalidRequest:       http.StatusBadRequest,
+	room.KindHandoffNotFound:      http.StatusNotFound,
+	room.KindHandoffConflict:      http.StatusConflict,
+	room.KindTaskNotFound:         http.StatusNotFound,
+	room.KindNotFound:             http.StatusNotFound,
+	room.KindOverloaded:           http.StatusServiceUnavailable,
+	room.KindUnavailable:          http.StatusServiceUnavailable,
+	room.KindRoomBusy:             http.StatusConflict,
+	room.KindInternal:             http.StatusInternalServerError,
+}
+
+// wireKind is the error code a client sees. A body over the limit is the
+// original's limit_exceeded, sent with 413.
+func wireKind(k room.Kind) string {
+	if k == room.KindBodyTooLarge {
+		return string(room.KindLimitExceeded)
+	}
+	return string(k)
+}
+
+// ErrorBody is the Commonroom error object: {error, message, …recovery
+// fields at the top level}. Agents branch on error, never on message.
+func ErrorBody(err error) map[string]any {
+	e := room.AsError(err)
+	body := map[string]any{}
+	for k, v := range e.Fields {
+		body[k] = v
+	}
+	body["error"] = wireKind(e.Kind)
+	body["message"] = e.Message
+	return body
+}
+
+// StatusOf returns the HTTP status for err.
+func StatusOf(err error) int {
+	if s, ok := httpStatus[room.ErrorKind(err)]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+func sendJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"internal","message":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+	w.Write([]byte("\n"))
+}
+
+// sendError writes a domain error. Internal errors are logged with the
+// request's correlation id; their cause never reaches the client.
+func (s *Server) sendError(w http.ResponseWriter, r *http.Request, err error) {
+	e := room.AsError(err)
+	if e.Kind == room.KindInternal {
+		s.log.Error("request failed", "request_id", requestID(r), "path", r.URL.Path, "err", err)
+	}
+	if e.Kind == room.KindUnauthorized || e.Kind == room.KindSessionExpired {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="commonroom"`)
+	}
+	if e.Kind == room.KindOverloaded || e.Kind == room.KindLimitExceeded && e.Fields["retry_after_seconds"] != nil {
+		w.Header().Set("Retry-After", "1")
+	}
+	sendJSON(w, StatusOf(e), ErrorBody(e))
+}

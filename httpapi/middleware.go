@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// statusRecorder remembers the status for the access log. It passes
+// Flush and Unwrap through so SSE and ResponseController keep working.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// requestLog gives each request a correlation id and logs one line for it:
+// method, path, status, duration. Never headers, query strings or bodies,
+// which may hold secrets.
+func (s *Server) requestLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 8)
+		rand.Read(b)
+		id := hex.EncodeToString(b)
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		s.log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+	})
+}
+
+// rateLimiter counts requests per credential in fixed windows. It is in
+// memory only; a restart forgets it, which is fine for abuse control.
+type rateLimiter struct {
+	mu     sync.Mutex
+	limit  int
+	window time.Duration
+	now    func() time.Time
+	start  time.Time
+	counts map[string]int
+}
+
+func newRateLimiter(limit int, window time.Duration, now func() time.Time) *rateLimiter {
+	return &rateLimiter{limit: limit, window: window, now: now, counts: map[string]int{}}
+}
+
+// allow reports whether key may make one more request, and if not, how many
+// seconds until the window turns.
+func (l *rateLimiter) allow(key string) (bool, int) {
+	if l.limit <= 0 {
+		return true, 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if now.Sub(l.start) >= l.window || now.Before(l.start) {
+		l.start = now
+		clear(l.counts)
+	}
+	if l.counts[key] >= l.limit {
+		wait := int(l.start.Add(l.window).Sub(now).Seconds()) + 1
+		return false, wait
+	}
+	l.counts[key]++
+	return true, 0
+}
+
+// rateLimit bounds each session (or the operator) to the room's per-minute budget.
+func (s *Server) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalOf(r)
+		key := p.SessionRef
+		if key == "" {
+			next.ServeHTTP(w, r) // the local operator is not rate limited
+			return
+		}
+		if ok, wait := s.rate.allow(key); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(wait))
+			sendJSON(w, http.StatusTooManyRequests, map[string]any{"error": "limit_exceeded",
+				"message": "too many requests for this session", "retry_after_seconds": wait})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

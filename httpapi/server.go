@@ -1,0 +1,132 @@
+// Package httpapi is the HTTP front door of a room: the plain HTTP routes
+// (/session/join, /workspace/...), the MCP JSON-RPC adapter on /mcp, the
+// owner page, and the middleware that guards them (Host/Origin, bearer
+// sessions, body limits). Every route calls the same engine methods as the
+// CLI, through the room actor for writes and the read pool for reads.
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/listen"
+	"github.com/commonroom/ce/room"
+)
+
+// Config wires the front door to a running room.
+type Config struct {
+	Room   *actor.Room
+	Hub    *listen.Hub
+	Logger *slog.Logger
+	// OperatorToken is the local operator's credential (written to the
+	// room's .owner file). It is accepted only on the owner listener.
+	OperatorToken string
+	Version       string
+}
+
+// Server holds what the handlers share. It has no package-level state.
+type Server struct {
+	room    *actor.Room
+	eng     *room.Engine
+	hub     *listen.Hub
+	log     *slog.Logger
+	limits  room.Limits
+	version string
+	opHash  [32]byte
+	hasOp   bool
+	started time.Time
+	rate    *rateLimiter
+	pages   pageKeys
+}
+
+// New builds the server.
+func New(cfg Config) *Server {
+	s := &Server{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
+		limits: cfg.Room.Engine().Limits, version: cfg.Version, started: time.Now()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.version == "" {
+		s.version = "dev"
+	}
+	if cfg.OperatorToken != "" {
+		s.opHash = sha256.Sum256([]byte(cfg.OperatorToken))
+		s.hasOp = true
+	}
+	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}}
+	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
+	return s
+}
+
+// listener says which of the two listeners a handler tree serves.
+type listener int
+
+const (
+	ownerListener   listener = iota // loopback only; operator credential and the owner page
+	ingressListener                 // session only: what a transport plugin exposes
+)
+
+// OwnerHandler serves the owner listener.
+func (s *Server) OwnerHandler() http.Handler { return s.routes(ownerListener) }
+
+// IngressHandler serves the session-only ingress listener.
+func (s *Server) IngressHandler() http.Handler { return s.routes(ingressListener) }
+
+func (s *Server) routes(l listener) http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.requestLog)
+	r.Use(LoopbackOnly(s.rejectHost))
+	r.Get("/healthz", s.healthz)
+	if l == ownerListener {
+		r.Get("/", s.ownerIndex)
+	} else {
+		r.Get("/", s.ingressIndex)
+	}
+	r.Post("/session/join", s.join)
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate(l))
+		r.Use(s.rateLimit)
+		r.Get("/workspace/status", s.getStatus)
+		r.Get("/workspace/summary", s.getSummary)
+		r.Get("/workspace/regions", s.getRegions)
+		r.Get("/workspace/read", s.getRead)
+		r.Get("/workspace/history", s.getHistory)
+		r.Get("/workspace/participants", s.getParticipants)
+		r.Get("/workspace/invites", s.getInvites)
+		r.Post("/workspace/invite", s.postInvite)
+		r.Post("/workspace/invite/revoke", s.postRevoke)
+		r.Post("/workspace/leave", s.postLeave)
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.sendError(w, r, room.Errorf(room.KindNotFound, "no such route: %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, POST")
+		sendJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "invalid_request", "message": "method not allowed"})
+	})
+	return r
+}
+
+func (s *Server) rejectHost(w http.ResponseWriter, r *http.Request) {
+	sendJSON(w, http.StatusForbidden, map[string]any{"error": string(room.KindPermissionDenied),
+		"message": "requests must come from this machine (Host and Origin must be loopback names)"})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	sendJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// isOperator compares a bearer value with the operator token in constant time.
+func (s *Server) isOperator(token string) bool {
+	if !s.hasOp || token == "" {
+		return false
+	}
+	h := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(h[:], s.opHash[:]) == 1
+}
