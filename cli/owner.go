@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/commonroom/ce/room"
@@ -171,6 +172,16 @@ func servingRoom(docPath string) (*ownerClient, *room.WriterLock, error) {
 			"%v, but its operator credential (%s) cannot be read: %v", err, ownerPath(docPath), ferr)
 	}
 	return newOwnerClient(of), nil, nil
+}
+
+// processAlive reports whether pid names a live process (a credential left
+// by a killed room names a dead one).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func describeServing(of ownerFile) string {

@@ -138,10 +138,12 @@ func Main(ctx context.Context, args []string, env Env) int {
 // errReported marks an error whose output the command already wrote.
 var errReported = errors.New("reported")
 
+// message is what the user reads: the stable code first (scripts and people
+// can search for it), then the explanation.
 func message(err error) string {
 	var e *room.Error
 	if errors.As(err, &e) {
-		return e.Message
+		return string(e.Kind) + ": " + e.Message
 	}
 	return err.Error()
 }
@@ -166,6 +168,7 @@ func rootCommand(env Env) *ffcli.Command {
 	}
 	for _, c := range root.Subcommands {
 		c.FlagSet.SetOutput(env.Stderr)
+		c.FlagSet.String("config", "", "read flags from this file (lines of `flag value`)")
 		c.Options = append(c.Options,
 			ff.WithEnvVarPrefix("CE"),
 			ff.WithConfigFileFlag("config"),
@@ -204,8 +207,7 @@ func permute(fs *flag.FlagSet, args []string) []string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
+			return append(append(flags, "--"), append(pos, args[i+1:]...)...)
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			pos = append(pos, a)

@@ -34,12 +34,10 @@ func statusCommand(env Env) *ffcli.Command {
 				return err
 			}
 			serving := map[string]any{"serving": false}
-			if of, err := readOwnerFile(eng.DocPath); err == nil {
-				if lock, lerr := room.AcquireWriterLock(eng.DocPath); lerr == nil {
-					lock.Release() // stale credential from a killed process
-				} else {
-					serving = map[string]any{"serving": true, "pid": of.PID, "type": "loopback", "mode": "local", "encrypted": false}
-				}
+			// Reading the credential and asking whether its process lives never
+			// touches the writer lock, so status cannot get in a starting serve's way.
+			if of, err := readOwnerFile(eng.DocPath); err == nil && processAlive(of.PID) {
+				serving = map[string]any{"serving": true, "pid": of.PID, "type": "loopback", "mode": "local", "encrypted": false}
 			}
 			if *asJSON {
 				return printJSON(env.Stdout, map[string]any{"status": s, "listener": serving})
