@@ -2,4 +2,18 @@
 // nothing of SQL or of the room's records: it moves pre-encoded messages from
 // one publisher to many bounded per-subscriber queues and writes them as
 // server-sent events, dropping any subscriber that cannot keep up.
+//
+// Three kinds of goroutine touch a Hub. The room's writer calls Publish once
+// per commit; Publish only appends to a queue, so the writer never waits for a
+// subscriber. The hub's broadcaster drains that queue in commit order, encodes
+// each message once and offers it to the subscribers of its topic with
+// non-blocking sends; a full queue drops that subscriber. Each stream's HTTP
+// handler runs Subscription.Serve, the only writer of its response: it writes
+// every frame already queued before one flush, under a write deadline.
+//
+// A stream ends gracefully (Cancel, EndSession, Close) with the caller's final
+// frame, after everything published before the end; or it is dropped (queue
+// full, lagging, write failed) without it, so the client knows it may have
+// lost frames and re-reads the authority. Nothing is replayed to a new
+// subscription.
 package listen

@@ -1,0 +1,66 @@
+package listen
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkPublishFanout is the bare fan-out loop: one message to N
+// subscribers of the same topic, timed from Publish until the broadcaster has
+// put it in every queue. ns/sub is the per-subscriber cost.
+func BenchmarkPublishFanout(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("subs=%d", n), func(b *testing.B) {
+			benchFanout(b, n, func(int) string { return "events" }, "events")
+		})
+	}
+}
+
+// BenchmarkPublishOneOfMany shows the topic index at work: N subscribers each
+// on their own task topic, one message to one of them. It should not grow
+// with N.
+func BenchmarkPublishOneOfMany(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("subs=%d", n), func(b *testing.B) {
+			benchFanout(b, n, func(i int) string { return fmt.Sprintf("task:%d", i) }, fmt.Sprintf("task:%d", n/2))
+		})
+	}
+}
+
+func benchFanout(b *testing.B, n int, topicOf func(int) string, target string) {
+	const drainEvery = 256 // the default QueueLen
+	done := make(chan uint64, 1)
+	h := newHub(Config{QueueLen: drainEvery, MaxStreamsPerSession: -1}, hooks{afterBatch: func(seq uint64) { done <- seq }})
+	defer h.Close()
+	subs := make([]*Subscription, n)
+	for i := range subs {
+		s, err := h.Subscribe(SubscribeRequest{Topics: []string{topicOf(i)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		subs[i] = s
+	}
+	batch := Batch{Messages: []Message{{Topic: target, Method: testMethod, Params: benchParams}}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		h.Publish(batch)
+		<-done
+		if (i+1)%drainEvery == 0 {
+			b.StopTimer()
+			for _, s := range subs {
+				for len(s.q) > 0 {
+					<-s.q
+				}
+			}
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	if st := h.Stats(); st.Dropped != 0 {
+		b.Fatalf("subscribers dropped during benchmark: %+v", st)
+	}
+	if target == "events" {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/sub")
+	}
+}

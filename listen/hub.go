@@ -1,0 +1,617 @@
+package listen
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Message is one notification to deliver to the subscribers of Topic. The hub
+// never looks inside it: the room decides what a change means and which topic
+// names it, the hub only routes and frames it.
+type Message struct {
+	Topic  string          // e.g. "task:task_0123…", "resource:commonroom://workspace/…", "events"
+	Method string          // JSON-RPC notification method, e.g. "notifications/tasks"
+	Params json.RawMessage // a JSON object without "_meta"; each stream adds its own _meta
+}
+
+// Batch is everything one commit published, in commit order. Publishing a
+// commit as one unit keeps the writer's hand-off to a single call and lets
+// session ends land after the changes committed with them.
+type Batch struct {
+	Messages []Message
+	// EndSessions names sessions (by their non-secret ref) that left or
+	// expired in this commit. Their streams end gracefully after Messages are
+	// queued, so they still see everything their session was shown.
+	EndSessions []string
+}
+
+// Config bounds what one subscriber may cost the room. Zero values take the
+// defaults documented on each field.
+type Config struct {
+	// QueueLen is the number of frames a subscriber may fall behind before
+	// it is dropped; default 256.
+	QueueLen int
+	// MaxLag bounds lag in time, because a quiet room fills a queue slowly
+	// while kernel buffers hide a dead reader for hours: a stream whose
+	// oldest undelivered frame is older than this, or whose write has not
+	// completed within it, is dropped. Default 10s.
+	MaxLag time.Duration
+	// KeepAlive is how long a stream may stay silent before it gets an SSE
+	// comment, so proxies keep it open and a dead peer shows up as a write
+	// error. Default 15s.
+	KeepAlive time.Duration
+	// MaxStreamsPerSession stops one session from holding unbounded streams;
+	// default 4, negative for no limit. Subscriptions without a session are
+	// not counted.
+	MaxStreamsPerSession int
+	// Now timestamps queued frames for the lag rule; default time.Now. Write
+	// deadlines and keep-alive timers always use the runtime clock.
+	Now func() time.Time
+	// Logger receives one Warn per dropped subscriber (session ref and
+	// reason, never topics or secrets); default discards.
+	Logger *slog.Logger
+}
+
+// Errors from Subscribe, distinct so the handler can answer each correctly.
+var (
+	// ErrTooManyStreams means the session already holds
+	// Config.MaxStreamsPerSession streams; the client should close one.
+	ErrTooManyStreams = errors.New("listen: too many streams for this session")
+	// ErrClosed means the hub is shutting down; no new stream may start.
+	ErrClosed = errors.New("listen: hub closed")
+)
+
+// Stats lets operators and tests see whether subscribers keep up.
+type Stats struct {
+	Subscribers      int    // registered now
+	Pending          int    // batches published but not yet fanned out
+	Published        uint64 // messages accepted by Publish
+	Delivered        uint64 // frames put into subscriber queues
+	Dropped          uint64 // subscribers dropped for not keeping up (the next two summed)
+	DroppedQueueFull uint64 // their queue was full when a frame arrived
+	DroppedSlow      uint64 // lagging in time, write deadline passed, or write failed
+	Ended            uint64 // ended gracefully: Cancel, EndSession (or Batch.EndSessions), Close
+	Disconnected     uint64 // client went away, or Subscription.Close
+	Malformed        uint64 // messages whose params were not a JSON object, sent as {}
+}
+
+// Hub fans committed batches out to subscribers. The room's writer must never
+// wait on a subscriber, so Publish only appends to a queue; a broadcaster
+// goroutine owned by the hub does the fan-out, and each stream's handler
+// goroutine does the network writes.
+type Hub struct {
+	cfg   Config
+	log   *slog.Logger
+	hooks hooks
+
+	// Publish side: a mutex-guarded slice plus a one-slot signal, so Publish
+	// costs an append and never waits for the broadcaster.
+	pmu     sync.Mutex
+	pending []pendingBatch
+	spare   []pendingBatch // the broadcaster's last slice, reused
+	pclosed bool
+	seq     atomic.Uint64 // sequence of the last accepted batch
+	signal  chan struct{}
+
+	quit      chan struct{}
+	closeOnce sync.Once
+	stopped   chan struct{}
+	aborts    sync.WaitGroup // abortWrite calls started by the broadcaster
+
+	// mu guards the subscriber indexes and every Subscription's topics and
+	// ended state. The broadcaster holds it for one batch at a time; nobody
+	// holds it across network I/O.
+	mu     sync.Mutex
+	closed bool
+	// byTopic maps a topic to its subscribers, each with the sequence of the
+	// last batch published before it took the topic: older batches are not
+	// its to see.
+	byTopic   map[string]map[*Subscription]uint64
+	bySession map[string]map[*Subscription]struct{}
+	all       map[*Subscription]struct{}
+
+	published, delivered                 atomic.Uint64
+	droppedFull, droppedSlow             atomic.Uint64
+	ended, disconnected, malformedParams atomic.Uint64
+}
+
+// hooks let in-package tests and benchmarks observe or pause the broadcaster
+// without sleeping. They are per hub, set before the broadcaster starts.
+type hooks struct {
+	beforeBatch func(seq uint64) // before a batch is fanned out
+	afterBatch  func(seq uint64) // after a batch is fanned out and drops are logged
+}
+
+// pendingBatch is one entry of the broadcaster's queue: a published batch,
+// or graceful ends (Cancel, EndSession) that must come after everything
+// published before them.
+type pendingBatch struct {
+	seq    uint64
+	b      Batch
+	cancel []*Subscription
+}
+
+// NewHub starts the hub's broadcaster goroutine, which runs until Close:
+// every hub must be closed.
+func NewHub(cfg Config) *Hub { return newHub(cfg, hooks{}) }
+
+func newHub(cfg Config, hk hooks) *Hub {
+	if cfg.QueueLen <= 0 {
+		cfg.QueueLen = 256
+	}
+	if cfg.MaxLag <= 0 {
+		cfg.MaxLag = 10 * time.Second
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
+	}
+	if cfg.MaxStreamsPerSession == 0 {
+		cfg.MaxStreamsPerSession = 4
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{
+		cfg:       cfg,
+		log:       log,
+		hooks:     hk,
+		signal:    make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		byTopic:   make(map[string]map[*Subscription]uint64),
+		bySession: make(map[string]map[*Subscription]struct{}),
+		all:       make(map[*Subscription]struct{}),
+	}
+	go h.run()
+	return h
+}
+
+// Publish hands one committed batch to the broadcaster without waiting for
+// it, so a slow or stuck subscriber can never stall a commit. The hub keeps
+// b's slices: the caller must not modify them afterwards. After Close it does
+// nothing.
+func (h *Hub) Publish(b Batch) {
+	if len(b.Messages) == 0 && len(b.EndSessions) == 0 {
+		return
+	}
+	if h.enqueue(pendingBatch{b: b}) {
+		h.published.Add(uint64(len(b.Messages)))
+	}
+}
+
+// enqueue appends to the broadcaster's queue and wakes it; false after Close.
+func (h *Hub) enqueue(pb pendingBatch) bool {
+	h.pmu.Lock()
+	if h.pclosed {
+		h.pmu.Unlock()
+		return false
+	}
+	// The sequence is taken under pmu so it matches queue order, which is
+	// what lets Subscribe tell batches published before it from after it.
+	pb.seq = h.seq.Add(1)
+	h.pending = append(h.pending, pb)
+	h.pmu.Unlock()
+	select {
+	case h.signal <- struct{}{}:
+	default: // the broadcaster has a wake-up pending and will see this entry
+	}
+	return true
+}
+
+// SubscribeRequest carries what the hub needs to route frames to one stream,
+// limit it, and find it again for Cancel and EndSession.
+type SubscribeRequest struct {
+	// Session is the subscriber's non-secret session ref: Cancel and
+	// EndSession find streams by it and the per-session limit counts it.
+	// "" is allowed and counted nowhere.
+	Session string
+	// Key is the listen request id as raw JSON text, so Cancel can find the
+	// stream that notifications/cancelled names; "" if none.
+	Key    string
+	Topics []string
+	// QueueLen overrides Config.QueueLen for this stream when > 0.
+	QueueLen int
+}
+
+// Subscribe registers a stream. Registration is effective on return: every
+// batch published afterwards is offered to it and no batch published before
+// is, even one the broadcaster has not reached yet. So a snapshot read after
+// Subscribe, plus the frames that follow, covers every commit at least once
+// (twice only for one committed but not yet published), and never replays
+// older ones.
+func (h *Hub) Subscribe(req SubscribeRequest) (*Subscription, error) {
+	qlen := req.QueueLen
+	if qlen <= 0 {
+		qlen = h.cfg.QueueLen
+	}
+	s := &Subscription{
+		h:       h,
+		session: req.Session,
+		key:     req.Key,
+		q:       make(chan *frame, qlen),
+		done:    make(chan struct{}),
+		topics:  uniq(req.Topics),
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if s.session != "" && h.cfg.MaxStreamsPerSession > 0 && len(h.bySession[s.session]) >= h.cfg.MaxStreamsPerSession {
+		return nil, ErrTooManyStreams
+	}
+	h.all[s] = struct{}{}
+	if s.session != "" {
+		set := h.bySession[s.session]
+		if set == nil {
+			set = make(map[*Subscription]struct{})
+			h.bySession[s.session] = set
+		}
+		set[s] = struct{}{}
+	}
+	h.indexLocked(s, s.topics, h.seq.Load())
+	return s, nil
+}
+
+// Cancel ends the stream a notifications/cancelled names, gracefully. It
+// matches on (session, key), never key alone, because request ids are only
+// unique within one client; a session-less stream cannot be cancelled this
+// way. It reports whether a live stream matched (all of them end if a client
+// reused an id). The end is queued behind every batch already published,
+// because the final frame promises the client it missed nothing; it takes
+// effect as soon as the broadcaster gets there, without waiting.
+func (h *Hub) Cancel(session, key string) bool {
+	if session == "" {
+		return false
+	}
+	var subs []*Subscription
+	h.mu.Lock()
+	for s := range h.bySession[session] {
+		if s.key == key && !s.cancelling {
+			s.cancelling = true
+			subs = append(subs, s)
+		}
+	}
+	h.mu.Unlock()
+	if len(subs) == 0 {
+		return false
+	}
+	h.enqueue(pendingBatch{cancel: subs}) // after Close, Close ends them
+	return true
+}
+
+// EndSession gracefully ends every stream of a session that left or expired.
+// Like Cancel it is queued behind what was already published, so it is the
+// same as publishing a Batch with only EndSessions.
+func (h *Hub) EndSession(session string) {
+	if session == "" {
+		return
+	}
+	h.enqueue(pendingBatch{b: Batch{EndSessions: []string{session}}})
+}
+
+// Close is the shutdown step "end streams gracefully": it refuses new
+// subscriptions and further publishes, fans out what was already published
+// (a graceful end promises the client it missed nothing), ends every stream
+// gracefully and waits for the broadcaster to stop. It does not wait for the
+// stream handlers; they return within MaxLag at worst.
+func (h *Hub) Close() {
+	h.closeOnce.Do(func() {
+		h.mu.Lock()
+		h.closed = true
+		h.mu.Unlock()
+		h.pmu.Lock()
+		h.pclosed = true
+		h.pmu.Unlock()
+		close(h.quit)
+	})
+	<-h.stopped
+}
+
+// Stats is cheap enough for every metrics scrape: two short lock holds and
+// atomic loads.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	n := len(h.all)
+	h.mu.Unlock()
+	h.pmu.Lock()
+	p := len(h.pending)
+	h.pmu.Unlock()
+	full, slow := h.droppedFull.Load(), h.droppedSlow.Load()
+	return Stats{
+		Subscribers:      n,
+		Pending:          p,
+		Published:        h.published.Load(),
+		Delivered:        h.delivered.Load(),
+		Dropped:          full + slow,
+		DroppedQueueFull: full,
+		DroppedSlow:      slow,
+		Ended:            h.ended.Load(),
+		Disconnected:     h.disconnected.Load(),
+		Malformed:        h.malformedParams.Load(),
+	}
+}
+
+// run is the broadcaster: it sleeps until signalled, then drains every pending
+// batch in one go.
+func (h *Hub) run() {
+	defer close(h.stopped)
+	defer h.aborts.Wait()
+	for {
+		select {
+		case <-h.signal:
+			h.drain()
+		case <-h.quit:
+			h.drain()
+			h.mu.Lock()
+			for s := range h.all {
+				h.endLocked(s, EndShutdown)
+			}
+			h.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (h *Hub) drain() {
+	for {
+		h.pmu.Lock()
+		batches := h.pending
+		h.pending = h.spare[:0]
+		h.pmu.Unlock()
+		if len(batches) == 0 {
+			h.spare = batches
+			return
+		}
+		for i := range batches {
+			h.deliver(&batches[i])
+			batches[i] = pendingBatch{} // let the messages be collected
+		}
+		if cap(batches) > 4096 {
+			batches = nil // do not keep a one-off backlog's memory forever
+		}
+		h.spare = batches[:0]
+	}
+}
+
+// deliver fans one batch out. Cost is proportional to the subscribers of the
+// batch's topics, and each message is encoded once however many receive it.
+func (h *Hub) deliver(pb *pendingBatch) {
+	if h.hooks.beforeBatch != nil {
+		h.hooks.beforeBatch(pb.seq)
+	}
+	at := h.cfg.Now().UnixNano()
+	var (
+		n         uint64
+		dropped   []*Subscription
+		malformed int
+	)
+	h.mu.Lock()
+	for i := range pb.b.Messages {
+		m := &pb.b.Messages[i]
+		set := h.byTopic[m.Topic]
+		if len(set) == 0 {
+			continue
+		}
+		f, ok := newFrame(m.Method, m.Params)
+		if !ok {
+			malformed++
+		}
+		f.at = at
+		for s, after := range set {
+			if after >= pb.seq {
+				continue // published before s took this topic
+			}
+			select {
+			case s.q <- f:
+				n++
+			default:
+				h.endLocked(s, EndQueueFull)
+				dropped = append(dropped, s)
+			}
+		}
+	}
+	for _, sess := range pb.b.EndSessions {
+		for s := range h.bySession[sess] {
+			h.endLocked(s, EndSessionEnded)
+		}
+	}
+	for _, s := range pb.cancel {
+		h.endLocked(s, EndCancelled)
+	}
+	h.mu.Unlock()
+	h.delivered.Add(n)
+	for _, s := range dropped {
+		h.logDrop(s, EndQueueFull)
+		// Off the broadcaster: on some transports (HTTP/2) aborting a
+		// write has to talk to the connection's own goroutine.
+		h.aborts.Go(s.abortWrite)
+	}
+	if malformed > 0 {
+		h.malformedParams.Add(uint64(malformed))
+		h.log.Error("listen: published params not a JSON object; sent as {}", "messages", malformed)
+	}
+	if h.hooks.afterBatch != nil {
+		h.hooks.afterBatch(pb.seq)
+	}
+}
+
+// endLocked removes s from every index and tells its stream why it ended.
+// The first reason wins; it reports whether this call was the one that ended s.
+func (h *Hub) endLocked(s *Subscription, why EndReason) bool {
+	if s.ended {
+		return false
+	}
+	s.ended = true
+	s.reason = why
+	h.unindexLocked(s)
+	if set := h.bySession[s.session]; set != nil {
+		delete(set, s)
+		if len(set) == 0 {
+			delete(h.bySession, s.session)
+		}
+	}
+	delete(h.all, s)
+	close(s.done)
+	switch {
+	case why.Graceful():
+		h.ended.Add(1)
+	case why == EndQueueFull:
+		h.droppedFull.Add(1)
+	case why == EndLagging || why == EndWriteFailed:
+		h.droppedSlow.Add(1)
+	default:
+		h.disconnected.Add(1)
+	}
+	return true
+}
+
+// finish ends s on behalf of its own stream writer (drop or disconnect) and
+// returns the reason the stream ended with: an earlier end wins.
+func (h *Hub) finish(s *Subscription, why EndReason) EndReason {
+	h.mu.Lock()
+	won := h.endLocked(s, why)
+	prior := s.reason
+	h.mu.Unlock()
+	if won {
+		if !why.Graceful() && why != EndClientGone && why != EndUnsubscribed {
+			h.logDrop(s, why)
+		}
+		return why
+	}
+	if prior.Graceful() {
+		return why // asked to end gracefully, but the final frame never went out
+	}
+	return prior
+}
+
+func (h *Hub) logDrop(s *Subscription, why EndReason) {
+	h.log.Warn("listen: subscriber dropped", "session", s.session, "reason", why.String(), "queue_len", cap(s.q))
+}
+
+func (h *Hub) indexLocked(s *Subscription, topics []string, after uint64) {
+	for _, t := range topics {
+		set := h.byTopic[t]
+		if set == nil {
+			set = make(map[*Subscription]uint64)
+			h.byTopic[t] = set
+		}
+		set[s] = after
+	}
+}
+
+func (h *Hub) unindexLocked(s *Subscription) {
+	h.unindexTopicsLocked(s, s.topics)
+}
+
+func (h *Hub) unindexTopicsLocked(s *Subscription, topics []string) {
+	for _, t := range topics {
+		if set := h.byTopic[t]; set != nil {
+			delete(set, s)
+			if len(set) == 0 {
+				delete(h.byTopic, t)
+			}
+		}
+	}
+}
+
+func uniq(topics []string) []string {
+	out := slices.Clone(topics)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Subscription is one registered stream. It is written by exactly one Serve
+// call; the hub only queues frames for it and signals its end.
+type Subscription struct {
+	h       *Hub
+	session string
+	key     string
+	q       chan *frame // bounded: full means the stream is too far behind
+	done    chan struct{}
+
+	// Guarded by h.mu. reason is written before done is closed, so after
+	// <-done it may be read without the lock.
+	topics     []string // sorted, unique
+	ended      bool
+	cancelling bool // a Cancel for it is queued
+	reason     EndReason
+
+	served atomic.Bool
+	amu    sync.Mutex
+	abort  func() // set while Serve runs: fails a blocked write at once
+}
+
+// SetTopics replaces the filter of a live subscription, so the legacy
+// resources/subscribe can grow (or unsubscribe shrink) a stream that is
+// already open. Like Subscribe it is effective on return: an added topic
+// gets only batches published afterwards, a removed one nothing more, and a
+// kept one is not disturbed. An ended subscription ignores it.
+func (s *Subscription) SetTopics(topics []string) {
+	next := uniq(topics)
+	h := s.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.ended {
+		return
+	}
+	var added, removed []string
+	for _, t := range next {
+		if _, ok := slices.BinarySearch(s.topics, t); !ok {
+			added = append(added, t)
+		}
+	}
+	for _, t := range s.topics {
+		if _, ok := slices.BinarySearch(next, t); !ok {
+			removed = append(removed, t)
+		}
+	}
+	h.unindexTopicsLocked(s, removed)
+	h.indexLocked(s, added, h.seq.Load())
+	s.topics = next
+}
+
+// Topics returns the current filter, so a caller can grow it with SetTopics.
+func (s *Subscription) Topics() []string {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	return slices.Clone(s.topics)
+}
+
+// Close unregisters the subscription without a final frame: for a handler
+// that registered but could not start the stream, or that abandons it. A
+// running Serve returns EndUnsubscribed promptly.
+func (s *Subscription) Close() {
+	h := s.h
+	h.mu.Lock()
+	won := h.endLocked(s, EndUnsubscribed)
+	h.mu.Unlock()
+	if won {
+		s.abortWrite()
+	}
+}
+
+// abortWrite makes a write blocked on a stalled socket fail now rather than
+// at its deadline, so a dropped stream frees its handler promptly.
+func (s *Subscription) abortWrite() {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	if s.abort != nil {
+		s.abort()
+	}
+}
+
+func (s *Subscription) setAbort(f func()) {
+	s.amu.Lock()
+	s.abort = f
+	s.amu.Unlock()
+}

@@ -1,0 +1,246 @@
+package listen
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// EndReason says why a stream ended, so the handler can log it and knows
+// whether the client was told (graceful: it got the final frame) or must
+// re-read the authority (dropped: it may have lost frames).
+type EndReason uint8
+
+const (
+	_ EndReason = iota
+	// EndCancelled: Hub.Cancel, for the client's notifications/cancelled.
+	EndCancelled
+	// EndSessionEnded: the session left or expired (Hub.EndSession or
+	// Batch.EndSessions).
+	EndSessionEnded
+	// EndShutdown: Hub.Close.
+	EndShutdown
+	// EndClientGone: the client closed the response; nobody is left to tell.
+	EndClientGone
+	// EndUnsubscribed: Subscription.Close; the handler chose to abandon it.
+	EndUnsubscribed
+	// EndQueueFull: dropped because the stream fell QueueLen frames behind.
+	EndQueueFull
+	// EndLagging: dropped because its oldest undelivered frame was older
+	// than MaxLag when the writer got to it.
+	EndLagging
+	// EndWriteFailed: dropped because a write or flush failed or missed its
+	// MaxLag deadline; also returned when the final frame of a graceful end
+	// could not be written.
+	EndWriteFailed
+)
+
+// Graceful reports whether the stream's end carries the final frame, which
+// tells the client it missed nothing.
+func (r EndReason) Graceful() bool {
+	return r == EndCancelled || r == EndSessionEnded || r == EndShutdown
+}
+
+// String names the reason for logs and metrics.
+func (r EndReason) String() string {
+	switch r {
+	case EndCancelled:
+		return "cancelled"
+	case EndSessionEnded:
+		return "session ended"
+	case EndShutdown:
+		return "shutdown"
+	case EndClientGone:
+		return "client gone"
+	case EndUnsubscribed:
+		return "unsubscribed"
+	case EndQueueFull:
+		return "queue full"
+	case EndLagging:
+		return "lagging"
+	case EndWriteFailed:
+		return "write failed"
+	}
+	return "unknown"
+}
+
+// ServeOptions carries what the protocol layer encodes and the hub must not
+// know about: the request id and the first and last frames.
+type ServeOptions struct {
+	// SubscriptionID is the listen request id as raw JSON (number or string,
+	// kept as sent); every queued frame carries it in params._meta. nil means
+	// frames carry no _meta (the legacy GET /mcp stream).
+	SubscriptionID json.RawMessage
+	// First is an encoded frame written and flushed before anything else
+	// (the acknowledgement); nil for none.
+	First []byte
+	// Final is an encoded frame written only when the stream ends
+	// gracefully, after every frame already queued; nil for none.
+	Final []byte
+}
+
+// Serve is the stream's only writer: it writes the subscription as an SSE
+// response until it ends and returns why. Call it once, from the handler
+// goroutine, after Subscribe. Every wake-up writes all frames already queued
+// before one flush, and every flush must finish within MaxLag, so a stream
+// costs one syscall per burst and a stalled socket cannot hold a handler for
+// long. The hub is never locked while the network is written.
+func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeOptions) EndReason {
+	if !s.served.CompareAndSwap(false, true) {
+		panic("listen: Serve called twice for one Subscription")
+	}
+	h := s.h
+	rc := http.NewResponseController(w)
+	s.setAbort(func() { _ = rc.SetWriteDeadline(time.Unix(1, 0)) })
+	defer s.setAbort(nil)
+
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	st := &stream{w: w, rc: rc, maxLag: h.cfg.MaxLag, meta: appendMeta(nil, opts.SubscriptionID)}
+	if !st.begin(s) {
+		return s.reason
+	}
+	st.write(opts.First)
+	if st.end() != nil {
+		return h.finish(s, EndWriteFailed)
+	}
+
+	ka := time.NewTimer(h.cfg.KeepAlive)
+	defer ka.Stop()
+	gone := r.Context().Done()
+	for {
+		select {
+		case f := <-s.q:
+			if h.cfg.Now().UnixNano()-f.at > int64(h.cfg.MaxLag) {
+				return h.finish(s, EndLagging)
+			}
+			if !st.begin(s) {
+				return s.reason
+			}
+			st.frame(f)
+			st.queued(s.q)
+			if st.end() != nil {
+				return h.finish(s, EndWriteFailed)
+			}
+		case <-s.done:
+			if !st.begin(s) {
+				return s.reason
+			}
+			// Ended gracefully: nothing more can be queued, so what is in
+			// the queue is everything the client is owed before Final.
+			st.queued(s.q)
+			st.write(opts.Final)
+			if st.end() != nil {
+				return h.finish(s, EndWriteFailed)
+			}
+			return s.reason
+		case <-ka.C:
+			if !st.begin(s) {
+				return s.reason
+			}
+			st.write([]byte(keepAlive))
+			if st.end() != nil {
+				return h.finish(s, EndWriteFailed)
+			}
+		case <-gone:
+			return h.finish(s, EndClientGone)
+		}
+		ka.Reset(h.cfg.KeepAlive)
+	}
+}
+
+// dropped reports whether the hub has already dropped s; a dropped stream
+// gets no more writes.
+func (s *Subscription) dropped() bool {
+	select {
+	case <-s.done:
+		return !s.reason.Graceful()
+	default:
+		return false
+	}
+}
+
+// writeChunk bounds the bytes buffered before they are handed to the
+// ResponseWriter, so a burst of large frames does not grow the buffer without
+// limit; the single flush still comes only at the end of the burst.
+const writeChunk = 64 << 10
+
+// stream is the per-Serve write state: one reusable buffer, the stream's
+// pre-encoded _meta member, and the first error of the current burst.
+type stream struct {
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	maxLag time.Duration
+	meta   []byte
+	buf    []byte
+	err    error
+}
+
+// begin arms the write deadline for one burst, then reports whether s may
+// still be written. The order matters: a drop that aborts the write deadline
+// after this check cannot be overwritten by the deadline set here.
+func (st *stream) begin(s *Subscription) bool {
+	st.err = nil
+	if err := st.rc.SetWriteDeadline(time.Now().Add(st.maxLag)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		st.err = err
+	}
+	return !s.dropped()
+}
+
+func (st *stream) frame(f *frame) {
+	st.buf = f.appendTo(st.buf, st.meta)
+	if len(st.buf) >= writeChunk {
+		st.out()
+	}
+}
+
+func (st *stream) write(b []byte) {
+	st.buf = append(st.buf, b...)
+	if len(st.buf) >= writeChunk {
+		st.out()
+	}
+}
+
+// queued appends every frame already waiting, up to the queue's capacity so
+// a fast publisher cannot keep one burst going forever.
+func (st *stream) queued(q chan *frame) {
+	for range cap(q) {
+		if st.err != nil {
+			return
+		}
+		select {
+		case f := <-q:
+			st.frame(f)
+		default:
+			return
+		}
+	}
+}
+
+func (st *stream) out() {
+	if st.err == nil && len(st.buf) > 0 {
+		_, st.err = st.w.Write(st.buf)
+	}
+	st.buf = st.buf[:0]
+}
+
+// end writes what is buffered, flushes once and clears the deadline, so an
+// idle stream waiting for frames is never timed out by the socket.
+func (st *stream) end() error {
+	st.out()
+	if st.err == nil {
+		if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			st.err = err
+		}
+	}
+	_ = st.rc.SetWriteDeadline(time.Time{})
+	if cap(st.buf) > 4*writeChunk {
+		st.buf = nil
+	}
+	return st.err
+}
