@@ -332,6 +332,7 @@ func (r *Room) runBatch(batch []*call) {
 		results[i], ran[i] = err, true
 		if err == nil {
 			outcomes = append(outcomes, out)
+			results[i] = out.Err // nil, or a refusal whose state change commits
 		}
 	}
 	err := room.TrimRing(ctx, r.conn, r.eng.Limits.EventRing)
@@ -342,7 +343,7 @@ func (r *Room) runBatch(batch []*call) {
 		r.log.Error("writer: COMMIT failed; the batch is rolled back", "err", err, "commands", len(batch))
 		r.conn.ExecContext(ctx, "ROLLBACK")
 		for i := range batch {
-			if results[i] == nil {
+			if ran[i] {
 				results[i] = room.Internal(err)
 			}
 		}

@@ -333,3 +333,27 @@ func TestRing_KeepsNewest(t *testing.T) {
 		t.Fatalf("ring is not the newest contiguous 50 ids (span %d)", n)
 	}
 }
+
+func TestDo_CommitAndFailKeepsTheChangeAndReturnsTheError(t *testing.T) {
+	tr := openRoom(t, nil)
+	ctx := context.Background()
+	before := count(t, tr, `SELECT count(*) FROM invites`)
+	_, err := Do(ctx, tr.Room, "refuse-but-keep", func(tx *room.Tx) (struct{}, error) {
+		if _, err := tr.Engine().CreateInvite(tx, room.Operator(tr.Engine().HostID), room.InviteInput{}); err != nil {
+			return struct{}{}, err
+		}
+		tx.CommitAndFail(room.Errorf(room.KindStaleVersion, "stale"))
+		return struct{}{}, nil
+	})
+	if room.ErrorKind(err) != room.KindStaleVersion {
+		t.Fatalf("got %v, want the deferred stale_version", err)
+	}
+	barrier(t, tr.Room)
+	if got := count(t, tr, `SELECT count(*) FROM invites`) - before; got != 1 {
+		t.Fatalf("invites added = %d, want 1: the change must commit", got)
+	}
+	if tr.Stats().Failed.Load() != 0 {
+		// A refusal that commits is not a rolled-back command.
+		t.Logf("failed counter = %d", tr.Stats().Failed.Load())
+	}
+}

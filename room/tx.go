@@ -29,13 +29,26 @@ type Tx struct {
 	resources     []string // resource URIs whose content changed
 	endedSessions []string
 	after         []func() // in-memory effects to apply only once the batch commits
+	failAfter     error    // reported to the caller although the command's changes commit
 }
+
+// CommitAndFail records err as the command's answer while keeping what the
+// command changed: a refusal that is itself a state change (an approved
+// proposal found stale becomes conflicted, and the caller gets stale_version).
+func (tx *Tx) CommitAndFail(err error) { tx.failAfter = err }
 
 // NewTx starts a command on q (the writer's connection, inside BEGIN and a
 // SAVEPOINT owned by the caller). now is the command's single clock reading.
 func (e *Engine) NewTx(ctx context.Context, q Querier, now time.Time) *Tx {
 	return &Tx{ctx: ctx, q: q, e: e, now: now}
 }
+
+// Context and Querier let a command read inside its own transaction (for
+// example to resolve a participant before acting as it).
+func (tx *Tx) Context() context.Context { return tx.ctx }
+
+// Querier is the transaction's connection.
+func (tx *Tx) Querier() Querier { return tx.q }
 
 // Now is the time the command runs at; one reading per command keeps its rows consistent.
 func (tx *Tx) Now() time.Time { return tx.now }
@@ -62,6 +75,8 @@ type Outcome struct {
 	Resources     []string // resource URIs (document, sections) whose content changed
 	EndedSessions []string // session refs whose live streams must end
 	After         []func()
+	// Err is the answer of a command that committed but refused (CommitAndFail).
+	Err error
 }
 
 // TaskNotice carries a task's detailed representation as it stood when the
@@ -84,7 +99,7 @@ func (tx *Tx) taskChanged(id string) {
 // command's outcome. The actor calls it after the command succeeded, before
 // RELEASE of the savepoint.
 func (tx *Tx) Finish() (Outcome, error) {
-	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after}
+	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after, Err: tx.failAfter}
 	for _, id := range tx.tasks {
 		t, err := tx.e.taskByID(tx.ctx, tx.q, id)
 		if err != nil {
