@@ -1,17 +1,38 @@
 package room
 
+import (
+	"database/sql"
+	"errors"
+)
+
 // expiredTaskError is the JSON-RPC error a task carries when its TTL ran out
 // before it finished (D34).
 const expiredTaskError = `{"code":-32603,"message":"task expired"}`
+
+// expiredTaskMessage is the statusMessage of a task failed by its TTL (D34).
+const expiredTaskMessage = "task expired"
 
 // sweepTasks fails live tasks older than their TTL (cancelling their open or
 // accepted handoffs in the same transaction, D5) and purges terminal task rows
 // one TTL after their last update. Purging writes no event: it is retention,
 // not a state change; the handoff keeps the result.
 func (e *Engine) sweepTasks(tx *Tx) error {
-	now := tx.nowMS()
+	if err := e.expireDueTasks(tx); err != nil {
+		return err
+	}
+	// task_inputs go with their task (ON DELETE CASCADE).
+	if _, err := tx.exec(`DELETE FROM tasks WHERE status IN ('completed','failed','cancelled')
+		AND last_updated_at + ttl_ms <= ?`, tx.nowMS()); err != nil {
+		return Internal(err)
+	}
+	return nil
+}
+
+// expireDueTasks fails every live task whose TTL has run out, oldest first.
+func (e *Engine) expireDueTasks(tx *Tx) error {
 	rows, err := tx.q.QueryContext(tx.ctx, `SELECT task_id, correlation_id FROM tasks
-		WHERE status IN ('working','input_required') AND created_at + ttl_ms <= ?`, now)
+		WHERE status IN ('working','input_required') AND created_at + ttl_ms <= ?
+		ORDER BY created_at, task_id`, tx.nowMS())
 	if err != nil {
 		return Internal(err)
 	}
@@ -30,35 +51,63 @@ func (e *Engine) sweepTasks(tx *Tx) error {
 		return Internal(err)
 	}
 	for _, d := range list {
-		if _, err := tx.exec(`UPDATE tasks SET status = 'failed', status_message = 'task expired', error_json = ?,
-			last_updated_at = ? WHERE task_id = ?`, expiredTaskError, now, d.task); err != nil {
-			return Internal(err)
+		if err := e.expireTask(tx, d.task, d.handoff); err != nil {
+			return err
 		}
-		if _, err := tx.exec(`UPDATE task_inputs SET closed_at = ?, close_reason = 'cancelled'
-			WHERE task_id = ? AND closed_at IS NULL`, now, d.task); err != nil {
-			return Internal(err)
-		}
-		if err := tx.emit("task.failed", refs{handoff: d.handoff, task: d.task}, map[string]any{
-			"task_id": d.task, "handoff_id": d.handoff, "status": TaskFailed, "reason": "task_expired",
+	}
+	return nil
+}
+
+// expireTaskIfDue applies the TTL rule to one task a command is about to act
+// on, so no command acts on work that has already expired but has not been
+// swept yet (§5.3 step 2).
+func (e *Engine) expireTaskIfDue(tx *Tx, taskID string) error {
+	var handoffID string
+	err := tx.q.QueryRowContext(tx.ctx, `SELECT correlation_id FROM tasks WHERE task_id = ?
+		AND status IN ('working','input_required') AND created_at + ttl_ms <= ?`, taskID, tx.nowMS()).Scan(&handoffID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return Internal(err)
+	}
+	return e.expireTask(tx, taskID, handoffID)
+}
+
+// expireTask fails one live task with "task expired", closes its open input
+// requests, and cancels its open or accepted handoff (D5): one event per
+// changed record, actor NULL (the system).
+func (e *Engine) expireTask(tx *Tx, taskID, handoffID string) error {
+	now := tx.nowMS()
+	n, err := tx.execN(`UPDATE tasks SET status = 'failed', status_message = ?, error_json = ?, last_updated_at = ?
+		WHERE task_id = ? AND status IN ('working','input_required')`, expiredTaskMessage, expiredTaskError, now, taskID)
+	if err != nil {
+		return Internal(err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, err := tx.exec(`UPDATE task_inputs SET closed_at = ?, close_reason = 'cancelled'
+		WHERE task_id = ? AND closed_at IS NULL`, now, taskID); err != nil {
+		return Internal(err)
+	}
+	if err := tx.handoffEvent("task.failed", "", handoffID, taskID, map[string]any{
+		"status": TaskFailed, "reason": "task_expired",
+	}); err != nil {
+		return err
+	}
+	tx.taskChanged(taskID)
+	n, err = tx.execN(`UPDATE handoffs SET status = 'cancelled', cancelled_at = ?, cancel_reason = 'task_expired', updated_at = ?
+		WHERE handoff_id = ? AND status IN ('open','accepted')`, now, now, handoffID)
+	if err != nil {
+		return Internal(err)
+	}
+	if n == 1 {
+		if err := tx.handoffEvent("handoff.cancelled", "", handoffID, taskID, map[string]any{
+			"status": HandoffCancelled, "reason": "task_expired",
 		}); err != nil {
 			return err
 		}
-		tx.taskChanged(d.task)
-		n, err := tx.execN(`UPDATE handoffs SET status = 'cancelled', cancelled_at = ?, cancel_reason = 'task_expired', updated_at = ?
-			WHERE handoff_id = ? AND status IN ('open','accepted')`, now, now, d.handoff)
-		if err != nil {
-			return Internal(err)
-		}
-		if n == 1 {
-			if err := tx.emit("handoff.cancelled", refs{handoff: d.handoff, task: d.task}, map[string]any{
-				"handoff_id": d.handoff, "task_id": d.task, "status": "cancelled", "reason": "task_expired",
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := tx.exec(`DELETE FROM tasks WHERE status IN ('completed','failed','cancelled') AND last_updated_at + ttl_ms <= ?`, now); err != nil {
-		return Internal(err)
 	}
 	return nil
 }

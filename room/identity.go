@@ -132,7 +132,7 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	if minutes <= 0 {
 		return InviteGrant{}, Errorf(KindInvalidRequest, "expires_in_minutes must be positive").With("field", "expires_in_minutes")
 	}
-	if time.Duration(minutes)*time.Minute > e.Limits.InviteMax {
+	if minutes > int(e.Limits.InviteMax/time.Minute) { // compared in minutes: a huge value must not overflow a Duration
 		return InviteGrant{}, Errorf(KindLimitExceeded, "expires_in_minutes is above the maximum of %d", int(e.Limits.InviteMax/time.Minute))
 	}
 	maxUses := 1
@@ -202,7 +202,7 @@ func (e *Engine) ListInvites(ctx context.Context, q Querier, p Principal) ([]Inv
 		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, `SELECT invite_id, capabilities, target, expires_at, max_uses, used_count, revoked_at, created_at
-		FROM invites ORDER BY created_at DESC, invite_id LIMIT ?`, e.Limits.MaxListItems)
+		FROM invites ORDER BY created_at DESC, rowid DESC LIMIT ?`, e.Limits.MaxListItems)
 	if err != nil {
 		return nil, Internal(err)
 	}
@@ -320,7 +320,7 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 	if minutes == 0 {
 		minutes = int(e.Limits.SessionDefault / time.Minute)
 	}
-	if minutes < 0 || time.Duration(minutes)*time.Minute > e.Limits.SessionMax {
+	if minutes < 0 || minutes > int(e.Limits.SessionMax/time.Minute) {
 		return SessionGrant{}, Errorf(KindLimitExceeded, "session length must be 1..%d minutes", int(e.Limits.SessionMax/time.Minute))
 	}
 	var id, capsText string
@@ -444,7 +444,7 @@ func (e *Engine) Participants(ctx context.Context, q Querier, p Principal) ([]Pa
 	rows, err := q.QueryContext(ctx, `SELECT participant_id, kind, name, capabilities, is_host, joined_at, last_seen_at,
 		(SELECT transport FROM sessions s WHERE s.participant_id = p.participant_id AND s.ended_at IS NULL
 		 ORDER BY issued_at DESC LIMIT 1)
-		FROM participants p WHERE left_at IS NULL ORDER BY joined_at, participant_id LIMIT ?`, e.Limits.MaxListItems)
+		FROM participants p WHERE left_at IS NULL ORDER BY is_host DESC, joined_at, rowid LIMIT ?`, e.Limits.MaxListItems)
 	if err != nil {
 		return nil, Internal(err)
 	}
@@ -471,8 +471,10 @@ func (e *Engine) Participants(ctx context.Context, q Querier, p Principal) ([]Pa
 // Leave ends the caller's participation: its sessions end, its leases are
 // released. Handoffs and tasks are untouched (D32).
 func (e *Engine) Leave(tx *Tx, p Principal) error {
-	if p.ParticipantID == "" {
-		return Errorf(KindInvalidRequest, "no participant to leave")
+	if p.SessionRef == "" {
+		// The local operator acts as the host but holds no session; the host
+		// leaving would orphan the room's owner.
+		return Errorf(KindInvalidRequest, "only a participant with a session can leave; the local operator has none")
 	}
 	n, err := tx.execN(`UPDATE participants SET left_at = ? WHERE participant_id = ? AND left_at IS NULL`, tx.nowMS(), p.ParticipantID)
 	if err != nil {
