@@ -43,6 +43,10 @@ type Server struct {
 	started time.Time
 	rate    *rateLimiter
 	pages   pageKeys
+	tools   []tool
+
+	legacy        legacySubs
+	legacyStreams legacyStreamSet
 }
 
 // New builds the server.
@@ -60,6 +64,7 @@ func New(cfg Config) *Server {
 		s.hasOp = true
 	}
 	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}}
+	s.tools = toolCatalog()
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
 	return s
 }
@@ -89,6 +94,10 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/", s.ingressIndex)
 	}
 	r.Post("/session/join", s.join)
+	r.Post("/mcp", s.mcpPost)
+	r.Get("/mcp", s.mcpGet)
+	r.Delete("/mcp", s.mcpMethodNotAllowed)
+	r.Put("/mcp", s.mcpMethodNotAllowed)
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate(l))
 		r.Use(s.rateLimit)
@@ -102,6 +111,17 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Post("/workspace/invite", s.postInvite)
 		r.Post("/workspace/invite/revoke", s.postRevoke)
 		r.Post("/workspace/leave", s.postLeave)
+		r.Post("/workspace/handoff", s.postHandoff)
+		r.Get("/workspace/handoff", s.getHandoff)
+		r.Get("/workspace/handoff/events", s.getHandoffEvents)
+		r.Post("/workspace/handoff/accept", postHandoffAction(s, "handoff.accept", s.acceptHandoff))
+		r.Post("/workspace/handoff/request_input", postHandoffAction(s, "handoff.request_input", s.requestInput))
+		r.Post("/workspace/handoff/complete", postHandoffAction(s, "handoff.complete", s.completeHandoff))
+		r.Post("/workspace/handoff/approve", postHandoffAction(s, "handoff.approve", s.approveHandoff))
+		r.Post("/workspace/handoff/reject", postHandoffAction(s, "handoff.reject", s.rejectHandoff))
+		r.Get("/workspace/task", s.getTask)
+		r.Post("/workspace/task/update", s.postTaskUpdate)
+		r.Post("/workspace/task/cancel", s.postTaskCancel)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, room.Errorf(room.KindNotFound, "no such route: %s %s", r.Method, r.URL.Path))

@@ -1,0 +1,1211 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commonroom/ce/room"
+)
+
+// wantUnauthorized checks a 401 with the code and a Bearer challenge.
+func wantUnauthorized(t testing.TB, r apiResp, code string) {
+	t.Helper()
+	wantError(t, r, http.StatusUnauthorized, code)
+	if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer") {
+		t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", ch)
+	}
+}
+
+// TestBearerAuthRefused: every /workspace route on both listeners refuses a
+// request without a valid session with 401, a Bearer challenge, and no change.
+func TestBearerAuthRefused(t *testing.T) {
+	h := newHarness(t, "")
+	left := h.session("leaver", "read")
+	wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), left.SessionToken, nil))
+	live := h.session("live", "read")
+
+	creds := []struct {
+		name  string
+		opt   reqOpt
+		code  string
+		where string // "both", or "ingress" only
+	}{
+		{"missing Authorization is unauthorized", nil, "unauthorized", "both"},
+		{"Bearer garbage is unauthorized", withHeader("Authorization", "Bearer garbage"), "unauthorized", "both"},
+		{"Bearer with no token is unauthorized", withHeader("Authorization", "Bearer "), "unauthorized", "both"},
+		{"Basic scheme is unauthorized", withHeader("Authorization", "Basic dXNlcjpwYXNz"), "unauthorized", "both"},
+		{"token without the Bearer scheme is unauthorized", withHeader("Authorization", live.SessionToken), "unauthorized", "both"},
+		{"session_ref instead of the token is unauthorized", withHeader("Authorization", "Bearer "+live.SessionRef), "unauthorized", "both"},
+		{"token with a character changed is unauthorized", withHeader("Authorization", "Bearer "+live.SessionToken[:len(live.SessionToken)-1]+"x"), "unauthorized", "both"},
+		{"token of a session that left is unauthorized", withHeader("Authorization", "Bearer "+left.SessionToken), "unauthorized", "both"},
+		{"operator token on the ingress listener is unauthorized", withHeader("Authorization", "Bearer "+h.OpToken), "unauthorized", "ingress"},
+	}
+	before := h.snapshot()
+	for _, c := range creds {
+		t.Run(c.name, func(t *testing.T) {
+			bases := []struct{ name, url string }{{"ingress", h.Ingress.URL}, {"owner", h.Owner.URL}}
+			if c.where == "ingress" {
+				bases = bases[:1]
+			}
+			for _, base := range bases {
+				for _, rt := range workspaceRoutes {
+					opts := []reqOpt{}
+					if c.opt != nil {
+						opts = append(opts, c.opt)
+					}
+					r := h.doT(t, rt.Method, base.url+rt.Path, "", rt.Body, opts...)
+					if r.Status != http.StatusUnauthorized {
+						t.Errorf("%s %s %s: status %d, want 401; body %s", base.name, rt.Method, rt.Path, r.Status, r.Body)
+						continue
+					}
+					wantUnauthorized(t, r, c.code)
+				}
+			}
+		})
+	}
+	t.Run("auth is checked before the body is parsed", func(t *testing.T) {
+		for _, rt := range workspaceRoutes {
+			if rt.Method != "POST" {
+				continue
+			}
+			wantUnauthorized(t, h.doT(t, "POST", h.ingressURL(rt.Path), "garbage", `{"broken":`), "unauthorized")
+		}
+	})
+	h.assertUnchanged(t, before)
+}
+
+// TestBearerAuthExpiredSession: a session past its 8 hours is refused with
+// session_expired everywhere, before and after the sweeper ends it.
+func TestBearerAuthExpiredSession(t *testing.T) {
+	h := newHarness(t, "")
+	s := h.session("agent", "read", "invite")
+	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+
+	h.Clock.Advance(8*time.Hour - time.Millisecond)
+	t.Run("one millisecond before expiry the session works", func(t *testing.T) {
+		wantOK(t, h.doT(t, "GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+	})
+	h.Clock.Advance(time.Millisecond)
+	check := func(t *testing.T) {
+		for _, base := range []string{h.Ingress.URL, h.Owner.URL} {
+			for _, rt := range workspaceRoutes {
+				r := h.doT(t, rt.Method, base+rt.Path, s.SessionToken, rt.Body)
+				if r.Status != http.StatusUnauthorized {
+					t.Errorf("%s %s%s: status %d, want 401; body %s", rt.Method, base, rt.Path, r.Status, r.Body)
+					continue
+				}
+				wantUnauthorized(t, r, "session_expired")
+			}
+		}
+	}
+	t.Run("at expiry, before the sweep, every route is session_expired", check)
+	h.sweep()
+	t.Run("after the sweep every route is session_expired", check)
+	t.Run("the sweep ended the session once with session.expired", func(t *testing.T) {
+		evs := h.events("session.expired")
+		if len(evs) != 1 || evs[0].Payload["session_ref"] != s.SessionRef {
+			t.Errorf("session.expired events = %+v, want one for %s", evs, s.SessionRef)
+		}
+		if n := h.count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'expired'`, s.SessionRef); n != 1 {
+			t.Errorf("session not ended as expired")
+		}
+	})
+}
+
+// TestOperatorToken: accepted on the owner listener only.
+func TestOperatorToken(t *testing.T) {
+	h := newHarness(t, "")
+	t.Run("owner listener accepts it on every read and on invite", func(t *testing.T) {
+		for _, rt := range workspaceRoutes {
+			if rt.Path == "/workspace/leave" || rt.Path == "/workspace/invite/revoke" {
+				continue
+			}
+			wantOK(t, h.doT(t, rt.Method, h.ownerURL(rt.Path), h.OpToken, rt.Body))
+		}
+	})
+	t.Run("ingress listener refuses it on every route", func(t *testing.T) {
+		before := h.snapshot()
+		for _, rt := range workspaceRoutes {
+			wantUnauthorized(t, h.doT(t, rt.Method, h.ingressURL(rt.Path), h.OpToken, rt.Body), "unauthorized")
+		}
+		h.assertUnchanged(t, before)
+	})
+	t.Run("lowercase bearer scheme is accepted", func(t *testing.T) {
+		wantOK(t, h.doT(t, "GET", h.ownerURL("/workspace/status"), "", nil, withHeader("Authorization", "bearer "+h.OpToken)))
+	})
+}
+
+// TestCapabilities: routes check the session's capabilities.
+func TestCapabilities(t *testing.T) {
+	h := newHarness(t, "")
+	agent := h.session("agent") // default agent set: no invite
+	if !slices.Equal(agent.Capabilities, []string{"read", "observe", "propose", "checkout", "commit"}) {
+		t.Fatalf("default grant = %v", agent.Capabilities)
+	}
+	inviter := h.session("inviter", "read", "invite")
+	admin := h.session("admin", "admin")
+	blind := h.session("blind", "observe") // no read
+	target := h.createInvite(nil)
+
+	denied := []struct {
+		name, method, path, token string
+		body                      any
+		required                  string
+	}{
+		{"no invite capability: POST /workspace/invite", "POST", "/workspace/invite", agent.SessionToken, map[string]any{}, "invite"},
+		{"no invite capability: GET /workspace/invites", "GET", "/workspace/invites", agent.SessionToken, nil, "invite"},
+		{"no invite capability: POST /workspace/invite/revoke", "POST", "/workspace/invite/revoke", agent.SessionToken, map[string]any{"invite_id": target.InviteID}, "invite"},
+		{"inviter cannot grant propose it lacks", "POST", "/workspace/invite", inviter.SessionToken, map[string]any{"capabilities": []string{"read", "propose"}}, "propose"},
+		{"inviter cannot grant admin", "POST", "/workspace/invite", inviter.SessionToken, map[string]any{"capabilities": []string{"admin"}}, "admin"},
+		{"inviter cannot grant the wildcard", "POST", "/workspace/invite", inviter.SessionToken, map[string]any{"capabilities": []string{"*"}}, "*"},
+		{"inviter cannot grant the legacy admin word", "POST", "/workspace/invite", inviter.SessionToken, map[string]any{"permissions": "admin"}, "*"},
+		{"inviter cannot grant the default set it does not hold", "POST", "/workspace/invite", inviter.SessionToken, map[string]any{}, "observe"},
+	}
+	for _, p := range readRoutes {
+		denied = append(denied, struct {
+			name, method, path, token string
+			body                      any
+			required                  string
+		}{"no read capability: GET " + p, "GET", p, blind.SessionToken, nil, "read"})
+	}
+	before := h.snapshot()
+	for _, d := range denied {
+		t.Run(d.name+" is 403 permission_denied", func(t *testing.T) {
+			m := wantError(t, h.doT(t, d.method, h.ingressURL(d.path), d.token, d.body), http.StatusForbidden, "permission_denied")
+			if m["required"] != d.required {
+				t.Errorf("required = %v, want %q", m["required"], d.required)
+			}
+		})
+	}
+	h.assertUnchanged(t, before)
+
+	allowed := []struct {
+		name  string
+		token string
+		body  map[string]any
+		want  []string
+	}{
+		{"inviter may grant a subset of what it holds", inviter.SessionToken, map[string]any{"capabilities": []string{"read"}}, []string{"read"}},
+		{"inviter may grant exactly what it holds", inviter.SessionToken, map[string]any{"capabilities": []string{"invite", "read"}}, []string{"read", "invite"}},
+		{"admin may grant the wildcard", admin.SessionToken, map[string]any{"capabilities": []string{"*"}}, []string{"*"}},
+	}
+	for _, a := range allowed {
+		t.Run(a.name, func(t *testing.T) {
+			r := h.doT(t, "POST", h.ingressURL("/workspace/invite"), a.token, a.body)
+			wantOK(t, r)
+			var g inviteGrant
+			r.Into(t, &g)
+			if !slices.Equal(g.Capabilities, a.want) {
+				t.Errorf("capabilities = %v, want %v", g.Capabilities, a.want)
+			}
+		})
+	}
+	t.Run("observe-only session may still leave", func(t *testing.T) {
+		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/leave"), blind.SessionToken, nil))
+	})
+}
+
+// TestHostAndOrigin: DNS rebinding and cross-site requests are refused on
+// both listeners before anything else; loopback names pass.
+func TestHostAndOrigin(t *testing.T) {
+	h := newHarness(t, "")
+	s := h.session("agent", "read")
+	g := h.createInvite(nil)
+	type target struct {
+		name, base, port, token string
+	}
+	targets := []target{
+		{"ingress", h.Ingress.URL, serverPort(h.Ingress), s.SessionToken},
+		{"owner", h.Owner.URL, serverPort(h.Owner), h.OpToken},
+	}
+	refused := []struct {
+		name string
+		opts func(tg target) []reqOpt
+	}{
+		{"Host evil.example.com", func(target) []reqOpt { return []reqOpt{withHost("evil.example.com")} }},
+		{"Host evil.example.com with the listener's port", func(tg target) []reqOpt { return []reqOpt{withHost("evil.example.com:" + tg.port)} }},
+		{"Host localhost.evil.example.com", func(tg target) []reqOpt { return []reqOpt{withHost("localhost.evil.example.com:" + tg.port)} }},
+		{"Host 127.0.0.2", func(tg target) []reqOpt { return []reqOpt{withHost("127.0.0.2:" + tg.port)} }},
+		{"Origin http://evil.example.com", func(target) []reqOpt {
+			return []reqOpt{withHeader("Origin", "http://evil.example.com")}
+		}},
+		{"Origin null", func(target) []reqOpt { return []reqOpt{withHeader("Origin", "null")} }},
+	}
+	requests := []struct {
+		name, method, path string
+		auth               bool
+		body               func() any
+	}{
+		{"GET /healthz", "GET", "/healthz", false, nil},
+		{"GET /", "GET", "/", false, nil},
+		{"GET /workspace/status", "GET", "/workspace/status", true, nil},
+		{"GET /workspace/status without a token", "GET", "/workspace/status", false, nil},
+		{"POST /workspace/invite", "POST", "/workspace/invite", true, func() any { return map[string]any{} }},
+		{"POST /session/join with a live invitation", "POST", "/session/join", false, func() any {
+			return map[string]any{"invite": g.URI, "name": "rebound"}
+		}},
+	}
+	before := h.snapshot()
+	for _, ref := range refused {
+		for _, tg := range targets {
+			t.Run(ref.name+" on "+tg.name+" is 403", func(t *testing.T) {
+				for _, rq := range requests {
+					token := ""
+					if rq.auth {
+						token = tg.token
+					}
+					var body any
+					if rq.body != nil {
+						body = rq.body()
+					}
+					r := h.doT(t, rq.method, tg.base+rq.path, token, body, ref.opts(tg)...)
+					if r.Status != http.StatusForbidden {
+						t.Errorf("%s: status %d, want 403; body %s", rq.name, r.Status, r.Body)
+					} else if m := r.JSON(t); m["error"] != "permission_denied" {
+						t.Errorf("%s: error %v, want permission_denied", rq.name, m["error"])
+					}
+					if r.Header.Get("Set-Cookie") != "" {
+						t.Errorf("%s: a refused request set a cookie", rq.name)
+					}
+				}
+			})
+		}
+	}
+	h.assertUnchanged(t, before)
+
+	accepted := []struct {
+		name string
+		opts func(tg target) []reqOpt
+	}{
+		{"Host 127.0.0.1:PORT", func(tg target) []reqOpt { return []reqOpt{withHost("127.0.0.1:" + tg.port)} }},
+		{"Host localhost:PORT", func(tg target) []reqOpt { return []reqOpt{withHost("localhost:" + tg.port)} }},
+		{"Host LOCALHOST:PORT", func(tg target) []reqOpt { return []reqOpt{withHost("LOCALHOST:" + tg.port)} }},
+		{"Host [::1]:PORT", func(tg target) []reqOpt { return []reqOpt{withHost("[::1]:" + tg.port)} }},
+		{"Origin http://127.0.0.1:PORT", func(tg target) []reqOpt {
+			return []reqOpt{withHeader("Origin", "http://127.0.0.1:"+tg.port)}
+		}},
+		{"Origin http://localhost:PORT", func(tg target) []reqOpt {
+			return []reqOpt{withHeader("Origin", "http://localhost:"+tg.port)}
+		}},
+	}
+	for _, acc := range accepted {
+		for _, tg := range targets {
+			t.Run(acc.name+" on "+tg.name+" is accepted", func(t *testing.T) {
+				wantOK(t, h.doT(t, "GET", tg.base+"/healthz", "", nil, acc.opts(tg)...))
+				wantOK(t, h.doT(t, "GET", tg.base+"/workspace/status", tg.token, nil, acc.opts(tg)...))
+			})
+		}
+	}
+	t.Run("join with Host localhost:PORT is accepted", func(t *testing.T) {
+		wantOK(t, h.joinRaw(map[string]any{"invite": g.URI, "name": "local"}, withHost("localhost:"+serverPort(h.Ingress))))
+	})
+}
+
+// TestSecretsNeverStored: tokens and invitation secrets appear only in the
+// answers that hand them out: not in events, not in any column (hashes
+// only), not in the sidecar files, not in logs, not in error bodies.
+func TestSecretsNeverStored(t *testing.T) {
+	h := newHarness(t, "")
+	inv := h.createInvite(map[string]any{"capabilities": []string{"read", "invite"}, "max_uses": 1})
+	s := h.join(inv.URI, "agent")
+	inv2R := h.do("POST", h.ingressURL("/workspace/invite"), s.SessionToken, map[string]any{"capabilities": []string{"read"}})
+	wantOK(t, inv2R)
+	var inv2 inviteGrant
+	inv2R.Into(t, &inv2)
+	s2 := h.join(inv2.Token, "second")
+	revoked := h.createInvite(nil)
+	wantOK(t, h.do("POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": revoked.Token}))
+	pageKey := h.API.NewPageKey()
+	page := h.do("GET", h.ownerURL("/?key="+url.QueryEscape(pageKey)), "", nil)
+	var cookie string
+	for _, c := range (&http.Response{Header: page.Header}).Cookies() {
+		cookie = c.Value
+	}
+
+	// Error answers that were handed secrets, so any echo would show.
+	wantError(t, h.joinRaw(map[string]any{"invite": revoked.URI}), 403, "invitation_revoked")
+	wantError(t, h.joinRaw(map[string]any{"invite": inv.URI}), 403, "invitation_redeemed")
+	wantError(t, h.joinRaw(`{"invite": "`+inv.Token+`", "name": 7}`), 400, "invalid_request")
+	wantError(t, h.joinRaw(`{"invite": "`+s.SessionToken+`"`), 400, "invalid_request")
+	wantError(t, h.joinRaw(map[string]any{"invite": s.SessionToken + "x"}), 401, "unauthorized")
+	wantError(t, h.joinRaw(map[string]any{"invite": strings.Replace(string(invitePayload(t, inv.URI)), `"version":"1"`, `"version":"9"`, 1)}), 400, "unsupported_version")
+	wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), h.OpToken, nil), "unauthorized")
+	wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), inv.Token, nil), "unauthorized")
+	wantError(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), s.SessionToken, map[string]any{"token": s.SessionToken}), 401, "unauthorized")
+	wantError(t, h.do("GET", h.ingressURL("/workspace/read?section="+url.QueryEscape(s2.SessionToken)), s.SessionToken, nil), 400, "invalid_region")
+	wantError(t, h.do("GET", h.ingressURL("/workspace/summary?max_lines="+url.QueryEscape(s2.SessionToken)), s.SessionToken, nil), 400, "invalid_request")
+	h.do("GET", h.ownerURL("/?key="+url.QueryEscape(pageKey)), "", nil) // reused key: 403
+
+	type secret struct{ name, value string }
+	secrets := []secret{
+		{"operator token", h.OpToken},
+		{"invitation secret", inv.Token}, {"invitation URI payload", strings.TrimPrefix(inv.URI, room.InvitePrefix)},
+		{"session-made invitation secret", inv2.Token},
+		{"revoked invitation secret", revoked.Token},
+		{"session token", s.SessionToken}, {"second session token", s2.SessionToken},
+		{"owner page key", pageKey},
+	}
+	if cookie != "" {
+		secrets = append(secrets, secret{"owner cookie", cookie})
+	} else {
+		t.Errorf("the page key exchange set no cookie")
+	}
+	// The read-section error legitimately echoes the region the caller named;
+	// only look for the secrets that request did not carry itself.
+	echoAllowed := func(body, value string) bool {
+		return value == s2.SessionToken && strings.Contains(body, `"region"`)
+	}
+
+	t.Run("no secret in any event payload", func(t *testing.T) {
+		for _, ev := range h.events("") {
+			for _, sec := range secrets {
+				if strings.Contains(ev.Raw, sec.value) {
+					t.Errorf("event %d %s holds the %s: %s", ev.ID, ev.Type, sec.name, ev.Raw)
+				}
+			}
+		}
+	})
+	t.Run("no secret in any column of any table", func(t *testing.T) {
+		for _, table := range sidecarTables {
+			rows, err := h.Store.Reader.Query("SELECT * FROM " + table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols, _ := rows.Columns()
+			for rows.Next() {
+				vals := make([]any, len(cols))
+				ptrs := make([]any, len(cols))
+				for i := range vals {
+					ptrs[i] = &vals[i]
+				}
+				if err := rows.Scan(ptrs...); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range vals {
+					var text string
+					switch x := v.(type) {
+					case string:
+						text = x
+					case []byte:
+						text = string(x) + " " + hex.EncodeToString(x)
+					default:
+						text = fmt.Sprint(x)
+					}
+					for _, sec := range secrets {
+						if strings.Contains(text, sec.value) {
+							t.Errorf("%s.%s holds the %s", table, cols[i], sec.name)
+						}
+					}
+				}
+			}
+			rows.Close()
+		}
+	})
+	t.Run("sessions and invites hold SHA-256 hashes", func(t *testing.T) {
+		for _, sg := range []sessionGrant{s, s2} {
+			var got []byte
+			if err := h.Store.Reader.QueryRow(`SELECT token_sha256 FROM sessions WHERE session_ref = ?`, sg.SessionRef).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, sha256Of(sg.SessionToken)) {
+				t.Errorf("sessions.token_sha256 of %s is not SHA-256 of the token", sg.SessionRef)
+			}
+		}
+		for _, ig := range []inviteGrant{inv, inv2, revoked} {
+			var got []byte
+			if err := h.Store.Reader.QueryRow(`SELECT secret_sha256 FROM invites WHERE invite_id = ?`, ig.InviteID).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, sha256Of(ig.Token)) {
+				t.Errorf("invites.secret_sha256 of %s is not SHA-256 of the secret", ig.InviteID)
+			}
+		}
+	})
+	t.Run("no secret in the sidecar files", func(t *testing.T) {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			b, err := os.ReadFile(h.Store.Path + suffix)
+			if err != nil {
+				continue // -wal/-shm may be absent
+			}
+			for _, sec := range secrets {
+				if bytes.Contains(b, []byte(sec.value)) {
+					t.Errorf("sidecar file %s holds the %s", h.Store.Path+suffix, sec.name)
+				}
+			}
+		}
+	})
+	t.Run("no secret in the log", func(t *testing.T) {
+		logs := h.Logs.String()
+		if !strings.Contains(logs, "path=/session/join") {
+			t.Fatalf("the request log was not captured; got:\n%s", logs)
+		}
+		for _, sec := range secrets {
+			if strings.Contains(logs, sec.value) {
+				t.Errorf("the log holds the %s", sec.name)
+			}
+		}
+	})
+	t.Run("no secret in any error body", func(t *testing.T) {
+		bodies := h.errorBodies()
+		if len(bodies) < 10 {
+			t.Fatalf("only %d error bodies recorded", len(bodies))
+		}
+		for _, b := range bodies {
+			for _, sec := range secrets {
+				if strings.Contains(b, sec.value) && !echoAllowed(b, sec.value) {
+					t.Errorf("an error body holds the %s: %s", sec.name, b)
+				}
+			}
+		}
+	})
+}
+
+// TestInvitations: create, list, revoke over HTTP, and the refused inputs.
+func TestInvitations(t *testing.T) {
+	h := newHarness(t, "")
+	now := h.Clock.Now()
+
+	t.Run("defaults are 60 minutes, one use, the agent set", func(t *testing.T) {
+		r := h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{})
+		wantOK(t, r)
+		var g inviteGrant
+		r.Into(t, &g)
+		if want := wire(now.Add(60 * time.Minute)); g.ExpiresAt != want {
+			t.Errorf("expires_at = %s, want %s", g.ExpiresAt, want)
+		}
+		if g.MaxUses == nil || *g.MaxUses != 1 {
+			t.Errorf("max_uses = %v, want 1", g.MaxUses)
+		}
+		if want := []string{"read", "observe", "propose", "checkout", "commit"}; !slices.Equal(g.Capabilities, want) {
+			t.Errorf("capabilities = %v, want %v", g.Capabilities, want)
+		}
+		if !strings.HasPrefix(g.InviteID, "invite_") || g.WorkspaceID != h.Eng.WorkspaceID || !strings.HasPrefix(g.URI, room.InvitePrefix) {
+			t.Errorf("grant = %+v", g)
+		}
+		var payload map[string]any
+		if err := json.Unmarshal(invitePayload(t, g.URI), &payload); err != nil {
+			t.Fatal(err)
+		}
+		if payload["secret"] != g.Token || payload["workspace_id"] != h.Eng.WorkspaceID || payload["protocol"] != "commonroom" ||
+			payload["version"] != "1" || payload["expires_at"] != g.ExpiresAt {
+			t.Errorf("URI payload = %v", payload)
+		}
+		hint, _ := payload["transport"].(map[string]any)
+		if hint["type"] != "loopback" || fmt.Sprint(hint["port"]) != serverPort(h.Ingress) {
+			t.Errorf("URI transport hint = %v, want loopback to the ingress port %s", hint, serverPort(h.Ingress))
+		}
+		evs := h.events("invite.created")
+		last := evs[len(evs)-1]
+		if last.Payload["invite_id"] != g.InviteID || last.Payload["max_uses"] != float64(1) || last.Payload["expires_at"] != g.ExpiresAt {
+			t.Errorf("invite.created payload = %s", last.Raw)
+		}
+	})
+
+	t.Run("normalisation and legacy words", func(t *testing.T) {
+		cases := []struct {
+			name string
+			body map[string]any
+			want []string
+		}{
+			{"duplicates dropped and sorted", map[string]any{"capabilities": []string{"propose", " read ", "read"}}, []string{"read", "propose"}},
+			{"wildcard collapses", map[string]any{"capabilities": []string{"read", "*"}}, []string{"*"}},
+			{"permissions read", map[string]any{"permissions": "read"}, []string{"read", "observe"}},
+			{"permissions read_write", map[string]any{"permissions": "read_write"}, []string{"read", "observe", "propose", "checkout", "commit"}},
+			{"permissions comma list", map[string]any{"permissions": "read,approve"}, []string{"read", "approve"}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				r := h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, c.body)
+				wantOK(t, r)
+				var g inviteGrant
+				r.Into(t, &g)
+				if !slices.Equal(g.Capabilities, c.want) {
+					t.Errorf("capabilities = %v, want %v", g.Capabilities, c.want)
+				}
+			})
+		}
+	})
+
+	t.Run("bounds accepted", func(t *testing.T) {
+		r := h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{"expires_in_minutes": 10080, "max_uses": 0})
+		wantOK(t, r)
+		var g inviteGrant
+		r.Into(t, &g)
+		if g.MaxUses != nil || g.ExpiresAt != wire(now.Add(10080*time.Minute)) {
+			t.Errorf("max_uses = %v expires_at = %s, want unlimited and 7 days", g.MaxUses, g.ExpiresAt)
+		}
+	})
+
+	refused := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+	}{
+		{"expires_in_minutes 0 is 400", map[string]any{"expires_in_minutes": 0}, 400, "invalid_request"},
+		{"expires_in_minutes -1 is 400", map[string]any{"expires_in_minutes": -1}, 400, "invalid_request"},
+		{"expires_in_minutes 10081 is 429 limit_exceeded", map[string]any{"expires_in_minutes": 10081}, 429, "limit_exceeded"},
+		// minutes*time.Minute overflows int64 for these: the wrapped duration
+		// must not slip under the 7-day check (it used to create an invitation
+		// that expired in 1733, or a minute ago, and answer 200).
+		{"expires_in_minutes 153722868 (overflows a Duration) is 429 limit_exceeded", map[string]any{"expires_in_minutes": 153722868}, 429, "limit_exceeded"},
+		{"expires_in_minutes MaxInt64 is 429 limit_exceeded", `{"expires_in_minutes": 9223372036854775807}`, 429, "limit_exceeded"},
+		{"expires_in_minutes as text is 400", `{"expires_in_minutes": "60"}`, 400, "invalid_request"},
+		{"expires_in_minutes fractional is 400", `{"expires_in_minutes": 1.5}`, 400, "invalid_request"},
+		{"max_uses -1 is 400", map[string]any{"max_uses": -1}, 400, "invalid_request"},
+		{"unknown capability is 400", map[string]any{"capabilities": []string{"read", "fly"}}, 400, "invalid_request"},
+		{"capabilities as a string is 400", `{"capabilities": "read"}`, 400, "invalid_request"},
+		{"unknown target section is 400 invalid_region", map[string]any{"target": "Nowhere"}, 400, "invalid_region"},
+		{"malformed JSON is 400", `{"max_uses": `, 400, "invalid_request"},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			// Settle anything a wrongly accepted request left due (an already
+			// expired invitation) so it cannot leak into the next case.
+			defer h.sweep()
+			before := h.snapshot()
+			wantError(t, h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, c.body), c.status, c.code)
+			h.assertUnchanged(t, before)
+		})
+	}
+
+	t.Run("listing shows handles only", func(t *testing.T) {
+		g := h.createInvite(map[string]any{"capabilities": []string{"read"}, "target": "Goals"})
+		r := h.doT(t, "GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)
+		wantOK(t, r)
+		var list []map[string]any
+		r.Into(t, &list)
+		var found map[string]any
+		for _, it := range list {
+			for _, k := range []string{"token", "uri", "secret", "secret_sha256"} {
+				if _, ok := it[k]; ok {
+					t.Errorf("listing entry has %q: %v", k, it)
+				}
+			}
+			if it["invite_id"] == g.InviteID {
+				found = it
+			}
+		}
+		if found == nil {
+			t.Fatalf("new invite %s not listed: %s", g.InviteID, r.Body)
+		}
+		for _, k := range []string{"invite_id", "capabilities", "target", "expires_at", "max_uses", "used_count", "revoked_at", "created_at"} {
+			if _, ok := found[k]; !ok {
+				t.Errorf("listing entry lacks %q: %v", k, found)
+			}
+		}
+		if found["target"] != "Goals" || found["used_count"] != float64(0) || found["revoked_at"] != nil {
+			t.Errorf("listing entry = %v", found)
+		}
+		if strings.Contains(string(r.Body), g.Token) || strings.Contains(string(r.Body), room.InvitePrefix) {
+			t.Errorf("listing holds a secret or a URI")
+		}
+	})
+
+	t.Run("revoke by invite_id, then again changes nothing", func(t *testing.T) {
+		g := h.createInvite(nil)
+		n0 := len(h.events("invite.revoked"))
+		r := h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID})
+		wantOK(t, r)
+		if r.JSON(t)["status"] != "ok" {
+			t.Errorf("revoke answer = %s", r.Body)
+		}
+		evs := h.events("invite.revoked")
+		if len(evs) != n0+1 || evs[len(evs)-1].Payload["invite_id"] != g.InviteID {
+			t.Fatalf("invite.revoked events = %+v, want one more for %s", evs, g.InviteID)
+		}
+		if n := h.count(`SELECT count(*) FROM invites WHERE invite_id = ? AND revoked_at IS NOT NULL`, g.InviteID); n != 1 {
+			t.Errorf("revoked_at not set")
+		}
+		before := h.snapshot()
+		wantOK(t, h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID}))
+		wantOK(t, h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": g.Token}))
+		h.assertUnchanged(t, before)
+		wantError(t, h.joinRaw(map[string]any{"invite": g.URI}), 403, "invitation_revoked")
+	})
+
+	t.Run("revoke by token, by a session holding invite", func(t *testing.T) {
+		inviter := h.session("inviter", "read", "invite")
+		g := h.createInvite(map[string]any{"capabilities": []string{"read"}})
+		n0 := len(h.events("invite.revoked"))
+		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"token": g.Token}))
+		evs := h.events("invite.revoked")
+		if len(evs) != n0+1 || evs[len(evs)-1].Payload["invite_id"] != g.InviteID {
+			t.Fatalf("invite.revoked events = %+v, want one more for %s", evs, g.InviteID)
+		}
+		if strings.Contains(evs[len(evs)-1].Raw, g.Token) {
+			t.Errorf("invite.revoked holds the secret")
+		}
+		wantError(t, h.joinRaw(map[string]any{"invite": g.Token}), 403, "invitation_revoked")
+	})
+
+	revokeRefused := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+	}{
+		{"unknown invite_id is 401 unauthorized", map[string]any{"invite_id": "invite_ffffffffffffffff"}, 401, "unauthorized"},
+		{"unknown token is 401 unauthorized", map[string]any{"token": "no-such-secret"}, 401, "unauthorized"},
+		{"neither invite_id nor token is 400", map[string]any{}, 400, "invalid_request"},
+		{"invite_id of the wrong type is 400", `{"invite_id": 7}`, 400, "invalid_request"},
+	}
+	for _, c := range revokeRefused {
+		t.Run("revoke: "+c.name, func(t *testing.T) {
+			before := h.snapshot()
+			wantError(t, h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, c.body), c.status, c.code)
+			h.assertUnchanged(t, before)
+		})
+	}
+}
+
+// TestInvitationListingOrder: GET /workspace/invites is newest first
+// (ListInvites' contract), also for invitations created in the same
+// millisecond (one group-commit batch shares one clock reading).
+func TestInvitationListingOrder(t *testing.T) {
+	cases := []struct {
+		name string
+		tick time.Duration
+	}{
+		{"newest first when created a millisecond apart", time.Millisecond},
+		{"newest first when created in the same millisecond", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			var want []any
+			for range 8 {
+				h.Clock.Advance(tc.tick)
+				want = append([]any{h.createInvite(nil).InviteID}, want...)
+			}
+			r := h.doT(t, "GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)
+			wantOK(t, r)
+			var list []map[string]any
+			r.Into(t, &list)
+			var got []any
+			for _, it := range list {
+				got = append(got, it["invite_id"])
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("invites order = %v\nwant newest first: %v", got, want)
+			}
+		})
+	}
+}
+
+// TestReads: the read routes answer from the current version, bounded.
+func TestReads(t *testing.T) {
+	h := newHarness(t, "")
+	agent := h.session("agent", "read")
+	get := func(t *testing.T, path string) apiResp {
+		t.Helper()
+		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
+	}
+
+	t.Run("status hides the path from a non-admin session", func(t *testing.T) {
+		r := get(t, "/workspace/status")
+		wantOK(t, r)
+		m := r.JSON(t)
+		if v, ok := m["path"]; !ok || v != nil {
+			t.Errorf("path = %v (present %v), want null", v, ok)
+		}
+		if m["workspace_id"] != h.Eng.WorkspaceID || m["version"] != float64(1) || m["name"] != "idea" || m["participants"] != float64(2) {
+			t.Errorf("status = %s", r.Body)
+		}
+		if tree, _ := m["heading_tree"].([]any); len(tree) != 3 {
+			t.Errorf("heading_tree has %d entries, want 3", len(tree))
+		}
+		if strings.Contains(string(r.Body), h.Dir) {
+			t.Errorf("status leaks the host's directory to a session")
+		}
+	})
+	t.Run("status shows the path to the operator", func(t *testing.T) {
+		r := h.doT(t, "GET", h.ownerURL("/workspace/status"), h.OpToken, nil)
+		wantOK(t, r)
+		if got := r.JSON(t)["path"]; got != h.Eng.DocPath {
+			t.Errorf("path = %v, want %s", got, h.Eng.DocPath)
+		}
+	})
+	t.Run("summary defaults", func(t *testing.T) {
+		r := get(t, "/workspace/summary")
+		wantOK(t, r)
+		var s room.Summary
+		r.Into(t, &s)
+		if s.Excerpt != strings.TrimSuffix(harnessDoc, "\n") && s.Excerpt != harnessDoc {
+			t.Errorf("excerpt = %q, want the whole short document", s.Excerpt)
+		}
+		if len(s.Outline) != 3 || s.Outline[0].Title != "Idea" || s.Outline[1].Title != "Goals" {
+			t.Errorf("outline = %+v", s.Outline)
+		}
+	})
+	t.Run("summary max_lines and max_bytes are honoured", func(t *testing.T) {
+		r := get(t, "/workspace/summary?max_lines=3")
+		wantOK(t, r)
+		var s room.Summary
+		r.Into(t, &s)
+		if s.Excerpt != "# Idea\n\nhello world" || !s.Truncated {
+			t.Errorf("max_lines=3: excerpt %q truncated %v", s.Excerpt, s.Truncated)
+		}
+		r = get(t, "/workspace/summary?max_bytes=5")
+		wantOK(t, r)
+		r.Into(t, &s)
+		if s.Excerpt != "# Ide" || !s.Truncated {
+			t.Errorf("max_bytes=5: excerpt %q truncated %v", s.Excerpt, s.Truncated)
+		}
+		r = get(t, "/workspace/summary?max_depth=1")
+		wantOK(t, r)
+		r.Into(t, &s)
+		if len(s.Outline) != 1 {
+			t.Errorf("max_depth=1: outline %+v", s.Outline)
+		}
+	})
+	for _, bad := range []string{"max_lines=abc", "max_bytes=1e3", "max_depth=x", "max_lines=-1"} {
+		t.Run("summary "+bad+" is 400", func(t *testing.T) {
+			m := wantError(t, get(t, "/workspace/summary?"+bad), 400, "invalid_request")
+			if name := strings.SplitN(bad, "=", 2)[0]; bad != "max_lines=-1" && m["field"] != name {
+				t.Errorf("field = %v, want %s", m["field"], name)
+			}
+		})
+	}
+	t.Run("regions", func(t *testing.T) {
+		r := get(t, "/workspace/regions")
+		wantOK(t, r)
+		var regs []map[string]any
+		r.Into(t, &regs)
+		if len(regs) != 3 {
+			t.Fatalf("regions = %s", r.Body)
+		}
+		if regs[0]["title"] != "Idea" || regs[0]["level"] != float64(1) || regs[0]["line"] != float64(1) ||
+			regs[1]["title"] != "Goals" || regs[1]["level"] != float64(2) || regs[1]["line"] != float64(5) {
+			t.Errorf("regions = %s", r.Body)
+		}
+		for _, k := range []string{"region", "title", "level", "line", "path"} {
+			if _, ok := regs[1][k]; !ok {
+				t.Errorf("region lacks %q", k)
+			}
+		}
+	})
+	t.Run("read a section", func(t *testing.T) {
+		r := get(t, "/workspace/read?section=Goals")
+		wantOK(t, r)
+		var rr room.ReadResult
+		r.Into(t, &rr)
+		if rr.Content != "## Goals\n\nship it\nsoon\n\n" || rr.Section == nil || *rr.Section != "Goals" || rr.Truncated || rr.Version != 1 {
+			t.Errorf("read Goals = %s", r.Body)
+		}
+	})
+	t.Run("read the whole document, bounded", func(t *testing.T) {
+		var rr room.ReadResult
+		r := get(t, "/workspace/read")
+		wantOK(t, r)
+		r.Into(t, &rr)
+		if rr.Content != harnessDoc || rr.Section != nil {
+			t.Errorf("read = %s", r.Body)
+		}
+		r = get(t, "/workspace/read?section=Plan&max_lines=3")
+		wantOK(t, r)
+		r.Into(t, &rr)
+		if rr.Content != "## Plan\n\nstep one" || !rr.Truncated {
+			t.Errorf("read Plan max_lines=3 = %s", r.Body)
+		}
+	})
+	t.Run("read an unknown section is 400 invalid_region", func(t *testing.T) {
+		m := wantError(t, get(t, "/workspace/read?section=Nowhere"), 400, "invalid_region")
+		if m["region"] != "Nowhere" {
+			t.Errorf("region = %v, want Nowhere", m["region"])
+		}
+	})
+	t.Run("read max_bytes=abc is 400", func(t *testing.T) {
+		wantError(t, get(t, "/workspace/read?max_bytes=abc"), 400, "invalid_request")
+	})
+
+	t.Run("history newest first, since ascending, oldest id", func(t *testing.T) {
+		r := get(t, "/workspace/history")
+		wantOK(t, r)
+		var hist room.History
+		r.Into(t, &hist)
+		all := h.events("")
+		if len(hist.Events) != len(all) || len(all) < 4 {
+			t.Fatalf("history has %d events, the ring %d", len(hist.Events), len(all))
+		}
+		for i := 1; i < len(hist.Events); i++ {
+			if hist.Events[i].ID >= hist.Events[i-1].ID {
+				t.Fatalf("history is not newest first: %d then %d", hist.Events[i-1].ID, hist.Events[i].ID)
+			}
+		}
+		if hist.OldestEventID != all[0].ID || hist.NewestEventID != all[len(all)-1].ID {
+			t.Errorf("oldest/newest = %d/%d, want %d/%d", hist.OldestEventID, hist.NewestEventID, all[0].ID, all[len(all)-1].ID)
+		}
+		if !strings.Contains(string(r.Body), `"oldest_event_id"`) {
+			t.Errorf("history lacks oldest_event_id")
+		}
+		since := all[1].ID
+		r = get(t, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
+		wantOK(t, r)
+		var asc room.History
+		r.Into(t, &asc)
+		if len(asc.Events) != len(all)-2 {
+			t.Fatalf("since_event_id=%d gave %d events, want %d", since, len(asc.Events), len(all)-2)
+		}
+		for i, ev := range asc.Events {
+			if ev.ID != all[i+2].ID {
+				t.Errorf("since: event %d = %d, want %d (ascending)", i, ev.ID, all[i+2].ID)
+			}
+		}
+		r = get(t, "/workspace/history?limit=2")
+		wantOK(t, r)
+		r.Into(t, &hist)
+		if len(hist.Events) != 2 || hist.Events[0].ID != all[len(all)-1].ID {
+			t.Errorf("limit=2 gave %d events", len(hist.Events))
+		}
+		wantError(t, get(t, "/workspace/history?since_event_id=abc"), 400, "invalid_request")
+		wantError(t, get(t, "/workspace/history?limit=abc"), 400, "invalid_request")
+	})
+
+	t.Run("an out-of-band edit of the file becomes a version", func(t *testing.T) {
+		versions := h.count(`SELECT count(*) FROM versions`)
+		edited := "# Idea\n\nhello world, edited by hand\n\n## Goals\n\nship it today\n"
+		if err := os.WriteFile(h.Doc, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := get(t, "/workspace/read")
+		wantOK(t, r)
+		var rr room.ReadResult
+		r.Into(t, &rr)
+		if rr.Content != edited || rr.Version != int64(versions+1) {
+			t.Fatalf("read after the edit: version %d content %q", rr.Version, rr.Content)
+		}
+		var summary, source string
+		var pid *string
+		if err := h.Store.Reader.QueryRow(`SELECT summary, source, participant_id FROM versions ORDER BY version DESC LIMIT 1`).
+			Scan(&summary, &source, &pid); err != nil {
+			t.Fatal(err)
+		}
+		if summary != "external substrate edit" || source != "external" || pid != nil {
+			t.Errorf("new version: summary %q source %q participant %v", summary, source, pid)
+		}
+		evs := h.events("change.committed")
+		if len(evs) != 1 {
+			t.Fatalf("change.committed events = %d, want 1", len(evs))
+		}
+		p := evs[0].Payload
+		if v, ok := p["participant_id"]; !ok || v != nil || p["version"] != float64(versions+1) || p["summary"] != "external substrate edit" {
+			t.Errorf("change.committed payload = %s", evs[0].Raw)
+		}
+		// Reading again does not record the same edit twice.
+		wantOK(t, get(t, "/workspace/status"))
+		if n := h.count(`SELECT count(*) FROM versions`); n != versions+1 {
+			t.Errorf("%d versions after a second read, want %d", n, versions+1)
+		}
+		r = get(t, "/workspace/read?section=Goals")
+		wantOK(t, r)
+		r.Into(t, &rr)
+		if rr.Content != "## Goals\n\nship it today\n" {
+			t.Errorf("section after the edit = %q", rr.Content)
+		}
+	})
+}
+
+// TestParticipants: the listing holds who has not left, the host first,
+// then oldest first, each with the transport of its newest live session.
+func TestParticipants(t *testing.T) {
+	cases := []struct {
+		name string
+		tick time.Duration // clock advance before each join
+	}{
+		{"host first then oldest first when joins are a millisecond apart", time.Millisecond},
+		// All commands of one group-commit batch share one clock reading, so
+		// joins in the same millisecond are ordinary; the listing must still
+		// put the host first and keep join order.
+		{"host first then join order when joins share a millisecond", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			var want []any
+			want = append(want, h.Eng.HostID)
+			var tokens []string
+			for i := range 8 {
+				h.Clock.Advance(tc.tick)
+				g := h.inviteCaps("read")
+				r := h.joinRaw(map[string]any{"invite": g.URI, "name": fmt.Sprintf("agent-%d", i), "transport": fmt.Sprintf("plugin-%d", i)})
+				wantOK(t, r)
+				var s sessionGrant
+				r.Into(t, &s)
+				want = append(want, s.ParticipantID)
+				tokens = append(tokens, s.SessionToken)
+			}
+			r := h.doT(t, "GET", h.ingressURL("/workspace/participants"), tokens[0], nil)
+			wantOK(t, r)
+			var ps []map[string]any
+			r.Into(t, &ps)
+			var got []any
+			for _, p := range ps {
+				got = append(got, p["participant_id"])
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("participants order = %v\nwant host first, then join order: %v", got, want)
+			}
+			for _, p := range ps {
+				switch {
+				case p["participant_id"] == h.Eng.HostID:
+					if p["kind"] != "human" || p["name"] != "host" || p["is_host"] != true || p["transport"] != nil {
+						t.Errorf("host entry = %v", p)
+					}
+				default:
+					if tr, _ := p["transport"].(string); !strings.HasPrefix(tr, "plugin-") || p["kind"] != "agent" {
+						t.Errorf("agent entry = %v", p)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLeave: leaving ends the session and the participant's presence.
+func TestLeave(t *testing.T) {
+	h := newHarness(t, "")
+	s := h.session("agent", "read")
+	other := h.session("other", "read")
+	r := h.do("POST", h.ingressURL("/workspace/leave"), s.SessionToken, nil)
+	wantOK(t, r)
+	if r.JSON(t)["status"] != "ok" {
+		t.Errorf("leave answer = %s", r.Body)
+	}
+	t.Run("the token is refused afterwards", func(t *testing.T) {
+		for _, base := range []string{h.Ingress.URL, h.Owner.URL} {
+			wantUnauthorized(t, h.doT(t, "GET", base+"/workspace/status", s.SessionToken, nil), "unauthorized")
+		}
+	})
+	t.Run("participant.left is written once", func(t *testing.T) {
+		evs := h.events("participant.left")
+		if len(evs) != 1 || evs[0].Payload["participant_id"] != s.ParticipantID {
+			t.Errorf("participant.left events = %+v", evs)
+		}
+		if n := h.count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'left' AND ended_at IS NOT NULL`, s.SessionRef); n != 1 {
+			t.Errorf("session not ended with reason left")
+		}
+	})
+	t.Run("the participant is gone from the listing", func(t *testing.T) {
+		r := h.doT(t, "GET", h.ingressURL("/workspace/participants"), other.SessionToken, nil)
+		wantOK(t, r)
+		var ps []map[string]any
+		r.Into(t, &ps)
+		for _, p := range ps {
+			if p["participant_id"] == s.ParticipantID {
+				t.Errorf("participant who left is still listed")
+			}
+		}
+		if len(ps) != 2 {
+			t.Errorf("participants = %s, want host and other", r.Body)
+		}
+		st := h.doT(t, "GET", h.ingressURL("/workspace/status"), other.SessionToken, nil)
+		if st.JSON(t)["participants"] != float64(2) {
+			t.Errorf("status participants = %v, want 2", st.JSON(t)["participants"])
+		}
+	})
+	t.Run("leaving again with the dead token is 401 and changes nothing", func(t *testing.T) {
+		before := h.snapshot()
+		wantUnauthorized(t, h.doT(t, "POST", h.ingressURL("/workspace/leave"), s.SessionToken, nil), "unauthorized")
+		h.assertUnchanged(t, before)
+	})
+}
+
+// TestLeaveOperator: the operator credential is not a session; it must not
+// make the host participant leave (the host would vanish from the room and a
+// second host would be created on the next start).
+func TestLeaveOperator(t *testing.T) {
+	h := newHarness(t, "")
+	before := h.snapshot()
+	r := h.do("POST", h.ownerURL("/workspace/leave"), h.OpToken, nil)
+	if r.Status == http.StatusOK {
+		t.Errorf("operator leave answered 200 %s; want a refusal (there is no session to end)", r.Body)
+	}
+	h.assertUnchanged(t, before)
+	if n := h.count(`SELECT count(*) FROM participants WHERE participant_id = ? AND left_at IS NULL`, h.Eng.HostID); n != 1 {
+		t.Errorf("the host participant left")
+	}
+	host := h.Eng.HostID
+	h.restart()
+	if h.Eng.HostID != host || h.count(`SELECT count(*) FROM participants WHERE is_host = 1`) != 1 {
+		t.Errorf("after restart host %s (was %s), %d host rows; want the same single host",
+			h.Eng.HostID, host, h.count(`SELECT count(*) FROM participants WHERE is_host = 1`))
+	}
+}
+
+// TestOwnerPageKey: the one-time key is exchanged for an HttpOnly,
+// SameSite=Strict cookie on the owner listener only.
+func TestOwnerPageKey(t *testing.T) {
+	h := newHarness(t, "")
+	cookieOf := func(r apiResp) *http.Cookie {
+		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+			if c.Name == ownerCookie {
+				return c
+			}
+		}
+		return nil
+	}
+	key := h.API.NewPageKey()
+
+	t.Run("ingress never sets a cookie, even with a valid key", func(t *testing.T) {
+		for _, path := range []string{"/", "/?key=" + url.QueryEscape(key), "/?key=garbage"} {
+			r := h.doT(t, "GET", h.ingressURL(path), "", nil)
+			if r.Status != http.StatusOK {
+				t.Errorf("ingress GET %s: %d", path, r.Status)
+			}
+			if sc := r.Header.Values("Set-Cookie"); len(sc) > 0 {
+				t.Errorf("ingress GET %s set a cookie: %v", path, sc)
+			}
+		}
+	})
+	var cookie *http.Cookie
+	t.Run("owner exchanges the key for a strict HttpOnly cookie and redirects", func(t *testing.T) {
+		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil)
+		if r.Status != http.StatusSeeOther && r.Status != http.StatusFound {
+			t.Fatalf("status = %d, want a redirect", r.Status)
+		}
+		if loc := r.Header.Get("Location"); loc != "/" {
+			t.Errorf("Location = %q, want /", loc)
+		}
+		cookie = cookieOf(r)
+		if cookie == nil {
+			t.Fatalf("no %s cookie in %v", ownerCookie, r.Header.Values("Set-Cookie"))
+		}
+		if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" || cookie.Value == "" || cookie.Value == key {
+			t.Errorf("cookie = %+v", cookie)
+		}
+	})
+	t.Run("the cookie opens the page, names escaped", func(t *testing.T) {
+		if cookie == nil {
+			t.Skip("no cookie") // the previous subtest already failed
+		}
+		h.session(`<script>alert(1)</script>`, "read")
+		r := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: cookie.Value}))
+		wantOK(t, r)
+		if !strings.Contains(string(r.Body), "<h1>idea</h1>") {
+			t.Errorf("page = %s", r.Body)
+		}
+		if strings.Contains(string(r.Body), "<script>alert(1)") || !strings.Contains(string(r.Body), "&lt;script&gt;") {
+			t.Errorf("participant name not escaped on the page: %s", r.Body)
+		}
+	})
+	t.Run("the same key a second time is 403", func(t *testing.T) {
+		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil)
+		if r.Status != http.StatusForbidden || cookieOf(r) != nil {
+			t.Errorf("second use: %d cookie %v", r.Status, cookieOf(r))
+		}
+	})
+	t.Run("an unknown key is 403", func(t *testing.T) {
+		r := h.doT(t, "GET", h.ownerURL("/?key=nope"), "", nil)
+		if r.Status != http.StatusForbidden || cookieOf(r) != nil {
+			t.Errorf("unknown key: %d", r.Status)
+		}
+	})
+	t.Run("the page without a cookie is 401", func(t *testing.T) {
+		if r := h.doT(t, "GET", h.ownerURL("/"), "", nil); r.Status != http.StatusUnauthorized {
+			t.Errorf("status = %d, want 401", r.Status)
+		}
+		r := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: "forged"}))
+		if r.Status != http.StatusUnauthorized {
+			t.Errorf("forged cookie: status = %d, want 401", r.Status)
+		}
+	})
+	t.Run("the owner cookie is no bearer credential", func(t *testing.T) {
+		if cookie == nil {
+			t.Skip("no cookie")
+		}
+		c := &http.Cookie{Name: ownerCookie, Value: cookie.Value}
+		wantUnauthorized(t, h.doT(t, "GET", h.ownerURL("/workspace/status"), "", nil, withCookie(c)), "unauthorized")
+		wantUnauthorized(t, h.doT(t, "GET", h.ingressURL("/workspace/status"), "", nil, withCookie(c)), "unauthorized")
+	})
+	t.Run("a key shown to the ingress is still unspent on the owner", func(t *testing.T) {
+		k := h.API.NewPageKey()
+		h.doT(t, "GET", h.ingressURL("/?key="+url.QueryEscape(k)), "", nil)
+		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(k)), "", nil)
+		if r.Status != http.StatusSeeOther || cookieOf(r) == nil {
+			t.Errorf("owner after ingress: %d, cookie %v", r.Status, cookieOf(r))
+		}
+	})
+}
+
+// TestRestart: closing and reopening the room on the same files keeps the
+// workspace, its participants, sessions, invitations and events.
+func TestRestart(t *testing.T) {
+	h := newHarness(t, "")
+	s := h.session("agent", "read", "invite")
+	pending := h.createInvite(map[string]any{"capabilities": []string{"read"}})
+	ws, host := h.Eng.WorkspaceID, h.Eng.HostID
+	partsBefore := h.do("GET", h.ingressURL("/workspace/participants"), s.SessionToken, nil)
+	wantOK(t, partsBefore)
+	evBefore := h.events("")
+	oldOwner, oldIngress := h.Owner.URL, h.Ingress.URL
+
+	h.restart()
+
+	if h.Owner.URL == oldOwner && h.Ingress.URL == oldIngress {
+		t.Logf("listeners reused the same ports")
+	}
+	t.Run("same workspace_id and host", func(t *testing.T) {
+		if h.Eng.WorkspaceID != ws || h.Eng.HostID != host {
+			t.Errorf("after restart workspace %s host %s, want %s %s", h.Eng.WorkspaceID, h.Eng.HostID, ws, host)
+		}
+	})
+	t.Run("a session issued before the restart still works", func(t *testing.T) {
+		r := h.doT(t, "GET", h.ingressURL("/workspace/status"), s.SessionToken, nil)
+		wantOK(t, r)
+		if r.JSON(t)["workspace_id"] != ws {
+			t.Errorf("status workspace_id = %v", r.JSON(t)["workspace_id"])
+		}
+	})
+	t.Run("participants kept", func(t *testing.T) {
+		r := h.doT(t, "GET", h.ingressURL("/workspace/participants"), s.SessionToken, nil)
+		wantOK(t, r)
+		var a, b []map[string]any
+		partsBefore.Into(t, &a)
+		r.Into(t, &b)
+		ids := func(ps []map[string]any) []any {
+			var out []any
+			for _, p := range ps {
+				out = append(out, p["participant_id"])
+			}
+			return out
+		}
+		if !slices.Equal(ids(a), ids(b)) {
+			t.Errorf("participants before %v after %v", ids(a), ids(b))
+		}
+	})
+	t.Run("events kept", func(t *testing.T) {
+		after := h.events("")
+		if len(after) < len(evBefore) {
+			t.Fatalf("%d events after restart, %d before", len(after), len(evBefore))
+		}
+		for i, ev := range evBefore {
+			if after[i].ID != ev.ID || after[i].Raw != ev.Raw {
+				t.Errorf("event %d changed across the restart", ev.ID)
+			}
+		}
+	})
+	t.Run("an invitation made before the restart admits after it", func(t *testing.T) {
+		g := h.join(pending.URI, "after-restart")
+		if g.WorkspaceID != ws {
+			t.Errorf("workspace_id = %s", g.WorkspaceID)
+		}
+	})
+	t.Run("the old operator page keys do not survive", func(t *testing.T) {
+		// Keys live in memory only; a restart hands out fresh ones.
+		k := h.API.NewPageKey()
+		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(k)), "", nil)
+		if r.Status != http.StatusSeeOther {
+			t.Errorf("fresh key after restart: %d", r.Status)
+		}
+	})
+}

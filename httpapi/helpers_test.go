@@ -1,0 +1,606 @@
+package httpapi
+
+// The HTTP test harness: a real room (a Markdown file and its SQLite sidecar
+// in t.TempDir(), the engine, the actor, a listen hub) behind both front-door
+// handlers, each served on its own real listener bound to 127.0.0.1:0.
+// Time is a fake clock the tests advance; expiry is applied with
+// (*actor.Room).Sweep, never by sleeping.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/listen"
+	"github.com/commonroom/ce/room"
+)
+
+// harnessDoc is the document every harness starts from unless told otherwise.
+const harnessDoc = "# Idea\n\nhello world\n\n## Goals\n\nship it\nsoon\n\n## Plan\n\nstep one\nstep two\nstep three\n"
+
+// harnessOperatorToken is the operator credential the harness configures.
+const harnessOperatorToken = "op_test_7f3c1a9e5b2d4c6e8a0f1b3d5e7a9c1e"
+
+// fakeClock is the room's injectable clock; safe for concurrent use.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// lockedBuffer collects log output written from many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// roomHarness is one room served over HTTP.
+type roomHarness struct {
+	t       testing.TB
+	Dir     string
+	Doc     string // the Markdown file
+	Clock   *fakeClock
+	Logs    *lockedBuffer
+	Log     *slog.Logger
+	OpToken string
+
+	Eng     *room.Engine
+	Store   *room.Store
+	Hub     *listen.Hub
+	Room    *actor.Room
+	API     *Server
+	Owner   *httptest.Server
+	Ingress *httptest.Server
+
+	client *http.Client
+
+	mu        sync.Mutex
+	errBodies []string // every error response body seen (status >= 400)
+	running   bool
+}
+
+// newHarness opens a room around a fresh file holding content (harnessDoc
+// when empty) and serves it. Everything is closed by t.Cleanup.
+func newHarness(t testing.TB, content string) *roomHarness {
+	t.Helper()
+	if content == "" {
+		content = harnessDoc
+	}
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "idea.md")
+	if err := os.WriteFile(doc, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	h := &roomHarness{
+		t: t, Dir: dir, Doc: doc, Clock: newFakeClock(), Logs: logs,
+		Log:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OpToken: harnessOperatorToken,
+		client: &http.Client{
+			Timeout:       30 * time.Second,
+			Transport:     &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	h.start()
+	t.Cleanup(func() {
+		h.stop()
+		h.client.CloseIdleConnections()
+	})
+	return h
+}
+
+func localListener(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// start opens the room on h.Doc and serves it on two new listeners.
+func (h *roomHarness) start() {
+	t := h.t
+	t.Helper()
+	ctx := context.Background()
+	eng, err := room.NewEngine(h.Doc, room.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Clock = h.Clock.Now
+	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := listen.NewHub(listen.Config{Logger: h.Log, Now: h.Clock.Now})
+	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: hub, Logger: h.Log, HostName: "host"})
+	if err != nil {
+		hub.Close()
+		st.Close()
+		t.Fatal(err)
+	}
+	ownerLn, ingressLn := localListener(t), localListener(t)
+	eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressLn.Addr().(*net.TCPAddr).Port, Mode: "local"}})
+	api := New(Config{Room: r, Hub: hub, Logger: h.Log, OperatorToken: h.OpToken, Version: "test"})
+	serve := func(handler http.Handler, ln net.Listener) *httptest.Server {
+		s := httptest.NewUnstartedServer(handler)
+		s.Listener.Close()
+		s.Listener = ln
+		s.Config.ReadHeaderTimeout = 10 * time.Second
+		s.Config.ErrorLog = slog.NewLogLogger(h.Log.Handler(), slog.LevelWarn)
+		s.Start()
+		return s
+	}
+	h.Eng, h.Store, h.Hub, h.Room, h.API = eng, st, hub, r, api
+	h.Owner = serve(api.OwnerHandler(), ownerLn)
+	h.Ingress = serve(api.IngressHandler(), ingressLn)
+	h.running = true
+}
+
+// stop closes the listeners (waiting for requests in flight), the hub, the
+// actor and the store. It is idempotent.
+func (h *roomHarness) stop() {
+	if !h.running {
+		return
+	}
+	h.running = false
+	h.client.CloseIdleConnections()
+	h.Owner.Close()
+	h.Ingress.Close()
+	h.Hub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Room.Close(ctx); err != nil {
+		h.t.Errorf("closing the room: %v", err)
+	}
+	if err := h.Store.Close(); err != nil {
+		h.t.Errorf("closing the store: %v", err)
+	}
+}
+
+// restart closes everything and opens the same files again (new listeners,
+// new engine and actor, same clock, logs and operator token).
+func (h *roomHarness) restart() {
+	h.t.Helper()
+	h.stop()
+	h.start()
+}
+
+func (h *roomHarness) ownerURL(path string) string   { return h.Owner.URL + path }
+func (h *roomHarness) ingressURL(path string) string { return h.Ingress.URL + path }
+
+// port returns a test server's port as text.
+func serverPort(s *httptest.Server) string {
+	return fmt.Sprint(s.Listener.Addr().(*net.TCPAddr).Port)
+}
+
+// apiResp is a finished HTTP exchange.
+type apiResp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body as an object.
+func (r apiResp) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response %d is not a JSON object: %v\n%s", r.Status, err, r.Body)
+	}
+	return m
+}
+
+// Into decodes the body into v.
+func (r apiResp) Into(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("response %d does not decode into %T: %v\n%s", r.Status, v, err, r.Body)
+	}
+}
+
+// reqOpt adjusts a request before it is sent.
+type reqOpt func(*http.Request)
+
+func withHeader(k, v string) reqOpt { return func(r *http.Request) { r.Header.Set(k, v) } }
+func withHost(host string) reqOpt   { return func(r *http.Request) { r.Host = host } }
+func withCookie(c *http.Cookie) reqOpt {
+	return func(r *http.Request) { r.AddCookie(c) }
+}
+
+// bodyReader turns a body argument into a reader: nil is no body, string and
+// []byte are sent as they are, an io.Reader is streamed, anything else is
+// marshalled as JSON.
+func bodyReader(t testing.TB, body any) io.Reader {
+	t.Helper()
+	switch b := body.(type) {
+	case nil:
+		return nil
+	case string:
+		return strings.NewReader(b)
+	case []byte:
+		return bytes.NewReader(b)
+	case io.Reader:
+		return b
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.NewReader(j)
+	}
+}
+
+// do sends one request; token "" sends no Authorization header.
+func (h *roomHarness) do(method, url, token string, body any, opts ...reqOpt) apiResp {
+	h.t.Helper()
+	return h.doT(h.t, method, url, token, body, opts...)
+}
+
+// doT is do reporting to t (for subtests and goroutines that must not call
+// Fatal on the parent).
+func (h *roomHarness) doT(t testing.TB, method, url, token string, body any, opts ...reqOpt) apiResp {
+	t.Helper()
+	r, err := h.send(method, url, token, body, opts...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return r
+}
+
+// send is do returning the transport error instead of failing the test.
+func (h *roomHarness) send(method, url, token string, body any, opts ...reqOpt) (apiResp, error) {
+	req, err := http.NewRequest(method, url, bodyReader(h.t, body))
+	if err != nil {
+		return apiResp{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for _, o := range opts {
+		o(req)
+	}
+	res, err := h.client.Do(req)
+	if err != nil {
+		return apiResp{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return apiResp{}, err
+	}
+	if res.StatusCode >= 400 {
+		h.mu.Lock()
+		h.errBodies = append(h.errBodies, string(b))
+		h.mu.Unlock()
+	}
+	return apiResp{Status: res.StatusCode, Header: res.Header, Body: b}, nil
+}
+
+// errorBodies returns every error body the harness has received.
+func (h *roomHarness) errorBodies() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.errBodies)
+}
+
+// inviteGrant is the answer to POST /workspace/invite.
+type inviteGrant struct {
+	InviteID     string   `json:"invite_id"`
+	Token        string   `json:"token"`
+	URI          string   `json:"uri"`
+	WorkspaceID  string   `json:"workspace_id"`
+	Capabilities []string `json:"capabilities"`
+	Target       *string  `json:"target"`
+	ExpiresAt    string   `json:"expires_at"`
+	MaxUses      *int     `json:"max_uses"`
+}
+
+// sessionGrant is the answer to POST /session/join.
+type sessionGrant struct {
+	SessionToken  string   `json:"session_token"`
+	SessionRef    string   `json:"session_ref"`
+	ParticipantID string   `json:"participant_id"`
+	WorkspaceID   string   `json:"workspace_id"`
+	Kind          string   `json:"kind"`
+	Name          string   `json:"name"`
+	Capabilities  []string `json:"capabilities"`
+	Transport     string   `json:"transport"`
+	IssuedAt      string   `json:"issued_at"`
+	ExpiresAt     string   `json:"expires_at"`
+}
+
+// createInvite asks the owner listener, as the operator, for an invitation.
+// in is the request body (nil: {}).
+func (h *roomHarness) createInvite(in map[string]any) inviteGrant {
+	h.t.Helper()
+	if in == nil {
+		in = map[string]any{}
+	}
+	r := h.do("POST", h.ownerURL("/workspace/invite"), h.OpToken, in)
+	if r.Status != http.StatusOK {
+		h.t.Fatalf("operator invite %v: %d %s", in, r.Status, r.Body)
+	}
+	var g inviteGrant
+	r.Into(h.t, &g)
+	if g.Token == "" || g.URI == "" || g.InviteID == "" {
+		h.t.Fatalf("invite grant lacks token, uri or invite_id: %s", r.Body)
+	}
+	return g
+}
+
+// inviteCaps creates a one-use invitation granting caps.
+func (h *roomHarness) inviteCaps(caps ...string) inviteGrant {
+	h.t.Helper()
+	return h.createInvite(map[string]any{"capabilities": caps})
+}
+
+// joinRaw posts body to /session/join on the ingress listener.
+func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
+	h.t.Helper()
+	return h.do("POST", h.ingressURL("/session/join"), "", body, opts...)
+}
+
+// join redeems invite (URI, payload or secret) under name and requires success.
+func (h *roomHarness) join(invite, name string) sessionGrant {
+	h.t.Helper()
+	r := h.joinRaw(map[string]any{"invite": invite, "name": name})
+	if r.Status != http.StatusOK {
+		h.t.Fatalf("join as %q: %d %s", name, r.Status, r.Body)
+	}
+	var g sessionGrant
+	r.Into(h.t, &g)
+	if g.SessionToken == "" {
+		h.t.Fatalf("join answer has no session_token: %s", r.Body)
+	}
+	return g
+}
+
+// session invites with caps and joins: a live session holding exactly caps.
+func (h *roomHarness) session(name string, caps ...string) sessionGrant {
+	h.t.Helper()
+	return h.join(h.inviteCaps(caps...).URI, name)
+}
+
+// wantError checks an error answer: status, the error code, a message, and a
+// JSON content type.
+func wantError(t testing.TB, r apiResp, status int, code string) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d (%s); body %s", r.Status, status, code, r.Body)
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("error Content-Type = %q, want application/json", ct)
+	}
+	m := r.JSON(t)
+	if m["error"] != code {
+		t.Fatalf("error = %v, want %q; body %s", m["error"], code, r.Body)
+	}
+	if msg, _ := m["message"].(string); msg == "" {
+		t.Errorf("error body has no message: %s", r.Body)
+	}
+	return m
+}
+
+// wantOK checks a 200 JSON answer.
+func wantOK(t testing.TB, r apiResp) {
+	t.Helper()
+	if r.Status != http.StatusOK {
+		t.Fatalf("status = %d, want 200; body %s", r.Status, r.Body)
+	}
+}
+
+// sidecarTables are the tables a "nothing changed" check covers.
+var sidecarTables = []string{"meta", "participants", "sessions", "invites", "versions", "events",
+	"leases", "proposals", "handoffs", "tasks", "task_inputs"}
+
+// tableState is a table's row count and a digest of every row.
+type tableState struct {
+	Rows   int
+	Digest string
+}
+
+type dbSnapshot map[string]tableState
+
+// snapshot reads every table through the store's read pool: row counts and
+// a digest of all values, so an assertion sees changed rows, not only new ones.
+func (h *roomHarness) snapshot() dbSnapshot {
+	h.t.Helper()
+	snap := dbSnapshot{}
+	for _, table := range sidecarTables {
+		rows, err := h.Store.Reader.Query("SELECT * FROM " + table)
+		if err != nil {
+			h.t.Fatalf("snapshot %s: %v", table, err)
+		}
+		cols, _ := rows.Columns()
+		var lines []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				h.t.Fatalf("snapshot %s: %v", table, err)
+			}
+			lines = append(lines, fmt.Sprintf("%#v", vals))
+		}
+		if err := rows.Err(); err != nil {
+			h.t.Fatalf("snapshot %s: %v", table, err)
+		}
+		rows.Close()
+		slices.Sort(lines)
+		sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+		snap[table] = tableState{Rows: len(lines), Digest: hex.EncodeToString(sum[:8])}
+	}
+	return snap
+}
+
+// diff lists the tables whose rows differ between two snapshots.
+func (a dbSnapshot) diff(b dbSnapshot) []string {
+	var out []string
+	for _, table := range sidecarTables {
+		if a[table] != b[table] {
+			out = append(out, fmt.Sprintf("%s: %d rows -> %d rows (digest %s -> %s)",
+				table, a[table].Rows, b[table].Rows, a[table].Digest, b[table].Digest))
+		}
+	}
+	return out
+}
+
+// assertUnchanged fails t when any row of any table changed since before.
+func (h *roomHarness) assertUnchanged(t testing.TB, before dbSnapshot) {
+	t.Helper()
+	if d := before.diff(h.snapshot()); len(d) > 0 {
+		t.Errorf("rows changed, want none:\n  %s", strings.Join(d, "\n  "))
+	}
+}
+
+// count runs a count query on the read pool.
+func (h *roomHarness) count(query string, args ...any) int {
+	h.t.Helper()
+	var n int
+	if err := h.Store.Reader.QueryRow(query, args...).Scan(&n); err != nil {
+		h.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// eventRow is one row of the events table.
+type eventRow struct {
+	ID      int64
+	Type    string
+	Actor   *string
+	Payload map[string]any
+	Raw     string
+}
+
+// events returns the event rows of type typ ("" for all), oldest first.
+func (h *roomHarness) events(typ string) []eventRow {
+	h.t.Helper()
+	rows, err := h.Store.Reader.Query(`SELECT event_id, event_type, actor_id, payload_json FROM events
+		WHERE ? = '' OR event_type = ? ORDER BY event_id`, typ, typ)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []eventRow
+	for rows.Next() {
+		var ev eventRow
+		if err := rows.Scan(&ev.ID, &ev.Type, &ev.Actor, &ev.Raw); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(ev.Raw), &ev.Payload); err != nil {
+			h.t.Fatalf("event %d payload is not JSON: %v", ev.ID, err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// sweep applies the time-based rules now, as the sweeper would.
+func (h *roomHarness) sweep() {
+	h.t.Helper()
+	if err := h.Room.Sweep(context.Background()); err != nil {
+		h.t.Fatalf("sweep: %v", err)
+	}
+}
+
+// wire formats a time as the API does.
+func wire(t time.Time) string { return room.WireTime(t.UnixMilli()) }
+
+// invitePayload decodes the JSON inside a commonroom://join/ URI.
+func invitePayload(t testing.TB, uri string) []byte {
+	t.Helper()
+	enc, ok := strings.CutPrefix(uri, room.InvitePrefix)
+	if !ok {
+		t.Fatalf("not an invitation URI: %q", uri)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		t.Fatalf("invitation payload is not base64url: %v", err)
+	}
+	return b
+}
+
+// sha256Of is the digest the sidecar stores for a secret.
+func sha256Of(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+// workspaceRoutes is every /workspace route server.go registers, with a
+// body that would be acceptable to it.
+var workspaceRoutes = []struct {
+	Method, Path string
+	Body         any
+}{
+	{"GET", "/workspace/status", nil},
+	{"GET", "/workspace/summary", nil},
+	{"GET", "/workspace/regions", nil},
+	{"GET", "/workspace/read", nil},
+	{"GET", "/workspace/history", nil},
+	{"GET", "/workspace/participants", nil},
+	{"GET", "/workspace/invites", nil},
+	{"POST", "/workspace/invite", map[string]any{}},
+	{"POST", "/workspace/invite/revoke", map[string]any{"invite_id": "invite_0000000000000000"}},
+	{"POST", "/workspace/leave", map[string]any{}},
+}
+
+// readRoutes are the workspace reads that need the read capability.
+var readRoutes = []string{
+	"/workspace/status", "/workspace/summary", "/workspace/regions",
+	"/workspace/read", "/workspace/history", "/workspace/participants",
+}

@@ -1,0 +1,227 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/commonroom/ce/room"
+)
+
+// mcpMethods are the methods POST /mcp serves, with the params field that
+// Mcp-Name must equal. initialize, ping, logging/setLevel, tasks/list and
+// tasks/result are absent on purpose: they answer 404 -32601.
+var mcpMethods = map[string]methodInfo{
+	"server/discover":          {},
+	"tools/list":               {},
+	"tools/call":               {NameField: "name"},
+	"resources/list":           {},
+	"resources/templates/list": {},
+	"resources/read":           {NameField: "uri"},
+	"resources/subscribe":      {}, // legacy, kept by the brief
+	"resources/unsubscribe":    {}, // legacy, kept by the brief
+	"prompts/list":             {},
+	"prompts/get":              {NameField: "name"},
+	"subscriptions/listen":     {},
+	"tasks/get":                {NameField: "taskId"},
+	"tasks/update":             {NameField: "taskId"},
+	"tasks/cancel":             {NameField: "taskId"},
+}
+
+// Application error codes, outside JSON-RPC's reserved -32768…-32000. They
+// carry data.error, the Commonroom code, so clients branch on one vocabulary.
+const (
+	codeUnauthorized     = -31001
+	codePermissionDenied = -31003
+)
+
+// mcpCall is one validated, authenticated request.
+type mcpCall struct {
+	ctx context.Context
+	req *rpcRequest
+	p   room.Principal
+	w   http.ResponseWriter
+	r   *http.Request
+}
+
+// tasksCapability is what a Tasks method needs the client to have declared.
+var tasksCapability = map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}
+
+func (s *Server) serverInfo() map[string]any {
+	return map[string]any{"io.modelcontextprotocol/serverInfo": map[string]string{"name": "commonroom-ce", "version": s.version}}
+}
+
+// mcpPost is POST /mcp: validate the envelope (spec §1.6), authenticate the
+// bearer session, then dispatch.
+func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		status := http.StatusBadRequest
+		if room.ErrorKind(err) == room.KindBodyTooLarge {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeRPCError(w, nil, &rpcError{Status: status, Code: codeInvalidRequest, Message: room.AsError(err).Message})
+		return
+	}
+	req, notification, rerr := decodeRPC(r.Header, body, mcpMethods)
+	if rerr != nil {
+		writeRPCError(w, req.ID, rerr)
+		return
+	}
+	if notification {
+		s.mcpNotification(w, r, req)
+		return
+	}
+	c := &mcpCall{ctx: r.Context(), req: req, w: w, r: r}
+	if req.Method != "server/discover" {
+		p, err := s.sessionPrincipal(r.Context(), bearer(r))
+		if err != nil {
+			s.mcpAuthError(w, req.ID, err)
+			return
+		}
+		if ok, wait := s.rate.allow(p.SessionRef); !ok {
+			w.Header().Set("Retry-After", itoa(wait))
+			writeRPCError(w, req.ID, &rpcError{Status: http.StatusTooManyRequests, Code: codeInternalError,
+				Message: "too many requests for this session", Data: map[string]any{"error": "limit_exceeded", "retry_after_seconds": wait}})
+			return
+		}
+		c.p = p
+	}
+	result, rerr := s.mcpDispatch(c)
+	if rerr != nil {
+		writeRPCError(w, req.ID, rerr)
+		return
+	}
+	if result == nil { // the method wrote its own response (a stream)
+		return
+	}
+	writeRPCResult(w, req.ID, result)
+}
+
+// mcpAuthError answers a request without a usable session: 401, a
+// WWW-Authenticate challenge, and a JSON-RPC error naming the problem.
+func (s *Server) mcpAuthError(w http.ResponseWriter, id json.RawMessage, err error) {
+	e := room.AsError(err)
+	if e.Kind != room.KindUnauthorized && e.Kind != room.KindSessionExpired {
+		writeRPCError(w, id, s.rpcErrorOf(err))
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="commonroom"`)
+	writeRPCError(w, id, &rpcError{Status: http.StatusUnauthorized, Code: codeUnauthorized, Message: e.Message,
+		Data: map[string]any{"error": string(e.Kind)}})
+}
+
+// rpcErrorOf maps a domain error on a protocol method (resources/read,
+// tasks/*) to a JSON-RPC error: the one table for MCP.
+func (s *Server) rpcErrorOf(err error) *rpcError {
+	e := room.AsError(err)
+	data := ErrorBody(e)
+	switch e.Kind {
+	case room.KindTaskNotFound:
+		return invalidParams("unknown task", nil)
+	case room.KindInvalidRequest, room.KindInvalidRegion, room.KindNotFound:
+		return invalidParams(e.Message, data)
+	case room.KindUnauthorized, room.KindSessionExpired:
+		return &rpcError{Status: http.StatusUnauthorized, Code: codeUnauthorized, Message: e.Message, Data: data}
+	case room.KindPermissionDenied:
+		return &rpcError{Status: http.StatusOK, Code: codePermissionDenied, Message: e.Message, Data: data}
+	case room.KindOverloaded, room.KindUnavailable:
+		return &rpcError{Status: http.StatusServiceUnavailable, Code: codeInternalError, Message: e.Message, Data: data}
+	case room.KindInternal:
+		s.log.Error("mcp request failed", "err", err)
+		return &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error"}
+	}
+	return &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: e.Message, Data: data}
+}
+
+func (s *Server) mcpDispatch(c *mcpCall) (any, *rpcError) {
+	switch c.req.Method {
+	case "server/discover":
+		return s.mcpDiscover(), nil
+	case "tools/list":
+		return s.mcpToolsList(c)
+	case "tools/call":
+		return s.mcpToolsCall(c)
+	case "resources/list":
+		return s.mcpResourcesList(c)
+	case "resources/templates/list":
+		return s.mcpTemplatesList(c)
+	case "resources/read":
+		return s.mcpResourcesRead(c)
+	case "resources/subscribe":
+		return s.mcpSubscribe(c, true)
+	case "resources/unsubscribe":
+		return s.mcpSubscribe(c, false)
+	case "prompts/list":
+		return s.mcpPromptsList(c)
+	case "prompts/get":
+		return s.mcpPromptsGet(c)
+	case "subscriptions/listen":
+		return s.mcpListen(c)
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return s.mcpTasks(c)
+	}
+	return nil, &rpcError{Status: http.StatusNotFound, Code: codeMethodNotFound, Message: "method not found"}
+}
+
+// complete builds a resultType "complete" result with serverInfo in _meta.
+func (s *Server) complete(fields map[string]any) map[string]any {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["resultType"] = "complete"
+	meta, _ := fields["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	for k, v := range s.serverInfo() {
+		meta[k] = v
+	}
+	fields["_meta"] = meta
+	return fields
+}
+
+// cacheable adds the caching hints spec §2.3 requires on discovery, lists and reads.
+func cacheable(fields map[string]any, ttlMs int, scope string) map[string]any {
+	fields["ttlMs"] = ttlMs
+	fields["cacheScope"] = scope
+	return fields
+}
+
+func (s *Server) mcpDiscover() map[string]any {
+	return s.complete(cacheable(map[string]any{
+		"supportedVersions": []string{mcpProtocolVersion},
+		"capabilities": map[string]any{
+			"tools":      map[string]any{},
+			"resources":  map[string]any{"subscribe": true},
+			"prompts":    map[string]any{},
+			"extensions": map[string]any{tasksExtension: map[string]any{}},
+		},
+		"instructions": "A Commonroom room around one Markdown file. Read with workspace_* tools, hand work to others with handoff_*, and follow tasks with tasks/get or subscriptions/listen. The file changes only through proposals a human approves.",
+	}, 60_000, "public"))
+}
+
+// decodeParams reads a method's params into v; a wrong shape is -32602.
+func decodeParams(params json.RawMessage, v any) *rpcError {
+	if err := json.Unmarshal(params, v); err != nil {
+		return invalidParams("invalid params: "+jsonProblem(err), nil)
+	}
+	return nil
+}
+
+// mcpNotification accepts client notifications (202). notifications/cancelled
+// ends the caller's own listen stream with that request id; nothing else is
+// acted on.
+func (s *Server) mcpNotification(w http.ResponseWriter, r *http.Request, req *rpcRequest) {
+	if req.Method == "notifications/cancelled" && s.hub != nil {
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil && len(p.RequestID) > 0 {
+			if pr, err := s.sessionPrincipal(r.Context(), bearer(r)); err == nil {
+				s.hub.Cancel(pr.SessionRef, string(p.RequestID))
+			}
+		}
+	}
+	w.WriteHeader(http.StatusAccepted)
+}

@@ -1,0 +1,215 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/listen"
+	"github.com/commonroom/ce/room"
+)
+
+const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
+
+// idKey is the canonical text of a JSON-RPC id, so that the listen request
+// and a later notifications/cancelled naming it match whatever spelling the
+// client's encoder used.
+func idKey(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+type listenFilter struct {
+	ToolsListChanged      *bool    `json:"toolsListChanged"`
+	PromptsListChanged    *bool    `json:"promptsListChanged"`
+	ResourcesListChanged  *bool    `json:"resourcesListChanged"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions"`
+	TaskIDs               []string `json:"taskIds"`
+}
+
+// mcpListen answers subscriptions/listen with an SSE stream. Everything is
+// validated before the stream starts; the acknowledgement lists only what
+// will be sent: resource URIs of this room for a session that can read, and
+// the task ids tasks/get would answer for this session. Catalogs never
+// change, so list-changed flags are never acknowledged.
+func (s *Server) mcpListen(c *mcpCall) (any, *rpcError) {
+	var in struct {
+		Notifications *listenFilter `json:"notifications"`
+	}
+	if e := decodeParams(c.req.Params, &in); e != nil {
+		return nil, e
+	}
+	if in.Notifications == nil {
+		return nil, invalidParams("params.notifications is required", nil)
+	}
+	f := in.Notifications
+	if len(f.TaskIDs) > 0 && !c.req.Meta.Tasks {
+		return nil, missingCapability(tasksCapability)
+	}
+	if s.hub == nil {
+		return nil, &rpcError{Status: http.StatusServiceUnavailable, Code: codeInternalError, Message: "live updates are not available"}
+	}
+	ack := map[string]any{}
+	var topics []string
+	if len(f.ResourceSubscriptions) > 0 && c.p.Require(room.CapRead) == nil {
+		uris := []string{}
+		for _, u := range uniqStrings(f.ResourceSubscriptions) {
+			if _, ok := s.eng.SectionFromURI(u); ok {
+				uris = append(uris, u)
+				topics = append(topics, actor.ResourceTopic(u))
+			}
+		}
+		if len(uris) > 0 {
+			ack["resourceSubscriptions"] = uris
+		}
+	}
+	if len(f.TaskIDs) > 0 {
+		ids, err := actor.Read(c.ctx, s.room, func(q room.Querier) ([]string, error) {
+			var ok []string
+			for _, id := range uniqStrings(f.TaskIDs) {
+				if _, err := s.eng.GetTask(c.ctx, q, c.p, id); err == nil {
+					ok = append(ok, id)
+				} else if room.ErrorKind(err) != room.KindTaskNotFound {
+					return nil, err
+				}
+			}
+			return ok, nil
+		})
+		if err != nil {
+			return nil, s.rpcErrorOf(err)
+		}
+		if len(ids) > 0 {
+			ack["taskIds"] = ids
+			for _, id := range ids {
+				topics = append(topics, actor.TaskTopic(id))
+			}
+		}
+	}
+	sub, err := s.hub.Subscribe(listen.SubscribeRequest{Session: c.p.SessionRef, Key: idKey(c.req.ID), Topics: topics})
+	if err != nil {
+		return nil, listenError(err)
+	}
+	ackParams, _ := json.Marshal(map[string]any{"notifications": ack})
+	final, _ := marshalJSON(map[string]any{"jsonrpc": "2.0", "id": c.req.ID, "result": map[string]any{
+		"resultType": "complete",
+		"_meta":      map[string]any{subscriptionIDKey: c.req.ID, "io.modelcontextprotocol/serverInfo": s.serverInfo()["io.modelcontextprotocol/serverInfo"]},
+	}})
+	why := sub.Serve(c.w, c.r, listen.ServeOptions{
+		SubscriptionID: c.req.ID,
+		First:          listen.EncodeFrame("notifications/subscriptions/acknowledged", ackParams, c.req.ID),
+		Final:          listen.EncodeData(json.RawMessage(strings.TrimSpace(string(final)))),
+	})
+	if !why.Graceful() && why != listen.EndClientGone {
+		s.log.Warn("listen stream dropped", "session_ref", c.p.SessionRef, "reason", why.String())
+	}
+	return nil, nil
+}
+
+func listenError(err error) *rpcError {
+	switch {
+	case errors.Is(err, listen.ErrTooManyStreams):
+		return &rpcError{Status: http.StatusTooManyRequests, Code: codeInternalError,
+			Message: "this session already holds the maximum number of listen streams",
+			Data:    map[string]any{"error": "limit_exceeded"}}
+	default:
+		return &rpcError{Status: http.StatusServiceUnavailable, Code: codeInternalError, Message: "the room is stopping",
+			Data: map[string]any{"error": "unavailable"}}
+	}
+}
+
+func uniqStrings(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// legacyStreamSet tracks the open GET /mcp streams per session, so a later
+// resources/subscribe reaches a stream that is already open.
+type legacyStreamSet struct {
+	mu   sync.Mutex
+	subs map[string]map[*listen.Subscription]bool
+}
+
+func (l *legacyStreamSet) add(session string, s *listen.Subscription) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.subs == nil {
+		l.subs = map[string]map[*listen.Subscription]bool{}
+	}
+	if l.subs[session] == nil {
+		l.subs[session] = map[*listen.Subscription]bool{}
+	}
+	l.subs[session][s] = true
+}
+
+func (l *legacyStreamSet) remove(session string, s *listen.Subscription) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.subs[session], s)
+	if len(l.subs[session]) == 0 {
+		delete(l.subs, session)
+	}
+}
+
+func (l *legacyStreamSet) update(session string, topics []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.subs[session] {
+		s.SetTopics(topics)
+	}
+}
+
+// mcpGet is the legacy GET /mcp stream: notifications/resources/updated for
+// the URIs this session registered with resources/subscribe, never task
+// notifications (the brief keeps it for clients that already use it).
+func (s *Server) mcpGet(w http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		w.Header().Set("Allow", "POST")
+		writeRPCError(w, nil, &rpcError{Status: http.StatusMethodNotAllowed, Code: codeInvalidRequest,
+			Message: "GET /mcp is the legacy event stream: send Accept: text/event-stream, or POST JSON-RPC"})
+		return
+	}
+	p, err := s.sessionPrincipal(r.Context(), bearer(r))
+	if err != nil {
+		s.mcpAuthError(w, nil, err)
+		return
+	}
+	if err := p.Require(room.CapRead); err != nil {
+		writeRPCError(w, nil, s.rpcErrorOf(err))
+		return
+	}
+	if s.hub == nil {
+		writeRPCError(w, nil, listenError(listen.ErrClosed))
+		return
+	}
+	sub, err := s.hub.Subscribe(listen.SubscribeRequest{Session: p.SessionRef, Topics: s.legacy.topics(p.SessionRef)})
+	if err != nil {
+		writeRPCError(w, nil, listenError(err))
+		return
+	}
+	s.legacyStreams.add(p.SessionRef, sub)
+	defer s.legacyStreams.remove(p.SessionRef, sub)
+	// A subscribe racing the registration above is caught here.
+	sub.SetTopics(s.legacy.topics(p.SessionRef))
+	sub.Serve(w, r, listen.ServeOptions{})
+}
+
+func (s *Server) mcpMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", "POST, GET")
+	writeRPCError(w, nil, &rpcError{Status: http.StatusMethodNotAllowed, Code: codeInvalidRequest, Message: "method not allowed"})
+}

@@ -1,0 +1,59 @@
+package httpapi
+
+import (
+	"encoding/json"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/room"
+)
+
+// mcpTasks serves tasks/get, tasks/update and tasks/cancel. The capability
+// gate comes before any lookup, and an unknown task and one the session may
+// not see give the same -32602 "unknown task".
+func (s *Server) mcpTasks(c *mcpCall) (any, *rpcError) {
+	if !c.req.Meta.Tasks {
+		return nil, missingCapability(tasksCapability)
+	}
+	var in struct {
+		TaskID         string                     `json:"taskId"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	}
+	if e := decodeParams(c.req.Params, &in); e != nil {
+		return nil, e
+	}
+	if in.TaskID == "" {
+		return nil, invalidParams("taskId is required", nil)
+	}
+	switch c.req.Method {
+	case "tasks/get":
+		t, err := actor.Read(c.ctx, s.room, func(q room.Querier) (room.DetailedTask, error) {
+			return s.eng.GetTask(c.ctx, q, c.p, in.TaskID)
+		})
+		if err != nil {
+			return nil, s.rpcErrorOf(err)
+		}
+		return s.taskResult(t), nil
+	case "tasks/update":
+		if _, err := actor.Do(c.ctx, s.room, "task.update", func(tx *room.Tx) (struct{}, error) {
+			return struct{}{}, s.eng.UpdateTask(tx, c.p, in.TaskID, in.InputResponses)
+		}); err != nil {
+			return nil, s.rpcErrorOf(err)
+		}
+	case "tasks/cancel":
+		if _, err := actor.Do(c.ctx, s.room, "task.cancel", func(tx *room.Tx) (struct{}, error) {
+			return struct{}{}, s.eng.CancelTask(tx, c.p, in.TaskID)
+		}); err != nil {
+			return nil, s.rpcErrorOf(err)
+		}
+	}
+	return s.complete(nil), nil
+}
+
+// taskResult is tasks/get's answer: resultType complete plus the detailed
+// task, whose _meta keeps the handoff id beside serverInfo.
+func (s *Server) taskResult(t room.DetailedTask) map[string]any {
+	b, _ := json.Marshal(t)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return s.complete(m)
+}
