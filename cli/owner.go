@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/commonroom/ce/httpapi"
 	"github.com/commonroom/ce/room"
 )
 
@@ -83,6 +84,9 @@ func readOwnerFile(docPath string) (ownerFile, error) {
 type ownerClient struct {
 	of   ownerFile
 	http *http.Client
+	// participant, when set, asks the room to act as that participant
+	// rather than as the host (ce task-cancel --participant).
+	participant string
 }
 
 func newOwnerClient(of ownerFile) *ownerClient {
@@ -92,10 +96,22 @@ func newOwnerClient(of ownerFile) *ownerClient {
 // call sends one request and decodes a 2xx answer into out; a non-2xx answer
 // becomes the room's own error.
 func (c *ownerClient) call(ctx context.Context, method, path string, body any, out any) error {
-	return callRoom(ctx, c.http, method, c.of.OwnerURL+path, c.of.OperatorToken, body, out)
+	var hdr http.Header
+	if c.participant != "" {
+		hdr = http.Header{actAsHeader: {c.participant}}
+	}
+	return callRoomHeader(ctx, c.http, method, c.of.OwnerURL+path, c.of.OperatorToken, hdr, body, out)
 }
 
+// actAsHeader lets the local operator act as one participant; the room
+// honours it only with the operator credential on the owner listener.
+const actAsHeader = httpapi.ActAsHeader
+
 func callRoom(ctx context.Context, hc *http.Client, method, url, token string, body any, out any) error {
+	return callRoomHeader(ctx, hc, method, url, token, nil, body, out)
+}
+
+func callRoomHeader(ctx context.Context, hc *http.Client, method, url, token string, hdr http.Header, body any, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -113,6 +129,9 @@ func callRoom(ctx context.Context, hc *http.Client, method, url, token string, b
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

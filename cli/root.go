@@ -165,6 +165,11 @@ func rootCommand(env Env) *ffcli.Command {
 		inviteCommand(env),
 		joinCommand(env),
 		statusCommand(env),
+		handoffsCommand(env),
+		handoffCommand(env),
+		handoffEventsCommand(env),
+		taskCommand(env),
+		taskCancelCommand(env),
 	}
 	for _, c := range root.Subcommands {
 		c.FlagSet.SetOutput(env.Stderr)

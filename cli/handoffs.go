@@ -1,0 +1,290 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/room"
+)
+
+// The handoff commands are the local operator's view of the room file
+// (listing, like `ce proposals`) plus `ce task` / `ce task-cancel`, which act
+// as one participant because a task id alone is not authorization.
+
+func handoffsCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce handoffs", flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	status := fs.String("status", "", "only handoffs in this status (open, accepted, result_ready, approved, rejected, cancelled)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return &ffcli.Command{
+		Name:       "handoffs",
+		ShortUsage: "ce handoffs --workspace FILE [--status S] [--json]",
+		ShortHelp:  "list the room's handoffs, newest first",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usageErr("handoffs takes no arguments")
+			}
+			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
+				hs, err := eng.ListHandoffs(ctx, q, room.Operator(eng.HostID), *status)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return printJSON(env.Stdout, hs)
+				}
+				printHandoffTable(env.Stdout, hs)
+				return nil
+			})
+		},
+	}
+}
+
+func printHandoffTable(w io.Writer, hs []room.Handoff) {
+	if len(hs) == 0 {
+		fmt.Fprintln(w, "no handoffs")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HANDOFF\tSTATUS\tTASK\tOWNER -> ASSIGNEE\tSUMMARY")
+	for _, h := range hs {
+		assignee := "-"
+		if h.AssigneeID != nil {
+			assignee = *h.AssigneeID
+		}
+		task := "purged"
+		if h.TaskStatus != nil {
+			task = *h.TaskStatus
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s -> %s\t%s\n", h.HandoffID, h.Status, task, h.OwnerID, assignee, oneLine(h.Summary, 60))
+	}
+	tw.Flush()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func handoffCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce handoff", flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return &ffcli.Command{
+		Name:       "handoff",
+		ShortUsage: "ce handoff HANDOFF_ID --workspace FILE [--json]",
+		ShortHelp:  "show one handoff with its result and input requests",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return usageErr("handoff takes exactly one HANDOFF_ID")
+			}
+			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
+				h, err := eng.GetHandoff(ctx, q, room.Operator(eng.HostID), args[0])
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return printJSON(env.Stdout, h)
+				}
+				printHandoff(env.Stdout, h)
+				return nil
+			})
+		},
+	}
+}
+
+func printHandoff(w io.Writer, h room.Handoff) {
+	deref := func(p *string) string {
+		if p == nil {
+			return "-"
+		}
+		return *p
+	}
+	task := "purged"
+	if h.TaskStatus != nil {
+		task = *h.TaskStatus
+	}
+	fmt.Fprintf(w, "handoff   %s (%s)\n", h.HandoffID, h.Status)
+	fmt.Fprintf(w, "task      %s (%s)\n", h.TaskID, task)
+	fmt.Fprintf(w, "owner     %s\nassignee  %s\n", h.OwnerID, deref(h.AssigneeID))
+	fmt.Fprintf(w, "summary   %s\n", h.Summary)
+	if h.Constraints != nil {
+		fmt.Fprintf(w, "constraints\n  %s\n", strings.ReplaceAll(*h.Constraints, "\n", "\n  "))
+	}
+	for _, in := range h.Inputs {
+		fmt.Fprintf(w, "input %s [%s] %s\n", in.Key, in.Status, in.Message)
+		if len(in.Response) > 0 && string(in.Response) != "null" {
+			fmt.Fprintf(w, "  answer: %s\n", in.Response)
+		}
+	}
+	if h.Result != nil {
+		fmt.Fprintf(w, "result (is_error=%v)\n  %s\n", h.Result.IsError, strings.ReplaceAll(h.Result.Text, "\n", "\n  "))
+	}
+	if h.DecidedBy != nil {
+		fmt.Fprintf(w, "decided   %s by %s: %s\n", h.Status, *h.DecidedBy, deref(h.DecisionNote))
+	}
+}
+
+func handoffEventsCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce handoff-events", flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	since := fs.Int64("since", 0, "only events after this event id")
+	limit := fs.Int("limit", 0, "at most this many events (default 50, max 200)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return &ffcli.Command{
+		Name:       "handoff-events",
+		ShortUsage: "ce handoff-events HANDOFF_ID --workspace FILE [--since ID] [--limit N] [--json]",
+		ShortHelp:  "the handoff's and its task's events still in the ring",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return usageErr("handoff-events takes exactly one HANDOFF_ID")
+			}
+			var sincePtr *int64
+			if *since > 0 {
+				sincePtr = since
+			}
+			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
+				evs, err := eng.HandoffEvents(ctx, q, room.Operator(eng.HostID), args[0], sincePtr, *limit)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return printJSON(env.Stdout, evs)
+				}
+				printEvents(env.Stdout, evs.Events)
+				return nil
+			})
+		},
+	}
+}
+
+func printEvents(w io.Writer, evs []room.Event) {
+	if len(evs) == 0 {
+		fmt.Fprintln(w, "no events")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, ev := range evs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", ev.ID, ev.CreatedAt, ev.Type, ev.Payload)
+	}
+	tw.Flush()
+}
+
+func taskCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce task", flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	participant := fs.String("participant", "", "act as this participant (required: a task id alone is not authorization)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return &ffcli.Command{
+		Name:       "task",
+		ShortUsage: "ce task TASK_ID --participant PARTICIPANT_ID --workspace FILE [--json]",
+		ShortHelp:  "show a task as tasks/get would, for one of its parties",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return usageErr("task takes exactly one TASK_ID")
+			}
+			if *participant == "" {
+				return usageErr("--participant is required: a task id is not authorization")
+			}
+			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
+				p, err := eng.PrincipalFor(ctx, q, *participant)
+				if err != nil {
+					return err
+				}
+				t, err := eng.GetTask(ctx, q, p, args[0])
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return printJSON(env.Stdout, t)
+				}
+				fmt.Fprintf(env.Stdout, "task     %s\nstatus   %s\nhandoff  %v\ncreated  %s\nupdated  %s\n",
+					t.TaskID, t.Status, t.Meta[room.HandoffMetaKey], t.CreatedAt, t.LastUpdatedAt)
+				if t.StatusMessage != "" {
+					fmt.Fprintf(env.Stdout, "message  %s\n", t.StatusMessage)
+				}
+				for k := range t.InputRequests {
+					fmt.Fprintf(env.Stdout, "waiting for input %q\n", k)
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func taskCancelCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce task-cancel", flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	participant := fs.String("participant", "", "act as this participant: the task's owner, or one with admin (required)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return &ffcli.Command{
+		Name:       "task-cancel",
+		ShortUsage: "ce task-cancel TASK_ID --participant PARTICIPANT_ID --workspace FILE [--json]",
+		ShortHelp:  "cancel a live task and its handoff (a finished task stays as it is)",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return usageErr("task-cancel takes exactly one TASK_ID")
+			}
+			if *participant == "" {
+				return usageErr("--participant is required: a task id is not authorization")
+			}
+			taskID := args[0]
+			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
+				_, err := actor.Do(ctx, l.room, "task.cancel", func(tx *room.Tx) (struct{}, error) {
+					p, err := l.eng.PrincipalFor(tx.Context(), tx.Querier(), *participant)
+					if err != nil {
+						return struct{}{}, err
+					}
+					return struct{}{}, l.eng.CancelTask(tx, p, taskID)
+				})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if oc != nil {
+				oc.participant = *participant
+				if err := oc.call(ctx, "POST", "/workspace/task/cancel", map[string]string{"task_id": taskID}, nil); err != nil {
+					return err
+				}
+			}
+			if *asJSON {
+				return printJSON(env.Stdout, map[string]string{"task_id": taskID, "status": "acknowledged"})
+			}
+			fmt.Fprintf(env.Stdout, "cancel acknowledged for %s (a task that had already finished is unchanged)\n", taskID)
+			return nil
+		},
+	}
+}
+
+func usageErr(msg string) error { return &exitError{code: exitUsage, err: errors.New(msg)} }
+
+// withReader opens the sidecar read-only as the local operator.
+func withReader(ctx context.Context, workspace string, fn func(eng *room.Engine, q room.Querier) error) error {
+	eng, st, err := readOnly(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tx, err := st.Reader.BeginTx(ctx, nil)
+	if err != nil {
+		return room.Internal(err)
+	}
+	defer tx.Rollback()
+	return fn(eng, tx)
+}
