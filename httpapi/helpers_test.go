@@ -39,25 +39,10 @@ const harnessDoc = "# Idea\n\nhello world\n\n## Goals\n\nship it\nsoon\n\n## Pla
 const harnessOperatorToken = "op_test_7f3c1a9e5b2d4c6e8a0f1b3d5e7a9c1e"
 
 // fakeClock is the room's injectable clock; safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = room.ManualClock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+	return room.NewManualClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 }
 
 // lockedBuffer collects log output written from many goroutines.

@@ -18,25 +18,10 @@ import (
 )
 
 // fakeClock is the room's clock in tests: time moves only when a test says so.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = room.ManualClock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+	return room.NewManualClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
 }
 
 // recorder is the room's publisher in tests: it keeps every published batch.
