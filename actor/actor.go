@@ -44,6 +44,8 @@ type Room struct {
 	eng    *room.Engine
 	store  *room.Store
 	conn   *sql.Conn
+	q      *room.ConnQuerier // the writer's statements, prepared once
+	reads  *room.StmtCache   // the read pool's statements, prepared once
 	log    *slog.Logger
 	pub    Publisher
 	cmds   chan *call
@@ -98,6 +100,7 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 	}
 	r := &Room{
 		cfg: cfg, eng: cfg.Engine, store: cfg.Store, conn: conn, log: cfg.Logger, pub: cfg.Publisher,
+		q: room.NewConnQuerier(conn), reads: room.NewStmtCache(cfg.Store.Reader),
 		cmds: make(chan *call, cfg.QueueLen), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		lastFlush: cfg.Engine.Now(),
@@ -110,6 +113,8 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 	}}
 	r.runBatch([]*call{boot})
 	if err := <-boot.reply; err != nil {
+		r.q.Close()
+		r.reads.Close()
 		conn.Close()
 		return nil, err
 	}
@@ -205,7 +210,7 @@ func Read[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, error
 		return zero, room.Internal(err)
 	}
 	defer tx.Rollback()
-	return fn(tx)
+	return fn(r.reads.Querier(tx))
 }
 
 // Sweep runs the time-based rules now and waits for them (tests with a fake
@@ -235,6 +240,8 @@ func (r *Room) sweep(tx *room.Tx, flush bool) error {
 func (r *Room) loop() {
 	defer close(r.done)
 	defer r.conn.Close()
+	defer r.q.Close()
+	defer r.reads.Close()
 	timer := time.NewTimer(r.armSweeper())
 	defer timer.Stop()
 	batch := make([]*call, 0, r.cfg.MaxBatch)
@@ -291,7 +298,7 @@ func (r *Room) sweepCall() *call {
 func (r *Room) armSweeper() time.Duration {
 	wait := r.cfg.MaxSweepWait
 	now := r.eng.Now()
-	if due, ok, err := r.eng.NextDue(context.Background(), r.conn); err != nil {
+	if due, ok, err := r.eng.NextDue(context.Background(), r.q); err != nil {
 		r.log.Error("sweeper: reading the next due time failed", "err", err)
 	} else if ok {
 		wait = min(wait, max(due.Sub(now), 0)+time.Millisecond)
@@ -335,7 +342,7 @@ func (r *Room) runBatch(batch []*call) {
 			results[i] = out.Err // nil, or a refusal whose state change commits
 		}
 	}
-	err := room.TrimRing(ctx, r.conn, r.eng.Limits.EventRing)
+	err := room.TrimRing(ctx, r.q, r.eng.Limits.EventRing)
 	if err == nil {
 		_, err = r.conn.ExecContext(ctx, "COMMIT")
 	}
@@ -392,7 +399,7 @@ func (r *Room) runOne(ctx context.Context, c *call, now time.Time) (out room.Out
 			err = room.Internal(relErr)
 		}
 	}()
-	tx := r.eng.NewTx(ctx, r.conn, now)
+	tx := r.eng.NewTx(ctx, r.q, now)
 	if err = c.run(tx); err != nil {
 		return out, err
 	}

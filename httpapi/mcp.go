@@ -119,7 +119,8 @@ func (s *Server) rpcErrorOf(err error) *rpcError {
 	switch e.Kind {
 	case room.KindTaskNotFound:
 		return invalidParams("unknown task", nil)
-	case room.KindInvalidRequest, room.KindInvalidRegion, room.KindNotFound:
+	case room.KindInvalidRequest, room.KindInvalidRegion, room.KindNotFound, room.KindLimitExceeded:
+		// Bad or oversized params: the client must change the request, not retry it.
 		return invalidParams(e.Message, data)
 	case room.KindUnauthorized, room.KindSessionExpired:
 		return &rpcError{Status: http.StatusUnauthorized, Code: codeUnauthorized, Message: e.Message, Data: data}

@@ -8,9 +8,9 @@ import (
 const (
 	framePrefix = "data: "
 	frameEnd    = "\n\n"
-	// metaOpen starts the member that ties a frame to its listen request; the
+	// idKey is the _meta member that ties a frame to its listen request; the
 	// spec requires it on every frame of a subscriptions/listen stream.
-	metaOpen   = `"_meta":{"io.modelcontextprotocol/subscriptionId":`
+	idKey      = `"io.modelcontextprotocol/subscriptionId":`
 	notifyHead = framePrefix + `{"jsonrpc":"2.0","method":`
 	keepAlive  = ": keepalive\n\n"
 )
@@ -20,9 +20,12 @@ const (
 // kept split just inside the params object where each stream splices its own.
 type frame struct {
 	buf   []byte // data: {"jsonrpc":"2.0","method":M,"params":{ | members}}\n\n
-	split int    // buf[:split] ends with the opening brace of params
-	empty bool   // params has no members, so the spliced _meta needs no comma
-	at    int64  // Config.Now in Unix ns when queued: the lag rule measures from here
+	split int    // buf[:split] ends with the opening brace of params, or of params._meta when inMeta
+	empty bool   // nothing follows the split brace, so the spliced member needs no comma
+	// inMeta: params carries its own _meta object (a task's handoff id), so
+	// the subscription id goes inside it rather than in a second _meta.
+	inMeta bool
+	at     int64 // Config.Now in Unix ns when queued: the lag rule measures from here
 }
 
 // newFrame encodes a notification once. ok is false when params is neither
@@ -45,17 +48,66 @@ func newFrame(method string, params json.RawMessage) (f *frame, ok bool) {
 		b.WriteString("{}")
 		ok = false
 	}
+	if ok && bytes.Contains(b.Bytes()[p:], []byte(`"_meta"`)) {
+		if f := metaFirst(b.Bytes()[:p], b.Bytes()[p:]); f != nil {
+			return f, ok
+		}
+	}
 	b.WriteString("}" + frameEnd)
 	buf := b.Bytes()
 	return &frame{buf: buf, split: p + 1, empty: buf[p+1] == '}'}, ok
 }
 
+// metaFirst re-encodes params whose top level has a _meta object so that
+// _meta comes first, and splits the frame just inside it. head is the frame
+// up to params; params is its compact JSON object. It returns nil when _meta
+// is absent at the top level. A _meta that is not an object is dropped: the
+// spec makes _meta an object, and a frame must never carry the key twice.
+func metaFirst(head, params []byte) *frame {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(params, &members) != nil {
+		return nil
+	}
+	meta, ok := members["_meta"]
+	if !ok {
+		return nil
+	}
+	if len(meta) < 2 || meta[0] != '{' {
+		meta = json.RawMessage(`{}`)
+	}
+	delete(members, "_meta")
+	rest, err := json.Marshal(members) // sorted keys: stable frames
+	if err != nil {
+		return nil
+	}
+	b := bytes.NewBuffer(make([]byte, 0, len(head)+len(params)+16))
+	b.Write(head)
+	b.WriteString(`{"_meta":{`)
+	split := b.Len()
+	inner := bytes.TrimSpace(meta[1 : len(meta)-1])
+	b.Write(inner)
+	b.WriteByte('}')
+	if len(rest) > 2 {
+		b.WriteByte(',')
+		b.Write(rest[1 : len(rest)-1])
+	}
+	b.WriteString("}}" + frameEnd)
+	return &frame{buf: b.Bytes(), split: split, empty: len(inner) == 0, inMeta: true}
+}
+
 // appendTo appends the frame as one stream sees it. meta is that stream's
-// _meta member from appendMeta, or nil for streams whose frames carry none.
+// subscription-id member from appendMeta, or nil for streams whose frames
+// carry none.
 func (f *frame) appendTo(dst, meta []byte) []byte {
 	dst = append(dst, f.buf[:f.split]...)
 	if meta != nil {
+		if !f.inMeta {
+			dst = append(dst, `"_meta":{`...)
+		}
 		dst = append(dst, meta...)
+		if !f.inMeta {
+			dst = append(dst, '}')
+		}
 		if !f.empty {
 			dst = append(dst, ',')
 		}
@@ -63,8 +115,8 @@ func (f *frame) appendTo(dst, meta []byte) []byte {
 	return append(dst, f.buf[f.split:]...)
 }
 
-// appendMeta builds a stream's _meta member once, so that delivering a frame
-// costs a copy rather than an encode. The id keeps its JSON type (a number
+// appendMeta builds a stream's subscription-id member once (the inside of
+// _meta), so that delivering a frame costs a copy rather than an encode. The id keeps its JSON type (a number
 // stays a number); an id that is not JSON at all is sent as a JSON string so
 // the frame stays parseable. An empty id means no _meta.
 func appendMeta(dst []byte, id json.RawMessage) []byte {
@@ -72,12 +124,11 @@ func appendMeta(dst []byte, id json.RawMessage) []byte {
 		return nil
 	}
 	b := bytes.NewBuffer(dst)
-	b.WriteString(metaOpen)
+	b.WriteString(idKey)
 	if err := json.Compact(b, id); err != nil {
 		s, _ := json.Marshal(string(id))
 		b.Write(s)
 	}
-	b.WriteByte('}')
 	return b.Bytes()
 }
 
@@ -85,8 +136,9 @@ func appendMeta(dst []byte, id json.RawMessage) []byte {
 // their expectations) byte-for-byte the way the hub builds every later frame:
 // one SSE event holding one compact JSON-RPC notification. With a non-nil
 // subscriptionID the _meta member is spliced in as the first member of params,
-// where the spec requires it. params must not carry _meta itself; params that
-// is not a JSON object is replaced by {} so the event stays well-formed.
+// where the spec requires it; when params carries its own _meta object the id
+// joins that object instead. params that is not a JSON object is replaced by
+// {} so the event stays well-formed.
 func EncodeFrame(method string, params json.RawMessage, subscriptionID json.RawMessage) []byte {
 	f, _ := newFrame(method, params)
 	meta := appendMeta(nil, subscriptionID)

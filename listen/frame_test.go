@@ -192,3 +192,38 @@ func BenchmarkSpliceFrame(b *testing.B) {
 		b.Fatal("bad frame")
 	}
 }
+
+func TestEncodeFrame_ParamsWithTheirOwnMeta(t *testing.T) {
+	cases := []struct {
+		name, params, id, want string
+	}{
+		{"id joins the existing _meta", `{"taskId":"t1","_meta":{"commonroom/handoff_id":"h1"},"status":"working"}`, `42`,
+			`{"jsonrpc":"2.0","method":"m","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":42,"commonroom/handoff_id":"h1"},"status":"working","taskId":"t1"}}`},
+		{"empty _meta", `{"_meta":{},"a":1}`, `"s"`,
+			`{"jsonrpc":"2.0","method":"m","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"s"},"a":1}}`},
+		{"only _meta", `{"_meta":{"k":true}}`, `7`,
+			`{"jsonrpc":"2.0","method":"m","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7,"k":true}}}`},
+		{"no id keeps the _meta as it was", `{"_meta":{"k":true},"a":1}`, ``,
+			`{"jsonrpc":"2.0","method":"m","params":{"_meta":{"k":true},"a":1}}`},
+		{"_meta that is not an object is replaced", `{"_meta":5,"a":1}`, `1`,
+			`{"jsonrpc":"2.0","method":"m","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"a":1}}`},
+		{"_meta only inside a member is not top level", `{"x":{"_meta":{"k":1}}}`, `1`,
+			`{"jsonrpc":"2.0","method":"m","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"x":{"_meta":{"k":1}}}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var id json.RawMessage
+			if tc.id != "" {
+				id = json.RawMessage(tc.id)
+			}
+			got := string(EncodeFrame("m", json.RawMessage(tc.params), id))
+			if want := "data: " + tc.want + "\n\n"; got != want {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(got[len("data: "):]), &v); err != nil {
+				t.Fatalf("not JSON: %v", err)
+			}
+		})
+	}
+}

@@ -458,6 +458,14 @@ func (e *Engine) AcceptHandoff(tx *Tx, p Principal, handoffID string) (Handoff, 
 		return Handoff{}, err
 	}
 	h, err := e.handoffForWrite(tx, p, handoffID)
+	if ErrorKind(err) == KindHandoffNotFound {
+		// An open call (addressed to nobody) was visible to every checkout
+		// holder; one who lost the race to accept it, or finds it closed,
+		// learns why (D3: handoff_conflict) rather than that it never existed.
+		if row, lerr := loadHandoff(tx.ctx, tx.q, handoffID); lerr == nil && !row.requested.Valid {
+			return Handoff{}, row.conflict("the handoff is %s; only an open handoff can be accepted", row.status)
+		}
+	}
 	if err != nil {
 		return Handoff{}, err
 	}
@@ -690,8 +698,9 @@ func (e *Engine) UpdateTask(tx *Tx, p Principal, taskID string, responses map[st
 	for _, k := range answered { // validate every answer before writing any
 		resp := bytes.TrimSpace(responses[k])
 		f := "inputResponses." + k
-		if len(resp) == 0 || !json.Valid(resp) {
-			return invalid(f, "the response for %q is not valid JSON", k).With("key", k)
+		if len(resp) == 0 || resp[0] != '{' || !json.Valid(resp) {
+			// An answer to an elicitation/create request is an ElicitResult: an object.
+			return invalid(f, "the response for %q must be a JSON object (an ElicitResult)", k).With("key", k)
 		}
 		if len(resp) > e.Limits.MaxResultBytes {
 			return Errorf(KindLimitExceeded, "the response for %q is larger than %d bytes", k, e.Limits.MaxResultBytes).

@@ -97,7 +97,7 @@ var transitions = []transition{
 	{sOpenAddressed, aReject, "perm perm perm conflict conflict conflict", "", "", ""},
 	{sOpenAddressed, aCancel, "ok tnf tnf tnf ok tnf", "cancelled", "cancelled", "task.cancelled handoff.cancelled"},
 
-	{sAccepted, aAccept, "perm conflict hnf perm conflict conflict", "", "", ""},
+	{sAccepted, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sAccepted, aRequest, "perm ok hnf perm perm ok", "accepted", "input_required", "handoff.input_requested task.input_required"},
 	{sAccepted, aAnswer, "nop perm tnf tnf nop perm", "", "", ""},
 	{sAccepted, aComplete, "perm ok hnf perm perm ok", "result_ready", "completed", "task.completed handoff.result_ready"},
@@ -105,7 +105,7 @@ var transitions = []transition{
 	{sAccepted, aReject, "perm perm perm conflict conflict perm", "", "", ""},
 	{sAccepted, aCancel, "ok perm tnf tnf ok perm", "cancelled", "cancelled", "task.cancelled handoff.cancelled"},
 
-	{sInputRequired, aAccept, "perm conflict hnf perm conflict conflict", "", "", ""},
+	{sInputRequired, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sInputRequired, aRequest, "perm ok hnf perm perm ok", "accepted", "input_required", "handoff.input_requested"},
 	{sInputRequired, aAnswer, "ok perm tnf tnf ok perm", "accepted", "working", "task.working handoff.input_received"},
 	{sInputRequired, aComplete, "perm ok hnf perm perm ok", "result_ready", "completed", "task.completed handoff.result_ready"},
@@ -114,7 +114,7 @@ var transitions = []transition{
 	{sInputRequired, aCancel, "ok perm tnf tnf ok perm", "cancelled", "cancelled", "task.cancelled handoff.cancelled"},
 
 	// decisions never touch the task
-	{sResultReady, aAccept, "perm conflict hnf perm conflict conflict", "", "", ""},
+	{sResultReady, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sResultReady, aRequest, "perm conflict hnf perm perm conflict", "", "", ""},
 	{sResultReady, aAnswer, "nop perm tnf tnf nop perm", "", "", ""},
 	{sResultReady, aComplete, "perm already hnf perm perm already", "", "", ""},
@@ -122,7 +122,7 @@ var transitions = []transition{
 	{sResultReady, aReject, "perm perm perm ok ok perm", "rejected", "completed", "handoff.rejected"},
 	{sResultReady, aCancel, "nop perm tnf tnf nop perm", "", "", ""},
 
-	{sApproved, aAccept, "perm conflict hnf perm conflict conflict", "", "", ""},
+	{sApproved, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sApproved, aRequest, "perm conflict hnf perm perm conflict", "", "", ""},
 	{sApproved, aAnswer, "nop perm tnf tnf nop perm", "", "", ""},
 	{sApproved, aComplete, "perm already hnf perm perm already", "", "", ""},
@@ -130,7 +130,7 @@ var transitions = []transition{
 	{sApproved, aReject, "perm perm perm conflict conflict perm", "", "", ""},
 	{sApproved, aCancel, "nop perm tnf tnf nop perm", "", "", ""},
 
-	{sRejected, aAccept, "perm conflict hnf perm conflict conflict", "", "", ""},
+	{sRejected, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sRejected, aRequest, "perm conflict hnf perm perm conflict", "", "", ""},
 	{sRejected, aAnswer, "nop perm tnf tnf nop perm", "", "", ""},
 	{sRejected, aComplete, "perm already hnf perm perm already", "", "", ""},
@@ -139,7 +139,7 @@ var transitions = []transition{
 	{sRejected, aCancel, "nop perm tnf tnf nop perm", "", "", ""},
 
 	// cancelled before acceptance: nobody is assignee, the open call is over
-	{sCancelledOpen, aAccept, "perm hnf hnf perm conflict conflict", "", "", ""},
+	{sCancelledOpen, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sCancelledOpen, aRequest, "perm hnf hnf perm perm perm", "", "", ""},
 	{sCancelledOpen, aAnswer, "nop tnf tnf tnf nop tnf", "", "", ""},
 	{sCancelledOpen, aComplete, "perm hnf hnf perm perm perm", "", "", ""},
@@ -147,7 +147,7 @@ var transitions = []transition{
 	{sCancelledOpen, aReject, "perm perm perm conflict conflict conflict", "", "", ""},
 	{sCancelledOpen, aCancel, "nop tnf tnf tnf nop tnf", "", "", ""},
 
-	{sCancelledAccepted, aAccept, "perm conflict hnf perm conflict conflict", "", "", ""},
+	{sCancelledAccepted, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sCancelledAccepted, aRequest, "perm conflict hnf perm perm conflict", "", "", ""},
 	{sCancelledAccepted, aAnswer, "nop perm tnf tnf nop perm", "", "", ""},
 	{sCancelledAccepted, aComplete, "perm conflict hnf perm perm conflict", "", "", ""},
@@ -155,7 +155,7 @@ var transitions = []transition{
 	{sCancelledAccepted, aReject, "perm perm perm conflict conflict perm", "", "", ""},
 	{sCancelledAccepted, aCancel, "nop perm tnf tnf nop perm", "", "", ""},
 
-	{sExpiredOpen, aAccept, "perm hnf hnf perm conflict conflict", "", "", ""},
+	{sExpiredOpen, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sExpiredOpen, aRequest, "perm hnf hnf perm perm perm", "", "", ""},
 	{sExpiredOpen, aAnswer, "nop tnf tnf tnf nop tnf", "", "", ""},
 	{sExpiredOpen, aComplete, "perm hnf hnf perm perm perm", "", "", ""},
@@ -163,7 +163,7 @@ var transitions = []transition{
 	{sExpiredOpen, aReject, "perm perm perm conflict conflict conflict", "", "", ""},
 	{sExpiredOpen, aCancel, "nop tnf tnf tnf nop tnf", "", "", ""},
 
-	{sExpiredInput, aAccept, "perm conflict hnf perm conflict conflict", "", "", ""},
+	{sExpiredInput, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sExpiredInput, aRequest, "perm conflict hnf perm perm conflict", "", "", ""},
 	{sExpiredInput, aAnswer, "nop perm tnf tnf nop perm", "", "", ""},
 	{sExpiredInput, aComplete, "perm conflict hnf perm perm conflict", "", "", ""},
@@ -172,7 +172,7 @@ var transitions = []transition{
 	{sExpiredInput, aCancel, "nop perm tnf tnf nop perm", "", "", ""},
 
 	// the task row is gone: task methods cannot find it, the handoff lives on
-	{sResultPurged, aAccept, "perm conflict hnf perm conflict conflict", "", "", ""},
+	{sResultPurged, aAccept, "perm conflict conflict perm conflict conflict", "", "", ""},
 	{sResultPurged, aRequest, "perm conflict hnf perm perm conflict", "", "", ""},
 	{sResultPurged, aAnswer, "tnf tnf tnf tnf tnf tnf", "", "", ""},
 	{sResultPurged, aComplete, "perm already hnf perm perm already", "", "", ""},

@@ -1,0 +1,340 @@
+package httpapi
+
+// The HTTP twins of the handoff tools and the Tasks methods
+// (routes_handoff.go): the same engine methods, the same representations as
+// /mcp (GET /workspace/task is exactly what tasks/get returns, minus
+// resultType and serverInfo), and the Commonroom error bodies. Every failing
+// call changes no row.
+
+import (
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// mtTwin is what GET /workspace/task must equal: the tasks/get result
+// without resultType and without serverInfo in _meta.
+func mtTwin(t testing.TB, res map[string]any) map[string]any {
+	t.Helper()
+	out := mtJSON(t, res).(map[string]any)
+	delete(out, "resultType")
+	if meta, ok := out["_meta"].(map[string]any); ok {
+		delete(meta, mtServerInfo)
+	}
+	return out
+}
+
+func TestHandoffRoutes(t *testing.T) {
+	h := newHarness(t, "")
+	owner := mtJoin(h, "owner", "read", "propose")
+	worker := mtJoin(h, "worker", "read", "checkout")
+	worker2 := mtJoin(h, "worker2", "read", "checkout")
+	approver := mtJoin(h, "approver", "read", "approve")
+	outsider := mtJoin(h, "outsider", "read", "propose")
+
+	tok := func(p mtParty) string { return p.grant.SessionToken }
+	post := func(t *testing.T, p mtParty, path string, body any) apiResp {
+		t.Helper()
+		return h.doT(t, "POST", h.ingressURL(path), tok(p), body)
+	}
+	get := func(t *testing.T, p mtParty, path string, q url.Values) apiResp {
+		t.Helper()
+		return h.doT(t, "GET", h.ingressURL(path+"?"+q.Encode()), tok(p), nil)
+	}
+	obj := func(t *testing.T, r apiResp) map[string]any {
+		t.Helper()
+		wantOK(t, r)
+		return r.JSON(t)
+	}
+	// twinTask checks GET /workspace/task against tasks/get for the same session.
+	twinTask := func(t *testing.T, p mtParty, taskID string) map[string]any {
+		t.Helper()
+		httpTask := obj(t, get(t, p, "/workspace/task", url.Values{"task_id": {taskID}}))
+		mcpTask := mtTwin(t, p.ext.taskGet(t, taskID))
+		if !reflect.DeepEqual(any(httpTask), any(mcpTask)) {
+			t.Errorf("GET /workspace/task differs from tasks/get:\nhttp %v\nmcp  %v", httpTask, mcpTask)
+		}
+		return httpTask
+	}
+	// failing runs a call that must fail with status and code and change no row.
+	failing := func(t *testing.T, status int, code string, call func() apiResp) map[string]any {
+		t.Helper()
+		before := h.snapshot()
+		body := wantError(t, call(), status, code)
+		h.assertUnchanged(t, before)
+		return body
+	}
+
+	var hid, taskID string
+	t.Run("POST /workspace/handoff creates the handoff and its task", func(t *testing.T) {
+		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "write the goals", "idempotency_key": "http-1",
+			"artifacts": []any{map[string]any{"uri": "https://example.com/brief", "title": "brief"}}}))
+		hid, _ = mtGet(res, "handoff", "handoff_id").(string)
+		taskID, _ = mtGet(res, "task", "taskId").(string)
+		if hid == "" || taskID == "" || mtGet(res, "handoff", "task_id") != taskID || mtGet(res, "handoff", "status") != "open" {
+			t.Fatalf("answer = %v", res)
+		}
+		if mtGet(res, "task", "status") != "working" || mtGet(res, "task", "_meta", mtHandoffMeta) != hid {
+			t.Errorf("task = %v", res["task"])
+		}
+		if got := twinTask(t, owner, taskID); !reflect.DeepEqual(got, res["task"]) {
+			t.Errorf("the created task %v differs from GET /workspace/task %v", res["task"], got)
+		}
+		again := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "write the goals", "idempotency_key": "http-1"}))
+		if mtGet(again, "handoff", "handoff_id") != hid || mtGet(again, "task", "taskId") != taskID || again["replayed"] != true {
+			t.Errorf("replay = %v", again)
+		}
+	})
+	if hid == "" {
+		t.Fatal("no handoff to work on")
+	}
+	t.Run("GET /workspace/handoff is handoff_get", func(t *testing.T) {
+		hv := obj(t, get(t, owner, "/workspace/handoff", url.Values{"handoff_id": {hid}}))
+		mv := owner.mcp.toolOK(t, "handoff_get", map[string]any{"handoff_id": hid})
+		if !reflect.DeepEqual(any(hv), any(mv)) {
+			t.Errorf("http %v\nmcp  %v", hv, mv)
+		}
+		if hv["summary"] != "write the goals" || len(hv["artifacts"].([]any)) != 1 {
+			t.Errorf("handoff = %v", hv)
+		}
+	})
+	t.Run("POST accept", func(t *testing.T) {
+		hv := obj(t, post(t, worker, "/workspace/handoff/accept", map[string]any{"handoff_id": hid}))
+		if hv["status"] != "accepted" || hv["assignee_id"] != worker.id() {
+			t.Errorf("handoff = %v", hv)
+		}
+		if tk := twinTask(t, worker, taskID); tk["status"] != "working" {
+			t.Errorf("task = %v", tk)
+		}
+	})
+	t.Run("accepting twice is 409 handoff_conflict", func(t *testing.T) {
+		body := failing(t, http.StatusConflict, "handoff_conflict", func() apiResp {
+			return post(t, worker, "/workspace/handoff/accept", map[string]any{"handoff_id": hid})
+		})
+		if body["handoff_id"] != hid || body["status"] != "accepted" {
+			t.Errorf("recovery fields = %v", body)
+		}
+	})
+	t.Run("another worker accepting a taken handoff is 409 handoff_conflict", func(t *testing.T) {
+		failing(t, http.StatusConflict, "handoff_conflict", func() apiResp {
+			return post(t, worker2, "/workspace/handoff/accept", map[string]any{"handoff_id": hid})
+		})
+	})
+	t.Run("POST request_input", func(t *testing.T) {
+		hv := obj(t, post(t, worker, "/workspace/handoff/request_input", map[string]any{"handoff_id": hid,
+			"requests": []any{map[string]any{"key": "k1", "message": "short or long?"}, map[string]any{"key": "k2", "message": "deadline?"}}}))
+		if hv["task_status"] != "input_required" {
+			t.Errorf("handoff = %v", hv)
+		}
+		tk := twinTask(t, owner, taskID)
+		if tk["status"] != "input_required" || len(tk["inputRequests"].(map[string]any)) != 2 {
+			t.Errorf("task = %v", tk)
+		}
+	})
+	t.Run("POST /workspace/task/update with a null answer is 400 invalid_request", func(t *testing.T) {
+		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "a question answered with null"}))
+		hn, _ := mtGet(res, "handoff", "handoff_id").(string)
+		tn, _ := mtGet(res, "task", "taskId").(string)
+		obj(t, post(t, worker, "/workspace/handoff/accept", map[string]any{"handoff_id": hn}))
+		obj(t, post(t, worker, "/workspace/handoff/request_input", map[string]any{"handoff_id": hn,
+			"requests": []any{map[string]any{"key": "k", "message": "which?"}}}))
+		failing(t, http.StatusBadRequest, "invalid_request", func() apiResp {
+			return post(t, owner, "/workspace/task/update", map[string]any{"task_id": tn, "input_responses": map[string]any{"k": nil}})
+		})
+	})
+	t.Run("POST /workspace/task/update answers, partly then fully", func(t *testing.T) {
+		r := obj(t, post(t, owner, "/workspace/task/update", map[string]any{"task_id": taskID,
+			"input_responses": map[string]any{"k1": map[string]any{"action": "accept", "content": map[string]any{"answer": "short"}}, "zzz": 1}}))
+		if len(r) != 0 {
+			t.Errorf("update answer = %v, want {}", r)
+		}
+		tk := twinTask(t, owner, taskID)
+		if tk["status"] != "input_required" || len(tk["inputRequests"].(map[string]any)) != 1 || mtGet(tk, "inputRequests", "k2") == nil {
+			t.Errorf("task after a partial answer = %v", tk)
+		}
+		obj(t, post(t, owner, "/workspace/task/update", map[string]any{"task_id": taskID,
+			"input_responses": map[string]any{"k2": map[string]any{"action": "accept", "content": map[string]any{"answer": "friday"}}}}))
+		if tk := twinTask(t, worker, taskID); tk["status"] != "working" {
+			t.Errorf("task = %v", tk)
+		}
+	})
+	t.Run("POST complete", func(t *testing.T) {
+		hv := obj(t, post(t, worker, "/workspace/handoff/complete", map[string]any{"handoff_id": hid,
+			"result": map[string]any{"text": "goals written", "is_error": false}}))
+		if hv["status"] != "result_ready" || mtGet(hv, "result", "text") != "goals written" {
+			t.Errorf("handoff = %v", hv)
+		}
+		tk := twinTask(t, owner, taskID)
+		if tk["status"] != "completed" || mtGet(tk, "result", "isError") != false {
+			t.Errorf("task = %v", tk)
+		}
+	})
+	t.Run("POST approve leaves the task as it was", func(t *testing.T) {
+		before := twinTask(t, owner, taskID)
+		hv := obj(t, post(t, approver, "/workspace/handoff/approve", map[string]any{"handoff_id": hid, "note": "fine"}))
+		if hv["status"] != "approved" || hv["decided_by"] != approver.id() {
+			t.Errorf("handoff = %v", hv)
+		}
+		if after := twinTask(t, owner, taskID); !reflect.DeepEqual(after, before) {
+			t.Errorf("approval changed the task:\n%v\n%v", before, after)
+		}
+	})
+	t.Run("approving again is 409 handoff_conflict", func(t *testing.T) {
+		failing(t, http.StatusConflict, "handoff_conflict", func() apiResp {
+			return post(t, approver, "/workspace/handoff/approve", map[string]any{"handoff_id": hid})
+		})
+	})
+	t.Run("GET /workspace/handoff/events is handoff_events", func(t *testing.T) {
+		ev := obj(t, get(t, owner, "/workspace/handoff/events", url.Values{"handoff_id": {hid}}))
+		mv := owner.mcp.toolOK(t, "handoff_events", map[string]any{"handoff_id": hid})
+		if !reflect.DeepEqual(any(ev), any(mv)) {
+			t.Errorf("http %v\nmcp  %v", ev, mv)
+		}
+		list, _ := ev["events"].([]any)
+		if len(list) < 8 || mtGet(list[0], "event_type") != "handoff.created" || mtGet(list[len(list)-1], "event_type") != "handoff.approved" {
+			t.Errorf("events = %v", list)
+		}
+		since := mtGet(list[len(list)-2], "event_id").(float64)
+		page := obj(t, get(t, owner, "/workspace/handoff/events", url.Values{"handoff_id": {hid}, "since_event_id": {strconv.FormatInt(int64(since), 10)}, "limit": {"5"}}))
+		if l := page["events"].([]any); len(l) != 1 || mtGet(l[0], "event_type") != "handoff.approved" {
+			t.Errorf("since page = %v", page["events"])
+		}
+	})
+	t.Run("POST reject", func(t *testing.T) {
+		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "write the plan", "assignee": worker.id()}))
+		h2, _ := mtGet(res, "handoff", "handoff_id").(string)
+		// Addressed to worker: invisible to worker2 (D2), so not found rather than a conflict.
+		failing(t, http.StatusNotFound, "handoff_not_found", func() apiResp {
+			return post(t, worker2, "/workspace/handoff/accept", map[string]any{"handoff_id": h2})
+		})
+		obj(t, post(t, worker, "/workspace/handoff/accept", map[string]any{"handoff_id": h2}))
+		obj(t, post(t, worker, "/workspace/handoff/complete", map[string]any{"handoff_id": h2, "result": map[string]any{"text": "plan"}}))
+		hv := obj(t, post(t, approver, "/workspace/handoff/reject", map[string]any{"handoff_id": h2, "note": "redo"}))
+		if hv["status"] != "rejected" || hv["decision_note"] != "redo" {
+			t.Errorf("handoff = %v", hv)
+		}
+	})
+	t.Run("POST /workspace/task/cancel cancels task and handoff", func(t *testing.T) {
+		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "maybe later"}))
+		h3, _ := mtGet(res, "handoff", "handoff_id").(string)
+		t3, _ := mtGet(res, "task", "taskId").(string)
+		r := obj(t, post(t, owner, "/workspace/task/cancel", map[string]any{"task_id": t3}))
+		if len(r) != 0 {
+			t.Errorf("cancel answer = %v, want {}", r)
+		}
+		if tk := twinTask(t, owner, t3); tk["status"] != "cancelled" {
+			t.Errorf("task = %v", tk)
+		}
+		if s := mtHandoffStatus(t, h, h3); s != "cancelled" {
+			t.Errorf("handoff = %s", s)
+		}
+		before := h.snapshot()
+		obj(t, post(t, owner, "/workspace/task/cancel", map[string]any{"task_id": t3}))
+		h.assertUnchanged(t, before)
+	})
+
+	// Errors. Unknown and foreign look the same.
+	const unknownTask = "task_ffffffffffffffffffffffffffffffff"
+	t.Run("unknown and foreign tasks are 404 task_not_found alike", func(t *testing.T) {
+		type call struct {
+			name string
+			do   func(id string) apiResp
+		}
+		calls := []call{
+			{"GET /workspace/task", func(id string) apiResp {
+				return get(t, outsider, "/workspace/task", url.Values{"task_id": {id}})
+			}},
+			{"POST /workspace/task/update", func(id string) apiResp {
+				return post(t, outsider, "/workspace/task/update", map[string]any{"task_id": id, "input_responses": map[string]any{"k1": 1}})
+			}},
+			{"POST /workspace/task/cancel", func(id string) apiResp {
+				return post(t, outsider, "/workspace/task/cancel", map[string]any{"task_id": id})
+			}},
+		}
+		for _, c := range calls {
+			t.Run(c.name, func(t *testing.T) {
+				fb := failing(t, http.StatusNotFound, "task_not_found", func() apiResp { return c.do(taskID) })
+				ub := failing(t, http.StatusNotFound, "task_not_found", func() apiResp { return c.do(unknownTask) })
+				if fb["task_id"] != taskID || ub["task_id"] != unknownTask {
+					t.Errorf("task_id recovery fields: %v / %v", fb["task_id"], ub["task_id"])
+				}
+				delete(fb, "task_id")
+				delete(ub, "task_id")
+				if !reflect.DeepEqual(fb, ub) {
+					t.Errorf("foreign %v\nunknown %v\nwant the same answer", fb, ub)
+				}
+			})
+		}
+		failing(t, http.StatusNotFound, "task_not_found", func() apiResp { return get(t, owner, "/workspace/task", url.Values{}) })
+	})
+	t.Run("a foreign handoff is 404 handoff_not_found", func(t *testing.T) {
+		for _, path := range []string{"/workspace/handoff", "/workspace/handoff/events"} {
+			fb := failing(t, http.StatusNotFound, "handoff_not_found", func() apiResp {
+				return get(t, outsider, path, url.Values{"handoff_id": {hid}})
+			})
+			ub := failing(t, http.StatusNotFound, "handoff_not_found", func() apiResp {
+				return get(t, outsider, path, url.Values{"handoff_id": {"handoff_ffffffffffffffff"}})
+			})
+			if fb["message"] != ub["message"] {
+				t.Errorf("%s: foreign %v, unknown %v", path, fb, ub)
+			}
+		}
+		failing(t, http.StatusNotFound, "handoff_not_found", func() apiResp {
+			return post(t, worker, "/workspace/handoff/complete", map[string]any{"handoff_id": "handoff_ffffffffffffffff", "result": map[string]any{"text": "x"}})
+		})
+	})
+	t.Run("malformed JSON is 400 invalid_request", func(t *testing.T) {
+		for _, path := range []string{"/workspace/handoff", "/workspace/handoff/accept", "/workspace/handoff/request_input",
+			"/workspace/handoff/complete", "/workspace/handoff/approve", "/workspace/handoff/reject",
+			"/workspace/task/update", "/workspace/task/cancel"} {
+			t.Run(path, func(t *testing.T) {
+				failing(t, http.StatusBadRequest, "invalid_request", func() apiResp { return post(t, worker, path, `{"handoff_id":`) })
+				failing(t, http.StatusBadRequest, "invalid_request", func() apiResp { return post(t, worker, path, `[1]`) })
+				failing(t, http.StatusBadRequest, "invalid_request", func() apiResp { return post(t, worker, path, `{"a":1} {"b":2}`) })
+			})
+		}
+	})
+	t.Run("a wrong type names the field", func(t *testing.T) {
+		body := failing(t, http.StatusBadRequest, "invalid_request", func() apiResp {
+			return post(t, owner, "/workspace/handoff", map[string]any{"summary": 7})
+		})
+		if body["field"] != "summary" {
+			t.Errorf("field = %v", body["field"])
+		}
+		failing(t, http.StatusBadRequest, "invalid_request", func() apiResp {
+			return get(t, owner, "/workspace/handoff/events", url.Values{"handoff_id": {hid}, "limit": {"many"}})
+		})
+	})
+	t.Run("an oversize summary is 429 limit_exceeded", func(t *testing.T) {
+		body := failing(t, http.StatusTooManyRequests, "limit_exceeded", func() apiResp {
+			return post(t, owner, "/workspace/handoff", map[string]any{"summary": strings.Repeat("é", 2001)})
+		})
+		if body["field"] != "summary" {
+			t.Errorf("field = %v", body["field"])
+		}
+		failing(t, http.StatusTooManyRequests, "limit_exceeded", func() apiResp {
+			return post(t, owner, "/workspace/handoff", map[string]any{"summary": "ok", "constraints": strings.Repeat("c", 8001)})
+		})
+		// Exactly at the limit is accepted.
+		obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": strings.Repeat("é", 2000)}))
+	})
+	t.Run("missing capabilities are 403 permission_denied", func(t *testing.T) {
+		failing(t, http.StatusForbidden, "permission_denied", func() apiResp {
+			return post(t, worker, "/workspace/handoff", map[string]any{"summary": "no propose"})
+		})
+		failing(t, http.StatusForbidden, "permission_denied", func() apiResp {
+			return post(t, owner, "/workspace/handoff/approve", map[string]any{"handoff_id": hid})
+		})
+	})
+	t.Run("no session is 401", func(t *testing.T) {
+		before := h.snapshot()
+		r := h.doT(t, "POST", h.ingressURL("/workspace/handoff"), "", map[string]any{"summary": "anon"})
+		wantError(t, r, http.StatusUnauthorized, "unauthorized")
+		r = h.doT(t, "GET", h.ingressURL("/workspace/task?task_id="+taskID), "", nil)
+		wantError(t, r, http.StatusUnauthorized, "unauthorized")
+		h.assertUnchanged(t, before)
+	})
+}

@@ -1,0 +1,204 @@
+package httpapi
+
+// Hostile and malformed input on POST /mcp: each bad request gets its JSON-RPC
+// error (or acknowledgement), changes no row, and the next good request
+// still works.
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMCPBadInput(t *testing.T) {
+	h := newHarness(t, "")
+	owner := mtJoin(h, "owner", "read", "propose")
+	worker := mtJoin(h, "worker", "read", "checkout")
+	taskID, hid := owner.mcp.createTask(t, map[string]any{"summary": "answer me"})
+	worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
+	worker.mcp.toolOK(t, "handoff_request_input", map[string]any{"handoff_id": hid,
+		"requests": []any{map[string]any{"key": "q", "message": "which one?"}}})
+
+	metaOK := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
+	huge := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("a", 1<<20) + `",` + metaOK + `}}`
+
+	cases := []struct {
+		name   string
+		req    mtReq
+		status int
+		codes  []int // any of these JSON-RPC codes
+		noID   bool
+	}{
+		{name: "a batch of one request is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true,
+			req: mtReq{Method: "tools/list", Raw: `[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + metaOK + `}}]`}},
+		{name: "an empty batch is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true, req: mtReq{Method: "tools/list", Raw: `[]`}},
+		{name: "id null is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true,
+			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{` + metaOK + `}}`}},
+		{name: "a fractional id is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true,
+			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":1.5,"method":"tools/list","params":{` + metaOK + `}}`}},
+		{name: "an object id is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true,
+			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list","params":{` + metaOK + `}}`}},
+		{name: "100k nested arrays in params are refused with 400", status: 400, codes: []int{mtParseError, mtInvalidReq},
+			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":` + deep + `,` + metaOK + `}}`}},
+		{name: "a body over 1 MiB is 413", status: http.StatusRequestEntityTooLarge, codes: []int{mtInvalidReq}, noID: true,
+			req: mtReq{Method: "tools/list", Raw: huge}},
+		{name: "an empty body is 400 -32700", status: 400, codes: []int{mtParseError}, noID: true, req: mtReq{Method: "tools/list", Raw: ``}},
+		{name: "a JSON string body is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true, req: mtReq{Method: "tools/list", Raw: `"tools/list"`}},
+		{name: "params as an array is 400 -32600", status: 400, codes: []int{mtInvalidReq},
+			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[{` + metaOK + `}]}`}},
+		{name: "params as null is 400 -32600", status: 400, codes: []int{mtInvalidReq},
+			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":null}`}},
+		{name: "method as a number is 400 -32600", status: 400, codes: []int{mtInvalidReq},
+			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":7,"params":{` + metaOK + `}}`}},
+		{name: "_meta as an array is 400 -32602", status: 400, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tools/list", Meta: []any{1}}},
+		{name: "_meta as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tools/list", Meta: "2026-07-28"}},
+		{name: "clientCapabilities as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: "tasks"}}},
+		{name: "clientCapabilities null is 400 -32602", status: 400, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: nil}}},
+		{name: "protocolVersion as a number is 400 -32602", status: 400, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: 20260728, mtMetaCaps: map[string]any{}}}},
+		{name: "extensions as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: map[string]any{"extensions": mtTasksExt}}}},
+		{name: "the tasks extension as true is not a declaration (400)", status: 400, codes: []int{mtMissingCap, mtInvalidPar},
+			req: mtReq{Method: "tasks/get", Params: map[string]any{"taskId": taskID},
+				Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: map[string]any{"extensions": map[string]any{mtTasksExt: true}}}}},
+		{name: "a progressToken that is an object is 400 -32602", status: 400, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: map[string]any{}, "progressToken": map[string]any{}}}},
+		{name: "a header value outside visible ASCII is 400 -32020", status: 400, codes: []int{mtHeaderMism},
+			req: mtReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status"}, Set: map[string]string{"Mcp-Name": "workspace_status\xc3\xa9"}}},
+		{name: "two Mcp-Name headers are 400 -32020", status: 400, codes: []int{mtHeaderMism},
+			req: mtReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status"},
+				Opts: []reqOpt{func(r *http.Request) { r.Header.Add("Mcp-Name", "workspace_status") }}}},
+		{name: "Mcp-Name on a params name that is a number is 400 -32020", status: 400, codes: []int{mtHeaderMism},
+			req: mtReq{Method: "tools/call", Params: map[string]any{"name": 5}, Set: map[string]string{"Mcp-Name": "5"}}},
+		{name: "a name spelled NAME beside name is 400 -32020", status: 400, codes: []int{mtHeaderMism},
+			req: mtReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status", "NAME": "workspace_leave"}}},
+		{name: "prompts/get with a number argument is -32602", status: 200, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "prompts/get", Params: map[string]any{"name": "commonroom_edit_workflow", "arguments": map[string]any{"goal": 5}}}},
+		{name: "tools/list with a number cursor is -32602", status: 200, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tools/list", Params: map[string]any{"cursor": 5}}},
+		{name: "tasks/update with inputResponses as a string is -32602", status: 200, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "tasks/update", Params: map[string]any{"taskId": taskID, "inputResponses": "q"},
+				Meta: mtMeta(mtVersion, mtTasksCaps())}},
+		{name: "listen without notifications is -32602", status: 200, codes: []int{mtInvalidPar},
+			req: mtReq{Method: "subscriptions/listen", Params: map[string]any{}, Timeout: 5 * time.Second}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := h.snapshot()
+			r := owner.mcp.do(t, c.req)
+			if r.Status != c.status {
+				t.Fatalf("status %d, want %d; body %.300s", r.Status, c.status, r.Raw)
+			}
+			e := r.rpcError()
+			if e == nil {
+				t.Fatalf("no JSON-RPC error in %.300s", r.Raw)
+			}
+			code, _ := e["code"].(float64)
+			ok := false
+			for _, want := range c.codes {
+				ok = ok || int(code) == want
+			}
+			if !ok {
+				t.Errorf("code %v, want one of %v; body %.300s", e["code"], c.codes, r.Raw)
+			}
+			if _, has := r.Top["id"]; has && c.noID {
+				t.Errorf("id %s echoed where it could not be read", r.Top["id"])
+			}
+			h.assertUnchanged(t, before)
+			mtWantResult(t, owner.mcp.call(t, "tools/list", nil)) // the server keeps serving
+		})
+	}
+
+	t.Run("tasks/update with only unknown keys acknowledges and changes nothing", func(t *testing.T) {
+		before := h.snapshot()
+		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{
+			"nope": map[string]any{"action": "accept", "content": map[string]any{"answer": "x"}},
+			"":     map[string]any{"action": "decline"},
+		}}))
+		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{}}))
+		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, nil))
+		h.assertUnchanged(t, before)
+		task := owner.ext.taskGet(t, taskID)
+		if task["status"] != "input_required" || mtGet(task, "inputRequests", "q") == nil {
+			t.Errorf("task = %v", task)
+		}
+	})
+	// An inputResponses value answers an elicitation/create request, so it is
+	// an ElicitResult object. null, a number or a bare string is not an answer:
+	// accepting one would close the question with nothing the assignee can read.
+	// Each case gets its own task waiting on question q, so one wrongly
+	// accepted answer cannot hide the next case.
+	waiting := func(t *testing.T) string {
+		t.Helper()
+		tid, hid := owner.mcp.createTask(t, map[string]any{"summary": "a question for " + t.Name()})
+		worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
+		worker.mcp.toolOK(t, "handoff_request_input", map[string]any{"handoff_id": hid,
+			"requests": []any{map[string]any{"key": "q", "message": "which one?"}}})
+		return tid
+	}
+	for _, c := range []struct {
+		name   string
+		answer any
+	}{{"null", nil}, {"a number", 5}, {"a bare string", "blue"}, {"an array", []any{"blue"}}} {
+		t.Run("tasks/update answering with "+c.name+" is -32602 and changes nothing", func(t *testing.T) {
+			tid := waiting(t)
+			before := h.snapshot()
+			r := owner.ext.taskCall(t, "tasks/update", tid, map[string]any{"inputResponses": map[string]any{"q": c.answer}})
+			h.assertUnchanged(t, before)
+			if task := owner.ext.taskGet(t, tid); task["status"] != "input_required" || mtGet(task, "inputRequests", "q") == nil {
+				t.Errorf("task = %v, want q still outstanding", task)
+			}
+			mtWantError(t, r, http.StatusOK, mtInvalidPar)
+		})
+	}
+	t.Run("tasks/update with an answer over 256 KiB is a limit_exceeded params error, not -32603, and changes nothing", func(t *testing.T) {
+		tid := waiting(t)
+		before := h.snapshot()
+		r := owner.ext.taskCall(t, "tasks/update", tid, map[string]any{"inputResponses": map[string]any{
+			"q": map[string]any{"action": "accept", "content": map[string]any{"answer": strings.Repeat("a", 300<<10)}}}})
+		h.assertUnchanged(t, before)
+		// The client sent too much: invalid params (or an application code
+		// outside the reserved range), never -32603 "internal error", which
+		// tells a client the server failed and invites a retry of the same body.
+		e := r.rpcError()
+		if e == nil {
+			t.Fatalf("no JSON-RPC error: %s", r.Raw)
+		}
+		code, _ := e["code"].(float64)
+		if c := int(code); c != mtInvalidPar && c >= -32768 && c <= -32000 {
+			t.Errorf("code %d, want -32602 (or an application code outside -32768..-32000): %s", c, r.Raw)
+		}
+		if mtGet(e, "data", "error") != "limit_exceeded" {
+			t.Errorf("data = %v, want error limit_exceeded", e["data"])
+		}
+	})
+	t.Run("tasks/update on a working task acknowledges and changes nothing", func(t *testing.T) {
+		tid2, _ := owner.mcp.createTask(t, map[string]any{"summary": "no questions"})
+		before := h.snapshot()
+		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", tid2, map[string]any{"inputResponses": map[string]any{"q": map[string]any{"action": "accept"}}}))
+		h.assertUnchanged(t, before)
+	})
+	t.Run("a body just under the limit is served", func(t *testing.T) {
+		pad := (1 << 20) - 400
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("a", pad) + `",` + metaOK + `}}`
+		if len(body) > 1<<20 {
+			t.Fatalf("test body is %d bytes", len(body))
+		}
+		mtWantResult(t, owner.mcp.do(t, mtReq{Method: "tools/list", Raw: body}))
+	})
+	t.Run("after the 413 the same connection pool still serves", func(t *testing.T) {
+		for range 3 {
+			mtWantResult(t, owner.mcp.call(t, "tools/list", nil))
+		}
+		if bytes.Contains([]byte(strings.Join(h.errorBodies(), "\n")), []byte(owner.grant.SessionToken)) {
+			t.Errorf("an error body echoed the session token")
+		}
+	})
+}

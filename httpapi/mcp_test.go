@@ -1,0 +1,1031 @@
+package httpapi
+
+// POST /mcp through the real server: the validation order of spec §1.6 with
+// every error code and status, authentication, discovery and caching hints,
+// the tool catalog (each tool called for real), domain errors as isError
+// results, the compatibility table of the brief, idempotent creation, and
+// resources and prompts.
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mtTasksCaps is the ClientCapabilities object declaring the Tasks extension.
+func mtTasksCaps() map[string]any {
+	return map[string]any{"extensions": map[string]any{mtTasksExt: map[string]any{}}}
+}
+
+// mtWantMissingTasks checks a 400 -32021 naming the Tasks extension exactly.
+func mtWantMissingTasks(t testing.TB, r mtResp) {
+	t.Helper()
+	e := mtWantError(t, r, http.StatusBadRequest, mtMissingCap)
+	want := map[string]any{"requiredCapabilities": mtJSON(t, mtTasksCaps())}
+	if !reflect.DeepEqual(e["data"], any(want)) {
+		t.Errorf("data = %v, want %v", e["data"], want)
+	}
+}
+
+func TestMCPValidationOrder(t *testing.T) {
+	h := newHarness(t, "")
+	owner := mtJoin(h, "owner", "read", "propose")
+	taskID, _ := owner.mcp.createTask(t, map[string]any{"summary": "a task for the header checks"})
+	doc := h.Eng.DocumentURI()
+	b64 := func(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
+	extMeta := mtMeta(mtVersion, mtTasksCaps())
+
+	type vcase struct {
+		name   string
+		req    mtReq
+		ext    bool // declare the Tasks extension
+		status int
+		code   int  // 0: a result is expected
+		noID   bool // the answer must not carry an id (it could not be read)
+		check  func(t *testing.T, r mtResp)
+	}
+	cases := []vcase{
+		// Step 1: Host / Origin.
+		{name: "evil Host is 403", req: mtReq{Method: "server/discover", Opts: []reqOpt{withHost("evil.example.com")}}, status: 403},
+		{name: "evil Host and Origin is 403", req: mtReq{Method: "server/discover",
+			Set: map[string]string{"Origin": "http://evil.example.com"}, Opts: []reqOpt{withHost("evil.example.com")}}, status: 403},
+		{name: "evil Origin on a loopback Host is 403", req: mtReq{Method: "tools/list", Set: map[string]string{"Origin": "http://evil.example.com"}}, status: 403},
+		// Step 2: POST only.
+		{name: "GET without Accept text/event-stream is 405", req: mtReq{HTTPMethod: "GET", Set: map[string]string{"Accept": "application/json"}},
+			status: 405, check: mtWantAllowPOST},
+		{name: "DELETE is 405", req: mtReq{HTTPMethod: "DELETE"}, status: 405, check: mtWantAllowPOST},
+		// Step 3: parse.
+		{name: "not JSON is 400 -32700 without id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":7,"method":"tools/list"`},
+			status: 400, code: mtParseError, noID: true},
+		{name: "trailing garbage is 400 -32700 without id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":7,"method":"tools/list"} x`},
+			status: 400, code: mtParseError, noID: true},
+		{name: "batch array is 400 -32600 without id", req: mtReq{Method: "tools/list",
+			Raw: `[{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}]`},
+			status: 400, code: mtInvalidReq, noID: true},
+		{name: "id null is 400 -32600 without id", req: mtReq{Method: "tools/list",
+			Raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+			status: 400, code: mtInvalidReq, noID: true},
+		{name: "response object is 400 -32600 echoing a number id", req: mtReq{Raw: `{"jsonrpc":"2.0","id":5,"result":{"resultType":"complete"}}`},
+			status: 400, code: mtInvalidReq, check: mtWantRawID(`5`)},
+		{name: "error object is 400 -32600 echoing a string id", req: mtReq{Raw: `{"jsonrpc":"2.0","id":"r-5","error":{"code":1,"message":"x"}}`},
+			status: 400, code: mtInvalidReq, check: mtWantRawID(`"r-5"`)},
+		{name: "params array is 400 -32600 echoing the id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":[1]}`},
+			status: 400, code: mtInvalidReq, check: mtWantRawID(`9`)},
+		{name: "params string is 400 -32600 echoing the id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":"p","method":"tools/list","params":"x"}`},
+			status: 400, code: mtInvalidReq, check: mtWantRawID(`"p"`)},
+		{name: "jsonrpc 1.0 is 400 -32600 echoing the id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"1.0","id":10,"method":"tools/list","params":{}}`},
+			status: 400, code: mtInvalidReq, check: mtWantRawID(`10`)},
+		// Step 4: notifications.
+		{name: "notification is 202 with no body", req: mtReq{ID: mtNoID, Method: "notifications/progress"}, status: 202, check: mtWantEmpty},
+		{name: "notification without MCP headers is 202", req: mtReq{ID: mtNoID, Method: "notifications/cancelled",
+			Params: map[string]any{"requestId": 1}, Del: []string{"MCP-Protocol-Version", "Mcp-Method"}}, status: 202, check: mtWantEmpty},
+		// Step 5: the version header.
+		{name: "missing MCP-Protocol-Version is 400 -32020", req: mtReq{Method: "tools/list", Del: []string{"MCP-Protocol-Version"}},
+			status: 400, code: mtHeaderMism},
+		// Step 6: _meta.
+		{name: "missing _meta is 400 -32602", req: mtReq{Method: "tools/list", Meta: mtDrop}, status: 400, code: mtInvalidPar},
+		{name: "missing _meta on server/discover is 400 -32602", req: mtReq{Method: "server/discover", Meta: mtDrop, NoAuth: true}, status: 400, code: mtInvalidPar},
+		{name: "missing protocolVersion is 400 -32602", req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaCaps: map[string]any{}}},
+			status: 400, code: mtInvalidPar},
+		{name: "missing clientCapabilities is 400 -32602", req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion}},
+			status: 400, code: mtInvalidPar},
+		{name: "missing clientInfo is accepted", req: mtReq{Method: "tools/list",
+			Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: map[string]any{}}}, status: 200},
+		// Step 7: header and _meta versions agree before the support check.
+		{name: "header 2026-07-28 with _meta v999.0.0 is 400 -32020", req: mtReq{Method: "tools/list",
+			Meta: mtMeta("v999.0.0", map[string]any{})}, status: 400, code: mtHeaderMism},
+		{name: "header 2025-11-25 with _meta 2026-07-28 is 400 -32020", req: mtReq{Method: "tools/list",
+			Set: map[string]string{"MCP-Protocol-Version": "2025-11-25"}, Meta: mtMeta(mtVersion, map[string]any{})}, status: 400, code: mtHeaderMism},
+		// Step 8: Mcp-Method.
+		{name: "missing Mcp-Method is 400 -32020", req: mtReq{Method: "tools/list", Del: []string{"Mcp-Method"}}, status: 400, code: mtHeaderMism},
+		{name: "different Mcp-Method is 400 -32020", req: mtReq{Method: "tools/list", Set: map[string]string{"Mcp-Method": "prompts/list"}},
+			status: 400, code: mtHeaderMism},
+		{name: "Mcp-Method in another case is 400 -32020", req: mtReq{Method: "tools/list", Set: map[string]string{"Mcp-Method": "TOOLS/LIST"}},
+			status: 400, code: mtHeaderMism},
+		{name: "lower-case header names are accepted", req: mtReq{Method: "tools/list", Opts: []reqOpt{func(r *http.Request) {
+			for _, k := range []string{"MCP-Protocol-Version", "Mcp-Method"} {
+				v := r.Header.Get(k)
+				r.Header.Del(k)
+				r.Header[strings.ToLower(k)] = []string{v}
+			}
+		}}}, status: 200},
+		// Step 9: the version we serve.
+		{name: "v999.0.0 on header and _meta is 400 -32022", req: mtReq{Method: "tools/list", Version: "v999.0.0"},
+			status: 400, code: mtUnsupVersion, check: mtWantUnsupported("v999.0.0")},
+		{name: "v999.0.0 on server/discover without a session is 400 -32022", req: mtReq{Method: "server/discover", Version: "v999.0.0", NoAuth: true},
+			status: 400, code: mtUnsupVersion, check: mtWantUnsupported("v999.0.0")},
+		// Step 10: methods we do not serve.
+		{name: "tasks/result without Mcp-Name is 404 -32601", req: mtReq{Method: "tasks/result", Params: map[string]any{"taskId": taskID}},
+			ext: true, status: 404, code: mtNoMethod},
+		// Step 12: the Tasks gate, before any lookup.
+		{name: "listen for taskIds without the extension is 400 -32021", req: mtReq{Method: "subscriptions/listen", Timeout: 5 * time.Second,
+			Params: map[string]any{"notifications": map[string]any{"taskIds": []string{taskID}}}}, status: 400, code: mtMissingCap, check: mtWantTasksData},
+		{name: "listen for an unknown taskId without the extension is 400 -32021", req: mtReq{Method: "subscriptions/listen", Timeout: 5 * time.Second,
+			Params: map[string]any{"notifications": map[string]any{"taskIds": []string{"gate-test"}}}}, status: 400, code: mtMissingCap, check: mtWantTasksData},
+	}
+	for _, m := range []string{"initialize", "ping", "logging/setLevel", "tasks/list", "unknown/method", "resources/unsubscribe/all"} {
+		cases = append(cases, vcase{name: m + " is 404 -32601", req: mtReq{Method: m}, status: 404, code: mtNoMethod})
+	}
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		cases = append(cases,
+			vcase{name: m + " without the extension is 400 -32021", req: mtReq{Method: m, Params: map[string]any{"taskId": taskID}},
+				status: 400, code: mtMissingCap, check: mtWantTasksData},
+			vcase{name: m + " on an unknown task without the extension is still 400 -32021", req: mtReq{Method: m, Params: map[string]any{"taskId": "gate-test"}},
+				status: 400, code: mtMissingCap, check: mtWantTasksData},
+		)
+	}
+
+	// Mcp-Name on every name-bearing method.
+	named := []struct {
+		method, field, value string
+		ext                  bool
+		params               map[string]any
+	}{
+		{"tools/call", "name", "workspace_status", false, map[string]any{"arguments": map[string]any{}}},
+		{"resources/read", "uri", doc, false, nil},
+		{"prompts/get", "name", "commonroom_handoff_workflow", false, nil},
+		{"tasks/get", "taskId", taskID, true, nil},
+	}
+	for _, n := range named {
+		params := map[string]any{n.field: n.value}
+		for k, v := range n.params {
+			params[k] = v
+		}
+		var meta any
+		if n.ext {
+			meta = extMeta
+		}
+		add := func(name string, set map[string]string, del []string, status, code int) {
+			cases = append(cases, vcase{name: n.method + ": " + name, ext: n.ext,
+				req: mtReq{Method: n.method, Params: params, Set: set, Del: del, Meta: meta}, status: status, code: code})
+		}
+		add("Mcp-Name equal is accepted", nil, nil, 200, 0)
+		add("missing Mcp-Name is 400 -32020", nil, []string{"Mcp-Name"}, 400, mtHeaderMism)
+		add("different Mcp-Name is 400 -32020", map[string]string{"Mcp-Name": n.value + "x"}, nil, 400, mtHeaderMism)
+		add("Base64 sentinel of the value is accepted", map[string]string{"Mcp-Name": b64(n.value)}, nil, 200, 0)
+		add("Base64 sentinel of another value is 400 -32020", map[string]string{"Mcp-Name": b64(n.value + "x")}, nil, 400, mtHeaderMism)
+		add("invalid Base64 inside the sentinel is 400 -32020", map[string]string{"Mcp-Name": "=?base64?SGVsbG8?="}, nil, 400, mtHeaderMism)
+		add("upper-case sentinel markers are literal (400 -32020)",
+			map[string]string{"Mcp-Name": "=?BASE64?" + base64.StdEncoding.EncodeToString([]byte(n.value)) + "?="}, nil, 400, mtHeaderMism)
+	}
+
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			client := owner.mcp.withTasks(c.ext)
+			ids := []any{nil}
+			if c.req.ID == nil && c.req.Raw == nil && c.req.HTTPMethod == "" {
+				ids = []any{int64(41), "req-41"} // echoed with the same JSON type
+			}
+			for _, id := range ids {
+				q := c.req
+				if id != nil {
+					q.ID = id
+				}
+				r := client.do(t, q)
+				if c.code != 0 {
+					mtWantError(t, r, c.status, c.code)
+					if c.noID {
+						if raw, has := r.Top["id"]; has {
+							t.Errorf("the id could not be read, yet the answer has id %s", raw)
+						}
+					}
+				} else if r.Status != c.status {
+					t.Fatalf("status %d, want %d; body %s", r.Status, c.status, r.Raw)
+				} else if c.status == 200 {
+					mtWantResult(t, r)
+				}
+				if c.check != nil {
+					c.check(t, r)
+				}
+			}
+		})
+	}
+
+	// Go's client trims header values before sending them; the padding test
+	// goes over a raw connection so the server really sees the spaces.
+	for _, n := range named {
+		t.Run(n.method+": padded Mcp-Name over the wire is trimmed and accepted", func(t *testing.T) {
+			params := map[string]any{n.field: n.value}
+			for k, v := range n.params {
+				params[k] = v
+			}
+			if n.ext {
+				params["_meta"] = extMeta
+			} else {
+				params["_meta"] = mtMeta(mtVersion, map[string]any{})
+			}
+			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "pad", "method": n.method, "params": params})
+			r := mtRawPOST(t, mtHostPort(h.Ingress.URL), []string{
+				"Authorization: Bearer " + owner.grant.SessionToken,
+				"mcp-protocol-version: \t2026-07-28 ",
+				"MCP-METHOD:  " + n.method + "\t",
+				"Mcp-Name:    " + n.value + "  \t",
+			}, body)
+			res := mtWantResult(t, r)
+			if string(r.Top["id"]) != `"pad"` {
+				t.Errorf("id = %s", r.Top["id"])
+			}
+			if res["isError"] == true {
+				t.Errorf("padded Mcp-Name gave an error result: %v", res)
+			}
+		})
+	}
+
+	t.Run("large, negative and odd ids are echoed byte for byte", func(t *testing.T) {
+		for _, id := range []string{`9007199254740993`, `-1`, `0`, `"caf\u00e9 <&>"`, `""`} {
+			ok := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+			bad := `{"jsonrpc":"2.0","id":` + id + `,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+			r := owner.mcp.do(t, mtReq{Method: "tools/list", Raw: ok})
+			mtWantResult(t, r)
+			mtWantRawID(id)(t, r)
+			r = owner.mcp.do(t, mtReq{Method: "ping", Raw: bad})
+			mtWantError(t, r, http.StatusNotFound, mtNoMethod)
+			mtWantRawID(id)(t, r)
+		}
+	})
+	t.Run("a good request still works after all of the above", func(t *testing.T) {
+		owner.mcp.ok(t, "tools/list", nil)
+	})
+}
+
+func mtWantAllowPOST(t *testing.T, r mtResp) {
+	t.Helper()
+	if allow := r.Header.Get("Allow"); !strings.Contains(allow, "POST") {
+		t.Errorf("Allow = %q, want it to name POST", allow)
+	}
+}
+
+func mtWantEmpty(t *testing.T, r mtResp) {
+	t.Helper()
+	if len(strings.TrimSpace(string(r.Raw))) != 0 {
+		t.Errorf("body = %q, want none", r.Raw)
+	}
+}
+
+func mtWantRawID(want string) func(t *testing.T, r mtResp) {
+	return func(t *testing.T, r mtResp) {
+		t.Helper()
+		if got := string(r.Top["id"]); got != want {
+			t.Errorf("id = %s, want %s (same JSON type)", got, want)
+		}
+	}
+}
+
+func mtWantUnsupported(requested string) func(t *testing.T, r mtResp) {
+	return func(t *testing.T, r mtResp) {
+		t.Helper()
+		data, _ := r.rpcError()["data"].(map[string]any)
+		if got := mtStrings(data["supported"]); !slices.Equal(got, []string{mtVersion}) {
+			t.Errorf("data.supported = %v, want [%s]", data["supported"], mtVersion)
+		}
+		if data["requested"] != requested {
+			t.Errorf("data.requested = %v, want %q", data["requested"], requested)
+		}
+	}
+}
+
+func mtWantTasksData(t *testing.T, r mtResp) {
+	t.Helper()
+	mtWantMissingTasks(t, r)
+}
+
+// mtProtocolMethods are the methods that need a session, with params that
+// would be acceptable to them.
+func mtProtocolMethods(doc string) []mtReq {
+	task := map[string]any{"taskId": "task_0000000000000000"}
+	return []mtReq{
+		{Method: "tools/list"},
+		{Method: "tools/call", Params: map[string]any{"name": "workspace_status", "arguments": map[string]any{}}},
+		{Method: "resources/list"},
+		{Method: "resources/templates/list"},
+		{Method: "resources/read", Params: map[string]any{"uri": doc}},
+		{Method: "resources/subscribe", Params: map[string]any{"uri": doc}},
+		{Method: "resources/unsubscribe", Params: map[string]any{"uri": doc}},
+		{Method: "prompts/list"},
+		{Method: "prompts/get", Params: map[string]any{"name": "commonroom_edit_workflow"}},
+		{Method: "subscriptions/listen", Params: map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{doc}}}, Timeout: 5 * time.Second},
+		{Method: "tasks/get", Params: task},
+		{Method: "tasks/update", Params: map[string]any{"taskId": task["taskId"], "inputResponses": map[string]any{}}},
+		{Method: "tasks/cancel", Params: task},
+	}
+}
+
+func TestMCPAuth(t *testing.T) {
+	h := newHarness(t, "")
+	doc := h.Eng.DocumentURI()
+
+	// A session that then expires: past its 8 h, swept.
+	expired := h.session("soon-gone", "read", "propose")
+	h.Clock.Advance(9 * time.Hour)
+	h.sweep()
+
+	// The owner page cookie, exchanged for a one-time key on the owner listener.
+	key := h.API.NewPageKey()
+	page := h.do("GET", h.ownerURL("/?key="+key), "", nil)
+	var cookie *http.Cookie
+	for _, ck := range (&http.Response{Header: page.Header}).Cookies() {
+		if ck.Name == ownerCookie {
+			cookie = ck
+		}
+	}
+	if cookie == nil {
+		t.Fatalf("the page key exchange set no owner cookie: %d %v", page.Status, page.Header)
+	}
+	live := mtJoin(h, "live", "read", "propose")
+
+	creds := []struct {
+		name, token string
+		owner       bool // send to the owner listener
+		opts        []reqOpt
+		kind        string
+	}{
+		{name: "no bearer", kind: "unauthorized"},
+		{name: "garbage bearer", token: "ses_not-a-real-session-token", kind: "unauthorized"},
+		{name: "expired session", token: expired.SessionToken, kind: "session_expired"},
+		{name: "operator token on the owner listener", token: h.OpToken, owner: true, kind: "unauthorized"},
+		{name: "operator token on the ingress listener", token: h.OpToken, kind: "unauthorized"},
+		{name: "owner page cookie", owner: true, kind: "unauthorized",
+			opts: []reqOpt{withCookie(&http.Cookie{Name: ownerCookie, Value: cookie.Value})}},
+	}
+	for _, cr := range creds {
+		for _, m := range mtProtocolMethods(doc) {
+			t.Run(cr.name+"/"+m.Method+" is 401", func(t *testing.T) {
+				q := m
+				q.NoAuth = cr.token == ""
+				q.Token = cr.token
+				q.Opts = cr.opts
+				if cr.owner {
+					q.URL = h.ownerURL("/mcp")
+				}
+				client := live.mcp.withTasks(strings.HasPrefix(m.Method, "tasks/"))
+				for _, id := range []any{int64(77), "auth-77"} {
+					q.ID = id
+					r := client.do(t, q)
+					e := mtWantError(t, r, http.StatusUnauthorized, mtErrUnauth)
+					if got := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
+						t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", got)
+					}
+					if got := mtGet(e, "data", "error"); got != cr.kind {
+						t.Errorf("data.error = %v, want %q", got, cr.kind)
+					}
+				}
+			})
+		}
+	}
+
+	t.Run("server/discover needs no session", func(t *testing.T) {
+		c := mcpClient(h, "", false)
+		res := mtWantResult(t, c.do(t, mtReq{Method: "server/discover", NoAuth: true}))
+		if res["supportedVersions"] == nil {
+			t.Errorf("no supportedVersions: %v", res)
+		}
+	})
+	t.Run("server/discover with a garbage bearer still works", func(t *testing.T) {
+		c := mcpClient(h, "garbage", false)
+		mtWantResult(t, c.do(t, mtReq{Method: "server/discover"}))
+	})
+	t.Run("the live session is accepted on every method that needs one", func(t *testing.T) {
+		for _, m := range mtProtocolMethods(doc) {
+			if m.Method == "subscriptions/listen" {
+				continue // a stream: its own tests cover it
+			}
+			q := m
+			r := live.mcp.withTasks(strings.HasPrefix(m.Method, "tasks/")).do(t, q)
+			if r.Status == http.StatusUnauthorized {
+				t.Errorf("%s: a live session was refused: %s", m.Method, r.Raw)
+			}
+		}
+	})
+}
+
+func TestMCPDiscover(t *testing.T) {
+	h := newHarness(t, "")
+	reader := mtJoin(h, "reader", "read")
+	res := mtWantResult(t, mcpClient(h, "", false).do(t, mtReq{Method: "server/discover", NoAuth: true}))
+
+	t.Run("supportedVersions is exactly 2026-07-28", func(t *testing.T) {
+		if got := mtStrings(res["supportedVersions"]); !slices.Equal(got, []string{mtVersion}) {
+			t.Errorf("supportedVersions = %v", res["supportedVersions"])
+		}
+	})
+	t.Run("capabilities are tools, resources with subscribe, prompts and the tasks extension as {}", func(t *testing.T) {
+		want := map[string]any{
+			"tools":      map[string]any{},
+			"resources":  map[string]any{"subscribe": true},
+			"prompts":    map[string]any{},
+			"extensions": map[string]any{mtTasksExt: map[string]any{}},
+		}
+		if !reflect.DeepEqual(res["capabilities"], any(want)) {
+			t.Errorf("capabilities = %v, want %v", res["capabilities"], want)
+		}
+		if _, v1 := mtGet(res, "capabilities").(map[string]any)["tasks"]; v1 {
+			t.Errorf("a v1-style capabilities.tasks is advertised")
+		}
+	})
+	t.Run("no listChanged anywhere", func(t *testing.T) {
+		if mtHasKey(res, "listChanged") {
+			t.Errorf("listChanged advertised: %v", res)
+		}
+	})
+	t.Run("serverInfo in result _meta", func(t *testing.T) {
+		info, _ := mtGet(res, "_meta", mtServerInfo).(map[string]any)
+		if name, _ := info["name"].(string); name == "" {
+			t.Errorf("serverInfo.name missing: %v", res["_meta"])
+		}
+		if v, _ := info["version"].(string); v == "" {
+			t.Errorf("serverInfo.version missing: %v", res["_meta"])
+		}
+		if _, body := res["serverInfo"]; body {
+			t.Errorf("serverInfo in the result body (removed in 2026-07-28)")
+		}
+	})
+	t.Run("discover carries caching hints", func(t *testing.T) { mtWantCaching(t, res) })
+
+	doc := h.Eng.DocumentURI()
+	for _, m := range []mtReq{
+		{Method: "tools/list"}, {Method: "prompts/list"}, {Method: "resources/list"},
+		{Method: "resources/templates/list"}, {Method: "resources/read", Params: map[string]any{"uri": doc}},
+	} {
+		t.Run(m.Method+" carries caching hints and resultType complete", func(t *testing.T) {
+			res := mtWantResult(t, reader.mcp.do(t, m))
+			if res["resultType"] != "complete" {
+				t.Errorf("resultType = %v", res["resultType"])
+			}
+			mtWantCaching(t, res)
+		})
+	}
+}
+
+// mtWantCaching: ttlMs an integer >= 0, cacheScope public or private (spec §2.3).
+func mtWantCaching(t testing.TB, res map[string]any) {
+	t.Helper()
+	ttl, ok := res["ttlMs"].(float64)
+	if !ok || ttl < 0 || ttl != float64(int64(ttl)) {
+		t.Errorf("ttlMs = %v (%T), want an integer >= 0", res["ttlMs"], res["ttlMs"])
+	}
+	if s := res["cacheScope"]; s != "public" && s != "private" {
+		t.Errorf("cacheScope = %v, want public or private", s)
+	}
+}
+
+// mtCatalog is the tool catalog: exactly the tools whose engine methods exist.
+var mtCatalog = []string{
+	"workspace_status", "workspace_summary", "workspace_regions", "workspace_read", "workspace_history",
+	"workspace_participants", "workspace_invite", "workspace_leave",
+	"handoff_create", "handoff_accept", "handoff_request_input", "handoff_complete",
+	"handoff_get", "handoff_events", "handoff_approve", "handoff_reject",
+}
+
+func TestMCPToolsCatalog(t *testing.T) {
+	h := newHarness(t, "")
+	owner := mtJoin(h, "owner", "read", "propose", "invite")
+	worker := mtJoin(h, "worker", "read", "checkout")
+	approver := mtJoin(h, "approver", "read", "approve")
+	leaver := mtJoin(h, "leaver", "read")
+
+	res := owner.mcp.ok(t, "tools/list", nil)
+	list, _ := res["tools"].([]any)
+	nameRE := regexp.MustCompile(`^[A-Za-z0-9_./-]{1,64}$`)
+	var names []string
+	for _, raw := range list {
+		tl, _ := raw.(map[string]any)
+		name, _ := tl["name"].(string)
+		names = append(names, name)
+		t.Run("tool "+name+" is well formed", func(t *testing.T) {
+			if !nameRE.MatchString(name) {
+				t.Errorf("name %q does not match %s", name, nameRE)
+			}
+			if d, _ := tl["description"].(string); strings.TrimSpace(d) == "" {
+				t.Errorf("no description")
+			}
+			schema, _ := tl["inputSchema"].(map[string]any)
+			if schema["type"] != "object" {
+				t.Errorf("inputSchema.type = %v, want object", schema["type"])
+			}
+			if tl["execution"] != nil || mtHasKey(tl, "taskSupport") {
+				t.Errorf("a 2025-11-25 execution.taskSupport field: %v", tl)
+			}
+		})
+	}
+	t.Run("names are unique", func(t *testing.T) {
+		seen := map[string]bool{}
+		for _, n := range names {
+			if seen[n] {
+				t.Errorf("tool %q listed twice", n)
+			}
+			seen[n] = true
+		}
+	})
+	t.Run("the catalog is exactly the tools with engine methods", func(t *testing.T) {
+		got := slices.Clone(names)
+		want := slices.Clone(mtCatalog)
+		sort.Strings(got)
+		sort.Strings(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("tools = %v\nwant    %v", got, want)
+		}
+	})
+	t.Run("the list is the same on every call", func(t *testing.T) {
+		again := worker.mcp.ok(t, "tools/list", nil)
+		if !reflect.DeepEqual(again["tools"], res["tools"]) {
+			t.Errorf("tools/list differs between sessions")
+		}
+	})
+
+	// Every listed tool, called for real in one realistic flow.
+	worked := map[string]bool{}
+	ok := func(c *mtClient, name string, args map[string]any) map[string]any {
+		t.Helper()
+		sc := c.toolOK(t, name, args)
+		worked[name] = true
+		return sc
+	}
+	t.Run("every listed tool works", func(t *testing.T) {
+		st := ok(owner.mcp, "workspace_status", nil)
+		if st["workspace_id"] != h.Eng.WorkspaceID {
+			t.Errorf("workspace_status workspace_id = %v, want %s", st["workspace_id"], h.Eng.WorkspaceID)
+		}
+		if sum := ok(owner.mcp, "workspace_summary", map[string]any{"max_lines": 5}); len(sum) == 0 {
+			t.Errorf("empty summary")
+		}
+		regs := ok(owner.mcp, "workspace_regions", map[string]any{})
+		if len(mtGet(regs, "regions").([]any)) != 3 {
+			t.Errorf("regions = %v, want 3 headings", regs)
+		}
+		rd := ok(owner.mcp, "workspace_read", map[string]any{"section": "Goals"})
+		if c, _ := rd["content"].(string); !strings.Contains(c, "ship it") {
+			t.Errorf("workspace_read Goals = %v", rd)
+		}
+		hist := ok(owner.mcp, "workspace_history", map[string]any{"limit": 10})
+		if len(mtGet(hist, "events").([]any)) == 0 {
+			t.Errorf("workspace_history has no events: %v", hist)
+		}
+		parts := ok(owner.mcp, "workspace_participants", nil)
+		if n := len(mtGet(parts, "participants").([]any)); n < 5 {
+			t.Errorf("participants = %d, want the host and four joiners", n)
+		}
+		inv := ok(owner.mcp, "workspace_invite", map[string]any{"capabilities": []string{"read"}})
+		if u, _ := inv["uri"].(string); !strings.HasPrefix(u, "commonroom://join/") {
+			t.Errorf("workspace_invite uri = %v", inv["uri"])
+		}
+
+		created := ok(owner.mcp, "handoff_create", map[string]any{"summary": "write the risks section"})
+		hid, _ := mtGet(created, "handoff", "handoff_id").(string)
+		tid, _ := created["task_id"].(string)
+		if hid == "" || tid == "" {
+			t.Fatalf("handoff_create without the extension: %v", created)
+		}
+		if acc := ok(worker.mcp, "handoff_accept", map[string]any{"handoff_id": hid}); acc["status"] != "accepted" {
+			t.Errorf("accept: %v", acc)
+		}
+		ok(worker.mcp, "handoff_request_input", map[string]any{"handoff_id": hid,
+			"requests": []any{map[string]any{"key": "scope", "message": "How many risks?"}}})
+		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", tid, map[string]any{
+			"inputResponses": map[string]any{"scope": map[string]any{"action": "accept", "content": map[string]any{"answer": "three"}}}}))
+		got := ok(worker.mcp, "handoff_get", map[string]any{"handoff_id": hid})
+		if ins, _ := got["inputs"].([]any); len(ins) != 1 || mtGet(ins[0], "status") != "answered" {
+			t.Errorf("handoff_get inputs = %v", got["inputs"])
+		}
+		if done := ok(worker.mcp, "handoff_complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "three risks"}}); done["status"] != "result_ready" {
+			t.Errorf("complete: %v", done)
+		}
+		if ap := ok(approver.mcp, "handoff_approve", map[string]any{"handoff_id": hid, "note": "good"}); ap["status"] != "approved" {
+			t.Errorf("approve: %v", ap)
+		}
+		evs := ok(owner.mcp, "handoff_events", map[string]any{"handoff_id": hid})
+		if len(mtGet(evs, "events").([]any)) == 0 {
+			t.Errorf("handoff_events: %v", evs)
+		}
+
+		second := ok(owner.mcp, "handoff_create", map[string]any{"summary": "write the plan"})
+		hid2, _ := mtGet(second, "handoff", "handoff_id").(string)
+		ok(worker.mcp, "handoff_accept", map[string]any{"handoff_id": hid2})
+		ok(worker.mcp, "handoff_complete", map[string]any{"handoff_id": hid2, "result": map[string]any{"text": "a plan"}})
+		if rj := ok(approver.mcp, "handoff_reject", map[string]any{"handoff_id": hid2, "note": "too thin"}); rj["status"] != "rejected" {
+			t.Errorf("reject: %v", rj)
+		}
+
+		ok(leaver.mcp, "workspace_leave", nil)
+		r := leaver.mcp.call(t, "tools/list", nil)
+		mtWantError(t, r, http.StatusUnauthorized, mtErrUnauth)
+	})
+	t.Run("no listed tool went uncalled", func(t *testing.T) {
+		for _, n := range names {
+			if !worked[n] {
+				t.Errorf("tool %q is listed but was not shown to work", n)
+			}
+		}
+	})
+}
+
+func TestMCPDomainErrors(t *testing.T) {
+	h := newHarness(t, "")
+	owner := mtJoin(h, "owner", "read", "propose")
+	worker := mtJoin(h, "worker", "read", "checkout", "approve")
+
+	t.Run("unknown handoff id is isError handoff_not_found", func(t *testing.T) {
+		before := h.snapshot()
+		sc := worker.mcp.toolErr(t, "handoff_get", map[string]any{"handoff_id": "handoff_0000000000000000"}, "handoff_not_found")
+		if sc["handoff_id"] != "handoff_0000000000000000" {
+			t.Errorf("handoff_id recovery field = %v", sc["handoff_id"])
+		}
+		worker.mcp.toolErr(t, "handoff_accept", map[string]any{"handoff_id": "handoff_0000000000000000"}, "handoff_not_found")
+		h.assertUnchanged(t, before)
+	})
+	t.Run("approving as the assignee is isError permission_denied", func(t *testing.T) {
+		created := owner.mcp.toolOK(t, "handoff_create", map[string]any{"summary": "check the goals"})
+		hid, _ := mtGet(created, "handoff", "handoff_id").(string)
+		worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
+		worker.mcp.toolOK(t, "handoff_complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "checked"}})
+		before := h.snapshot()
+		sc := worker.mcp.toolErr(t, "handoff_approve", map[string]any{"handoff_id": hid}, "permission_denied")
+		if sc["handoff_id"] != hid {
+			t.Errorf("handoff_id = %v, want %s", sc["handoff_id"], hid)
+		}
+		worker.mcp.toolErr(t, "handoff_reject", map[string]any{"handoff_id": hid}, "permission_denied")
+		h.assertUnchanged(t, before)
+		if s := mtHandoffStatus(t, h, hid); s != "result_ready" {
+			t.Errorf("handoff status = %s, want result_ready", s)
+		}
+	})
+	t.Run("a number for handoff_id is isError invalid_request naming the field", func(t *testing.T) {
+		sc := worker.mcp.toolErr(t, "handoff_get", map[string]any{"handoff_id": 5}, "invalid_request")
+		if sc["field"] != "handoff_id" {
+			t.Errorf("field = %v, want handoff_id", sc["field"])
+		}
+		sc = owner.mcp.toolErr(t, "handoff_create", map[string]any{"summary": []int{1}}, "invalid_request")
+		if sc["field"] != "summary" {
+			t.Errorf("field = %v, want summary", sc["field"])
+		}
+	})
+	t.Run("arguments that are not an object are isError invalid_request", func(t *testing.T) {
+		r := worker.mcp.call(t, "tools/call", map[string]any{"name": "handoff_get", "arguments": "handoff_x"})
+		res := mtWantResult(t, r)
+		if res["isError"] != true || mtGet(res, "structuredContent", "error") != "invalid_request" {
+			t.Errorf("result = %v", res)
+		}
+	})
+	t.Run("a missing capability is isError permission_denied", func(t *testing.T) {
+		sc := worker.mcp.toolErr(t, "handoff_create", map[string]any{"summary": "x"}, "permission_denied")
+		if sc["required"] != "propose" {
+			t.Errorf("required = %v, want propose", sc["required"])
+		}
+	})
+	t.Run("an unknown tool is JSON-RPC -32602", func(t *testing.T) {
+		r := worker.mcp.call(t, "tools/call", map[string]any{"name": "no_such_tool", "arguments": map[string]any{}})
+		mtWantError(t, r, http.StatusOK, mtInvalidPar)
+	})
+	t.Run("a tool call with no arguments key works", func(t *testing.T) {
+		r := worker.mcp.call(t, "tools/call", map[string]any{"name": "workspace_status"})
+		res := mtWantResult(t, r)
+		if res["isError"] != false {
+			t.Errorf("isError = %v: %v", res["isError"], res)
+		}
+	})
+	t.Run("a legacy params.task is ignored", func(t *testing.T) {
+		r := owner.mcp.call(t, "tools/call", map[string]any{"name": "handoff_create",
+			"arguments": map[string]any{"summary": "legacy"}, "task": map[string]any{"ttl": 1000}})
+		res := mtWantResult(t, r)
+		if res["resultType"] != "complete" || res["isError"] != false {
+			t.Errorf("result = %v", res)
+		}
+	})
+}
+
+func TestMCPCompatibility(t *testing.T) {
+	h := newHarness(t, "")
+	owner := mtJoin(h, "owner", "read", "propose")
+
+	t.Run("2026-07-28 without the extension", func(t *testing.T) {
+		var taskID string
+		t.Run("handoff_create is an ordinary tool result with the handoff and task_id", func(t *testing.T) {
+			res := owner.mcp.tool(t, "handoff_create", map[string]any{"summary": "no extension"})
+			if res["resultType"] != "complete" || res["isError"] != false {
+				t.Fatalf("result = %v", res)
+			}
+			for _, k := range []string{"taskId", "status", "ttlMs", "pollIntervalMs"} {
+				if _, has := res[k]; has {
+					t.Errorf("top-level %q in an ordinary tool result: %v", k, res)
+				}
+			}
+			sc, _ := res["structuredContent"].(map[string]any)
+			taskID, _ = sc["task_id"].(string)
+			hid, _ := mtGet(sc, "handoff", "handoff_id").(string)
+			if taskID == "" || hid == "" || mtGet(sc, "handoff", "status") != "open" || mtGet(sc, "handoff", "task_id") != taskID {
+				t.Errorf("structuredContent = %v", sc)
+			}
+			if n := h.count(`SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'working'`, taskID); n != 1 {
+				t.Errorf("the task row exists %d times, want 1 (durable either way)", n)
+			}
+		})
+		t.Run("tasks/get is -32021", func(t *testing.T) {
+			mtWantMissingTasks(t, owner.mcp.taskCall(t, "tasks/get", taskID, nil))
+		})
+		t.Run("resources/subscribe works", func(t *testing.T) {
+			res := owner.mcp.ok(t, "resources/subscribe", map[string]any{"uri": h.Eng.DocumentURI()})
+			if res["resultType"] != "complete" {
+				t.Errorf("result = %v", res)
+			}
+			owner.mcp.ok(t, "resources/unsubscribe", map[string]any{"uri": h.Eng.DocumentURI()})
+		})
+	})
+
+	t.Run("2026-07-28 with the extension", func(t *testing.T) {
+		res := owner.ext.tool(t, "handoff_create", map[string]any{"summary": "with extension"})
+		t.Run("handoff_create is a CreateTaskResult", func(t *testing.T) {
+			if res["resultType"] != "task" {
+				t.Fatalf("resultType = %v: %v", res["resultType"], res)
+			}
+			if id, _ := res["taskId"].(string); len(id) < 16 {
+				t.Errorf("taskId = %v", res["taskId"])
+			}
+			if res["status"] != "working" {
+				t.Errorf("status = %v", res["status"])
+			}
+			for _, k := range []string{"createdAt", "lastUpdatedAt"} {
+				if s, _ := res[k].(string); !mtTimeRE.MatchString(s) {
+					t.Errorf("%s = %v, want ISO 8601", k, res[k])
+				}
+			}
+			if ttl, _ := res["ttlMs"].(float64); ttl <= 0 || ttl != float64(int64(ttl)) {
+				t.Errorf("ttlMs = %v, want a positive integer", res["ttlMs"])
+			}
+			if res["pollIntervalMs"] != float64(5000) {
+				t.Errorf("pollIntervalMs = %v, want 5000", res["pollIntervalMs"])
+			}
+			hid, _ := mtGet(res, "_meta", mtHandoffMeta).(string)
+			if !strings.HasPrefix(hid, "handoff_") {
+				t.Errorf("_meta[%q] = %v", mtHandoffMeta, hid)
+			} else if s := mtHandoffStatus(t, h, hid); s != "open" {
+				t.Errorf("handoff %s is %s, want open", hid, s)
+			}
+			for _, k := range []string{"result", "error", "inputRequests", "requestState", "content", "isError",
+				"structuredContent", "task", "ttl", "pollInterval"} {
+				if _, has := res[k]; has {
+					t.Errorf("CreateTaskResult carries %q: %v", k, res)
+				}
+			}
+		})
+		t.Run("tasks/get sent immediately after resolves", func(t *testing.T) {
+			id, _ := res["taskId"].(string)
+			got := owner.ext.taskGet(t, id)
+			if got["status"] != "working" || got["createdAt"] != res["createdAt"] || got["ttlMs"] != res["ttlMs"] {
+				t.Errorf("tasks/get = %v\ncreate   = %v", got, res)
+			}
+			if mtGet(got, "_meta", mtHandoffMeta) != mtGet(res, "_meta", mtHandoffMeta) {
+				t.Errorf("tasks/get handoff id %v, create %v", mtGet(got, "_meta", mtHandoffMeta), mtGet(res, "_meta", mtHandoffMeta))
+			}
+		})
+		t.Run("the extension is per request: the next request without it gets a plain result", func(t *testing.T) {
+			plain := owner.mcp.tool(t, "handoff_create", map[string]any{"summary": "plain again"})
+			if plain["resultType"] != "complete" {
+				t.Errorf("resultType = %v", plain["resultType"])
+			}
+		})
+	})
+
+	t.Run("a 2025-11-25 client is rejected", func(t *testing.T) {
+		initParams := map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "old", "version": "1"}}
+		t.Run("initialize without _meta is 400 -32602 (step 6)", func(t *testing.T) {
+			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Meta: mtDrop, Version: "2025-11-25", Del: []string{"Mcp-Method"}})
+			mtWantError(t, r, http.StatusBadRequest, mtInvalidPar)
+		})
+		t.Run("initialize without a version header is 400 -32020 (step 5)", func(t *testing.T) {
+			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Meta: mtDrop, Del: []string{"Mcp-Method", "MCP-Protocol-Version"}})
+			mtWantError(t, r, http.StatusBadRequest, mtHeaderMism)
+		})
+		t.Run("initialize with a 2025-11-25 _meta and no Mcp-Method is 400 -32020 (step 8 before 9)", func(t *testing.T) {
+			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Version: "2025-11-25", Del: []string{"Mcp-Method"}})
+			mtWantError(t, r, http.StatusBadRequest, mtHeaderMism)
+		})
+		t.Run("initialize with a 2025-11-25 _meta is 400 -32022", func(t *testing.T) {
+			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Version: "2025-11-25"})
+			mtWantError(t, r, http.StatusBadRequest, mtUnsupVersion)
+			mtWantUnsupported("2025-11-25")(t, r)
+		})
+		t.Run("tools/list at 2025-11-25 is 400 -32022", func(t *testing.T) {
+			r := owner.mcp.do(t, mtReq{Method: "tools/list", Version: "2025-11-25"})
+			mtWantError(t, r, http.StatusBadRequest, mtUnsupVersion)
+			mtWantUnsupported("2025-11-25")(t, r)
+		})
+		t.Run("no Mcp-Session-Id is minted", func(t *testing.T) {
+			r := owner.mcp.do(t, mtReq{Method: "tools/list", Set: map[string]string{"Mcp-Session-Id": "abc"}})
+			mtWantResult(t, r)
+			if v := r.Header.Get("Mcp-Session-Id"); v != "" {
+				t.Errorf("Mcp-Session-Id = %q", v)
+			}
+		})
+	})
+}
+
+func TestMCPIdempotentCreate(t *testing.T) {
+	h := newHarness(t, "")
+	owner := mtJoin(h, "owner", "read", "propose")
+	other := mtJoin(h, "other", "read", "propose")
+
+	t.Run("with the extension the same key returns the same task", func(t *testing.T) {
+		args := map[string]any{"summary": "once", "idempotency_key": "k-ext"}
+		t1, h1 := owner.mcp.createTask(t, args)
+		t2, h2 := owner.mcp.createTask(t, args)
+		if t1 != t2 || h1 != h2 {
+			t.Errorf("replay gave task %s handoff %s, want %s %s", t2, h2, t1, h1)
+		}
+		if n := h.count(`SELECT count(*) FROM handoffs WHERE idempotency_key = 'k-ext'`); n != 1 {
+			t.Errorf("%d handoffs for the key, want 1", n)
+		}
+	})
+	t.Run("without the extension the same key returns the same handoff, flagged replayed", func(t *testing.T) {
+		args := map[string]any{"summary": "twice", "idempotency_key": "k-plain"}
+		a := owner.mcp.toolOK(t, "handoff_create", args)
+		b := owner.mcp.toolOK(t, "handoff_create", args)
+		if mtGet(a, "handoff", "handoff_id") != mtGet(b, "handoff", "handoff_id") || a["task_id"] != b["task_id"] {
+			t.Errorf("first %v\nreplay %v", a, b)
+		}
+		if b["replayed"] != true {
+			t.Errorf("replay not flagged: %v", b)
+		}
+	})
+	t.Run("a replay with different arguments still returns the original", func(t *testing.T) {
+		t1, _ := owner.mcp.createTask(t, map[string]any{"summary": "original", "idempotency_key": "k-diff"})
+		t2, h2 := owner.mcp.createTask(t, map[string]any{"summary": "changed", "idempotency_key": "k-diff"})
+		if t1 != t2 {
+			t.Errorf("task %s, want %s", t2, t1)
+		}
+		got := owner.mcp.toolOK(t, "handoff_get", map[string]any{"handoff_id": h2})
+		if got["summary"] != "original" {
+			t.Errorf("summary = %v, want the original", got["summary"])
+		}
+	})
+	t.Run("the key is scoped to the participant", func(t *testing.T) {
+		t1, _ := owner.mcp.createTask(t, map[string]any{"summary": "mine", "idempotency_key": "shared"})
+		t2, _ := other.mcp.createTask(t, map[string]any{"summary": "theirs", "idempotency_key": "shared"})
+		if t1 == t2 {
+			t.Errorf("two participants share task %s", t1)
+		}
+	})
+	t.Run("at the 32-task cap a new create is isError limit_exceeded and a replay still answers", func(t *testing.T) {
+		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
+			owner.mcp.createTask(t, map[string]any{"summary": "filler"})
+			if i > 40 {
+				t.Fatal("the active-task count does not grow")
+			}
+		}
+		before := h.snapshot()
+		sc := owner.ext.toolErr(t, "handoff_create", map[string]any{"summary": "one too many"}, "limit_exceeded")
+		if sc["limit"] != float64(32) {
+			t.Errorf("limit = %v, want 32", sc["limit"])
+		}
+		h.assertUnchanged(t, before)
+		t1, _ := owner.mcp.createTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
+		t2, _ := owner.mcp.createTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
+		if t1 != t2 {
+			t.Errorf("replays at the cap disagree: %s %s", t1, t2)
+		}
+		h.assertUnchanged(t, before)
+	})
+}
+
+func TestMCPResourcesAndPrompts(t *testing.T) {
+	h := newHarness(t, "")
+	reader := mtJoin(h, "reader", "read")
+	blind := mtJoin(h, "blind", "propose")
+	doc := h.Eng.DocumentURI()
+	if doc != "commonroom://workspace/"+h.Eng.WorkspaceID {
+		t.Fatalf("DocumentURI = %s", doc)
+	}
+
+	t.Run("resources/list gives the document URI", func(t *testing.T) {
+		res := reader.mcp.ok(t, "resources/list", nil)
+		list, _ := res["resources"].([]any)
+		if len(list) != 1 {
+			t.Fatalf("resources = %v", res["resources"])
+		}
+		r0, _ := list[0].(map[string]any)
+		if r0["uri"] != doc || r0["mimeType"] != "text/markdown" {
+			t.Errorf("resource = %v", r0)
+		}
+		if n, _ := r0["name"].(string); n == "" {
+			t.Errorf("resource without name: %v", r0)
+		}
+	})
+	t.Run("resources/templates/list gives the section template", func(t *testing.T) {
+		res := reader.mcp.ok(t, "resources/templates/list", nil)
+		list, _ := res["resourceTemplates"].([]any)
+		if len(list) != 1 || mtGet(list[0], "uriTemplate") != doc+"/section/{path}" {
+			t.Errorf("resourceTemplates = %v", res["resourceTemplates"])
+		}
+		if n, _ := mtGet(list[0], "name").(string); n == "" {
+			t.Errorf("template without name")
+		}
+	})
+	t.Run("resources/read of the document is text/markdown", func(t *testing.T) {
+		res := reader.mcp.ok(t, "resources/read", map[string]any{"uri": doc})
+		contents, _ := res["contents"].([]any)
+		if len(contents) != 1 {
+			t.Fatalf("contents = %v", res["contents"])
+		}
+		c0, _ := contents[0].(map[string]any)
+		if c0["uri"] != doc || c0["mimeType"] != "text/markdown" || c0["text"] != harnessDoc {
+			t.Errorf("content = %v", c0)
+		}
+		mtWantCaching(t, res)
+	})
+	t.Run("resources/read of a percent-encoded section", func(t *testing.T) {
+		uri := doc + "/section/Idea%2FPlan"
+		res := reader.mcp.ok(t, "resources/read", map[string]any{"uri": uri})
+		contents, _ := res["contents"].([]any)
+		if len(contents) != 1 {
+			t.Fatalf("contents = %v", res["contents"])
+		}
+		c0, _ := contents[0].(map[string]any)
+		text, _ := c0["text"].(string)
+		if c0["uri"] != uri || c0["mimeType"] != "text/markdown" || !strings.Contains(text, "step two") || strings.Contains(text, "ship it") {
+			t.Errorf("content = %v", c0)
+		}
+	})
+	for _, uri := range []string{
+		"test://nonexistent-resource-for-conformance-testing",
+		doc + "/section/Nope",
+		doc + "/section/",
+		doc + "x",
+		"commonroom://workspace/workspace_0000000000000000",
+	} {
+		t.Run("unknown URI "+uri+" is -32602 with data.uri", func(t *testing.T) {
+			r := reader.mcp.call(t, "resources/read", map[string]any{"uri": uri})
+			e := mtWantError(t, r, http.StatusOK, mtInvalidPar)
+			if mtGet(e, "data", "uri") != uri {
+				t.Errorf("data.uri = %v, want %q", mtGet(e, "data", "uri"), uri)
+			}
+			if r.result() != nil {
+				t.Errorf("a result (contents) beside the error: %s", r.Raw)
+			}
+		})
+	}
+	t.Run("a session without read cannot read resources", func(t *testing.T) {
+		r := blind.mcp.call(t, "resources/read", map[string]any{"uri": doc})
+		if r.result() != nil {
+			t.Fatalf("a session without read got contents: %s", r.Raw)
+		}
+		if e := r.rpcError(); e == nil || mtGet(e, "data", "error") != "permission_denied" {
+			t.Errorf("error = %s, want a JSON-RPC error with data.error permission_denied", r.Raw)
+		}
+		res := blind.mcp.ok(t, "resources/list", nil)
+		if l, _ := res["resources"].([]any); len(l) != 0 {
+			t.Errorf("a session without read sees resources %v", l)
+		}
+		r = blind.mcp.call(t, "resources/subscribe", map[string]any{"uri": doc})
+		if r.result() != nil {
+			t.Errorf("a session without read subscribed: %s", r.Raw)
+		}
+	})
+	t.Run("prompts/list has described prompts", func(t *testing.T) {
+		res := reader.mcp.ok(t, "prompts/list", nil)
+		list, _ := res["prompts"].([]any)
+		if len(list) == 0 {
+			t.Fatalf("no prompts")
+		}
+		for _, p := range list {
+			if n, _ := mtGet(p, "name").(string); n == "" {
+				t.Errorf("prompt without name: %v", p)
+			}
+			if d, _ := mtGet(p, "description").(string); strings.TrimSpace(d) == "" {
+				t.Errorf("prompt without description: %v", p)
+			}
+			if strings.Contains(strings.ToLower(mtGet(p, "name").(string)), "test") {
+				t.Errorf("a fixture prompt: %v", p)
+			}
+		}
+		mtWantCaching(t, res)
+	})
+	t.Run("prompts/get returns messages", func(t *testing.T) {
+		for _, name := range []string{"commonroom_edit_workflow", "commonroom_handoff_workflow"} {
+			res := reader.mcp.ok(t, "prompts/get", map[string]any{"name": name, "arguments": map[string]any{"role": "worker", "goal": "a fix"}})
+			msgs, _ := res["messages"].([]any)
+			if len(msgs) == 0 {
+				t.Fatalf("%s: no messages", name)
+			}
+			if mtGet(msgs[0], "role") != "user" || mtGet(msgs[0], "content", "type") != "text" {
+				t.Errorf("%s: message = %v", name, msgs[0])
+			}
+			if txt, _ := mtGet(msgs[0], "content", "text").(string); len(txt) < 40 {
+				t.Errorf("%s: text = %q", name, txt)
+			}
+		}
+	})
+	t.Run("unknown prompt is -32602", func(t *testing.T) {
+		mtWantError(t, reader.mcp.call(t, "prompts/get", map[string]any{"name": "no_such_prompt"}), http.StatusOK, mtInvalidPar)
+	})
+	t.Run("a cursor on a list is -32602", func(t *testing.T) {
+		for _, m := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"} {
+			mtWantError(t, reader.mcp.call(t, m, map[string]any{"cursor": "p2"}), http.StatusOK, mtInvalidPar)
+		}
+	})
+}
