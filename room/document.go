@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -215,19 +216,27 @@ func (c *docCache) get(v int64) *Doc {
 func (c *docCache) put(d *Doc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.docs = slices.DeleteFunc(c.docs, func(x *Doc) bool { return x.Version == d.Version })
 	c.docs = append(c.docs, d)
 	if len(c.docs) > 4 {
 		c.docs = c.docs[1:]
 	}
 }
 
-// CurrentDoc returns the newest version, parsed.
+// CurrentDoc returns the newest version, parsed. The cache is keyed by
+// version and content hash, so a parse can never be served for other text
+// (a version number can be reused after a rolled-back write).
 func (e *Engine) CurrentDoc(ctx context.Context, q Querier) (*Doc, error) {
-	v, err := currentVersion(ctx, q)
-	if err != nil {
-		return nil, err
+	var v int64
+	var h string
+	err := q.QueryRowContext(ctx, `SELECT version, content_sha256 FROM versions ORDER BY version DESC LIMIT 1`).Scan(&v, &h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(KindVersionNotFound, "the room has no version yet")
 	}
-	if d := e.docs.get(v); d != nil {
+	if err != nil {
+		return nil, Internal(err)
+	}
+	if d := e.docs.get(v); d != nil && d.Hash == h {
 		return d, nil
 	}
 	r, err := e.versionRow(ctx, q, v)

@@ -35,6 +35,8 @@ type Engine struct {
 	stamp atomic.Pointer[fileStamp]
 	docs  docCache
 	seen  lastSeen
+
+	afterFileWrite func() error // crash-test seam, run right after the document is renamed into place; nil in production
 }
 
 // NewEngine resolves the document path (creating an empty file, and its

@@ -1,0 +1,329 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+	"unicode/utf8"
+)
+
+// Proposal statuses (spec/domain.md §1.8). pending and approved are open;
+// the other four are terminal.
+const (
+	ProposalPending    = "pending"
+	ProposalApproved   = "approved"
+	ProposalRejected   = "rejected"
+	ProposalCommitted  = "committed"
+	ProposalConflicted = "conflicted"
+	ProposalSuperseded = "superseded"
+)
+
+var proposalStatuses = []string{ProposalPending, ProposalApproved, ProposalRejected, ProposalCommitted, ProposalConflicted, ProposalSuperseded}
+
+// ChangeInput is the body of a proposal: Content replaces change.section (a
+// region, heading line through the end of the region) or, without a
+// section, the whole document. Content is a pointer so that a missing
+// content (a client mistake) differs from an empty one (delete the section).
+type ChangeInput struct {
+	Content *string `json:"content"`
+	Section string  `json:"section,omitempty"`
+}
+
+// ProposeInput asks for a change against the version the caller read.
+type ProposeInput struct {
+	Target      string      `json:"target"`
+	BaseVersion int64       `json:"base_version"`
+	Summary     string      `json:"summary"`
+	Change      ChangeInput `json:"change"`
+}
+
+// Change is a stored proposal body.
+type Change struct {
+	Content string `json:"content"`
+	Section string `json:"section,omitempty"`
+}
+
+// Proposal is a change waiting for (or past) review.
+type Proposal struct {
+	ProposalID       string  `json:"proposal_id"`
+	WorkspaceID      string  `json:"workspace_id"`
+	ParticipantID    string  `json:"participant_id"`
+	Target           string  `json:"target"`
+	BaseVersion      int64   `json:"base_version"`
+	Summary          string  `json:"summary"`
+	Change           Change  `json:"change"`
+	Status           string  `json:"status"`
+	ReviewedBy       *string `json:"reviewed_by"`
+	ReviewedAt       *string `json:"reviewed_at"`
+	CommittedVersion *int64  `json:"committed_version"`
+	CreatedAt        string  `json:"created_at"`
+	// BaseIsCurrent is set on the propose answer only: false means the
+	// document moved on since base_version and a commit will conflict.
+	BaseIsCurrent *bool `json:"base_is_current,omitempty"`
+}
+
+// ReviewInput approves (true) or rejects (false) a pending proposal. Approve
+// is required: a missing decision must not reject by default.
+type ReviewInput struct {
+	ProposalID string `json:"proposal_id"`
+	Approve    *bool  `json:"approve"`
+}
+
+// ReviewResult is the answer to a review.
+type ReviewResult struct {
+	ProposalID string `json:"proposal_id"`
+	ReviewerID string `json:"reviewer_id"`
+	Status     string `json:"status"`
+}
+
+const proposalColumns = `proposal_id, participant_id, target, base_version, summary, change_json, status,
+	reviewed_by, reviewed_at, committed_version, created_at`
+
+func (e *Engine) scanProposal(s interface{ Scan(...any) error }) (*Proposal, error) {
+	var p Proposal
+	var changeJSON string
+	var reviewedBy sql.NullString
+	var reviewedAt, committed sql.NullInt64
+	var created int64
+	if err := s.Scan(&p.ProposalID, &p.ParticipantID, &p.Target, &p.BaseVersion, &p.Summary, &changeJSON, &p.Status,
+		&reviewedBy, &reviewedAt, &committed, &created); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(changeJSON), &p.Change); err != nil {
+		return nil, err
+	}
+	p.WorkspaceID = e.WorkspaceID
+	p.ReviewedBy = optStr(reviewedBy)
+	p.ReviewedAt = optTime(reviewedAt)
+	if committed.Valid {
+		v := committed.Int64
+		p.CommittedVersion = &v
+	}
+	p.CreatedAt = WireTime(created)
+	return &p, nil
+}
+
+func proposalNotFound(id string) *Error {
+	return Errorf(KindProposalNotFound, "proposal %s not found", id).With("proposal_id", id)
+}
+
+func proposalConflict(p *Proposal, format string, args ...any) *Error {
+	return Errorf(KindProposalConflict, format, args...).With("proposal_id", p.ProposalID).With("status", p.Status)
+}
+
+// loadProposal reads one proposal; unknown ids are proposal_not_found.
+func (e *Engine) loadProposal(ctx context.Context, q Querier, id string) (*Proposal, error) {
+	if id == "" {
+		return nil, invalid("proposal_id", "proposal_id is required")
+	}
+	p, err := e.scanProposal(q.QueryRowContext(ctx, `SELECT `+proposalColumns+` FROM proposals WHERE proposal_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, proposalNotFound(id)
+	}
+	if err != nil {
+		return nil, Internal(err)
+	}
+	return p, nil
+}
+
+// Propose records a change for review. The target and change.section must
+// name regions of the current document (stored canonically, as paths); the
+// base must be a version that exists. A stale base is accepted and reported
+// (base_is_current=false): the commit will then refuse it.
+func (e *Engine) Propose(tx *Tx, p Principal, in ProposeInput) (Proposal, error) {
+	if err := p.Require(CapPropose); err != nil {
+		return Proposal{}, err
+	}
+	if in.Change.Content == nil {
+		return Proposal{}, invalid("change.content", "change.content is required (a string; empty deletes the section)")
+	}
+	content := *in.Change.Content
+	if !utf8.ValidString(content) {
+		return Proposal{}, invalid("change.content", "change.content is not valid UTF-8")
+	}
+	if !utf8.ValidString(in.Change.Section) {
+		return Proposal{}, invalid("change.section", "change.section is not valid UTF-8")
+	}
+	if err := checkText("summary", in.Summary, e.Limits.MaxSummaryChars); err != nil {
+		return Proposal{}, err
+	}
+	if err := e.checkChangeSize(Change{Content: content, Section: in.Change.Section}); err != nil {
+		return Proposal{}, err
+	}
+	if in.BaseVersion <= 0 {
+		return Proposal{}, invalid("base_version", "base_version is required: the version you read")
+	}
+	if err := e.SyncFile(tx); err != nil {
+		return Proposal{}, err
+	}
+	d, err := e.txDoc(tx)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if in.BaseVersion > d.Version {
+		return Proposal{}, invalid("base_version", "base_version %d is in the future; the document is at version %d", in.BaseVersion, d.Version).
+			With("current_version", d.Version)
+	}
+	target, err := canonicalTarget(d, in.Target)
+	if err != nil {
+		return Proposal{}, err
+	}
+	change := Change{Content: content}
+	if in.Change.Section != "" {
+		r, whole, err := d.FindSection(in.Change.Section)
+		if err != nil {
+			return Proposal{}, err
+		}
+		if !whole {
+			change.Section = r.Path
+		}
+	}
+	body, err := e.encodeChange(change)
+	if err != nil {
+		return Proposal{}, err
+	}
+	now := tx.nowMS()
+	out := Proposal{ProposalID: newID("proposal", 8), WorkspaceID: e.WorkspaceID, ParticipantID: p.ParticipantID,
+		Target: target, BaseVersion: in.BaseVersion, Summary: in.Summary, Change: change, Status: ProposalPending,
+		CreatedAt: WireTime(now)}
+	if _, err := tx.exec(`INSERT INTO proposals(proposal_id, participant_id, target, base_version, summary, change_json, status, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+		out.ProposalID, out.ParticipantID, out.Target, out.BaseVersion, out.Summary, string(body), now, now); err != nil {
+		return Proposal{}, Internal(err)
+	}
+	if err := tx.emit("proposal.created", refs{actor: p.ParticipantID}, map[string]any{
+		"proposal_id": out.ProposalID, "participant_id": out.ParticipantID, "target": target,
+		"base_version": out.BaseVersion, "status": ProposalPending,
+	}); err != nil {
+		return Proposal{}, err
+	}
+	current := in.BaseVersion == d.Version
+	out.BaseIsCurrent = &current
+	return out, nil
+}
+
+// checkChangeSize bounds the JSON encoding of a change (what the proposals
+// table stores) to MaxChangeBytes.
+func (e *Engine) checkChangeSize(c Change) error {
+	_, err := e.encodeChange(c)
+	return err
+}
+
+func (e *Engine) encodeChange(c Change) ([]byte, error) {
+	b, err := encodeJSON(c)
+	if err != nil {
+		return nil, Internal(err)
+	}
+	if len(b) > e.Limits.MaxChangeBytes {
+		return nil, Errorf(KindLimitExceeded, "the change is %d bytes of JSON; at most %d are allowed", len(b), e.Limits.MaxChangeBytes).
+			With("field", "change").With("limit", e.Limits.MaxChangeBytes)
+	}
+	return b, nil
+}
+
+// Review approves or rejects a pending proposal. Anyone holding approve may
+// review, including the proposer (the original's rule, kept for proposals).
+func (e *Engine) Review(tx *Tx, p Principal, in ReviewInput) (ReviewResult, error) {
+	if err := p.Require(CapApprove); err != nil {
+		return ReviewResult{}, err
+	}
+	if in.Approve == nil {
+		return ReviewResult{}, invalid("approve", "approve is required: true approves, false rejects")
+	}
+	pr, err := e.loadProposal(tx.ctx, tx.q, in.ProposalID)
+	if err != nil {
+		return ReviewResult{}, err
+	}
+	if pr.Status != ProposalPending {
+		return ReviewResult{}, proposalConflict(pr, "proposal %s is %s; only a pending proposal can be reviewed", pr.ProposalID, pr.Status)
+	}
+	status := ProposalRejected
+	if *in.Approve {
+		status = ProposalApproved
+	}
+	now := tx.nowMS()
+	n, err := tx.execN(`UPDATE proposals SET status = ?, reviewed_by = ?, reviewed_at = ?, updated_at = ?
+		WHERE proposal_id = ? AND status = 'pending'`, status, p.ParticipantID, now, now, pr.ProposalID)
+	if err != nil {
+		return ReviewResult{}, Internal(err)
+	}
+	if n != 1 {
+		return ReviewResult{}, proposalConflict(pr, "proposal %s is no longer pending", pr.ProposalID)
+	}
+	res := ReviewResult{ProposalID: pr.ProposalID, ReviewerID: p.ParticipantID, Status: status}
+	if err := tx.emit("proposal."+status, refs{actor: p.ParticipantID}, map[string]any{
+		"proposal_id": res.ProposalID, "reviewer_id": res.ReviewerID, "status": status,
+	}); err != nil {
+		return ReviewResult{}, err
+	}
+	return res, nil
+}
+
+// Proposals lists proposals newest first, optionally of one status.
+func (e *Engine) Proposals(ctx context.Context, q Querier, p Principal, status string) ([]Proposal, error) {
+	if err := p.Require(CapRead); err != nil {
+		return nil, err
+	}
+	if status != "" && !slices.Contains(proposalStatuses, status) {
+		return nil, invalid("status", "status must be one of pending, approved, rejected, committed, conflicted, superseded")
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+proposalColumns+` FROM proposals
+		WHERE (? = '' OR status = ?) ORDER BY created_at DESC, rowid DESC LIMIT ?`, status, status, e.Limits.MaxListItems)
+	if err != nil {
+		return nil, Internal(err)
+	}
+	return e.collectProposals(rows)
+}
+
+func (e *Engine) collectProposals(rows *sql.Rows) ([]Proposal, error) {
+	defer rows.Close()
+	out := []Proposal{}
+	for rows.Next() {
+		pr, err := e.scanProposal(rows)
+		if err != nil {
+			return nil, Internal(err)
+		}
+		out = append(out, *pr)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Internal(err)
+	}
+	return out, nil
+}
+
+// supersedePending ends every pending proposal after a commit landed at
+// version v: their bases can no longer be current. Approved proposals are
+// left alone (they will conflict if someone commits them).
+func (e *Engine) supersedePending(tx *Tx, actor string, v int64) error {
+	rows, err := tx.q.QueryContext(tx.ctx, `SELECT proposal_id FROM proposals WHERE status = 'pending' ORDER BY created_at, rowid`)
+	if err != nil {
+		return Internal(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return Internal(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Internal(err)
+	}
+	for _, id := range ids {
+		if _, err := tx.exec(`UPDATE proposals SET status = 'superseded', updated_at = ? WHERE proposal_id = ? AND status = 'pending'`,
+			tx.nowMS(), id); err != nil {
+			return Internal(err)
+		}
+		if err := tx.emit("proposal.superseded", refs{actor: actor}, map[string]any{
+			"proposal_id": id, "status": ProposalSuperseded, "by_version": v,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package room
+
+import "context"
+
+// roomEvents is how many recent events the room view carries.
+const roomEvents = 20
+
+// roomDecidedProposals is how many closed proposals the room view carries
+// besides every open (pending or approved) one.
+const roomDecidedProposals = 10
+
+// RoomView is everything the owner page shows, read from one snapshot
+// (GET /workspace/room).
+type RoomView struct {
+	Status       Status        `json:"status"`
+	Participants []Participant `json:"participants"`
+	Leases       []Lease       `json:"leases"`
+	// Proposals holds every open proposal (pending, approved; bounded by the
+	// list limit) and the most recently closed ones, newest first.
+	Proposals   []Proposal  `json:"proposals"`
+	Events      []Event     `json:"events"` // newest first
+	Summary     Summary     `json:"summary"`
+	Diagnostics Diagnostics `json:"diagnostics"`
+	Handoffs    []Handoff   `json:"handoffs"` // those visible to the caller (D29)
+	// Invites is present only for a caller holding invite.
+	Invites *[]InviteInfo `json:"invites,omitempty"`
+}
+
+// Room assembles the room view for p.
+func (e *Engine) Room(ctx context.Context, q Querier, p Principal) (RoomView, error) {
+	if err := p.Require(CapRead); err != nil {
+		return RoomView{}, err
+	}
+	var v RoomView
+	var err error
+	if v.Status, err = e.Status(ctx, q, p); err != nil {
+		return RoomView{}, err
+	}
+	if v.Participants, err = e.Participants(ctx, q, p); err != nil {
+		return RoomView{}, err
+	}
+	if v.Leases, err = e.Leases(ctx, q, p); err != nil {
+		return RoomView{}, err
+	}
+	if v.Proposals, err = e.roomProposals(ctx, q); err != nil {
+		return RoomView{}, err
+	}
+	h, err := e.History(ctx, q, p, HistoryInput{Limit: roomEvents})
+	if err != nil {
+		return RoomView{}, err
+	}
+	v.Events = h.Events
+	if v.Summary, err = e.Summary(ctx, q, p, SummaryInput{}); err != nil {
+		return RoomView{}, err
+	}
+	if v.Diagnostics, err = e.Diagnostics(ctx, q, p); err != nil {
+		return RoomView{}, err
+	}
+	hs, err := e.ListHandoffs(ctx, q, p, "")
+	if err != nil {
+		return RoomView{}, err
+	}
+	v.Handoffs = nonNil(hs)
+	if p.Require(CapInvite) == nil {
+		inv, err := e.ListInvites(ctx, q, p)
+		if err != nil {
+			return RoomView{}, err
+		}
+		inv = nonNil(inv)
+		v.Invites = &inv
+	}
+	return v, nil
+}
+
+func (e *Engine) roomProposals(ctx context.Context, q Querier) ([]Proposal, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+proposalColumns+` FROM proposals
+		WHERE status IN ('pending','approved') OR rowid IN (
+			SELECT rowid FROM proposals WHERE status NOT IN ('pending','approved')
+			ORDER BY created_at DESC, rowid DESC LIMIT ?)
+		ORDER BY created_at DESC, rowid DESC LIMIT ?`, roomDecidedProposals, e.Limits.MaxListItems)
+	if err != nil {
+		return nil, Internal(err)
+	}
+	return e.collectProposals(rows)
+}
