@@ -109,3 +109,59 @@ func TestSweeper_ExpiresSessionsWithEvents(t *testing.T) {
 		t.Fatalf("token after expiry: %v, want session_expired", err)
 	}
 }
+
+// TestAuthenticate_CacheNeverOutlivesTheSession authenticates first (which
+// caches the session), then ends it by leaving and by expiry: the cache must
+// follow the sidecar, not keep the old answer.
+func TestAuthenticate_CacheNeverOutlivesTheSession(t *testing.T) {
+	clock := newFakeClock()
+	tr := openRoom(t, func(c *Config) { c.Engine.Clock = clock.Now })
+	ctx := context.Background()
+	join := func() room.SessionGrant {
+		g, err := invite(ctx, tr.Room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Do(ctx, tr.Room, "join", func(tx *room.Tx) (room.SessionGrant, error) {
+			return tr.Engine().Join(tx, room.JoinInput{Secret: g.Token, Name: "bot"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	auth := func(token string) (room.Principal, error) {
+		return Read(ctx, tr.Room, func(q room.Querier) (room.Principal, error) {
+			return tr.Engine().Authenticate(ctx, q, token)
+		})
+	}
+
+	left := join()
+	p, err := auth(left.SessionToken)
+	if err != nil || p.SessionRef != left.SessionRef {
+		t.Fatalf("first authentication: %v %v", p, err)
+	}
+	if _, err := Do(ctx, tr.Room, "leave", func(tx *room.Tx) (struct{}, error) {
+		return struct{}{}, tr.Engine().Leave(tx, p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth(left.SessionToken); room.ErrorKind(err) != room.KindUnauthorized {
+		t.Fatalf("after leaving: %v, want unauthorized", err)
+	}
+
+	expiring := join()
+	if _, err := auth(expiring.SessionToken); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(8 * time.Hour)
+	if _, err := auth(expiring.SessionToken); room.ErrorKind(err) != room.KindSessionExpired {
+		t.Fatalf("past expiry, before the sweep: %v, want session_expired", err)
+	}
+	if err := tr.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth(expiring.SessionToken); room.ErrorKind(err) != room.KindSessionExpired {
+		t.Fatalf("after the sweep: %v, want session_expired", err)
+	}
+}

@@ -31,10 +31,11 @@ type Engine struct {
 	// Clock is the room's one source of time (tests inject a fake one).
 	Clock func() time.Time
 
-	hints atomic.Pointer[[]Hint]
-	stamp atomic.Pointer[fileStamp]
-	docs  docCache
-	seen  lastSeen
+	hints    atomic.Pointer[[]Hint]
+	stamp    atomic.Pointer[fileStamp]
+	docs     docCache
+	seen     lastSeen
+	sessions sessionCache
 
 	afterFileWrite func() error // crash-test seam, run right after the document is renamed into place; nil in production
 }

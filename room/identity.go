@@ -406,25 +406,33 @@ func (e *Engine) Authenticate(ctx context.Context, q Querier, token string) (Pri
 	if token == "" {
 		return Principal{}, Errorf(KindUnauthorized, "a session is required: send Authorization: Bearer <session_token>")
 	}
+	hash := HashSecret(token)
+	now := ms(e.Now())
+	if s, ok := e.sessions.get(hash); ok {
+		if s.expires <= now {
+			return Principal{}, Errorf(KindSessionExpired, "this session has expired; join again with a new invitation")
+		}
+		e.seen.touch(s.p.SessionRef, now)
+		return s.p, nil
+	}
 	var ref, pid, capsText string
 	var expires int64
 	var ended sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT session_ref, participant_id, capabilities, expires_at, ended_at
-		FROM sessions WHERE token_sha256 = ?`, HashSecret(token)).Scan(&ref, &pid, &capsText, &expires, &ended)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && ended.Valid) {
-		if err == nil && ended.Valid {
-			var reason sql.NullString
-			_ = q.QueryRowContext(ctx, `SELECT end_reason FROM sessions WHERE session_ref = ?`, ref).Scan(&reason)
-			if reason.String == "expired" {
-				return Principal{}, Errorf(KindSessionExpired, "this session has expired; join again with a new invitation")
-			}
-		}
+	var reason sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT session_ref, participant_id, capabilities, expires_at, ended_at, end_reason
+		FROM sessions WHERE token_sha256 = ?`, hash).Scan(&ref, &pid, &capsText, &expires, &ended, &reason)
+	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, Errorf(KindUnauthorized, "unknown or ended session")
 	}
 	if err != nil {
 		return Principal{}, Internal(err)
 	}
-	now := ms(e.Now())
+	if ended.Valid {
+		if reason.String == "expired" {
+			return Principal{}, Errorf(KindSessionExpired, "this session has expired; join again with a new invitation")
+		}
+		return Principal{}, Errorf(KindUnauthorized, "unknown or ended session")
+	}
 	if expires <= now {
 		return Principal{}, Errorf(KindSessionExpired, "this session has expired; join again with a new invitation")
 	}
@@ -432,8 +440,10 @@ func (e *Engine) Authenticate(ctx context.Context, q Querier, token string) (Pri
 	if err != nil {
 		return Principal{}, err
 	}
+	p := Principal{ParticipantID: pid, SessionRef: ref, Caps: caps}
+	e.sessions.put(hash, cachedSession{p: p, expires: expires})
 	e.seen.touch(ref, now)
-	return Principal{ParticipantID: pid, SessionRef: ref, Caps: caps}, nil
+	return p, nil
 }
 
 // Participants lists the participants who have not left, oldest first.
@@ -527,6 +537,8 @@ func (e *Engine) endSessions(tx *Tx, where string, args []any, reason string) er
 			}
 		}
 		tx.endedSessions = append(tx.endedSessions, s.ref)
+		ref := s.ref
+		tx.after = append(tx.after, func() { e.sessions.end(ref) })
 	}
 	return nil
 }
