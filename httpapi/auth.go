@@ -64,6 +64,9 @@ func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) 
 }
 
 func (s *Server) sessionPrincipal(ctx context.Context, token string) (room.Principal, error) {
+	if p, ok, err := s.eng.CachedPrincipal(token); ok {
+		return p, err
+	}
 	return actor.Read(ctx, s.room, func(q room.Querier) (room.Principal, error) {
 		return s.eng.Authenticate(ctx, q, token)
 	})
