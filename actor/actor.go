@@ -129,6 +129,9 @@ func (r *Room) Engine() *room.Engine { return r.eng }
 // hangs on a dead room.
 func (r *Room) Done() <-chan struct{} { return r.done }
 
+// Queued is how many commands wait for the writer now.
+func (r *Room) Queued() int { return len(r.cmds) }
+
 // Stats exposes the writer's counters.
 func (r *Room) Stats() *Stats { return &r.stats }
 
@@ -363,6 +366,14 @@ func (r *Room) runBatch(batch []*call) {
 			f()
 		}
 	}
+	// Publish before answering: a caller that opens a listen right after its
+	// answer must not receive the change it was already answered for.
+	// Publish never blocks, so this costs the callers nothing.
+	if r.pub != nil && len(outcomes) > 0 {
+		if b := toBatch(outcomes); len(b.Messages) > 0 || len(b.EndSessions) > 0 {
+			r.pub.Publish(b)
+		}
+	}
 	for i, c := range batch {
 		if ran[i] {
 			r.stats.Commands.Add(1)
@@ -371,11 +382,6 @@ func (r *Room) runBatch(batch []*call) {
 			}
 		}
 		c.reply <- results[i]
-	}
-	if r.pub != nil && len(outcomes) > 0 {
-		if b := toBatch(outcomes); len(b.Messages) > 0 || len(b.EndSessions) > 0 {
-			r.pub.Publish(b)
-		}
 	}
 }
 

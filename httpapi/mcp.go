@@ -220,7 +220,7 @@ func (s *Server) mcpNotification(w http.ResponseWriter, r *http.Request, req *rp
 		}
 		if json.Unmarshal(req.Params, &p) == nil && len(p.RequestID) > 0 {
 			if pr, err := s.sessionPrincipal(r.Context(), bearer(r)); err == nil {
-				s.hub.Cancel(pr.SessionRef, string(p.RequestID))
+				s.hub.Cancel(pr.SessionRef, idKey(p.RequestID))
 			}
 		}
 	}

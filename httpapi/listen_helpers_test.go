@@ -1,0 +1,1166 @@
+package httpapi
+
+// Helpers for the end-to-end tests of subscriptions/listen and the legacy
+// GET /mcp stream: a room whose limits and hub configuration a test chooses,
+// a small MCP client (every name here starts with "ls" so it cannot collide
+// with other helper files), and an SSE reader over a real HTTP response.
+// Nothing here sleeps: every wait is on a frame, the end of a stream, or a
+// context deadline.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/listen"
+	"github.com/commonroom/ce/room"
+)
+
+const (
+	lsProtocol   = "2026-07-28"
+	lsSubIDKey   = "io.modelcontextprotocol/subscriptionId"
+	lsInfoKey    = "io.modelcontextprotocol/serverInfo"
+	lsTasksExt   = "io.modelcontextprotocol/tasks"
+	lsAckMethod  = "notifications/subscriptions/acknowledged"
+	lsTaskMethod = "notifications/tasks"
+	lsResMethod  = "notifications/resources/updated"
+
+	// lsWait bounds every wait for a frame that must arrive.
+	lsWait = 20 * time.Second
+)
+
+// lsOpts chooses what lsHarness changes from the default harness.
+type lsOpts struct {
+	Limits func(*room.Limits) // adjusts room.Defaults()
+	Hub    listen.Config      // Logger and Now are filled in when nil
+	// Gate, when set, stands between the room's writer and the hub; see lsGate.
+	Gate *lsGate
+	// InMemory puts the room's files on tmpfs (/dev/shm) when there is
+	// one, for tests that push megabytes through the sidecar: its commits
+	// fsync, and on a disk that, not the code under test, would dominate.
+	InMemory bool
+}
+
+// lsTempDir is t.TempDir(), on /dev/shm when asked and available.
+func lsTempDir(t testing.TB, inMemory bool) string {
+	t.Helper()
+	if inMemory {
+		if dir, err := os.MkdirTemp("/dev/shm", "ce-listen-test-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
+// lsHarness is newHarness with the room's limits and the hub's configuration
+// chosen by the test. It fills the same roomHarness, so every harness method
+// works on it (except restart, which would start with the defaults).
+func lsHarness(t testing.TB, content string, o lsOpts) *roomHarness {
+	t.Helper()
+	if content == "" {
+		content = harnessDoc
+	}
+	dir := lsTempDir(t, o.InMemory)
+	doc := filepath.Join(dir, "idea.md")
+	if err := os.WriteFile(doc, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	h := &roomHarness{
+		t: t, Dir: dir, Doc: doc, Clock: newFakeClock(), Logs: logs,
+		Log:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OpToken: harnessOperatorToken,
+		client: &http.Client{
+			Timeout:       30 * time.Second,
+			Transport:     &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	ctx := context.Background()
+	limits := room.Defaults()
+	if o.Limits != nil {
+		o.Limits(&limits)
+	}
+	eng, err := room.NewEngine(h.Doc, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Clock = h.Clock.Now
+	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := o.Hub
+	if cfg.Logger == nil {
+		cfg.Logger = h.Log
+	}
+	if cfg.Now == nil {
+		cfg.Now = h.Clock.Now
+	}
+	hub := listen.NewHub(cfg)
+	var pub actor.Publisher = hub
+	if o.Gate != nil {
+		o.Gate.hub = hub
+		o.Gate.entered = make(chan bool, 1)
+		o.Gate.release = make(chan struct{})
+		pub = o.Gate
+	}
+	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: pub, Logger: h.Log, HostName: "host"})
+	if err != nil {
+		hub.Close()
+		st.Close()
+		t.Fatal(err)
+	}
+	if o.Gate != nil {
+		o.Gate.mu.Lock()
+		o.Gate.room = r
+		o.Gate.mu.Unlock()
+	}
+	ownerLn, ingressLn := localListener(t), localListener(t)
+	eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressLn.Addr().(*net.TCPAddr).Port, Mode: "local"}})
+	api := New(Config{Room: r, Hub: hub, Logger: h.Log, OperatorToken: h.OpToken, Version: "test"})
+	serve := func(handler http.Handler, ln net.Listener) *httptest.Server {
+		s := httptest.NewUnstartedServer(handler)
+		s.Listener.Close()
+		s.Listener = ln
+		s.Config.ReadHeaderTimeout = 10 * time.Second
+		s.Config.ErrorLog = slog.NewLogLogger(h.Log.Handler(), slog.LevelWarn)
+		s.Start()
+		return s
+	}
+	h.Eng, h.Store, h.Hub, h.Room, h.API = eng, st, hub, r, api
+	h.Owner = serve(api.OwnerHandler(), ownerLn)
+	h.Ingress = serve(api.IngressHandler(), ingressLn)
+	h.running = true
+	t.Cleanup(func() {
+		h.stop()
+		h.client.CloseIdleConnections()
+	})
+	return h
+}
+
+// lsGate is the room's Publisher in front of the hub. Armed, it holds the
+// next batch the writer hands over, reports whether the writer had already
+// answered that batch's caller (the writer's Commands counter moved past
+// the count taken when arming: runBatch counts each command just before
+// answering it), and forwards the batch only when released. That makes
+// the window between "the caller has its answer" and "the hub has the
+// change" as wide as a test needs, without sleeping.
+type lsGate struct {
+	hub     *listen.Hub
+	mu      sync.Mutex
+	room    *actor.Room
+	armed   bool
+	base    uint64
+	entered chan bool
+	release chan struct{}
+}
+
+func (g *lsGate) Publish(b listen.Batch) {
+	g.mu.Lock()
+	armed, base, r := g.armed, g.base, g.room
+	g.armed = false
+	g.mu.Unlock()
+	if armed {
+		g.entered <- r.Stats().Commands.Load() > base
+		<-g.release
+	}
+	g.hub.Publish(b)
+}
+
+// arm catches the next batch. Nothing else may be writing meanwhile.
+func (g *lsGate) arm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed = true
+	g.base = g.room.Stats().Commands.Load()
+}
+
+// ---- a publication barrier ----
+
+// lsBarrier proves that every change committed so far has reached the hub
+// and been fanned out: the hub takes batches in commit order, so once a
+// stream that follows only the document gets the frame of a new edit,
+// everything committed before that edit was fanned out too. Without it, a
+// listen opened right after a change may still be offered that change (the
+// writer answers before it publishes; see TestListenReconnect…), which would
+// make the tests that are not about that window flaky.
+type lsBarrier struct {
+	h   *roomHarness
+	tok string
+	s   *lsStream
+}
+
+// lsNewBarrier must be created before the test edits the document.
+func lsNewBarrier(t testing.TB, h *roomHarness, c *http.Client) *lsBarrier {
+	t.Helper()
+	g := h.session("barrier", "read")
+	s, _ := lsListen(t, h, c, g.SessionToken, `"barrier"`, map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+	return &lsBarrier{h: h, tok: g.SessionToken, s: s}
+}
+
+// wait appends a character to the file, has the room record it, and waits
+// for its frame.
+func (b *lsBarrier) wait(t testing.TB) {
+	t.Helper()
+	cur, err := os.ReadFile(b.h.Doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsEdit(t, b.h, b.tok, string(cur)+".")
+	b.s.expectRes(t, b.h.Eng.DocumentURI())
+}
+
+// ---- a small MCP client ----
+
+// lsNameField is the params field Mcp-Name must carry for a method.
+func lsNameField(method string) string {
+	switch method {
+	case "tools/call", "prompts/get":
+		return "name"
+	case "resources/read":
+		return "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return "taskId"
+	}
+	return ""
+}
+
+// lsBody builds a JSON-RPC request. id is raw JSON ("" for a notification),
+// sent exactly as given (no HTML escaping, as a non-Go client would send it);
+// params get the required _meta, declaring the Tasks extension when tasks.
+func lsBody(id, method string, params map[string]any, tasks bool) []byte {
+	p := map[string]any{}
+	for k, v := range params {
+		p[k] = v
+	}
+	caps := map[string]any{}
+	if tasks {
+		caps["extensions"] = map[string]any{lsTasksExt: map[string]any{}}
+	}
+	if _, ok := p["_meta"]; !ok {
+		p["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    lsProtocol,
+			"io.modelcontextprotocol/clientCapabilities": caps,
+		}
+	}
+	pj, err := lsMarshal(p)
+	if err != nil {
+		panic(err)
+	}
+	mj, _ := lsMarshal(method)
+	b := []byte(`{"jsonrpc":"2.0",`)
+	if id != "" {
+		b = append(append(append(b, `"id":`...), id...), ',')
+	}
+	b = append(append(append(b, `"method":`...), mj...), `,"params":`...)
+	return append(append(b, pj...), '}')
+}
+
+// lsMarshal encodes without HTML escaping, so raw ids inside keep their bytes.
+func lsMarshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// lsRequest is a POST /mcp request on the ingress listener with the routing
+// headers a well-behaved client sends. token "" sends no Authorization.
+func lsRequest(ctx context.Context, t testing.TB, h *roomHarness, token, id, method string, params map[string]any, tasks bool) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "POST", h.ingressURL("/mcp"), bytes.NewReader(lsBody(id, method, params, tasks)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", lsProtocol)
+	req.Header.Set("Mcp-Method", method)
+	if f := lsNameField(method); f != "" {
+		if v, ok := params[f].(string); ok {
+			req.Header.Set("Mcp-Name", v)
+		}
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}
+
+// lsReply is a finished JSON-RPC exchange.
+type lsReply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	ID     json.RawMessage
+	Result map[string]any
+	Error  *lsRPCError
+}
+
+type lsRPCError struct {
+	Code    int            `json:"code"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data"`
+}
+
+// lsCall sends one MCP request and decodes the answer (which must be JSON).
+func lsCall(t testing.TB, h *roomHarness, token, id, method string, params map[string]any, tasks bool) lsReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
+	defer cancel()
+	res, err := h.client.Do(lsRequest(ctx, t, h, token, id, method, params, tasks))
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("%s: reading the answer: %v", method, err)
+	}
+	r := lsReply{Status: res.StatusCode, Header: res.Header, Body: b}
+	if id == "" { // a notification: 202 and no body expected
+		return r
+	}
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("%s: Content-Type %q, want application/json; status %d body %.300s", method, ct, res.StatusCode, b)
+	}
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  map[string]any  `json:"result"`
+		Error   *lsRPCError     `json:"error"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: answer is not JSON-RPC: %v\n%s", method, err, b)
+	}
+	r.ID, r.Result, r.Error = m.ID, m.Result, m.Error
+	return r
+}
+
+// lsOK is lsCall requiring a result.
+func lsOK(t testing.TB, h *roomHarness, token, method string, params map[string]any, tasks bool) map[string]any {
+	t.Helper()
+	r := lsCall(t, h, token, "1", method, params, tasks)
+	if r.Error != nil || r.Result == nil {
+		t.Fatalf("%s %v: status %d, error %+v; body %.500s", method, params, r.Status, r.Error, r.Body)
+	}
+	return r.Result
+}
+
+// lsTool calls a tool and returns its structuredContent; a tool error fails.
+func lsTool(t testing.TB, h *roomHarness, token, name string, args map[string]any) map[string]any {
+	t.Helper()
+	res := lsOK(t, h, token, "tools/call", map[string]any{"name": name, "arguments": args}, false)
+	if res["isError"] == true {
+		t.Fatalf("tool %s %v failed: %v", name, args, res["structuredContent"])
+	}
+	sc, _ := res["structuredContent"].(map[string]any)
+	if sc == nil {
+		t.Fatalf("tool %s: no structuredContent in %v", name, res)
+	}
+	return sc
+}
+
+// lsNotify sends a client notification (no id) and requires 202.
+func lsNotify(t testing.TB, h *roomHarness, token, method string, params map[string]any) {
+	t.Helper()
+	r := lsCall(t, h, token, "", method, params, false)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("%s: status %d, want 202; body %s", method, r.Status, r.Body)
+	}
+}
+
+// lsCancelListen sends notifications/cancelled naming requestID (raw JSON).
+func lsCancelListen(t testing.TB, h *roomHarness, token, requestID string) {
+	t.Helper()
+	lsNotify(t, h, token, "notifications/cancelled", map[string]any{"requestId": json.RawMessage(requestID), "reason": "done"})
+}
+
+// ---- tasks ----
+
+// lsTaskRef is a handoff and its task.
+type lsTaskRef struct{ HandoffID, TaskID string }
+
+// lsCreateTask creates a handoff with the Tasks extension declared and
+// returns the handle's ids.
+func lsCreateTask(t testing.TB, h *roomHarness, token, summary string) lsTaskRef {
+	t.Helper()
+	res := lsOK(t, h, token, "tools/call", map[string]any{"name": "handoff_create",
+		"arguments": map[string]any{"summary": summary}}, true)
+	if res["resultType"] != "task" {
+		t.Fatalf("handoff_create with the extension: resultType %v, want task: %v", res["resultType"], res)
+	}
+	tid, _ := res["taskId"].(string)
+	meta, _ := res["_meta"].(map[string]any)
+	hid, _ := meta["commonroom/handoff_id"].(string)
+	if tid == "" || hid == "" {
+		t.Fatalf("task handle without taskId or handoff id: %v", res)
+	}
+	return lsTaskRef{HandoffID: hid, TaskID: tid}
+}
+
+func lsAccept(t testing.TB, h *roomHarness, token string, x lsTaskRef) {
+	t.Helper()
+	lsTool(t, h, token, "handoff_accept", map[string]any{"handoff_id": x.HandoffID})
+}
+
+// lsAsk has the assignee ask the owner one question under key.
+func lsAsk(t testing.TB, h *roomHarness, token string, x lsTaskRef, key, message string) {
+	t.Helper()
+	lsTool(t, h, token, "handoff_request_input", map[string]any{"handoff_id": x.HandoffID,
+		"requests": []any{map[string]any{"key": key, "message": message}}})
+}
+
+// lsAnswer has the owner answer key with tasks/update.
+func lsAnswer(t testing.TB, h *roomHarness, token string, x lsTaskRef, key string) {
+	t.Helper()
+	res := lsOK(t, h, token, "tasks/update", map[string]any{"taskId": x.TaskID, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"answer": "yes to " + key}}}}, true)
+	if res["resultType"] != "complete" {
+		t.Fatalf("tasks/update: %v", res)
+	}
+}
+
+func lsComplete(t testing.TB, h *roomHarness, token string, x lsTaskRef, text string) {
+	t.Helper()
+	lsTool(t, h, token, "handoff_complete", map[string]any{"handoff_id": x.HandoffID, "result": map[string]any{"text": text}})
+}
+
+func lsCancelTask(t testing.TB, h *roomHarness, token string, x lsTaskRef) {
+	t.Helper()
+	lsOK(t, h, token, "tasks/cancel", map[string]any{"taskId": x.TaskID}, true)
+}
+
+// lsTaskGet is tasks/get's result.
+func lsTaskGet(t testing.TB, h *roomHarness, token string, x lsTaskRef) map[string]any {
+	t.Helper()
+	return lsOK(t, h, token, "tasks/get", map[string]any{"taskId": x.TaskID}, true)
+}
+
+// lsSameTask checks that a notifications/tasks frame's params, without
+// _meta.subscriptionId, equal a tasks/get result without resultType and
+// _meta.serverInfo.
+func lsSameTask(t testing.TB, f lsFrame, get map[string]any) {
+	t.Helper()
+	params := map[string]any{}
+	for k, v := range f.Msg.Params {
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			t.Fatalf("frame params.%s: %v", k, err)
+		}
+		params[k] = x
+	}
+	params = lsWithoutMeta(params, lsSubIDKey)
+	want := lsWithoutMeta(get, lsInfoKey)
+	delete(want, "resultType")
+	if !reflect.DeepEqual(params, want) {
+		a, _ := json.Marshal(params)
+		b, _ := json.Marshal(want)
+		t.Fatalf("notifications/tasks params differ from tasks/get:\n frame:     %s\n tasks/get: %s", a, b)
+	}
+}
+
+// lsWithoutMeta copies m without _meta[key], dropping _meta when it empties.
+func lsWithoutMeta(m map[string]any, key string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	if meta, ok := out["_meta"].(map[string]any); ok {
+		c := map[string]any{}
+		for k, v := range meta {
+			if k != key {
+				c[k] = v
+			}
+		}
+		if len(c) == 0 {
+			delete(out, "_meta")
+		} else {
+			out["_meta"] = c
+		}
+	}
+	return out
+}
+
+// ---- the document ----
+
+// lsEdit replaces the file out of band, then makes the room notice with a
+// workspace_status call through /mcp, and returns the version it reports.
+// Contents must differ in length from the previous ones: the file's stamp
+// (size, mtime, inode) is how the room notices an edit, and two writes within
+// one clock tick keep the same mtime.
+func lsEdit(t testing.TB, h *roomHarness, token, content string) int64 {
+	t.Helper()
+	before := lsVersion(t, h, token)
+	if err := os.WriteFile(h.Doc, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := lsVersion(t, h, token)
+	if after != before+1 {
+		t.Fatalf("the out-of-band edit made version %d, want %d", after, before+1)
+	}
+	return after
+}
+
+func lsVersion(t testing.TB, h *roomHarness, token string) int64 {
+	t.Helper()
+	st := lsTool(t, h, token, "workspace_status", map[string]any{})
+	v, ok := st["version"].(float64)
+	if !ok {
+		t.Fatalf("workspace_status has no version: %v", st)
+	}
+	return int64(v)
+}
+
+// lsDoc builds a document from the three sections' bodies.
+func lsDoc(idea, goals, plan string) string {
+	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"
+}
+
+// ---- SSE streams ----
+
+// lsMsg is one JSON-RPC message read from a stream; params and result are
+// decoded member by member (a repeated key: the last one wins, as in any
+// generic JSON decoder).
+type lsMsg struct {
+	JSONRPC string                     `json:"jsonrpc"`
+	ID      json.RawMessage            `json:"id"`
+	Method  string                     `json:"method"`
+	Params  map[string]json.RawMessage `json:"params"`
+	Result  map[string]json.RawMessage `json:"result"`
+	Error   json.RawMessage            `json:"error"`
+}
+
+// lsFrame is one SSE event's data, decoded once by the reader goroutine.
+type lsFrame struct {
+	Data []byte
+	Msg  lsMsg
+	Err  error    // the data is not a JSON-RPC object
+	Dups []string // object keys that occur twice in one object
+
+	meta      map[string]json.RawMessage
+	uri       string
+	taskID    string
+	status    string
+	inputKeys []string
+}
+
+func (f lsFrame) String() string {
+	if len(f.Data) > 300 {
+		return string(f.Data[:300]) + "…"
+	}
+	return string(f.Data)
+}
+
+// IsFinal reports a response (the listen's final result) rather than a notification.
+func (f lsFrame) IsFinal() bool {
+	return f.Msg.Method == "" && (f.Msg.Result != nil || f.Msg.Error != nil)
+}
+
+// Meta is params._meta (or result._meta) member by member, as a generic
+// JSON decoder (JSON.parse, a map in Go) reads it: when a key is repeated,
+// the last one wins.
+func (f lsFrame) Meta() map[string]json.RawMessage { return f.meta }
+
+// URI is params.uri of a resources/updated frame.
+func (f lsFrame) URI() string { return f.uri }
+
+// Task is the task id, status and outstanding input keys of a
+// notifications/tasks frame.
+func (f lsFrame) Task() (id, status string, inputKeys []string) {
+	return f.taskID, f.status, f.inputKeys
+}
+
+// lsDupCheckMax bounds the frames searched for repeated keys: the search is
+// a token walk, slow on the megabytes the stalled-reader test pushes, and
+// the small frames of every other test cover the same encoder.
+const lsDupCheckMax = 64 << 10
+
+// lsParseFrame decodes one event's data (params and result member by
+// member, so the bulk is scanned as few times as possible) and looks for
+// duplicate keys, which a JSON decoder silently resolves to the last one.
+func lsParseFrame(data []byte) lsFrame {
+	f := lsFrame{Data: data}
+	if err := json.Unmarshal(data, &f.Msg); err != nil {
+		f.Err = err
+		return f
+	}
+	if len(data) <= lsDupCheckMax {
+		f.Dups = lsDupKeys(data)
+	}
+	p := f.Msg.Params
+	if f.IsFinal() {
+		p = f.Msg.Result
+	}
+	_ = json.Unmarshal(p["_meta"], &f.meta)
+	_ = json.Unmarshal(p["uri"], &f.uri)
+	_ = json.Unmarshal(p["taskId"], &f.taskID)
+	_ = json.Unmarshal(p["status"], &f.status)
+	var inputs map[string]json.RawMessage
+	_ = json.Unmarshal(p["inputRequests"], &inputs)
+	for k := range inputs {
+		f.inputKeys = append(f.inputKeys, k)
+	}
+	slices.Sort(f.inputKeys)
+	return f
+}
+
+// lsDupKeys walks a JSON document and lists keys repeated within one object.
+func lsDupKeys(data []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var dups []string
+	type level struct {
+		obj    bool
+		keys   map[string]bool
+		expect bool // next string token in this object is a key
+	}
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return dups
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				if top != nil && top.obj {
+					top.expect = true // the value is done once it closes
+				}
+				stack = append(stack, &level{obj: d == '{', keys: map[string]bool{}, expect: d == '{'})
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if top != nil && top.obj {
+			if top.expect {
+				k := tok.(string)
+				if top.keys[k] {
+					dups = append(dups, k)
+				}
+				top.keys[k] = true
+				top.expect = false
+			} else {
+				top.expect = true
+			}
+		}
+	}
+}
+
+// lsStream is one open SSE response. A reader goroutine (started by read)
+// parses events into a list the test consumes in order.
+type lsStream struct {
+	name   string
+	id     string // the listen request id as raw JSON ("" for GET /mcp)
+	resp   *http.Response
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	frames  []lsFrame
+	pos     int
+	ended   bool
+	endErr  error
+	partial int // bytes of an event cut off by the end of the stream
+	wake    chan struct{}
+	done    chan struct{}
+	started bool
+	seen    map[string]bool // problems already reported
+}
+
+// first reports whether problem is seen on this stream for the first time.
+func (s *lsStream) first(problem string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	if s.seen[problem] {
+		return false
+	}
+	s.seen[problem] = true
+	return true
+}
+
+// lsClient is a client for streams: no overall timeout (each wait has its
+// own deadline) and a connection per stream.
+func lsClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+}
+
+// lsOpen sends req and, if the answer is an event stream, returns it (not yet
+// read). Otherwise it returns the answer as a finished lsReply.
+func lsOpen(t testing.TB, c *http.Client, req *http.Request, cancel context.CancelFunc, name string) (*lsStream, *lsReply) {
+	t.Helper()
+	res, err := c.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("%s: %v", name, err)
+	}
+	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		defer cancel()
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		r := &lsReply{Status: res.StatusCode, Header: res.Header, Body: b}
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error *lsRPCError     `json:"error"`
+		}
+		if json.Unmarshal(b, &m) == nil {
+			r.ID, r.Error = m.ID, m.Error
+		}
+		return nil, r
+	}
+	s := &lsStream{name: name, resp: res, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	t.Cleanup(s.close)
+	return s, nil
+}
+
+// lsListenReq opens subscriptions/listen and returns either the stream or the
+// refusal. notifications is params.notifications (omitted when nil).
+func lsListenReq(t testing.TB, h *roomHarness, c *http.Client, token, id string, notifications any, tasks bool) (*lsStream, *lsReply) {
+	t.Helper()
+	params := map[string]any{}
+	if notifications != nil {
+		params["notifications"] = notifications
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, r := lsOpen(t, c, lsRequest(ctx, t, h, token, id, "subscriptions/listen", params, tasks), cancel, "listen "+id)
+	if s != nil {
+		s.id = id
+	}
+	return s, r
+}
+
+// lsListen opens a listen that must be answered with a stream, starts
+// reading it and returns it with its acknowledged notifications.
+func lsListen(t testing.TB, h *roomHarness, c *http.Client, token, id string, notifications any, tasks bool) (*lsStream, map[string]json.RawMessage) {
+	t.Helper()
+	s, r := lsListenReq(t, h, c, token, id, notifications, tasks)
+	if s == nil {
+		t.Fatalf("listen %s was refused: %d %s", id, r.Status, r.Body)
+	}
+	s.read()
+	return s, s.ack(t)
+}
+
+// lsLegacyGet opens GET /mcp with a bearer session.
+func lsLegacyGet(t testing.TB, h *roomHarness, c *http.Client, token, accept string) (*lsStream, *lsReply) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", h.ingressURL("/mcp"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return lsOpen(t, c, req, cancel, "GET /mcp")
+}
+
+// read starts the reader goroutine. A test that wants a stalled reader opens
+// a stream and does not call read until it wants to look.
+func (s *lsStream) read() {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return
+	}
+	s.started = true
+	s.mu.Unlock()
+	go s.loop()
+}
+
+func (s *lsStream) loop() {
+	defer close(s.done)
+	br := bufio.NewReaderSize(s.resp.Body, 64<<10)
+	var data []byte
+	have := false
+	var err error
+	for {
+		var line []byte
+		line, err = br.ReadBytes('\n')
+		if err != nil {
+			s.mu.Lock()
+			s.partial = len(data) + len(line)
+			s.mu.Unlock()
+			break
+		}
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		switch {
+		case len(line) == 0:
+			if have {
+				f := lsParseFrame(data)
+				s.mu.Lock()
+				s.frames = append(s.frames, f)
+				s.mu.Unlock()
+				s.signal()
+			}
+			data, have = nil, false
+		case line[0] == ':': // a comment (keep-alive)
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			if have {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+			have = true
+		default: // event:, id:, retry: and unknown fields carry no data
+		}
+	}
+	s.mu.Lock()
+	s.ended = true
+	if !errors.Is(err, io.EOF) {
+		s.endErr = err
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *lsStream) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// nextCtx returns the next unread frame, or an error when the stream ends or
+// ctx does.
+func (s *lsStream) nextCtx(ctx context.Context) (lsFrame, error) {
+	for {
+		s.mu.Lock()
+		if s.pos < len(s.frames) {
+			f := s.frames[s.pos]
+			s.pos++
+			s.mu.Unlock()
+			return f, nil
+		}
+		ended, endErr := s.ended, s.endErr
+		s.mu.Unlock()
+		if ended {
+			return lsFrame{}, fmt.Errorf("%s: the stream ended (err %v) while a frame was expected", s.name, endErr)
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			return lsFrame{}, fmt.Errorf("%s: no frame within the deadline: %w", s.name, ctx.Err())
+		}
+	}
+}
+
+// next returns the next frame or fails t after lsWait.
+func (s *lsStream) next(t testing.TB) lsFrame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
+	defer cancel()
+	f, err := s.nextCtx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Err != nil {
+		t.Fatalf("%s: frame is not JSON: %v: %s", s.name, f.Err, f)
+	}
+	return f
+}
+
+// endCtx waits for the stream to end and returns the frames not yet read.
+func (s *lsStream) endCtx(ctx context.Context) ([]lsFrame, error) {
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: the stream did not end within the deadline", s.name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rest := slices.Clone(s.frames[s.pos:])
+	s.pos = len(s.frames)
+	return rest, nil
+}
+
+// end waits (up to lsWait) for the stream to end; it returns the unread frames.
+func (s *lsStream) end(t testing.TB) []lsFrame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
+	defer cancel()
+	rest, err := s.endCtx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rest
+}
+
+// close abandons the stream from the client side. It is idempotent.
+func (s *lsStream) close() {
+	s.cancel()
+	s.resp.Body.Close()
+}
+
+// ack reads the first frame and checks it is the acknowledgement for this
+// listen; it returns params.notifications member by member.
+func (s *lsStream) ack(t testing.TB) map[string]json.RawMessage {
+	t.Helper()
+	f := s.next(t)
+	s.check(t, f, lsAckMethod)
+	var p struct {
+		Notifications map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(f.Msg.Params["notifications"], &p.Notifications); err != nil || p.Notifications == nil {
+		t.Fatalf("%s: acknowledgement without params.notifications object: %s", s.name, f)
+	}
+	return p.Notifications
+}
+
+// check asserts a notification frame: JSON-RPC 2.0, the method, no id, no
+// repeated keys, and (for a listen) _meta.subscriptionId equal to the listen
+// request id byte for byte, so a number stays a number and a string a string;
+// for GET /mcp no subscriptionId at all.
+func (s *lsStream) check(t testing.TB, f lsFrame, method string) {
+	t.Helper()
+	if f.Err != nil {
+		t.Fatalf("%s: frame is not JSON: %v: %s", s.name, f.Err, f)
+	}
+	if f.Msg.JSONRPC != "2.0" || f.Msg.Method != method || f.Msg.ID != nil {
+		t.Fatalf("%s: got %s, want a %s notification", s.name, f, method)
+	}
+	// Each kind of problem is reported once per stream, or the log drowns.
+	if len(f.Dups) > 0 && s.first("dup") {
+		t.Errorf("%s: %s frame repeats keys %v in one object (a JSON decoder keeps only the last): %s", s.name, method, f.Dups, f)
+	}
+	got := f.Meta()[lsSubIDKey]
+	if s.id == "" {
+		if got != nil && s.first("legacy-id") {
+			t.Errorf("%s: a GET /mcp frame carries a subscriptionId: %s", s.name, f)
+		}
+		return
+	}
+	if !bytes.Equal(lsCompact(got), lsCompact(json.RawMessage(s.id))) && s.first("id "+method) {
+		t.Errorf("%s: %s frame as a JSON decoder reads it has _meta[%q] = %s, want %s (same JSON type): %s",
+			s.name, method, lsSubIDKey, got, s.id, f)
+	}
+}
+
+// expect reads the next frame and checks it is method (and for resources,
+// about uri; for tasks, about task id and status).
+func (s *lsStream) expectRes(t testing.TB, uri string) lsFrame {
+	t.Helper()
+	f := s.next(t)
+	s.check(t, f, lsResMethod)
+	if f.URI() != uri {
+		t.Fatalf("%s: resources/updated for %q, want %q", s.name, f.URI(), uri)
+	}
+	return f
+}
+
+func (s *lsStream) expectTask(t testing.TB, taskID, status string) lsFrame {
+	t.Helper()
+	f := s.next(t)
+	s.check(t, f, lsTaskMethod)
+	if id, st, _ := f.Task(); id != taskID || st != status {
+		t.Fatalf("%s: notifications/tasks for %s %s, want %s %s: %s", s.name, id, st, taskID, status, f)
+	}
+	return f
+}
+
+// expectFinal checks the graceful end: the listen's own response with
+// resultType complete and the subscriptionId, then the end of the stream.
+func (s *lsStream) expectFinal(t testing.TB) {
+	t.Helper()
+	f := s.next(t)
+	lsCheckFinal(t, s, f)
+	if rest := s.end(t); len(rest) > 0 {
+		t.Fatalf("%s: frames after the final result: %v", s.name, rest)
+	}
+}
+
+func lsCheckFinal(t testing.TB, s *lsStream, f lsFrame) {
+	t.Helper()
+	if !f.IsFinal() || f.Msg.JSONRPC != "2.0" || f.Msg.Error != nil {
+		t.Fatalf("%s: got %s, want the final result", s.name, f)
+	}
+	if !bytes.Equal(lsCompact(f.Msg.ID), lsCompact(json.RawMessage(s.id))) {
+		t.Errorf("%s: final result id %s, want %s", s.name, f.Msg.ID, s.id)
+	}
+	res := f.Msg.Result
+	if string(res["resultType"]) != `"complete"` {
+		t.Errorf("%s: final resultType %s, want \"complete\"", s.name, res["resultType"])
+	}
+	for k := range res {
+		if k != "resultType" && k != "_meta" {
+			t.Errorf("%s: final result has member %q; SubscriptionsListenResult has only resultType and _meta", s.name, k)
+		}
+	}
+	if got := f.Meta()[lsSubIDKey]; !bytes.Equal(lsCompact(got), lsCompact(json.RawMessage(s.id))) {
+		t.Errorf("%s: final _meta[%q] = %s, want %s", s.name, lsSubIDKey, got, s.id)
+	}
+	if len(f.Dups) > 0 {
+		t.Errorf("%s: final result repeats keys %v", s.name, f.Dups)
+	}
+}
+
+func lsCompact(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// lsStrings decodes an acknowledged list.
+func lsStrings(t testing.TB, raw json.RawMessage) []string {
+	t.Helper()
+	if raw == nil {
+		return nil
+	}
+	var out []string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("acknowledged list %s: %v", raw, err)
+	}
+	return out
+}
+
+// lsSameSet compares two lists as sets and rejects duplicates in got.
+func lsSameSet(got, want []string) bool {
+	g, w := slices.Clone(got), slices.Clone(want)
+	slices.Sort(g)
+	slices.Sort(w)
+	return slices.Equal(g, w) && len(slices.Compact(slices.Clone(g))) == len(g)
+}
+
+// lsSessions joins n sessions holding caps through one multi-use invitation,
+// a few joins at a time.
+func lsSessions(t testing.TB, h *roomHarness, n int, caps ...string) []sessionGrant {
+	t.Helper()
+	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n})
+	out := make([]sessionGrant, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r, err := h.send("POST", h.ingressURL("/session/join"), "", map[string]any{"invite": inv.URI, "name": fmt.Sprintf("s%03d", i)})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if r.Status != http.StatusOK {
+				errs[i] = fmt.Errorf("join %d: %d %s", i, r.Status, r.Body)
+				return
+			}
+			errs[i] = json.Unmarshal(r.Body, &out[i])
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// lsEach runs f for every stream concurrently, each with its own deadline,
+// and fails t with every error.
+func lsEach(t testing.TB, streams []*lsStream, f func(ctx context.Context, s *lsStream) error) {
+	t.Helper()
+	errs := make([]error, len(streams))
+	var wg sync.WaitGroup
+	for i, s := range streams {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			errs[i] = f(ctx, s)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		msg := err.Error()
+		if len(msg) > 4000 {
+			msg = msg[:4000] + "…"
+		}
+		t.Fatal(msg)
+	}
+}
+
+// lsErrT lets helpers that call t.Fatal run on goroutines the test started:
+// a fatal error is recorded and ends only that goroutine; report fails the
+// test from its own goroutine.
+type lsErrT struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func lsCollect(t testing.TB) *lsErrT { return &lsErrT{TB: t} }
+
+func (e *lsErrT) Helper() {}
+
+func (e *lsErrT) Errorf(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+func (e *lsErrT) Error(args ...any) { e.Errorf("%s", fmt.Sprint(args...)) }
+func (e *lsErrT) Fail()             { e.Errorf("failed") }
+func (e *lsErrT) FailNow()          { e.Fail(); runtime.Goexit() }
+
+func (e *lsErrT) Fatalf(format string, args ...any) {
+	e.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+func (e *lsErrT) Fatal(args ...any) {
+	e.Error(args...)
+	runtime.Goexit()
+}
+
+func (e *lsErrT) Failed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.errs) > 0
+}
+
+// report fails t (from the test's goroutine) with what was collected.
+func (e *lsErrT) report(t testing.TB) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.errs) == 0 {
+		return
+	}
+	msg := strings.Join(e.errs, "\n")
+	if len(msg) > 4000 {
+		msg = msg[:4000] + "…"
+	}
+	t.Fatalf("%d error(s):\n%s", len(e.errs), msg)
+}
