@@ -31,7 +31,13 @@ func hostName(env Env) string {
 // openLocal opens the room of docPath. dbPath overrides the sidecar
 // location (--ephemeral); pub receives commits (nil for one-shot commands).
 func openLocal(ctx context.Context, docPath, dbPath, host string, pub actor.Publisher, log *slog.Logger) (*localRoom, error) {
-	eng, err := room.NewEngine(docPath, room.Defaults())
+	return openLocalWith(ctx, docPath, dbPath, host, pub, log, room.Defaults(), 0)
+}
+
+// openLocalWith is openLocal with the room's limits and the writer's batch
+// bound chosen by the caller (ce serve's flags).
+func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.Publisher, log *slog.Logger, limits room.Limits, maxBatch int) (*localRoom, error) {
+	eng, err := room.NewEngine(docPath, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +48,7 @@ func openLocal(ctx context.Context, docPath, dbPath, host string, pub actor.Publ
 	if err != nil {
 		return nil, err
 	}
-	cfg := actor.Config{Engine: eng, Store: st, Logger: log, HostName: host}
+	cfg := actor.Config{Engine: eng, Store: st, Logger: log, HostName: host, MaxBatch: maxBatch}
 	if pub != nil {
 		cfg.Publisher = pub
 	}

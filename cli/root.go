@@ -170,6 +170,11 @@ func rootCommand(env Env) *ffcli.Command {
 		handoffEventsCommand(env),
 		taskCommand(env),
 		taskCancelCommand(env),
+		participantsCommand(env),
+		leasesCommand(env),
+		proposalsCommand(env),
+		historyCommand(env),
+		diffCommand(env),
 	}
 	for _, c := range root.Subcommands {
 		c.FlagSet.SetOutput(env.Stderr)

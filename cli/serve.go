@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -29,6 +30,11 @@ type serveFlags struct {
 	ephemeral   bool
 	logLevel    string
 	queueLen    int
+	maxLag      time.Duration
+	streams     int
+	rateLimit   int
+	maxSessions int
+	maxBatch    int
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -41,6 +47,11 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.BoolVar(&f.ephemeral, "ephemeral", false, "keep the sidecar in a temporary directory and delete it on exit")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (logs go to stderr)")
 	fs.IntVar(&f.queueLen, "listen-queue", 256, "frames buffered per live subscriber before it is dropped")
+	fs.DurationVar(&f.maxLag, "listen-max-lag", 10*time.Second, "drop a live subscriber whose oldest unsent frame is older than this")
+	fs.IntVar(&f.streams, "streams-per-session", 4, "live streams one session may hold at once")
+	fs.IntVar(&f.rateLimit, "rate-limit", 600, "requests per minute per session (0 = no limit)")
+	fs.IntVar(&f.maxSessions, "max-sessions", 32, "live sessions the room admits")
+	fs.IntVar(&f.maxBatch, "max-batch", 64, "commands per write transaction (1 turns group commit off)")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
@@ -121,12 +132,19 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		dbPath = filepath.Join(dir, filepath.Base(docPath)+".commonroom.db")
 	}
 
-	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, Logger: log})
+	if f.queueLen < 1 || f.streams < 1 || f.rateLimit < 0 || f.maxSessions < 1 || f.maxBatch < 1 || f.maxLag <= 0 {
+		return &exitError{code: exitUsage, err: errors.New("--listen-queue, --streams-per-session, --max-sessions and --max-batch must be at least 1, --listen-max-lag positive, --rate-limit 0 or more")}
+	}
+	raiseFileLimit(log)
+	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log})
 	host := f.name
 	if host == "" {
 		host = hostName(env)
 	}
-	l, err := openLocal(ctx, docPath, dbPath, host, hub, log)
+	limits := room.Defaults()
+	limits.RateLimitPerMinute = f.rateLimit
+	limits.MaxLiveSessions = f.maxSessions
+	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch)
 	if err != nil {
 		hub.Close()
 		return err
@@ -228,6 +246,20 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	shutdown(servers, hub, log)
 	stopRoom()
 	return serveErr
+}
+
+// raiseFileLimit lifts the soft open-file limit to the hard one: every live
+// stream is a socket, and the default soft limit (often 1,024) would refuse
+// connections long before memory runs out.
+func raiseFileLimit(log *slog.Logger) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur >= rl.Max {
+		return
+	}
+	rl.Cur = rl.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		log.Warn("cannot raise the open-file limit", "err", err)
+	}
 }
 
 // shutdown stops accepting, ends live streams gracefully (each gets its

@@ -45,7 +45,7 @@ func TestBearerAuthRefused(t *testing.T) {
 		{"Basic scheme is unauthorized", withHeader("Authorization", "Basic dXNlcjpwYXNz"), "unauthorized", "both"},
 		{"token without the Bearer scheme is unauthorized", withHeader("Authorization", live.SessionToken), "unauthorized", "both"},
 		{"session_ref instead of the token is unauthorized", withHeader("Authorization", "Bearer "+live.SessionRef), "unauthorized", "both"},
-		{"token with a character changed is unauthorized", withHeader("Authorization", "Bearer "+live.SessionToken[:len(live.SessionToken)-1]+"x"), "unauthorized", "both"},
+		{"token with a character changed is unauthorized", withHeader("Authorization", "Bearer "+changeLast(live.SessionToken)), "unauthorized", "both"},
 		{"token of a session that left is unauthorized", withHeader("Authorization", "Bearer "+left.SessionToken), "unauthorized", "both"},
 		{"operator token on the ingress listener is unauthorized", withHeader("Authorization", "Bearer "+h.OpToken), "unauthorized", "ingress"},
 	}
@@ -1208,4 +1208,14 @@ func TestRestart(t *testing.T) {
 			t.Errorf("fresh key after restart: %d", r.Status)
 		}
 	})
+}
+
+// changeLast returns token with its last character replaced by a different one.
+func changeLast(token string) string {
+	last := token[len(token)-1]
+	repl := byte('x')
+	if last == repl {
+		repl = 'y'
+	}
+	return token[:len(token)-1] + string(repl)
 }

@@ -479,6 +479,8 @@ func mtWantCaching(t testing.TB, res map[string]any) {
 var mtCatalog = []string{
 	"workspace_status", "workspace_summary", "workspace_regions", "workspace_read", "workspace_history",
 	"workspace_participants", "workspace_invite", "workspace_leave",
+	"workspace_changes_since", "workspace_checkout", "workspace_commit", "workspace_diagnostics", "workspace_diff",
+	"workspace_leases", "workspace_proposals", "workspace_propose", "workspace_release", "workspace_renew", "workspace_review",
 	"handoff_create", "handoff_accept", "handoff_request_input", "handoff_complete",
 	"handoff_get", "handoff_events", "handoff_approve", "handoff_reject",
 }
@@ -489,6 +491,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 	worker := mtJoin(h, "worker", "read", "checkout")
 	approver := mtJoin(h, "approver", "read", "approve")
 	leaver := mtJoin(h, "leaver", "read")
+	committer := mtJoin(h, "committer", "read", "commit")
 
 	res := owner.mcp.ok(t, "tools/list", nil)
 	list, _ := res["tools"].([]any)
@@ -524,6 +527,9 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 	})
 	t.Run("the catalog is exactly the tools with engine methods", func(t *testing.T) {
+		if len(mtCatalog) != 27 {
+			t.Fatalf("the expected catalog has %d tools, want 27", len(mtCatalog))
+		}
 		got := slices.Clone(names)
 		want := slices.Clone(mtCatalog)
 		sort.Strings(got)
@@ -610,6 +616,47 @@ func TestMCPToolsCatalog(t *testing.T) {
 		ok(worker.mcp, "handoff_complete", map[string]any{"handoff_id": hid2, "result": map[string]any{"text": "a plan"}})
 		if rj := ok(approver.mcp, "handoff_reject", map[string]any{"handoff_id": hid2, "note": "too thin"}); rj["status"] != "rejected" {
 			t.Errorf("reject: %v", rj)
+		}
+
+		// The document: lease, propose, review, commit, and the reads of what changed.
+		base := dtNum(st["version"])
+		lease := ok(worker.mcp, "workspace_checkout", map[string]any{"target": "Goals"})
+		leaseID, _ := lease["lease_id"].(string)
+		if leaseID == "" || lease["target"] != "Idea/Goals" {
+			t.Fatalf("workspace_checkout = %v", lease)
+		}
+		if rn := ok(worker.mcp, "workspace_renew", map[string]any{"lease_id": leaseID, "minutes": 30}); rn["lease_id"] != leaseID {
+			t.Errorf("workspace_renew = %v", rn)
+		}
+		if ls, _ := ok(owner.mcp, "workspace_leases", nil)["leases"].([]any); len(ls) != 1 || mtGet(ls[0], "lease_id") != leaseID {
+			t.Errorf("workspace_leases = %v", ls)
+		}
+		prop := ok(owner.mcp, "workspace_propose", map[string]any{"target": "Goals", "base_version": base, "summary": "sharper goals",
+			"change": map[string]any{"section": "Goals", "content": "## Goals\n\nship it on Friday\n\n"}})
+		pid, _ := prop["proposal_id"].(string)
+		if pid == "" || prop["base_is_current"] != true {
+			t.Fatalf("workspace_propose = %v", prop)
+		}
+		if ps, _ := ok(approver.mcp, "workspace_proposals", map[string]any{"status": "pending"})["proposals"].([]any); len(ps) != 1 || mtGet(ps[0], "proposal_id") != pid {
+			t.Errorf("workspace_proposals = %v", ps)
+		}
+		if rv := ok(approver.mcp, "workspace_review", map[string]any{"proposal_id": pid, "approve": true}); rv["status"] != "approved" {
+			t.Errorf("workspace_review = %v", rv)
+		}
+		if cm := ok(committer.mcp, "workspace_commit", map[string]any{"proposal_id": pid}); dtNum(cm["version"]) != base+1 {
+			t.Errorf("workspace_commit = %v", cm)
+		}
+		if df := ok(owner.mcp, "workspace_diff", map[string]any{"base_version": base}); !strings.Contains(dtStr(df["diff"]), "+ship it on Friday") {
+			t.Errorf("workspace_diff = %v", df)
+		}
+		if cs, _ := ok(owner.mcp, "workspace_changes_since", map[string]any{"version": base})["changes"].([]any); len(cs) != 1 {
+			t.Errorf("workspace_changes_since = %v", cs)
+		}
+		if dg := ok(owner.mcp, "workspace_diagnostics", nil); mtGet(dg, "listener", "type") != "loopback" {
+			t.Errorf("workspace_diagnostics = %v", dg)
+		}
+		if rl := ok(worker.mcp, "workspace_release", map[string]any{"lease_id": leaseID}); rl["status"] != "ok" {
+			t.Errorf("workspace_release = %v", rl)
 		}
 
 		ok(leaver.mcp, "workspace_leave", nil)

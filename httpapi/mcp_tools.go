@@ -159,6 +159,7 @@ func toolCatalog() []tool {
 				}
 			})},
 	}
+	tools = append(tools, documentTools()...)
 	return append(tools, handoffTools()...)
 }
 

@@ -170,3 +170,21 @@ func (e *Engine) Read(ctx context.Context, q Querier, p Principal, in ReadInput)
 	out.Content, out.Truncated = Truncate(text, in.MaxLines, maxBytes)
 	return out, nil
 }
+
+// Counts are the room's live numbers for operators and load tests: most of
+// all active_tasks, which must never exceed the cap.
+func (e *Engine) Counts(ctx context.Context, q Querier) (map[string]int, error) {
+	var active, inputRequired, tasks, handoffs, sessions, events int
+	err := q.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM tasks WHERE status IN ('working','input_required')),
+		(SELECT count(*) FROM tasks WHERE status = 'input_required'),
+		(SELECT count(*) FROM tasks),
+		(SELECT count(*) FROM handoffs),
+		(SELECT count(*) FROM sessions WHERE ended_at IS NULL AND expires_at > ?),
+		(SELECT count(*) FROM events)`, ms(e.Now())).Scan(&active, &inputRequired, &tasks, &handoffs, &sessions, &events)
+	if err != nil {
+		return nil, Internal(err)
+	}
+	return map[string]int{"active_tasks": active, "input_required_tasks": inputRequired, "task_rows": tasks,
+		"handoffs": handoffs, "live_sessions": sessions, "events_in_ring": events}, nil
+}

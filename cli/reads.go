@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/commonroom/ce/room"
+)
+
+// The local operator's reads of the room file: the same engine read methods
+// as GET /workspace/participants|leases|proposals|history|diff, on a
+// query-only connection, whether or not a room is serving.
+
+// readCommand builds one read subcommand: name, usage, and what to print.
+func readCommand(env Env, name, usage, help string, extra func(fs *flag.FlagSet) func(args []string) error,
+	run func(ctx context.Context, eng *room.Engine, q room.Querier, args []string) (any, func(), error)) *ffcli.Command {
+	fs := flag.NewFlagSet("ce "+name, flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	check := func(args []string) error {
+		if len(args) > 0 {
+			return usageErr(name + " takes no arguments")
+		}
+		return nil
+	}
+	if extra != nil {
+		check = extra(fs)
+	}
+	return &ffcli.Command{
+		Name: name, ShortUsage: usage, ShortHelp: help, FlagSet: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if err := check(args); err != nil {
+				return err
+			}
+			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
+				v, text, err := run(ctx, eng, q, args)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return printJSON(env.Stdout, v)
+				}
+				text()
+				return nil
+			})
+		},
+	}
+}
+
+func participantsCommand(env Env) *ffcli.Command {
+	return readCommand(env, "participants", "ce participants --workspace FILE [--json]", "who is in the room", nil,
+		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
+			ps, err := eng.Participants(ctx, q, room.Operator(eng.HostID))
+			return ps, func() {
+				tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "PARTICIPANT\tKIND\tNAME\tCAPABILITIES\tLAST SEEN")
+				for _, p := range ps {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ParticipantID, p.Kind, p.Name, strings.Join(p.Capabilities, ","), p.LastSeen)
+				}
+				tw.Flush()
+			}, err
+		})
+}
+
+func leasesCommand(env Env) *ffcli.Command {
+	return readCommand(env, "leases", "ce leases --workspace FILE [--json]", "who works on which section now", nil,
+		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
+			ls, err := eng.Leases(ctx, q, room.Operator(eng.HostID))
+			return ls, func() {
+				if len(ls) == 0 {
+					fmt.Fprintln(env.Stdout, "no live leases")
+					return
+				}
+				tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "LEASE\tTARGET\tHOLDER\tUNTIL")
+				for _, l := range ls {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.LeaseID, l.Target, l.ParticipantID, l.ExpiresAt)
+				}
+				tw.Flush()
+			}, err
+		})
+}
+
+func proposalsCommand(env Env) *ffcli.Command {
+	var status *string
+	return readCommand(env, "proposals", "ce proposals --workspace FILE [--status S] [--json]", "proposed changes, newest first",
+		func(fs *flag.FlagSet) func([]string) error {
+			status = fs.String("status", "", "only this status (pending, approved, rejected, committed, conflicted, superseded)")
+			return func(args []string) error {
+				if len(args) > 0 {
+					return usageErr("proposals takes no arguments")
+				}
+				return nil
+			}
+		},
+		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
+			ps, err := eng.Proposals(ctx, q, room.Operator(eng.HostID), *status)
+			return ps, func() {
+				if len(ps) == 0 {
+					fmt.Fprintln(env.Stdout, "no proposals")
+					return
+				}
+				tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "PROPOSAL\tSTATUS\tBASE\tTARGET\tBY\tSUMMARY")
+				for _, p := range ps {
+					fmt.Fprintf(tw, "%s\t%s\tv%d\t%s\t%s\t%s\n", p.ProposalID, p.Status, p.BaseVersion, p.Target, p.ParticipantID, oneLine(p.Summary, 50))
+				}
+				tw.Flush()
+			}, err
+		})
+}
+
+func historyCommand(env Env) *ffcli.Command {
+	var limit *int
+	var since *int64
+	return readCommand(env, "history", "ce history --workspace FILE [--limit N] [--since EVENT_ID] [--json]", "the room's events, newest first (or after --since, oldest first)",
+		func(fs *flag.FlagSet) func([]string) error {
+			limit = fs.Int("limit", 0, "how many events (default 50, max 200)")
+			since = fs.Int64("since", -1, "events after this event id, oldest first")
+			return func(args []string) error {
+				if len(args) > 0 {
+					return usageErr("history takes no arguments")
+				}
+				return nil
+			}
+		},
+		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
+			in := room.HistoryInput{Limit: *limit}
+			if *since >= 0 {
+				in.SinceEventID = since
+			}
+			h, err := eng.History(ctx, q, room.Operator(eng.HostID), in)
+			return h, func() { printEvents(env.Stdout, h.Events) }, err
+		})
+}
+
+func diffCommand(env Env) *ffcli.Command {
+	var base *int64
+	return readCommand(env, "diff", "ce diff --workspace FILE --base N [--json]", "unified diff from version N to the current one",
+		func(fs *flag.FlagSet) func([]string) error {
+			base = fs.Int64("base", 0, "the version to diff from (required)")
+			return func(args []string) error {
+				if len(args) > 0 {
+					return usageErr("diff takes no arguments")
+				}
+				if *base <= 0 {
+					return usageErr("--base N is required (a version number, 1 or more)")
+				}
+				return nil
+			}
+		},
+		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
+			d, err := eng.Diff(ctx, q, room.Operator(eng.HostID), *base)
+			return d, func() {
+				if d.Diff == "" {
+					fmt.Fprintf(env.Stdout, "no changes between v%d and v%d\n", d.BaseVersion, d.CurrentVersion)
+					return
+				}
+				fmt.Fprint(env.Stdout, d.Diff)
+			}, err
+		})
+}

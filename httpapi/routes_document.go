@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/commonroom/ce/room"
+)
+
+// The document's write side and the remaining reads of spec/domain.md §2.1.
+// Each route decodes into the engine's own input type, so it and the
+// matching MCP tool call the engine the same way.
+
+func (s *Server) getDiff(w http.ResponseWriter, r *http.Request) {
+	base, err := queryInt64(r, "base_version")
+	if err == nil && base == nil {
+		err = room.Errorf(room.KindInvalidRequest, "base_version is required").With("field", "base_version")
+	}
+	if err != nil {
+		s.sendError(w, r, err)
+		return
+	}
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.DiffResult, error) {
+		return s.eng.Diff(ctx, q, p, *base)
+	})
+}
+
+func (s *Server) getChangesSince(w http.ResponseWriter, r *http.Request) {
+	v, err := queryInt64(r, "version")
+	if err == nil && v == nil {
+		err = room.Errorf(room.KindInvalidRequest, "version is required").With("field", "version")
+	}
+	var limit, maxItems int
+	if err == nil {
+		limit, _, err = queryInt(r, "limit")
+	}
+	if err == nil {
+		maxItems, _, err = queryInt(r, "max_items")
+	}
+	if err != nil {
+		s.sendError(w, r, err)
+		return
+	}
+	if maxItems > 0 && (limit == 0 || maxItems < limit) {
+		limit = maxItems
+	}
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.Changes, error) {
+		return s.eng.ChangesSince(ctx, q, p, *v, limit)
+	})
+}
+
+func (s *Server) getLeases(w http.ResponseWriter, r *http.Request) { read(s, w, r, s.eng.Leases) }
+
+func (s *Server) getProposals(w http.ResponseWriter, r *http.Request) {
+	status := r.URL.Query().Get("status")
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) ([]room.Proposal, error) {
+		return s.eng.Proposals(ctx, q, p, status)
+	})
+}
+
+func (s *Server) getDiagnostics(w http.ResponseWriter, r *http.Request) {
+	read(s, w, r, s.eng.Diagnostics)
+}
+
+func (s *Server) getRoom(w http.ResponseWriter, r *http.Request) { read(s, w, r, s.eng.Room) }
+
+// postJSON serves a POST route whose body decodes into I and whose answer is
+// what fn returns.
+func postJSON[I, O any](s *Server, name string, fn func(tx *room.Tx, p room.Principal, in I) (O, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in I
+		if err := s.decodeJSON(w, r, &in); err != nil {
+			s.sendError(w, r, err)
+			return
+		}
+		write(s, w, r, name, func(tx *room.Tx, p room.Principal) (O, error) { return fn(tx, p, in) })
+	}
+}
+
+// release answers {status: ok} like the original.
+func (s *Server) release(tx *room.Tx, p room.Principal, in room.ReleaseInput) (map[string]string, error) {
+	return map[string]string{"status": "ok"}, s.eng.Release(tx, p, in)
+}
