@@ -125,14 +125,15 @@ func (e *Engine) versionRow(ctx context.Context, q Querier, version int64) (vers
 // addVersion appends a version, records change.committed, and notes which
 // resources changed. source is bootstrap|raw_commit|proposal|external.
 func (e *Engine) addVersion(tx *Tx, content, summary, source, participantID, proposalID string) (int64, error) {
-	prev, err := e.versionRow(tx.ctx, tx.q, 0)
+	prev, err := e.CurrentDoc(tx.ctx, tx.q) // usually already parsed and cached
 	if err != nil {
 		return 0, err
 	}
-	v := prev.version + 1
+	v := prev.Version + 1
+	hash := contentHash(content)
 	if _, err := tx.exec(`INSERT INTO versions(version, content, content_sha256, summary, source, participant_id, proposal_id, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		v, content, contentHash(content), summary, source, nullStr(participantID), nullStr(proposalID), tx.nowMS()); err != nil {
+		v, content, hash, summary, source, nullStr(participantID), nullStr(proposalID), tx.nowMS()); err != nil {
 		return 0, Internal(err)
 	}
 	var pid any
@@ -143,8 +144,12 @@ func (e *Engine) addVersion(tx *Tx, content, summary, source, participantID, pro
 		map[string]any{"version": v, "summary": summary, "participant_id": pid}); err != nil {
 		return 0, err
 	}
+	// Parse the new text once: for the section notices now, and as the
+	// cached current version once the batch commits.
+	next := &Doc{Version: v, Content: content, Hash: hash, Regions: ParseRegions(content)}
+	tx.after = append(tx.after, func() { e.docs.put(next) })
 	tx.resources = append(tx.resources, e.DocumentURI())
-	for _, path := range changedSections(prev.content, content) {
+	for _, path := range changedSections(prev, next) {
 		tx.resources = append(tx.resources, e.SectionURI(path))
 	}
 	return v, nil
@@ -152,7 +157,7 @@ func (e *Engine) addVersion(tx *Tx, content, summary, source, participantID, pro
 
 // changedSections lists the region paths whose text differs between two
 // versions, including regions that vanished or appeared.
-func changedSections(before, after string) []string {
+func changedSections(before, after *Doc) []string {
 	old := sectionTexts(before)
 	cur := sectionTexts(after)
 	var out []string
@@ -176,9 +181,10 @@ type sections struct {
 	text  map[string]string
 }
 
-func sectionTexts(content string) sections {
+func sectionTexts(d *Doc) sections {
+	content := d.Content
 	s := sections{text: map[string]string{}}
-	for _, r := range ParseRegions(content) {
+	for _, r := range d.Regions {
 		if _, dup := s.text[r.Path]; dup {
 			continue // first match wins, as for selectors
 		}
