@@ -238,6 +238,17 @@ func TestInviteWithoutServer(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "notes.md")
 
+	// A mistyped file name is refused, and nothing is created for it.
+	if r := ce(t, dir, nil, "invite", "--workspace", "notes.md", "--json"); r.code != exitNotFound {
+		t.Fatalf("invite for a missing file: exit %d, want %d\n%s", r.code, exitNotFound, r.output())
+	}
+	if exists(file) || exists(sidecarOf(file)) {
+		t.Fatal("invite for a missing file created the file or a sidecar")
+	}
+	if err := os.WriteFile(file, []byte("# Notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	r := mustCE(t, dir, nil, "invite", "--workspace", "notes.md", "--json", "--capabilities", "read", "--max-uses", "1")
 	var g inviteGrant
 	decodeJSON(t, r, &g)

@@ -72,7 +72,7 @@ func (l *localRoom) Close(ctx context.Context) error {
 // room is serving it; when one is, it returns the owner client instead and
 // fn is not called. Never two writers (D21).
 func withLocalWrite(ctx context.Context, env Env, docPath string, fn func(l *localRoom) error) (*ownerClient, error) {
-	abs, err := room.ResolveDocPath(docPath)
+	abs, err := room.ExistingDocPath(docPath)
 	if err != nil {
 		return nil, err
 	}

@@ -175,6 +175,7 @@ func rootCommand(env Env) *ffcli.Command {
 		proposalsCommand(env),
 		historyCommand(env),
 		diffCommand(env),
+		openCommand(env),
 	}
 	for _, c := range root.Subcommands {
 		c.FlagSet.SetOutput(env.Stderr)

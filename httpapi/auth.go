@@ -50,6 +50,14 @@ func (s *Server) authenticate(l listener) func(http.Handler) http.Handler {
 
 func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) {
 	token := bearer(r)
+	if l == ownerListener && token == "" && s.ownerCookieValid(r) {
+		// The owner page. Its cookie is SameSite=Strict; a write must also
+		// name the page's own origin (D23), so no other site can drive it.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+			return room.Principal{}, room.Errorf(room.KindPermissionDenied, "writes from the owner page must come from the page itself (Origin)")
+		}
+		return room.Operator(s.eng.HostID), nil
+	}
 	if l == ownerListener && s.isOperator(token) {
 		if pid := r.Header.Get(ActAsHeader); pid != "" {
 			// The local operator acting as one participant (ce task-cancel
@@ -70,4 +78,11 @@ func (s *Server) sessionPrincipal(ctx context.Context, token string) (room.Princ
 	return actor.Read(ctx, s.room, func(q room.Querier) (room.Principal, error) {
 		return s.eng.Authenticate(ctx, q, token)
 	})
+}
+
+// sameOrigin reports whether a request's Origin is this listener's own
+// (scheme http, the Host the request was sent to).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	return o != "" && o == "http://"+r.Host
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"github.com/commonroom/ce/room"
 	"net/http"
 	"sync"
 	"time"
@@ -91,6 +92,17 @@ func (s *Server) ownerIndex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.servePage(w, r)
+}
+
+// newPageKey is POST /owner/key: the operator asks for a fresh one-time page
+// link (ce open), since each key works once.
+func (s *Server) newPageKey(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	if !p.Trusted || bearer(r) == "" {
+		s.sendError(w, r, room.Errorf(room.KindPermissionDenied, "only the local operator credential can mint a page key"))
+		return
+	}
+	sendJSON(w, http.StatusOK, map[string]string{"key": s.NewPageKey(), "path": "/?key="})
 }
 
 // ingressIndex is what the session-only listener shows at /: an endpoint is

@@ -129,6 +129,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Post("/workspace/invite/revoke", s.postRevoke)
 		if l == ownerListener {
 			r.Get("/debug/metrics", s.metrics)
+			r.Post("/owner/key", s.newPageKey)
 		}
 		r.Post("/workspace/leave", s.postLeave)
 		r.Post("/workspace/handoff", s.postHandoff)

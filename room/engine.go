@@ -85,6 +85,28 @@ func ResolveDocPath(docPath string) (string, error) {
 	return real, nil
 }
 
+// ExistingDocPath resolves the document path like ResolveDocPath but never
+// creates anything: commands other than serve must not conjure up a room
+// for a mistyped file name.
+func ExistingDocPath(docPath string) (string, error) {
+	abs, err := filepath.Abs(docPath)
+	if err != nil {
+		return "", Errorf(KindInvalidRequest, "bad path %q", docPath)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", Errorf(KindNotFound, "%s: no such file", docPath)
+	}
+	if st.IsDir() {
+		return "", Errorf(KindInvalidRequest, "%s is a directory; ce serves one Markdown file", abs)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", Errorf(KindInvalidRequest, "cannot resolve %s: %v", abs, err)
+	}
+	return real, nil
+}
+
 // SetHints records how joiners reach this room (the ingress listener); new
 // invitations carry them. Endpoint addresses never enter events or logs.
 func (e *Engine) SetHints(h []Hint) { e.hints.Store(&h) }
