@@ -297,22 +297,9 @@ func (e *Engine) collectProposals(rows *sql.Rows) ([]Proposal, error) {
 // version v: their bases can no longer be current. Approved proposals are
 // left alone (they will conflict if someone commits them).
 func (e *Engine) supersedePending(tx *Tx, actor string, v int64) error {
-	rows, err := tx.q.QueryContext(tx.ctx, `SELECT proposal_id FROM proposals WHERE status = 'pending' ORDER BY created_at, rowid`)
+	ids, err := queryStrings(tx.ctx, tx.q, `SELECT proposal_id FROM proposals WHERE status = 'pending' ORDER BY created_at, rowid`)
 	if err != nil {
-		return Internal(err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return Internal(err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return Internal(err)
+		return err
 	}
 	for _, id := range ids {
 		if _, err := tx.exec(`UPDATE proposals SET status = 'superseded', updated_at = ? WHERE proposal_id = ? AND status = 'pending'`,

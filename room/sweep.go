@@ -28,21 +28,11 @@ func (e *Engine) Sweep(tx *Tx) error {
 }
 
 func (e *Engine) lapseInvites(tx *Tx) error {
-	rows, err := tx.q.QueryContext(tx.ctx, `SELECT invite_id FROM invites
+	ids, err := queryStrings(tx.ctx, tx.q, `SELECT invite_id FROM invites
 		WHERE lapsed_at IS NULL AND revoked_at IS NULL AND expires_at <= ?`, tx.nowMS())
 	if err != nil {
-		return Internal(err)
+		return err
 	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return Internal(err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
 	for _, id := range ids {
 		if _, err := tx.exec(`UPDATE invites SET lapsed_at = ? WHERE invite_id = ?`, tx.nowMS(), id); err != nil {
 			return Internal(err)
@@ -51,7 +41,7 @@ func (e *Engine) lapseInvites(tx *Tx) error {
 			return err
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
 // NextDue returns when the next time-based rule falls due, so the actor can

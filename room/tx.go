@@ -116,3 +116,25 @@ func (tx *Tx) Finish() (Outcome, error) {
 	}
 	return out, nil
 }
+
+// queryStrings reads a one-column query fully before the caller writes: the
+// writer's statements must not interleave with an open cursor.
+func queryStrings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, Internal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, Internal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, Internal(err)
+	}
+	return out, nil
+}
