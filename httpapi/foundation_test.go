@@ -1119,13 +1119,23 @@ func TestOwnerPageKey(t *testing.T) {
 			t.Errorf("forged cookie: status = %d, want 401", r.Status)
 		}
 	})
-	t.Run("the owner cookie is no bearer credential", func(t *testing.T) {
+	t.Run("the owner cookie works only on the owner listener and never on /mcp", func(t *testing.T) {
 		if cookie == nil {
-			t.Skip("no cookie")
+			t.Fatal("the key exchange set no cookie")
 		}
 		c := &http.Cookie{Name: ownerCookie, Value: cookie.Value}
-		wantUnauthorized(t, h.doT(t, "GET", h.ownerURL("/workspace/status"), "", nil, withCookie(c)), "unauthorized")
+		if r := h.doT(t, "GET", h.ownerURL("/workspace/status"), "", nil, withCookie(c)); r.Status != http.StatusOK {
+			t.Errorf("owner listener with the cookie: status %d, want 200", r.Status)
+		}
 		wantUnauthorized(t, h.doT(t, "GET", h.ingressURL("/workspace/status"), "", nil, withCookie(c)), "unauthorized")
+		wantUnauthorized(t, h.doT(t, "GET", h.ownerURL("/workspace/status"), c.Value, nil), "unauthorized")
+		mcp := h.doT(t, "POST", h.ownerURL("/mcp"), "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+			"params": map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{}}}},
+			withCookie(c), withHeader("MCP-Protocol-Version", "2026-07-28"), withHeader("Mcp-Method", "tools/list"))
+		if mcp.Status != http.StatusUnauthorized {
+			t.Errorf("/mcp with only the owner cookie: status %d, want 401", mcp.Status)
+		}
 	})
 	t.Run("a key shown to the ingress is still unspent on the owner", func(t *testing.T) {
 		k := h.API.NewPageKey()

@@ -1,47 +1,132 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
 	"html/template"
 	"net/http"
+	"path"
+	"strings"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Status.Name}} · Commonroom</title></head>
-<body><main>
-<h1>{{.Status.Name}}</h1>
-<p>Version {{.Status.Version}} · {{.Status.Participants}} participants · {{.Status.PendingProposals}} pending proposals</p>
-<h2>Participants</h2>
-<ul>{{range .Participants}}<li>{{.Kind}}: {{.Name}}</li>{{end}}</ul>
-<h2>Outline</h2>
-<ul>{{range .Status.HeadingTree}}<li>{{.Path}}</li>{{end}}</ul>
-</main></body></html>
-`))
+// The owner page (spec/domain.md §3.2, D30): plain HTML rendered here, one
+// stylesheet and one script served from /page/ on the owner listener. No
+// build step and no inline script or style, so the page's Content Security
+// Policy can forbid both. The script re-reads GET /workspace/room whenever
+// GET /workspace/observe reports a change (coalesced), and acts through the
+// same /workspace routes as every other client; the cookie rides along only
+// on same-origin requests, and the server checks Origin on writes (D23).
 
-// servePage renders the owner's view of the room.
+//go:embed page/*
+var pageFiles embed.FS
+
+var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
+	"indent": func(level int) int {
+		if level < 1 {
+			return 0
+		}
+		return min(level-1, 5)
+	},
+}).ParseFS(pageFiles, "page/index.html"))
+
+// pageCSP is the page's Content Security Policy: its own script, style and
+// connections only; nothing inline, no frames, no forms posting anywhere.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// pageAssetFile is one static file of the page, read once from the binary.
+type pageAssetFile struct {
+	body        []byte
+	contentType string
+	etag        string
+}
+
+// pageAssets are the files GET /page/{name} serves. index.html is the
+// template above and is deliberately not among them.
+var pageAssets = func() map[string]pageAssetFile {
+	types := map[string]string{"page.css": "text/css; charset=utf-8", "page.js": "text/javascript; charset=utf-8"}
+	out := make(map[string]pageAssetFile, len(types))
+	for name, ct := range types {
+		b, err := pageFiles.ReadFile("page/" + name)
+		if err != nil {
+			panic("httpapi: embedded page asset missing: " + name)
+		}
+		sum := sha256.Sum256(b)
+		out[name] = pageAssetFile{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+	}
+	return out
+}()
+
+// pageView is what index.html is rendered from: the room as the operator
+// sees it, so the page is readable before its script has run.
+type pageView struct {
+	room.RoomView
+}
+
+// Connection is the listener line: type · mode · encrypted|not encrypted.
+func (v pageView) Connection() string {
+	l := v.Diagnostics.Listener
+	enc := "not encrypted"
+	if l.Encrypted {
+		enc = "encrypted"
+	}
+	parts := []string{}
+	for _, s := range []string{l.Type, l.Mode} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(append(parts, enc), " · ")
+}
+
+// servePage renders the owner's view of the room. ownerIndex has already
+// checked the cookie.
 func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	p := room.Operator(s.eng.HostID)
-	type view struct {
-		Status       room.Status
-		Participants []room.Participant
-	}
-	v, err := actor.Read(r.Context(), s.room, func(q room.Querier) (view, error) {
-		st, err := s.eng.Status(r.Context(), q, p)
-		if err != nil {
-			return view{}, err
-		}
-		ps, err := s.eng.Participants(r.Context(), q, p)
-		return view{Status: st, Participants: ps}, err
+	v, err := actor.Read(r.Context(), s.room, func(q room.Querier) (room.RoomView, error) {
+		return s.eng.Room(r.Context(), q, p)
 	})
 	if err != nil {
 		s.sendError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
-	w.Header().Set("X-Frame-Options", "DENY")
-	pageTmpl.Execute(w, v)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	if err := pageTmpl.Execute(w, pageView{v}); err != nil {
+		s.log.Error("rendering the owner page", "err", err, "request_id", requestID(r))
+	}
+}
+
+// pageAsset serves the page's stylesheet and script (GET /page/{name}, owner
+// listener only). They hold no room data, so they need no cookie; they are
+// revalidated on every load so an upgraded binary is picked up at once.
+func (s *Server) pageAsset(w http.ResponseWriter, r *http.Request) {
+	name := path.Base(r.URL.Path)
+	a, ok := pageAssets[name]
+	if !ok || r.URL.Path != "/page/"+name {
+		s.sendError(w, r, room.Errorf(room.KindNotFound, "no such page asset: %s", r.URL.Path))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", a.contentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", a.etag)
+	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, a.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if r.Method == http.MethodHead {
+		return
+	}
+	w.Write(a.body)
 }

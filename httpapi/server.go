@@ -90,6 +90,8 @@ func (s *Server) routes(l listener) http.Handler {
 	r.Get("/healthz", s.healthz)
 	if l == ownerListener {
 		r.Get("/", s.ownerIndex)
+		r.Get("/page/page.css", s.pageAsset)
+		r.Get("/page/page.js", s.pageAsset)
 	} else {
 		r.Get("/", s.ingressIndex)
 	}

@@ -1,0 +1,505 @@
+// The owner page in a real browser: Debian's chromium driven by
+// playwright-core, against a real `ce serve` that scripts/e2e.sh started,
+// with two agents it joined over HTTP. The agents work over MCP; the host
+// works only through the page. Steps run in order and share state: once one
+// fails, the rest are skipped.
+//
+// Environment (set by scripts/e2e.sh):
+//   CE_E2E_BANNER     the one JSON line `ce serve --json` printed
+//   CE_E2E_ALICE      alice's session grant (POST /session/join answer)
+//   CE_E2E_BOB        bob's session grant
+//   CE_E2E_INVITE     an extra invitation (ce invite --json) for later joiners
+//   CE_E2E_ARTIFACTS  where screenshots go (default e2e/artifacts)
+//   CE_E2E_CHROMIUM   the browser (default /usr/bin/chromium)
+
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { Agent, HANDOFF_META, join } from './lib/mcp.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const readJSON = (name) => {
+  const p = process.env[name];
+  if (!p) throw new Error(`${name} is not set: run this through scripts/e2e.sh`);
+  return JSON.parse(fs.readFileSync(p, 'utf8'));
+};
+
+const banner = readJSON('CE_E2E_BANNER');
+const alice = new Agent('alice', banner.mcp_url, readJSON('CE_E2E_ALICE'));
+const bob = new Agent('bob', banner.mcp_url, readJSON('CE_E2E_BOB'));
+const extraInvite = readJSON('CE_E2E_INVITE');
+const artifacts = process.env.CE_E2E_ARTIFACTS || path.join(here, 'artifacts');
+const browserPath = process.env.CE_E2E_CHROMIUM || '/usr/bin/chromium';
+const ownerOrigin = new URL(banner.owner_url).origin;
+const ingressOrigin = new URL(banner.ingress_url).origin;
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const UI_TIMEOUT = 10_000;
+
+let context;
+let page;
+let userDataDir;
+let failed = false;
+const consoleProblems = [];
+const roomReads = []; // times of GET /workspace/room from the page
+let evil; // the tiny second local server (another site)
+
+// step is one ordered test: skipped once an earlier one failed.
+function step(name, fn) {
+  it(name, async (t) => {
+    if (failed) {
+      t.skip('an earlier step failed');
+      return;
+    }
+    try {
+      await fn(t);
+    } catch (e) {
+      failed = true;
+      if (page) await page.screenshot({ path: path.join(artifacts, 'failure.png'), fullPage: true }).catch(() => {});
+      throw e;
+    }
+  });
+}
+
+// eventually polls fn until it returns a truthy value.
+async function eventually(what, fn, timeout = UI_TIMEOUT) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function bearer(agent, method, route, body) {
+  const res = await fetch(banner.ingress_url + route, {
+    method,
+    headers: { Authorization: `Bearer ${agent.token}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await res.json();
+  if (!res.ok) throw new Error(`${agent.name} ${method} ${route}: ${res.status} ${JSON.stringify(data)}`);
+  return data;
+}
+
+const card = (id) => page.locator(`article[data-handoff-id="${id}"]`);
+const proposalCard = (id) => page.locator(`article[data-proposal-id="${id}"]`);
+
+async function noReload() {
+  assert.equal(await page.evaluate(() => window.__e2eMarker), 'set-once', 'the page reloaded (its marker is gone)');
+}
+
+let handoffID;
+let taskID;
+
+describe('owner page', { concurrency: false }, () => {
+  before(async () => {
+    fs.mkdirSync(artifacts, { recursive: true });
+    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ce-e2e-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: browserPath,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+      locale: 'en-GB',
+      timezoneId: 'UTC',
+    });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: ownerOrigin });
+    page = context.pages()[0] || await context.newPage();
+    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleProblems.push(`${m.type()}: ${m.text()}`); });
+    page.on('pageerror', (e) => consoleProblems.push(`pageerror: ${e.message}`));
+    page.on('request', (r) => { if (r.url() === `${ownerOrigin}/workspace/room`) roomReads.push(Date.now()); });
+
+    // Another site on this machine: a page on http://localhost:PORT (the
+    // room is on 127.0.0.1, so to the browser this is cross-site).
+    evil = http.createServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+      res.end('<!doctype html><title>another site</title><p>another site</p>');
+    });
+    await new Promise((r) => evil.listen(0, '127.0.0.1', r));
+  });
+
+  after(async () => {
+    if (context) await context.close();
+    if (evil) evil.close();
+    if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
+  });
+
+  step('the URL `ce serve` printed opens the page: the key becomes an HttpOnly SameSite=Strict cookie', async () => {
+    const res = await page.goto(banner.owner_url);
+    assert.equal(res.status(), 200);
+    assert.equal(page.url(), `${ownerOrigin}/`, 'the key is dropped from the address bar');
+    const csp = res.headers()['content-security-policy'] || '';
+    assert.match(csp, /script-src 'self'/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.equal((await page.locator('h1').textContent()).trim(), banner.name);
+    const cookies = await context.cookies(ownerOrigin);
+    const c = cookies.find((x) => x.name === 'commonroom_owner');
+    assert.ok(c, 'the owner cookie is set');
+    assert.equal(c.httpOnly, true);
+    assert.equal(c.sameSite, 'Strict');
+    assert.equal(await page.evaluate(() => document.cookie.includes('commonroom_owner')), false, 'scripts cannot read the cookie');
+    await page.locator('#live[data-state="on"]').waitFor({ timeout: UI_TIMEOUT });
+    await page.locator('#handoffs .empty').waitFor({ timeout: UI_TIMEOUT });
+    await page.evaluate(() => { window.__e2eMarker = 'set-once'; });
+  });
+
+  step('headings, labels and buttons are in place', async () => {
+    const h2 = await page.locator('h2').allTextContents();
+    assert.deepEqual(h2, ['Connection', 'Handoffs', 'Proposals', 'Participants', 'Leases', 'Invitation', 'Outline', 'Recent events']);
+    assert.equal(await page.locator('h1').count(), 1);
+    assert.equal((await page.locator('#connection').textContent()).trim(), 'loopback · local · not encrypted');
+    const parts = await page.locator('#participants li').allTextContents();
+    assert.ok(parts.includes('agent: alice · remote') && parts.includes('agent: bob · remote'), `participants: ${parts}`);
+    const outline = await page.locator('#outline li').allTextContents();
+    assert.deepEqual(outline, ['Trip plan', 'Goals', 'Plan']);
+    await page.getByRole('button', { name: 'Create invitation' }).waitFor();
+    assert.equal(await page.locator('#notice').getAttribute('role'), 'alert');
+  });
+
+  step('the page does not poll: nothing is read while the room is quiet', async () => {
+    await page.waitForTimeout(300);
+    const before = roomReads.length;
+    await page.waitForTimeout(2000);
+    assert.equal(roomReads.length, before, 'GET /workspace/room was requested while nothing happened');
+  });
+
+  step('a handoff alice creates over MCP appears without a reload', async () => {
+    const reads = roomReads.length;
+    const t0 = Date.now();
+    const r = await alice.tool('handoff_create', {
+      summary: 'Draft the Goals section for the trip',
+      constraints: 'Keep it under 200 words; mention the budget.',
+      assignee: bob.id,
+      target: 'Trip plan/Goals',
+    });
+    assert.equal(r.resultType, 'task');
+    assert.equal(r.status, 'working');
+    handoffID = r._meta[HANDOFF_META];
+    taskID = r.taskId;
+    assert.match(handoffID, /^handoff_[0-9a-f]{32}$/);
+    const c = card(handoffID);
+    await c.waitFor({ timeout: UI_TIMEOUT });
+    const ms = Date.now() - t0;
+    assert.equal(await c.getAttribute('data-status'), 'open');
+    const text = await c.textContent();
+    assert.match(text, /Draft the Goals section for the trip/);
+    assert.match(text, /alice → bob \(asked, not accepted yet\)/);
+    await noReload();
+    // One event (handoff.created + task.created in one commit) → few re-reads, not a poll.
+    assert.ok(roomReads.length - reads <= 3, `${roomReads.length - reads} room reads for one change`);
+    console.log(`# handoff visible on the page ${ms} ms after handoff_create returned`);
+  });
+
+  step('bob accepts and asks two questions; both forms appear', async () => {
+    await bob.tool('handoff_accept', { handoff_id: handoffID });
+    await bob.tool('handoff_request_input', {
+      handoff_id: handoffID,
+      requests: [
+        {
+          key: 'budget',
+          message: 'What is the budget?',
+          requested_schema: {
+            type: 'object',
+            properties: {
+              amount: { type: 'number', title: 'Amount in euros', minimum: 0 },
+              nights: { type: 'integer', title: 'Nights' },
+              flexible: { type: 'boolean', title: 'The budget is flexible' },
+              note: { type: 'string', title: 'Anything else', maxLength: 120 },
+            },
+            required: ['amount'],
+          },
+        },
+        { key: 'tone', message: 'Which tone should the section have?' },
+      ],
+    });
+    const c = card(handoffID);
+    await c.locator('form[data-input-key="budget"]').waitFor({ timeout: UI_TIMEOUT });
+    await c.locator('form[data-input-key="tone"]').waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await c.getAttribute('data-status'), 'accepted');
+    assert.match(await c.textContent(), /alice → bob/);
+    assert.match(await c.textContent(), /input required/);
+    assert.equal((await alice.taskGet(taskID)).status, 'input_required');
+    await noReload();
+    await c.screenshot({ path: path.join(artifacts, 'owner-page-questions.png') });
+  });
+
+  step('the host answers in the forms; tasks/get is back to working and handoff_get has the answers', async () => {
+    const c = card(handoffID);
+    const budget = c.locator('form[data-input-key="budget"]');
+    const tone = c.locator('form[data-input-key="tone"]');
+    // Typed into the second form first: answering the first re-renders the
+    // card, and what was typed must survive that.
+    await tone.getByLabel('Your answer (required)').fill('Friendly and short');
+    await budget.getByLabel('Amount in euros (required)').fill('1200.5');
+    await budget.getByLabel('Nights').fill('4');
+    await budget.getByLabel('The budget is flexible').check();
+    await budget.getByLabel('Anything else').fill('Hotels only, no hostels');
+    await budget.getByRole('button', { name: /^Send answer/ }).click();
+    await budget.waitFor({ state: 'detached', timeout: UI_TIMEOUT });
+    assert.equal((await alice.taskGet(taskID)).status, 'input_required', 'one question is still open');
+
+    assert.equal(await tone.getByLabel('Your answer (required)').inputValue(), 'Friendly and short', 'the typed answer survived the re-render');
+    await tone.getByRole('button', { name: /^Send answer/ }).click();
+    await tone.waitFor({ state: 'detached', timeout: UI_TIMEOUT });
+
+    const task = await eventually('the task to be working', async () => {
+      const t = await alice.taskGet(taskID);
+      return t.status === 'working' && t;
+    });
+    assert.equal(task._meta[HANDOFF_META], handoffID);
+    const h = await bob.handoffGet(handoffID);
+    const byKey = Object.fromEntries(h.inputs.map((i) => [i.key, i]));
+    assert.equal(byKey.budget.status, 'answered');
+    assert.deepEqual(byKey.budget.response, {
+      action: 'accept',
+      content: { amount: 1200.5, nights: 4, flexible: true, note: 'Hotels only, no hostels' },
+    });
+    assert.deepEqual(byKey.tone.response, { action: 'accept', content: { answer: 'Friendly and short' } });
+    await c.locator('details.asked').waitFor({ timeout: UI_TIMEOUT });
+    await noReload();
+  });
+
+  step('proposals: approve and commit from the page; the outline and the other proposal follow live', async () => {
+    await bearer(alice, 'POST', '/workspace/checkout', { target: 'Trip plan/Goals' });
+    const goals = '## Goals\n\nSee the sights, eat well.\n\n### Budget\n\nAbout 1,200 euros.\n\n';
+    const p1 = (await bearer(alice, 'POST', '/workspace/propose', {
+      target: 'Trip plan/Goals', base_version: 1, summary: 'Add a Budget subsection', change: { section: 'Trip plan/Goals', content: goals },
+    })).proposal_id;
+    const p2 = (await bearer(bob, 'POST', '/workspace/propose', {
+      target: 'Trip plan/Plan', base_version: 1, summary: 'Reword the plan', change: { section: 'Trip plan/Plan', content: '## Plan\n\nBook the train.\n' },
+    })).proposal_id;
+    await page.locator('#leases li', { hasText: 'Trip plan/Goals' }).waitFor({ timeout: UI_TIMEOUT });
+    const c1 = proposalCard(p1);
+    await c1.waitFor({ timeout: UI_TIMEOUT });
+    await proposalCard(p2).waitFor({ timeout: UI_TIMEOUT });
+    assert.match(await c1.textContent(), /pending · base v1 · Trip plan\/Goals/);
+
+    await c1.getByRole('button', { name: /^Approve proposal/ }).click();
+    await c1.getByRole('button', { name: /^Commit proposal/ }).click();
+    await page.locator('#outline li', { hasText: 'Budget' }).waitFor({ timeout: UI_TIMEOUT });
+    await page.locator('#version', { hasText: 'Version 2' }).waitFor({ timeout: UI_TIMEOUT });
+    await eventually('p1 committed', async () => /committed as v2/.test(await c1.textContent()));
+    // p2 was based on version 1: the commit closed it, and the page shows so.
+    await eventually('p2 closed', async () => /superseded|stale/.test(await proposalCard(p2).textContent()));
+    assert.equal(await proposalCard(p2).getByRole('button').count(), 0);
+    await noReload();
+  });
+
+  step('a refused action shows the server\'s message in the alert line (a second tab acting on an old view)', async () => {
+    const p3 = (await bearer(bob, 'POST', '/workspace/propose', {
+      target: 'Trip plan/Plan', base_version: 2, summary: 'Reword the plan again', change: { section: 'Trip plan/Plan', content: '## Plan\n\nBook the night train.\n' },
+    })).proposal_id;
+    await proposalCard(p3).waitFor({ timeout: UI_TIMEOUT });
+    // A second tab whose live stream never delivers (as if its connection
+    // had stalled): it keeps showing p3 as pending.
+    const stale = await context.newPage();
+    try {
+      await stale.addInitScript(() => {
+        window.EventSource = class { constructor() { this.readyState = 0; } close() {} };
+      });
+      await stale.goto(`${ownerOrigin}/`);
+      const s3 = stale.locator(`article[data-proposal-id="${p3}"]`);
+      await s3.getByRole('button', { name: /^Approve proposal/ }).waitFor({ timeout: UI_TIMEOUT });
+
+      const c3 = proposalCard(p3);
+      await c3.getByRole('button', { name: /^Reject proposal/ }).click();
+      await eventually('p3 rejected', async () => /rejected/.test(await c3.textContent()));
+
+      await s3.getByRole('button', { name: /^Approve proposal/ }).click();
+      const notice = stale.getByRole('alert');
+      const msg = await eventually('the notice', async () => {
+        const t = await notice.textContent();
+        return t !== '' && t;
+      });
+      assert.match(msg, /^Could not approve the proposal: .*rejected/);
+      console.log(`# notice shown: ${msg}`);
+      // The refusal also re-reads the room, so the old view corrects itself.
+      await eventually('the stale tab to catch up', async () => /rejected/.test(await s3.textContent()));
+      assert.equal(await notice.textContent(), msg, 'the refusal stays on screen');
+      assert.equal(await page.locator('#notice').textContent(), '', 'the other tab shows no error');
+    } finally {
+      await stale.close();
+    }
+  });
+
+  step('bob completes; the page shows the result preview with Approve and Reject', async () => {
+    const text = ['Goals: see the sights, eat well, stay within about 1,200 euros over 4 nights.',
+      'Tone: friendly and short.', '', ...Array.from({ length: 30 }, (_, i) => `Detail line ${i + 1}: more words about the plan.`)].join('\n');
+    const h = await bob.tool('handoff_complete', {
+      handoff_id: handoffID,
+      result: { text, artifacts: [{ uri: `commonroom://workspace/${banner.workspace_id}/section/Trip%20plan%2FGoals`, title: 'the Goals section' }] },
+      status_message: 'drafted',
+    });
+    assert.equal(h.status, 'result_ready');
+    const c = card(handoffID);
+    await page.locator(`article[data-handoff-id="${handoffID}"][data-status="result_ready"]`).waitFor({ timeout: UI_TIMEOUT });
+    const preview = await c.locator('pre.preview').textContent();
+    assert.ok(preview.startsWith('Goals: see the sights'), preview);
+    assert.ok(preview.endsWith('…'), 'a long result is cut in the preview');
+    await c.getByRole('button', { name: /^Approve result/ }).waitFor();
+    await c.getByRole('button', { name: /^Reject result/ }).waitFor();
+    assert.equal(await c.getByRole('button', { name: /^Cancel handoff/ }).count(), 0);
+    await noReload();
+    await page.screenshot({ path: path.join(artifacts, 'owner-page.png'), fullPage: true });
+  });
+
+  step('a cross-origin POST carrying the cookie is refused and changes nothing', async () => {
+    const approve = `${ownerOrigin}/workspace/handoff/approve`;
+    const body = JSON.stringify({ handoff_id: handoffID, note: 'forged' });
+    // A "simple" cross-origin request (no preflight): the browser sends it,
+    // with whatever cookies it would attach, and the page cannot read the
+    // answer; the test sees the status through the browser's network events.
+    const forge = async (p, url, init) => {
+      const [res] = await Promise.all([
+        p.waitForResponse((r) => r.url() === url),
+        p.evaluate(({ url, init }) => fetch(url, { mode: 'no-cors', credentials: 'include', ...init }).then(() => 'sent', (e) => String(e)), { url, init }),
+      ]);
+      return res.status();
+    };
+    const post = { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body };
+    const other = await context.newPage();
+    try {
+      // Same site (127.0.0.1), another origin: the ingress listener. Cookies
+      // are not kept apart by port, so the browser does send the owner
+      // cookie from here: a read with it works (200, though the page cannot
+      // read the answer) …
+      await other.goto(`${ingressOrigin}/healthz`);
+      assert.equal(await forge(other, `${ownerOrigin}/workspace/status`, {}), 200, 'the cookie travels from this origin');
+      // … and the write is refused by the Origin check (403, not 401).
+      assert.equal(await forge(other, approve, post), 403);
+      // A JSON write from there needs a CORS preflight, which is not granted.
+      const cors = await other.evaluate(({ url, body }) => fetch(url, {
+        method: 'POST', credentials: 'include', headers: { 'Content-Type': 'application/json' }, body,
+      }).then((r) => `status ${r.status}`, (e) => `refused: ${e.name}`), { url: approve, body });
+      assert.match(cors, /^refused/);
+
+      // Another site (http://localhost:PORT): the SameSite=Strict cookie
+      // stays home, so the request is nobody's.
+      await other.goto(`http://localhost:${evil.address().port}/`);
+      assert.equal(await forge(other, `${ownerOrigin}/workspace/status`, {}), 401, 'no cookie cross-site');
+      assert.equal(await forge(other, approve, post), 401);
+    } finally {
+      await other.close();
+    }
+    const h = await alice.handoffGet(handoffID);
+    assert.equal(h.status, 'result_ready');
+    assert.equal(h.decided_at, null);
+    assert.equal(await card(handoffID).getAttribute('data-status'), 'result_ready');
+  });
+
+  step('Approve, by keyboard (focus, Enter): handoff_get says approved, tasks/get still completed', async () => {
+    const c = card(handoffID);
+    await c.getByLabel('Decision note (optional)').fill('Looks good, thanks');
+    const approve = c.getByRole('button', { name: /^Approve result/ });
+    await approve.focus();
+    assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.textContent), 'Approve');
+    await page.keyboard.press('Enter');
+    await page.locator(`article[data-handoff-id="${handoffID}"][data-status="approved"]`).waitFor({ timeout: UI_TIMEOUT });
+    const h = await alice.handoffGet(handoffID);
+    assert.equal(h.status, 'approved');
+    assert.equal(h.decision_note, 'Looks good, thanks');
+    const t = await alice.taskGet(taskID);
+    assert.equal(t.status, 'completed');
+    assert.match(await card(handoffID).textContent(), /Approved by/);
+    assert.equal(await page.locator('#notice').textContent(), '', 'the success cleared the notice');
+    await noReload();
+  });
+
+  step('Cancel an open handoff from the page', async () => {
+    const r = await alice.tool('handoff_create', { summary: 'Find a restaurant for the first night' });
+    const id = r._meta[HANDOFF_META];
+    const c = card(id);
+    await c.waitFor({ timeout: UI_TIMEOUT });
+    assert.match(await c.textContent(), /alice → anyone who accepts/);
+    await c.getByRole('button', { name: /^Cancel handoff/ }).click();
+    await page.locator(`article[data-handoff-id="${id}"][data-status="cancelled"]`).waitFor({ timeout: UI_TIMEOUT });
+    assert.equal((await alice.taskGet(r.taskId)).status, 'cancelled');
+    assert.equal((await alice.handoffGet(id)).status, 'cancelled');
+  });
+
+  step('Create invitation shows a URI with a copy button; it admits a new agent, who appears live', async () => {
+    await page.getByRole('button', { name: 'Create invitation' }).click();
+    const uri = page.getByLabel('New invitation URI');
+    await uri.waitFor({ timeout: UI_TIMEOUT });
+    const value = await uri.inputValue();
+    assert.match(value, /^commonroom:\/\/join\//);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.locator('#invite-status', { hasText: 'Copied' }).waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), value);
+    await join(banner.ingress_url, value, 'carol');
+    await page.locator('#participants li', { hasText: 'agent: carol · remote' }).waitFor({ timeout: UI_TIMEOUT });
+    // The extra invitation from `ce invite` still admits too.
+    await join(banner.ingress_url, extraInvite.uri, 'dave');
+    await page.locator('#participants li', { hasText: 'agent: dave · remote' }).waitFor({ timeout: UI_TIMEOUT });
+    await noReload();
+  });
+
+  step('every control is labelled and every action is a real button', async () => {
+    const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea, button')]
+      .filter((e) => {
+        if (e.type === 'hidden') return false;
+        if (e.tagName === 'BUTTON') return !(e.textContent.trim() || e.getAttribute('aria-label'));
+        return !(e.labels && e.labels.length) && !e.getAttribute('aria-label');
+      }).map((e) => e.outerHTML.slice(0, 120)));
+    assert.deepEqual(unlabelled, []);
+    const clickables = await page.evaluate(() => [...document.querySelectorAll('[onclick], a:not([href]), div[role="button"], span[role="button"]')].length);
+    assert.equal(clickables, 0);
+  });
+
+  step('at 320 CSS pixels (400 % zoom) it is one column and nothing is cut', async () => {
+    await page.setViewportSize({ width: 320, height: 800 });
+    await page.waitForTimeout(200);
+    const overflow = await page.evaluate(() => {
+      const vw = document.documentElement.clientWidth;
+      const out = [];
+      if (document.documentElement.scrollWidth > vw) out.push(`page scrollWidth ${document.documentElement.scrollWidth} > ${vw}`);
+      for (const e of document.querySelectorAll('h1, h2, h3, h4, p, li, button, input, select, textarea, label, pre, legend, summary')) {
+        const r = e.getBoundingClientRect();
+        if (r.width === 0 && r.height === 0) continue;
+        if (r.left < -0.5 || r.right > vw + 0.5) out.push(`${e.tagName}#${e.id} ${Math.round(r.left)}..${Math.round(r.right)}`);
+      }
+      return out;
+    });
+    assert.deepEqual(overflow, []);
+    await page.screenshot({ path: path.join(artifacts, 'owner-page-320.png'), fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  step('the same page key a second time gets a refusal page; the ingress never serves the page', async () => {
+    const other = await context.newPage();
+    try {
+      const res = await other.goto(banner.owner_url);
+      assert.equal(res.status(), 403);
+      assert.match(await other.locator('body').textContent(), /already used or is not valid/);
+      const ing = await other.goto(`${ingressOrigin}/`);
+      assert.equal(ing.status(), 200);
+      assert.doesNotMatch(await other.locator('body').textContent(), /Handoffs/);
+      assert.equal(ing.headers()['set-cookie'], undefined);
+      assert.equal((await other.goto(`${ingressOrigin}/page/page.js`)).status(), 404);
+    } finally {
+      await other.close();
+    }
+    // Without the cookie (a client other than this browser) the page is refused.
+    const res = await fetch(`${ownerOrigin}/`);
+    assert.equal(res.status, 401);
+  });
+
+  step('no script errors and no Content-Security-Policy violations', async () => {
+    // A refused action logs its 4xx answer (the stale commit above did so on
+    // purpose); anything else, a CSP refusal above all, is a fault.
+    assert.deepEqual(consoleProblems.filter((m) => !/^error: Failed to load resource: the server responded with a status of 4\d\d/.test(m)), []);
+  });
+});

@@ -1,0 +1,596 @@
+// The owner page's script. No framework and no build step: it reads the room
+// (GET /workspace/room), follows its changes (GET /workspace/observe, a
+// server-sent stream; each change re-reads the room, coalesced), renders only
+// the parts whose data changed, and acts through the /workspace routes.
+// Requests carry the owner cookie only because they are same-origin; writes
+// are JSON, so the server's Origin check (D23) applies to every one of them.
+// Everything the room says is inserted as text, never as markup.
+'use strict';
+
+(() => {
+  const COALESCE_MS = 100;       // events closer together than this cause one re-read
+  const RESULT_PREVIEW = 600;    // characters of a result shown before "Show all"
+  const MAX_RETRY_MS = 30000;
+
+  const $ = (id) => document.getElementById(id);
+
+  // ---- DOM helpers -------------------------------------------------------
+
+  // el('p', {class: 'x', text: 'y', 'aria-label': 'z', onclick: fn}, child, …)
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'text') node.textContent = String(v);
+      else if (k === 'class') node.className = v;
+      else if (k.startsWith('on') && typeof v === 'function') node.addEventListener(k.slice(2), v);
+      else if (k === 'dataset') Object.assign(node.dataset, v);
+      else if (v === true) node.setAttribute(k, '');
+      else node.setAttribute(k, String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return node;
+  }
+
+  let uid = 0;
+  const newID = (prefix) => `${prefix}-${++uid}`;
+
+  function when(iso) {
+    if (!iso) return '';
+    const d = new Date(iso);
+    if (Number.isNaN(d.getTime())) return iso;
+    const today = new Date().toDateString() === d.toDateString();
+    const opts = today ? { hour: '2-digit', minute: '2-digit', second: '2-digit' }
+      : { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' };
+    return el('time', { datetime: iso, title: iso, text: d.toLocaleString(undefined, opts) });
+  }
+
+  // ---- the notice line and the live line ---------------------------------
+
+  let noticeFrom = '';
+  function setNotice(msg, from) {
+    const n = $('notice');
+    if (!msg) {
+      if (!from || from === noticeFrom) { n.textContent = ''; noticeFrom = ''; }
+      return;
+    }
+    n.textContent = msg;
+    noticeFrom = from || 'action';
+  }
+
+  function setLive(state, text) {
+    const l = $('live');
+    if (l.dataset.state === state && l.textContent === text) return;
+    l.dataset.state = state;
+    l.textContent = text;
+  }
+
+  // ---- requests -----------------------------------------------------------
+
+  async function api(method, url, body) {
+    const opts = { method, credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      opts.headers['Content-Type'] = 'application/json';
+      opts.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(url, opts);
+    } catch (e) {
+      const err = new Error('the room did not answer; is `ce serve` still running?');
+      err.status = 0;
+      throw err;
+    }
+    const text = await res.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+    if (!res.ok) {
+      const err = new Error((data && data.message) || `HTTP ${res.status}`);
+      err.status = res.status;
+      err.code = data && data.error;
+      throw err;
+    }
+    return data;
+  }
+
+  const SIGNED_OUT = 'This page is no longer signed in (the room restarted or the link expired). Run `ce open FILE` for a fresh link.';
+
+  // act runs one user action: the button is disabled meanwhile, a refusal
+  // goes to the notice line, success clears it and re-reads the room.
+  async function act(button, what, fn) {
+    if (button) button.disabled = true;
+    try {
+      await fn();
+      setNotice('', 'action');
+      schedule(0);
+      return true;
+    } catch (e) {
+      setNotice(e.status === 401 ? SIGNED_OUT : `Could not ${what}: ${e.message}`, 'action');
+      if (e.status !== 401) schedule(0); // the view was probably out of date
+      return false;
+    } finally {
+      if (button && button.isConnected) button.disabled = false;
+    }
+  }
+
+  // ---- reading the room, coalesced ---------------------------------------
+
+  let timer = null;
+  let inflight = false;
+  let dirty = false;
+  let lastEventID = 0;
+  let signedOut = false;
+
+  function schedule(delay) {
+    dirty = true;
+    if (timer === null && !inflight) timer = setTimeout(refresh, delay === undefined ? COALESCE_MS : delay);
+  }
+
+  async function refresh() {
+    timer = null;
+    dirty = false;
+    inflight = true;
+    try {
+      const v = await api('GET', '/workspace/room');
+      render(v);
+      setNotice('', 'refresh');
+    } catch (e) {
+      if (e.status === 401) {
+        signedOut = true;
+        if (stream) stream.close();
+        setLive('off', 'Live updates: off (signed out)');
+        setNotice(SIGNED_OUT, 'refresh');
+      } else {
+        setNotice(`Could not read the room: ${e.message}`, 'refresh');
+      }
+    } finally {
+      inflight = false;
+      if (dirty && !signedOut) timer = setTimeout(refresh, COALESCE_MS);
+    }
+  }
+
+  // ---- the event stream ----------------------------------------------------
+
+  let stream = null;
+  let retryMS = 1000;
+
+  function connect() {
+    if (signedOut) return;
+    const es = new EventSource('/workspace/observe');
+    stream = es;
+    es.onopen = () => {
+      retryMS = 1000;
+      setLive('on', 'Live updates: on');
+      schedule(0); // whatever happened while we were away
+    };
+    es.onmessage = (m) => {
+      let frame;
+      try { frame = JSON.parse(m.data); } catch { return; }
+      const ev = frame && frame.params;
+      if (!ev || typeof ev.event_id !== 'number') return;
+      if (ev.event_id <= lastEventID) return; // already reflected (the stream may repeat one)
+      lastEventID = ev.event_id;
+      schedule();
+    };
+    es.onerror = () => {
+      if (es.readyState === EventSource.CLOSED) {
+        // Refused (e.g. 401 or 503): the browser will not retry by itself.
+        es.close();
+        const secs = Math.round(retryMS / 1000);
+        setLive('off', `Live updates: off, retrying in ${secs} s`);
+        setTimeout(connect, retryMS);
+        retryMS = Math.min(retryMS * 2, MAX_RETRY_MS);
+        schedule(0); // tells a signed-out page apart from a stopped room
+      } else {
+        setLive('reconnecting', 'Live updates: reconnecting…');
+      }
+    };
+  }
+
+  // ---- rendering ---------------------------------------------------------
+
+  const last = {};      // section -> the JSON it was last rendered from
+  let names = {};       // participant_id -> name
+
+  function changed(section, data) {
+    const sig = JSON.stringify(data);
+    if (last[section] === sig) return false;
+    last[section] = sig;
+    return true;
+  }
+
+  const who = (id) => (id ? (names[id] || id) : '');
+
+  function render(v) {
+    names = {};
+    for (const p of v.participants || []) names[p.participant_id] = p.name;
+    for (const p of (v.diagnostics && v.diagnostics.participants) || []) names[p.participant_id] ||= p.name;
+    for (const ev of v.events || []) if (ev.event_id > lastEventID) lastEventID = ev.event_id;
+    const namesSig = JSON.stringify(names);
+    const st = v.status || {};
+
+    if (changed('header', [st.version, st.lifecycle, st.participants, st.pending_proposals])) {
+      $('version').textContent = `Version ${st.version}`;
+      $('lifecycle').textContent = st.lifecycle || '';
+      const np = st.participants, pp = st.pending_proposals;
+      $('counts').textContent = `${np} participant${np === 1 ? '' : 's'} · ${pp} pending proposal${pp === 1 ? '' : 's'}`;
+    }
+    if (changed('connection', v.diagnostics && v.diagnostics.listener)) renderConnection(v.diagnostics.listener);
+    if (changed('participants', v.participants)) renderParticipants(v.participants || []);
+    if (changed('leases', [v.leases, namesSig])) renderLeases(v.leases || []);
+    renderKeyed($('proposals'), v.proposals || [], (p) => p.proposal_id, renderProposal, namesSig, 'No proposals yet.');
+    renderKeyed($('handoffs'), sortHandoffs(v.handoffs || []), (h) => h.handoff_id, renderHandoff, namesSig, 'No handoffs yet.');
+    if (changed('outline', st.heading_tree)) renderOutline(st.heading_tree || []);
+    if (changed('events', [v.events, namesSig])) renderEvents(v.events || []);
+    if (changed('invites', v.invites)) renderInvites(v.invites);
+  }
+
+  function renderConnection(l) {
+    if (!l) return;
+    $('connection').textContent = [l.type, l.mode, l.encrypted ? 'encrypted' : 'not encrypted'].filter(Boolean).join(' · ');
+  }
+
+  function participantLine(p) {
+    return `${p.kind}: ${p.name}${p.is_host ? ' (host)' : ''}${p.transport ? ` · ${p.transport}` : ''}`;
+  }
+
+  function renderParticipants(ps) {
+    $('participants').replaceChildren(...(ps.length ? ps.map((p) => el('li', { text: participantLine(p) }))
+      : [el('li', { class: 'empty', text: 'Nobody yet.' })]));
+  }
+
+  function renderLeases(ls) {
+    $('leases').replaceChildren(...(ls.length
+      ? ls.map((l) => el('li', {}, el('span', { class: 'strong', text: l.target }), ` · ${who(l.participant_id)} · until `, when(l.expires_at)))
+      : [el('li', { class: 'empty', text: 'No leases.' })]));
+  }
+
+  function renderOutline(tree) {
+    $('outline').replaceChildren(...(tree.length
+      ? tree.map((r) => el('li', { class: `lvl-${Math.min(Math.max((r.level || 1) - 1, 0), 5)}`, title: r.path, text: r.title }))
+      : [el('li', { class: 'empty', text: 'The document has no headings.' })]));
+  }
+
+  function renderEvents(evs) {
+    $('events').replaceChildren(...(evs.length ? evs.map((ev) => {
+      const p = ev.payload || {};
+      const actor = who(p.actor_id || p.reviewer_id || p.reviewed_by || p.participant_id);
+      return el('li', {}, el('span', { class: 'mono', text: ev.event_type }), ' · ', when(ev.created_at), actor ? ` · ${actor}` : '');
+    }) : [el('li', { class: 'empty', text: 'No events yet.' })]));
+  }
+
+  function renderInvites(invs) {
+    const list = $('invites');
+    if (!invs || !invs.length) { list.replaceChildren(); return; }
+    const now = Date.now();
+    const live = invs.filter((i) => !i.revoked_at && Date.parse(i.expires_at) > now
+      && (i.max_uses === null || i.used_count < i.max_uses));
+    list.replaceChildren(
+      el('li', { text: `${live.length} open invitation${live.length === 1 ? '' : 's'}${live.length > 5 ? ' (newest 5 below)' : ''}` }),
+      ...live.slice(0, 5).map((i) => el('li', {},
+        `${(i.capabilities || []).join(', ')} · used ${i.used_count}${i.max_uses === null ? '' : ` of ${i.max_uses}`} · until `, when(i.expires_at))));
+  }
+
+  // renderKeyed keeps one node per item (data-key) and rebuilds a node only
+  // when its item changed. What the user typed into a rebuilt node, and the
+  // focus, are carried over, so a change elsewhere never eats an answer.
+  function renderKeyed(container, items, keyOf, build, extraSig, emptyText) {
+    const old = new Map();
+    for (const n of container.querySelectorAll(':scope > [data-key]')) old.set(n.dataset.key, n);
+    const nodes = items.map((item) => {
+      const key = keyOf(item);
+      const sig = JSON.stringify(item) + extraSig;
+      const prev = old.get(key);
+      old.delete(key);
+      if (prev && prev.dataset.sig === sig) return prev;
+      const node = build(item);
+      node.dataset.key = key;
+      node.dataset.sig = sig;
+      if (prev) carryOver(prev, node);
+      return node;
+    });
+    for (const n of old.values()) n.remove();
+    if (!nodes.length) {
+      const only = container.children.length === 1 ? container.firstElementChild : null;
+      if (!only || !only.classList.contains('empty') || only.textContent !== emptyText) {
+        container.replaceChildren(el('p', { class: 'empty', text: emptyText }));
+      }
+      return;
+    }
+    for (const n of container.querySelectorAll(':scope > :not([data-key])')) n.remove();
+    nodes.forEach((n, i) => {
+      if (container.children[i] !== n) container.insertBefore(n, container.children[i] || null);
+    });
+  }
+
+  function carryOver(prev, next) {
+    const focused = prev.contains(document.activeElement) ? document.activeElement.dataset.keep : undefined;
+    for (const f of prev.querySelectorAll('[data-keep]')) {
+      if (!f.dataset.touched) continue;
+      const g = [...next.querySelectorAll('[data-keep]')].find((x) => x.dataset.keep === f.dataset.keep);
+      if (!g) continue;
+      if (f.type === 'checkbox') g.checked = f.checked; else g.value = f.value;
+      g.dataset.touched = '1';
+    }
+    prev.replaceWith(next);
+    if (focused !== undefined) {
+      const g = [...next.querySelectorAll('[data-keep]')].find((x) => x.dataset.keep === focused);
+      if (g) g.focus();
+    }
+  }
+
+  // keep marks a control whose value survives a re-render of its card.
+  function keep(node, key) {
+    node.dataset.keep = key;
+    node.addEventListener('input', () => { node.dataset.touched = '1'; });
+    node.addEventListener('change', () => { node.dataset.touched = '1'; });
+    return node;
+  }
+
+  const badge = (status) => el('span', { class: `badge s-${status}`, text: status.replace(/_/g, ' ') });
+
+  // ---- proposals -----------------------------------------------------------
+
+  function renderProposal(p) {
+    const h = newID('prop');
+    const actions = [];
+    if (p.status === 'pending') {
+      actions.push(
+        el('button', { type: 'button', 'aria-label': `Approve proposal “${p.summary}”`, text: 'Approve',
+          onclick: (e) => act(e.currentTarget, 'approve the proposal', () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: true })) }),
+        el('button', { type: 'button', class: 'secondary', 'aria-label': `Reject proposal “${p.summary}”`, text: 'Reject',
+          onclick: (e) => act(e.currentTarget, 'reject the proposal', () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: false })) }));
+    } else if (p.status === 'approved') {
+      actions.push(el('button', { type: 'button', 'aria-label': `Commit proposal “${p.summary}”`, text: 'Commit',
+        onclick: (e) => act(e.currentTarget, 'commit the proposal', () => api('POST', '/workspace/commit', { proposal_id: p.proposal_id })) }));
+    }
+    const change = p.change || {};
+    return el('article', { class: `card proposal${['pending', 'approved'].includes(p.status) ? '' : ' closed'}`, 'aria-labelledby': h, dataset: { proposalId: p.proposal_id } },
+      el('h3', { id: h, text: p.summary || '(no summary)' }),
+      el('p', { class: 'line' }, badge(p.status), ` · base v${p.base_version} · `, el('span', { class: 'strong', text: p.target })),
+      el('p', { class: 'line muted' }, `by ${who(p.participant_id)} · `, when(p.created_at),
+        p.committed_version ? ` · committed as v${p.committed_version}` : '',
+        p.reviewed_by ? ` · reviewed by ${who(p.reviewed_by)}` : ''),
+      typeof change.content === 'string' ? el('details', {},
+        el('summary', { text: change.section ? `Proposed text for ${change.section}` : 'Proposed text (whole document)' }),
+        el('pre', { text: change.content })) : null,
+      actions.length ? el('div', { class: 'actions' }, actions) : null);
+  }
+
+  // ---- handoffs ------------------------------------------------------------
+
+  const LIVE_HANDOFF = new Set(['open', 'accepted', 'result_ready']);
+
+  function sortHandoffs(hs) {
+    const rank = (h) => (h.status === 'result_ready' || (h.inputs || []).some((i) => i.status === 'open') ? 0
+      : LIVE_HANDOFF.has(h.status) ? 1 : 2);
+    return hs.slice().sort((a, b) => rank(a) - rank(b) || (b.created_at || '').localeCompare(a.created_at || ''));
+  }
+
+  function renderHandoff(h) {
+    const hid = newID('handoff');
+    const parts = [];
+    parts.push(el('h3', { id: hid, text: h.summary || '(no summary)' }));
+    parts.push(el('p', { class: 'line' }, badge(h.status),
+      h.task_status ? [' · task ', el('span', { class: 'mono', text: h.task_status.replace(/_/g, ' ') })] : '',
+      ' · ', when(h.created_at)));
+    let assignee;
+    if (h.assignee_id) assignee = who(h.assignee_id);
+    else if (h.requested_assignee_id) assignee = `${who(h.requested_assignee_id)} (asked, not accepted yet)`;
+    else assignee = 'anyone who accepts';
+    parts.push(el('p', { class: 'line parties' }, el('span', { class: 'strong', text: who(h.owner_id) }),
+      ' → ', el('span', { class: 'strong', text: assignee })));
+    if (h.target) parts.push(el('p', { class: 'line muted' }, 'About ', el('span', { class: 'strong', text: h.target })));
+    if (h.constraints) parts.push(el('details', {}, el('summary', { text: 'Constraints' }), el('p', { class: 'pre', text: h.constraints })));
+
+    const inputs = h.inputs || [];
+    const open = inputs.filter((i) => i.status === 'open');
+    const closed = inputs.filter((i) => i.status !== 'open');
+    if (open.length) {
+      parts.push(el('h4', { text: open.length === 1 ? `${who(h.assignee_id)} asks` : `${who(h.assignee_id)} asks ${open.length} questions` }));
+      for (const i of open) parts.push(answerForm(h, i));
+    }
+    if (closed.length) {
+      parts.push(el('details', { class: 'asked' }, el('summary', { text: `Earlier questions (${closed.length})` }),
+        el('ul', { class: 'plain small' }, closed.map((i) => el('li', {}, el('span', { class: 'strong', text: i.message }),
+          ` · ${i.status}`, i.response ? [': ', el('span', { class: 'mono', text: answerText(i.response) })] : '')))));
+    }
+
+    if (h.result) parts.push(resultBlock(h));
+    if (h.decided_at) {
+      parts.push(el('p', { class: 'line' }, `${h.status === 'approved' ? 'Approved' : 'Rejected'} by ${who(h.decided_by)} · `, when(h.decided_at),
+        h.decision_note ? ` · “${h.decision_note}”` : ''));
+    }
+    if (h.cancelled_at) {
+      parts.push(el('p', { class: 'line' }, `Cancelled by ${who(h.cancelled_by) || 'the room'} · `, when(h.cancelled_at),
+        h.cancel_reason ? ` · ${h.cancel_reason}` : ''));
+    }
+
+    const actions = [];
+    if (h.status === 'result_ready') {
+      const noteID = newID('note');
+      const note = keep(el('input', { type: 'text', id: noteID, maxlength: 2000, autocomplete: 'off' }), 'note');
+      actions.push(el('div', { class: 'field' }, el('label', { for: noteID, text: 'Decision note (optional)' }), note));
+      const decide = (what) => (e) => act(e.currentTarget, `${what} the result`,
+        () => api('POST', `/workspace/handoff/${what}`, { handoff_id: h.handoff_id, note: note.value.trim() }));
+      actions.push(el('div', { class: 'actions' },
+        el('button', { type: 'button', class: 'approve', 'aria-label': `Approve result of “${h.summary}”`, text: 'Approve', onclick: decide('approve') }),
+        el('button', { type: 'button', class: 'secondary', 'aria-label': `Reject result of “${h.summary}”`, text: 'Reject', onclick: decide('reject') })));
+    }
+    if ((h.status === 'open' || h.status === 'accepted') && (h.task_status === 'working' || h.task_status === 'input_required')) {
+      actions.push(el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', 'aria-label': `Cancel handoff “${h.summary}”`, text: 'Cancel handoff',
+        onclick: (e) => act(e.currentTarget, 'cancel the handoff', () => api('POST', '/workspace/task/cancel', { task_id: h.task_id })) })));
+    }
+    parts.push(...actions);
+    return el('article', { class: `card handoff${LIVE_HANDOFF.has(h.status) ? '' : ' closed'}`, 'aria-labelledby': hid,
+      dataset: { handoffId: h.handoff_id, status: h.status } }, parts);
+  }
+
+  function resultBlock(h) {
+    const r = h.result;
+    const text = r.text || '';
+    const long = text.length > RESULT_PREVIEW;
+    return el('div', { class: `result${r.is_error ? ' error' : ''}` },
+      el('h4', { text: r.is_error ? 'Result (the assignee reports it could not be done)' : 'Result' }),
+      el('p', { class: 'line muted' }, 'Delivered ', when(h.result_at)),
+      el('pre', { class: 'preview', text: long ? `${text.slice(0, RESULT_PREVIEW)}…` : text }),
+      long ? el('details', {}, el('summary', { text: `Show all (${text.length} characters)` }), el('pre', { text })) : null,
+      (r.artifacts && r.artifacts.length) ? el('ul', { class: 'plain small' },
+        r.artifacts.map((a) => el('li', {}, el('span', { class: 'mono', text: a.uri }), a.title ? ` · ${a.title}` : ''))) : null);
+  }
+
+  function answerText(resp) {
+    if (resp && resp.action && resp.action !== 'accept') return resp.action;
+    const c = resp && resp.content;
+    if (c && typeof c === 'object') return Object.entries(c).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`).join('; ');
+    return JSON.stringify(resp);
+  }
+
+  // answerForm builds a form from the request's requested_schema (an MCP
+  // elicitation form schema: flat properties of string, number, integer,
+  // boolean, enums, and arrays of enum values).
+  function answerForm(h, input) {
+    const schema = (input.requested_schema && typeof input.requested_schema === 'object') ? input.requested_schema : {};
+    const props = (schema.properties && typeof schema.properties === 'object' && Object.keys(schema.properties).length)
+      ? schema.properties : { answer: { type: 'string' } };
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    const fields = Object.entries(props).map(([name, prop]) => field(`${input.key}\u0000${name}`, name, prop || {}, required.has(name)));
+    const legendID = newID('q');
+    const submit = el('button', { type: 'submit', text: 'Send answer', 'aria-label': `Send answer to “${input.message}”` });
+    const decline = el('button', { type: 'button', class: 'secondary', text: 'Decline', 'aria-label': `Decline to answer “${input.message}”` });
+    const form = el('form', { class: 'answer', 'aria-labelledby': legendID, novalidate: false, dataset: { inputKey: input.key } },
+      el('fieldset', {},
+        el('legend', { id: legendID, text: input.message }),
+        fields.map((f) => f.node),
+        el('div', { class: 'actions' }, submit, decline)));
+    const send = (btn, response) => act(btn, 'send the answer', () => api('POST', '/workspace/task/update',
+      { task_id: h.task_id, input_responses: { [input.key]: response } }));
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      if (!form.reportValidity()) return;
+      const content = {};
+      for (const f of fields) {
+        const v = f.read();
+        if (v !== undefined) content[f.name] = v;
+      }
+      send(submit, { action: 'accept', content });
+    });
+    decline.addEventListener('click', () => send(decline, { action: 'decline' }));
+    return form;
+  }
+
+  function enumOptions(prop) {
+    if (Array.isArray(prop.enum)) {
+      const labels = Array.isArray(prop.enumNames) ? prop.enumNames : [];
+      return prop.enum.map((v, i) => ({ value: v, label: labels[i] !== undefined ? String(labels[i]) : String(v) }));
+    }
+    const alts = Array.isArray(prop.oneOf) ? prop.oneOf : Array.isArray(prop.anyOf) ? prop.anyOf : null;
+    if (alts && alts.every((a) => a && 'const' in a)) return alts.map((a) => ({ value: a.const, label: a.title !== undefined ? String(a.title) : String(a.const) }));
+    return null;
+  }
+
+  // field returns {name, node, read}; read() gives the JSON value to send,
+  // or undefined to leave the property out.
+  function field(keepKey, name, prop, required) {
+    const id = newID('f');
+    const hintID = prop.description ? newID('hint') : undefined;
+    // The default schema's one field is called "answer"; say so in words.
+    const title = prop.title || (name === 'answer' ? 'Your answer' : name);
+    const labelText = `${title}${required ? ' (required)' : ''}`;
+    const hint = hintID ? el('span', { id: hintID, class: 'hint', text: prop.description }) : null;
+    const type = Array.isArray(prop.type) ? prop.type.find((t) => t !== 'null') : prop.type;
+    const common = { id, 'aria-describedby': hintID, required: required || undefined };
+
+    if (type === 'boolean') {
+      const box = keep(el('input', { ...common, type: 'checkbox', required: undefined }), keepKey);
+      box.checked = prop.default === true;
+      return { name, node: el('div', { class: 'field check' }, box, el('label', { for: id, text: title }), hint), read: () => box.checked };
+    }
+
+    if (type === 'array') {
+      const opts = enumOptions(prop.items || {}) || [];
+      const boxes = opts.map((o, i) => {
+        const bid = `${id}-${i}`;
+        const b = keep(el('input', { type: 'checkbox', id: bid }), `${keepKey}\u0000${i}`);
+        b.checked = Array.isArray(prop.default) && prop.default.includes(o.value);
+        return { o, b, node: el('div', { class: 'check' }, b, el('label', { for: bid, text: o.label })) };
+      });
+      return {
+        name,
+        node: el('fieldset', { class: 'field group', 'aria-describedby': hintID }, el('legend', { text: labelText }), hint, boxes.map((x) => x.node)),
+        read: () => {
+          const vals = boxes.filter((x) => x.b.checked).map((x) => x.o.value);
+          return vals.length || required ? vals : undefined;
+        },
+      };
+    }
+
+    const options = enumOptions(prop);
+    if (options) {
+      const sel = keep(el('select', common,
+        required ? el('option', { value: '', text: 'Choose…', disabled: true, selected: prop.default === undefined }) : el('option', { value: '', text: '(no answer)' }),
+        options.map((o, i) => el('option', { value: String(i), text: o.label, selected: prop.default !== undefined && o.value === prop.default }))), keepKey);
+      return { name, node: el('div', { class: 'field' }, el('label', { for: id, text: labelText }), hint, sel),
+        read: () => (sel.value === '' ? undefined : options[Number(sel.value)].value) };
+    }
+
+    if (type === 'number' || type === 'integer') {
+      const inp = keep(el('input', { ...common, type: 'number', inputmode: type === 'integer' ? 'numeric' : 'decimal',
+        step: type === 'integer' ? '1' : 'any', min: prop.minimum, max: prop.maximum }), keepKey);
+      if (typeof prop.default === 'number') inp.value = String(prop.default);
+      return { name, node: el('div', { class: 'field' }, el('label', { for: id, text: labelText }), hint, inp),
+        read: () => (inp.value === '' ? undefined : Number(inp.value)) };
+    }
+
+    // Strings (and anything else, sent as text).
+    const fmt = { email: 'email', uri: 'url', date: 'date' }[prop.format];
+    let inp;
+    if (fmt || (typeof prop.maxLength === 'number' && prop.maxLength <= 200)) {
+      inp = el('input', { ...common, type: fmt || 'text', minlength: prop.minLength, maxlength: prop.maxLength, pattern: prop.pattern, autocomplete: 'off' });
+    } else {
+      inp = el('textarea', { ...common, rows: 3, minlength: prop.minLength, maxlength: prop.maxLength });
+    }
+    keep(inp, keepKey);
+    if (typeof prop.default === 'string') inp.value = prop.default;
+    return { name, node: el('div', { class: 'field' }, el('label', { for: id, text: labelText }), hint, inp),
+      read: () => (inp.value === '' && !required ? undefined : inp.value) };
+  }
+
+  // ---- the invitation ------------------------------------------------------
+
+  function setupInvite() {
+    const create = $('invite-create');
+    const out = $('invite-result');
+    const uri = $('invite-uri');
+    const status = $('invite-status');
+    create.addEventListener('click', () => act(create, 'create an invitation', async () => {
+      const g = await api('POST', '/workspace/invite', {});
+      uri.value = g.uri;
+      out.hidden = false;
+      status.textContent = `Works once, until ${new Date(g.expires_at).toLocaleString()}. Copy it now: it is not shown again.`;
+      uri.focus();
+      uri.select();
+    }));
+    $('invite-copy').addEventListener('click', async () => {
+      try {
+        await navigator.clipboard.writeText(uri.value);
+        status.textContent = 'Copied to the clipboard.';
+      } catch {
+        uri.focus();
+        uri.select();
+        const ok = document.execCommand && document.execCommand('copy');
+        status.textContent = ok ? 'Copied to the clipboard.' : 'Copying was refused: the text is selected, copy it with the keyboard.';
+      }
+    });
+  }
+
+  // ---- start ---------------------------------------------------------------
+
+  setupInvite();
+  schedule(0);
+  if (typeof EventSource === 'function') connect();
+  else setLive('off', 'Live updates: not supported by this browser');
+})();

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The owner page's end-to-end test in a real headless browser.
+#
+# It installs what it needs (Debian's chromium when absent, playwright-core
+# from e2e/package-lock.json with `npm ci`; no browser is ever downloaded),
+# builds ce, starts `ce serve FILE --json` on a temp file, joins two agents
+# over HTTP (the banner's invitation, and one from `ce invite` for the
+# second), runs e2e/owner-page.test.mjs with node's test runner, and stops
+# everything. Screenshots land in e2e/artifacts/ (or $CE_E2E_ARTIFACTS).
+#
+#   scripts/e2e.sh            from the repository root, or from .ci/run
+#   CE_E2E_KEEP=DIR           also copy the server log and JSON files to DIR
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+e2e="$root/e2e"
+chromium="${CE_E2E_CHROMIUM:-/usr/bin/chromium}"
+export CE_E2E_ARTIFACTS="${CE_E2E_ARTIFACTS:-$e2e/artifacts}"
+start=$(date +%s)
+
+# --- what the test needs ------------------------------------------------------
+if [ ! -x "$chromium" ]; then
+  echo "installing Debian's chromium"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "e2e: $chromium is missing and this is not root; install it with: apt-get install -y chromium" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq chromium >/dev/null
+fi
+if ! command -v node >/dev/null || ! node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)'; then
+  echo "e2e: Node.js 20 or newer is needed (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
+# playwright-core never downloads a browser on install; say so anyway.
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+# npm ci from the committed lock, unless node_modules already holds exactly it.
+locked="$(node -p "require('$e2e/package-lock.json').packages['node_modules/playwright-core'].version")"
+installed="$(node -p "try { require('$e2e/node_modules/playwright-core/package.json').version } catch { '' }")"
+if [ "$locked" != "$installed" ]; then
+  (cd "$e2e" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+echo "node $(node --version), $("$chromium" --version 2>/dev/null | head -1), playwright-core $(node -p "require('$e2e/node_modules/playwright-core/package.json').version")"
+
+# --- the room -------------------------------------------------------------------
+work="$(mktemp -d)"
+pid=""
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait 2>/dev/null || true
+  if [ -n "${CE_E2E_KEEP:-}" ]; then mkdir -p "$CE_E2E_KEEP" && cp "$work"/*.json "$work"/*.log "$CE_E2E_KEEP"/ 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+(cd "$root" && GOFLAGS="${GOFLAGS:--buildvcs=false}" go build -o "$work/ce" ./cmd/ce)
+printf '# Trip plan\n\nA weekend away, planned together.\n\n## Goals\n\nTo be written.\n\n## Plan\n\nStep one.\n' >"$work/trip.md"
+"$work/ce" serve "$work/trip.md" --json --name host >"$work/banner.json" 2>"$work/serve.log" &
+pid=$!
+for _ in $(seq 100); do [ -s "$work/banner.json" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if [ ! -s "$work/banner.json" ]; then
+  echo "e2e: ce serve did not start" >&2
+  cat "$work/serve.log" >&2
+  exit 1
+fi
+field() { node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.stdout.write(String(o[process.argv[2]]))' "$1" "$2"; }
+ingress="$(field "$work/banner.json" ingress_url)"
+
+# Two agents over HTTP: the banner's invitation admits one; the second joins
+# with one from `ce invite` (which reaches the running room through its owner
+# listener), which admits two more later on.
+node "$e2e/join.mjs" "$ingress" "$(field "$work/banner.json" invite)" alice >"$work/alice.json"
+"$work/ce" invite --workspace "$work/trip.md" --json --capabilities read,observe,propose,checkout,commit --max-uses 2 >"$work/invite.json"
+node "$e2e/join.mjs" "$ingress" "$(field "$work/invite.json" uri)" bob >"$work/bob.json"
+
+export CE_E2E_BANNER="$work/banner.json" CE_E2E_ALICE="$work/alice.json" CE_E2E_BOB="$work/bob.json" \
+  CE_E2E_INVITE="$work/invite.json" CE_E2E_CHROMIUM="$chromium"
+mkdir -p "$CE_E2E_ARTIFACTS"
+set +e
+(cd "$e2e" && timeout 240 node --test --test-reporter=spec --test-timeout=120000 owner-page.test.mjs)
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then
+  echo "--- ce serve log (last 40 lines)"
+  tail -40 "$work/serve.log" || true
+fi
+echo "e2e: $(($(date +%s) - start)) s; screenshots in $CE_E2E_ARTIFACTS"
+exit $rc
