@@ -205,7 +205,13 @@ func Read[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, error
 		if _, err := Do(ctx, r, "sync", func(tx *room.Tx) (struct{}, error) {
 			return struct{}{}, r.eng.SyncFile(tx)
 		}); err != nil {
-			return zero, err
+			if ctx.Err() != nil {
+				return zero, err
+			}
+			// Recording the edit failed (a full disk, say): serve what the
+			// sidecar holds rather than failing every read; the sweeper
+			// tries the sync again.
+			r.log.Warn("reading without the file's latest edit: recording it failed", "err", err)
 		}
 	}
 	tx, err := r.store.Reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -352,6 +358,11 @@ func (r *Room) runBatch(batch []*call) {
 	if err != nil {
 		r.log.Error("writer: COMMIT failed; the batch is rolled back", "err", err, "commands", len(batch))
 		r.conn.ExecContext(ctx, "ROLLBACK")
+		for i := len(outcomes) - 1; i >= 0; i-- {
+			for _, uerr := range room.RunUndo(outcomes[i]) {
+				r.log.Error("writer: could not undo a command's file write; the next sync records it", "err", uerr)
+			}
+		}
 		for i := range batch {
 			if ran[i] {
 				results[i] = room.Internal(err)
@@ -391,6 +402,7 @@ func (r *Room) runOne(ctx context.Context, c *call, now time.Time) (out room.Out
 	if _, err := r.conn.ExecContext(ctx, "SAVEPOINT cmd"); err != nil {
 		return out, room.Internal(err)
 	}
+	tx := r.eng.NewTx(ctx, r.q, now)
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("writer: command panicked; rolled back", "command", c.name, "panic", fmt.Sprint(p))
@@ -400,12 +412,14 @@ func (r *Room) runOne(ctx context.Context, c *call, now time.Time) (out room.Out
 			if _, rbErr := r.conn.ExecContext(ctx, "ROLLBACK TO cmd"); rbErr != nil {
 				r.log.Error("writer: ROLLBACK TO failed", "err", rbErr)
 			}
+			for _, uerr := range tx.Abandon() {
+				r.log.Error("writer: could not undo a command's file write; the next sync records it", "command", c.name, "err", uerr)
+			}
 		}
 		if _, relErr := r.conn.ExecContext(ctx, "RELEASE cmd"); relErr != nil && err == nil {
 			err = room.Internal(relErr)
 		}
 	}()
-	tx := r.eng.NewTx(ctx, r.q, now)
 	if err = c.run(tx); err != nil {
 		return out, err
 	}

@@ -357,3 +357,39 @@ func TestDo_CommitAndFailKeepsTheChangeAndReturnsTheError(t *testing.T) {
 		t.Logf("failed counter = %d", tr.Stats().Failed.Load())
 	}
 }
+
+// TestFileWriteIsUndoneWhenTheCommandFails: a command that rewrote the
+// document and then failed must leave the file as it was, so the file never
+// runs ahead of the sidecar (and no "external edit" appears afterwards).
+func TestFileWriteIsUndoneWhenTheCommandFails(t *testing.T) {
+	tr := openRoom(t, nil)
+	ctx := context.Background()
+	before, err := os.ReadFile(tr.doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Do(ctx, tr.Room, "commit-then-fail", func(tx *room.Tx) (struct{}, error) {
+		v := int64(1)
+		text := "# Replaced\n"
+		if _, err := tr.Engine().Commit(tx, room.Operator(tr.Engine().HostID), room.CommitInput{BaseVersion: &v, Content: &text, Summary: "x"}); err != nil {
+			return struct{}{}, err
+		}
+		if got, _ := os.ReadFile(tr.doc); string(got) != text {
+			t.Errorf("inside the command the file holds %q, want the new text", got)
+		}
+		return struct{}{}, room.Errorf(room.KindInvalidRequest, "fail after the write")
+	})
+	if room.ErrorKind(err) != room.KindInvalidRequest {
+		t.Fatalf("got %v", err)
+	}
+	after, _ := os.ReadFile(tr.doc)
+	if string(after) != string(before) {
+		t.Fatalf("the file was not restored: %q", after)
+	}
+	if err := tr.Sweep(ctx); err != nil { // a sync would record a leftover edit
+		t.Fatal(err)
+	}
+	if n := count(t, tr, `SELECT count(*) FROM versions`); n != 1 {
+		t.Fatalf("versions = %d, want 1 (no commit, no external edit)", n)
+	}
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/commonroom/ce/room"
 )
@@ -52,11 +53,26 @@ func ErrorBody(err error) map[string]any {
 	e := room.AsError(err)
 	body := map[string]any{}
 	for k, v := range e.Fields {
+		if s, ok := v.(string); ok && k != "diff" {
+			v = clip(s, 512) // an id or region echoed back must not amplify a huge bad input
+		}
 		body[k] = v
 	}
 	body["error"] = wireKind(e.Kind)
-	body["message"] = e.Message
+	body["message"] = clip(e.Message, 1024)
 	return body
+}
+
+// clip shortens s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // StatusOf returns the HTTP status for err.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -90,8 +91,8 @@ func (l *rateLimiter) allow(key string) (bool, int) {
 		clear(l.counts)
 	}
 	if l.counts[key] >= l.limit {
-		wait := int(l.start.Add(l.window).Sub(now).Seconds()) + 1
-		return false, wait
+		wait := int(math.Ceil(l.start.Add(l.window).Sub(now).Seconds()))
+		return false, max(wait, 1)
 	}
 	l.counts[key]++
 	return true, 0

@@ -28,6 +28,9 @@ type Config struct {
 	// room's .owner file). It is accepted only on the owner listener.
 	OperatorToken string
 	Version       string
+	// BodyReadTimeout bounds reading one request body (default 30s), so a
+	// client trickling a body cannot hold a handler.
+	BodyReadTimeout time.Duration
 }
 
 // Server holds what the handlers share. It has no package-level state.
@@ -45,6 +48,8 @@ type Server struct {
 	pages   pageKeys
 	tools   []tool
 
+	bodyTimeout time.Duration
+
 	legacy        legacySubs
 	legacyStreams legacyStreamSet
 }
@@ -58,6 +63,10 @@ func New(cfg Config) *Server {
 	}
 	if s.version == "" {
 		s.version = "dev"
+	}
+	s.bodyTimeout = cfg.BodyReadTimeout
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = defaultBodyReadTimeout
 	}
 	if cfg.OperatorToken != "" {
 		s.opHash = sha256.Sum256([]byte(cfg.OperatorToken))

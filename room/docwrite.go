@@ -366,16 +366,50 @@ func (e *Engine) writeVersion(tx *Tx, text, summary, source, participantID, prop
 // lost, only attribution).
 func (e *Engine) writeDoc(tx *Tx, text string) error {
 	path := e.DocPath
+	previous, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fileError("cannot read the document", err)
+	}
+	fi, err := replaceFile(path, text)
+	if err != nil {
+		return err
+	}
+	if hook := e.afterFileWrite; hook != nil {
+		// The crash seam: a failure here stands for the process dying right
+		// after the rename, so nothing below (not even the undo) happens.
+		if err := hook(); err != nil {
+			return Internal(err)
+		}
+	}
+	// If the transaction does not commit, put the old text back so the file
+	// never runs ahead of the sidecar. Should that fail too (a full disk),
+	// the next sync records the file as an external edit: nothing is lost.
+	tx.undo = append(tx.undo, func() error {
+		_, err := replaceFile(path, string(previous))
+		return err
+	})
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fileError("cannot sync the document's directory", err)
+	}
+	st := stampOf(fi)
+	tx.after = append(tx.after, func() { e.stamp.Store(&st) })
+	return nil
+}
+
+// replaceFile writes text to a temporary file beside path (fsynced, with the
+// existing file's mode) and renames it over path. It returns the new file's
+// metadata.
+func replaceFile(path, text string) (fs.FileInfo, error) {
 	dir := filepath.Dir(path)
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fileError("cannot stat the document", err)
+		return nil, fileError("cannot stat the document", err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fileError("cannot create a temporary file beside the document", err)
+		return nil, fileError("cannot create a temporary file beside the document", err)
 	}
 	tmp := f.Name()
 	fi, err := fillTemp(f, text, mode)
@@ -384,23 +418,13 @@ func (e *Engine) writeDoc(tx *Tx, text string) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fileError("cannot write the document", err)
+		return nil, fileError("cannot write the document", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fileError("cannot replace the document", err)
+		return nil, fileError("cannot replace the document", err)
 	}
-	if err := syncDir(dir); err != nil {
-		return fileError("cannot sync the document's directory", err)
-	}
-	if hook := e.afterFileWrite; hook != nil {
-		if err := hook(); err != nil {
-			return Internal(err)
-		}
-	}
-	st := stampOf(fi)
-	tx.after = append(tx.after, func() { e.stamp.Store(&st) })
-	return nil
+	return fi, nil
 }
 
 // fillTemp writes, chmods and syncs the temporary file and returns its

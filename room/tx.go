@@ -28,8 +28,9 @@ type Tx struct {
 	tasks         []string // task ids whose state changed, in order, de-duplicated
 	resources     []string // resource URIs whose content changed
 	endedSessions []string
-	after         []func() // in-memory effects to apply only once the batch commits
-	failAfter     error    // reported to the caller although the command's changes commit
+	after         []func()       // in-memory effects to apply only once the batch commits
+	undo          []func() error // outside effects (the document file) to reverse if the command or its batch does not commit
+	failAfter     error          // reported to the caller although the command's changes commit
 }
 
 // CommitAndFail records err as the command's answer while keeping what the
@@ -75,6 +76,9 @@ type Outcome struct {
 	Resources     []string // resource URIs (document, sections) whose content changed
 	EndedSessions []string // session refs whose live streams must end
 	After         []func()
+	// Undo reverses the command's effects outside the sidecar, newest
+	// first, when the batch holding it fails to commit.
+	Undo []func() error
 	// Err is the answer of a command that committed but refused (CommitAndFail).
 	Err error
 }
@@ -95,11 +99,32 @@ func (tx *Tx) taskChanged(id string) {
 	tx.tasks = append(tx.tasks, id)
 }
 
+// Abandon reverses the command's effects outside the sidecar, newest first;
+// the actor calls it when the command's savepoint is rolled back.
+func (tx *Tx) Abandon() []error {
+	return runUndo(tx.undo)
+}
+
+func runUndo(undo []func() error) []error {
+	var errs []error
+	for i := len(undo) - 1; i >= 0; i-- {
+		if err := undo[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// RunUndo reverses a committed-then-failed batch's outside effects, newest
+// command first (the actor passes the outcomes in reverse batch order).
+func RunUndo(o Outcome) []error { return runUndo(o.Undo) }
+
 // Finish snapshots the changed tasks inside the transaction and returns the
 // command's outcome. The actor calls it after the command succeeded, before
 // RELEASE of the savepoint.
 func (tx *Tx) Finish() (Outcome, error) {
-	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after, Err: tx.failAfter}
+	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after,
+		Undo: tx.undo, Err: tx.failAfter}
 	for _, id := range tx.tasks {
 		t, err := tx.e.taskByID(tx.ctx, tx.q, id)
 		if err != nil {
