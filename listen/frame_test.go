@@ -147,7 +147,7 @@ func isJSONObject(b []byte) bool {
 }
 
 func isJSONIDValue(b []byte) bool {
-	t := bytes.TrimSpace(b)
+	t := bytes.Trim(b, " \t\r\n") // JSON's own whitespace only; \v is not JSON
 	return json.Valid(t) && len(t) > 0 && (t[0] == '"' || t[0] == '-' || (t[0] >= '0' && t[0] <= '9'))
 }
 

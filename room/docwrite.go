@@ -465,3 +465,29 @@ func stampOf(fi fs.FileInfo) fileStamp {
 func fileError(msg string, err error) *Error {
 	return Errorf(KindInternal, "%s", msg).wrap(err)
 }
+
+// removeStaleTemps deletes temporary files a killed writer left beside the
+// document (".<name>.*.tmp", the pattern replaceFile uses). Only the writer,
+// holding the writer lock, calls it, so none of them is in use.
+func removeStaleTemps(docPath string) {
+	matches, err := filepath.Glob(filepath.Join(filepath.Dir(docPath), "."+globEscape(filepath.Base(docPath))+".*.tmp"))
+	if err != nil {
+		return
+	}
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
+
+// globEscape quotes the glob metacharacters a file name may contain.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}

@@ -1,6 +1,7 @@
 package room_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
@@ -383,4 +385,40 @@ func TestCommit_NotifiesTheDocumentAndTheChangedSections(t *testing.T) {
 			t.Fatalf("resources %v", got)
 		}
 	})
+}
+
+func TestBootstrap_RemovesTemporaryFilesAKilledWriterLeft(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "idea.md")
+	if err := os.WriteFile(doc, []byte("# Idea\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, ".idea.md.123456.tmp")
+	other := filepath.Join(dir, ".other.md.123456.tmp")
+	for _, p := range []string{stale, other} {
+		if err := os.WriteFile(p, []byte("half a write"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	eng, err := room.NewEngine(doc, room.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatal("the killed writer's temporary file is still there")
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatal("a temporary file of another document was removed")
+	}
 }

@@ -174,6 +174,7 @@ func (e *Engine) Bootstrap(tx *Tx, hostName string) error {
 		tx.after = append(tx.after, func() { e.stamp.Store(&st) })
 	}
 	e.WorkspaceID = id
+	removeStaleTemps(e.DocPath)
 	if err := e.SyncFile(tx); err != nil {
 		return err
 	}

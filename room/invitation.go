@@ -1,6 +1,7 @@
 package room
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -38,10 +39,13 @@ type Invitation struct {
 // EncodeInvitation renders the URI: unpadded base64url of compact JSON with
 // sorted keys (the original's wire form, so both can read each other's).
 func EncodeInvitation(inv Invitation) string {
-	// Round-trip through a map so the keys come out sorted.
+	// Round-trip through a map so the keys come out sorted; numbers stay
+	// exactly as written (json.Number), never through float64.
 	b, _ := json.Marshal(inv)
 	var m map[string]any
-	_ = json.Unmarshal(b, &m)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	_ = dec.Decode(&m)
 	b, _ = json.Marshal(m)
 	return InvitePrefix + base64.RawURLEncoding.EncodeToString(b)
 }
@@ -91,6 +95,11 @@ func DecodeInvitation(s string, maxPayload int) (Invitation, error) {
 	}
 	if inv.Secret == "" || inv.WorkspaceID == "" {
 		return Invitation{}, Errorf(KindInvalidRequest, "invitation has an empty secret or workspace_id")
+	}
+	for _, h := range append([]Hint{inv.Transport}, inv.Transports...) {
+		if h.Port < 0 || h.Port > 65535 {
+			return Invitation{}, Errorf(KindInvalidRequest, "invitation names port %d, which does not exist", h.Port)
+		}
 	}
 	if len(inv.Transports) == 0 && inv.Transport.Type != "" {
 		inv.Transports = []Hint{inv.Transport}

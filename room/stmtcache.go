@@ -68,17 +68,32 @@ func (c *ConnQuerier) Close() {
 }
 
 // StmtCache holds statements prepared on a pool; database/sql prepares each
-// on a pooled connection the first time that connection runs it.
+// on a pooled connection the first time that connection runs it. A miss
+// never prepares in the caller: the caller already holds a pooled
+// connection (its read transaction), and preparing on the pool needs
+// another, so a burst of cold readers as large as the pool would wait on
+// each other forever. The caller runs the query directly on its own
+// transaction instead, and the cache prepares the statement in the
+// background for the next caller.
 type StmtCache struct {
-	db    *sql.DB
-	mu    sync.RWMutex
-	stmts map[string]*sql.Stmt
+	db      *sql.DB
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.RWMutex
+	stmts   map[string]*sql.Stmt
+	pending map[string]bool
+	closed  bool
 }
 
 // NewStmtCache caches statements for db.
-func NewStmtCache(db *sql.DB) *StmtCache { return &StmtCache{db: db, stmts: map[string]*sql.Stmt{}} }
+func NewStmtCache(db *sql.DB) *StmtCache {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &StmtCache{db: db, ctx: ctx, cancel: cancel, stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
+}
 
-func (c *StmtCache) get(ctx context.Context, query string) *sql.Stmt {
+// get returns the prepared statement, or nil after starting to prepare it.
+func (c *StmtCache) get(query string) *sql.Stmt {
 	c.mu.RLock()
 	st := c.stmts[query]
 	c.mu.RUnlock()
@@ -87,19 +102,36 @@ func (c *StmtCache) get(ctx context.Context, query string) *sql.Stmt {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st := c.stmts[query]; st != nil {
+	if st := c.stmts[query]; st != nil || c.pending[query] || c.closed {
 		return st
 	}
-	st, err := c.db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil
-	}
-	c.stmts[query] = st
-	return st
+	c.pending[query] = true
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		st, err := c.db.PrepareContext(c.ctx, query)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.pending, query)
+		if err != nil {
+			return // the next miss tries again
+		}
+		if c.closed {
+			st.Close()
+			return
+		}
+		c.stmts[query] = st
+	}()
+	return nil
 }
 
-// Close releases every statement.
+// Close stops background preparation and releases every statement.
 func (c *StmtCache) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, st := range c.stmts {
@@ -119,7 +151,7 @@ func (c *StmtCache) Querier(tx *sql.Tx) *TxQuerier { return &TxQuerier{Tx: tx, c
 
 // ExecContext runs a statement in the transaction.
 func (t *TxQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := t.cache.get(ctx, query); st != nil {
+	if st := t.cache.get(query); st != nil {
 		return t.Tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return t.Tx.ExecContext(ctx, query, args...)
@@ -127,7 +159,7 @@ func (t *TxQuerier) ExecContext(ctx context.Context, query string, args ...any) 
 
 // QueryContext runs a query in the transaction.
 func (t *TxQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := t.cache.get(ctx, query); st != nil {
+	if st := t.cache.get(query); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, query, args...)
@@ -135,7 +167,7 @@ func (t *TxQuerier) QueryContext(ctx context.Context, query string, args ...any)
 
 // QueryRowContext runs a one-row query in the transaction.
 func (t *TxQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := t.cache.get(ctx, query); st != nil {
+	if st := t.cache.get(query); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the module for a short time each (FUZZTIME,
+# default 10s), one `go test -fuzz` invocation per target since -fuzz takes
+# exactly one. Prints the executions of each target and fails if any target
+# fails (a failing input is written to PKG/testdata/fuzz/TARGET/ by go test;
+# commit it as a regression seed once the bug is fixed).
+#
+#   scripts/fuzz.sh                 # every target, 10s each
+#   FUZZTIME=30s scripts/fuzz.sh    # longer
+#   scripts/fuzz.sh FuzzSecretFrom  # only the targets named (exact names)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+fuzztime="${FUZZTIME:-10s}"
+module="$(go list -m)" || exit 1
+logdir="$(mktemp -d)"
+trap 'rm -rf "$logdir"' EXIT
+
+# Every fuzz target, as "package-dir target" lines. `go test -list` builds
+# each test binary, so build tags and generated files are honoured.
+listing="$(go test -list '^Fuzz' ./... 2>&1)" || { echo "$listing" >&2; echo "fuzz.sh: listing the fuzz targets failed" >&2; exit 1; }
+targets=()
+pending=()
+while IFS= read -r line; do
+	case "$line" in
+	Fuzz*) pending+=("$line") ;;
+	ok*)
+		pkg="$(awk '{print $2}' <<<"$line")"
+		dir=".${pkg#"$module"}"
+		for t in "${pending[@]}"; do targets+=("$dir $t"); done
+		pending=()
+		;;
+	esac
+done <<<"$listing"
+
+if [ "$#" -gt 0 ]; then
+	wanted=()
+	for entry in "${targets[@]}"; do
+		for name in "$@"; do
+			[ "${entry#* }" = "$name" ] && wanted+=("$entry")
+		done
+	done
+	targets=("${wanted[@]}")
+fi
+if [ "${#targets[@]}" -eq 0 ]; then
+	echo "fuzz.sh: no fuzz targets found" >&2
+	exit 1
+fi
+
+echo "== fuzzing ${#targets[@]} targets for ${fuzztime} each"
+failed=()
+summary=()
+for entry in "${targets[@]}"; do
+	dir="${entry%% *}"
+	target="${entry#* }"
+	log="$logdir/$target.log"
+	echo "-- $target ($dir)"
+	if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$dir/" >"$log" 2>&1; then
+		status=ok
+	else
+		status=FAIL
+		failed+=("$target")
+		cat "$log"
+	fi
+	# The last progress line carries the total: "fuzz: elapsed: 10s, execs: 123456 (12345/sec), ..."
+	execs="$(grep -o 'execs: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')"
+	note=""
+	if [ -z "$execs" ]; then
+		execs=0
+		[ "$status" = ok ] && note=" (the time went on baseline coverage of the cached corpus: raise FUZZTIME)"
+	fi
+	summary+=("$(printf '%-28s %-4s %12s execs%s' "$target" "$status" "$execs" "$note")")
+done
+
+echo "== results (fuzztime ${fuzztime})"
+printf '%s\n' "${summary[@]}"
+if [ "${#failed[@]}" -gt 0 ]; then
+	echo "fuzz.sh: failing targets: ${failed[*]}" >&2
+	exit 1
+fi
