@@ -52,6 +52,8 @@ type Server struct {
 
 	legacy        legacySubs
 	legacyStreams legacyStreamSet
+
+	totals totalsCache // sidecar-wide counts for /debug/metrics
 }
 
 // New builds the server.

@@ -68,16 +68,16 @@ var (
 
 // Stats lets operators and tests see whether subscribers keep up.
 type Stats struct {
-	Subscribers      int    // registered now
-	Pending          int    // batches published but not yet fanned out
-	Published        uint64 // messages accepted by Publish
-	Delivered        uint64 // frames put into subscriber queues
-	Dropped          uint64 // subscribers dropped for not keeping up (the next two summed)
-	DroppedQueueFull uint64 // their queue was full when a frame arrived
-	DroppedSlow      uint64 // lagging in time, write deadline passed, or write failed
-	Ended            uint64 // ended gracefully: Cancel, EndSession (or Batch.EndSessions), Close
-	Disconnected     uint64 // client went away, or Subscription.Close
-	Malformed        uint64 // messages whose params were not a JSON object, sent as {}
+	Subscribers      int    `json:"subscribers"`        // registered now
+	Pending          int    `json:"pending_batches"`    // batches published but not yet fanned out
+	Published        uint64 `json:"published"`          // messages accepted by Publish
+	Delivered        uint64 `json:"delivered"`          // frames put into subscriber queues
+	Dropped          uint64 `json:"dropped"`            // subscribers dropped for not keeping up (the next two summed)
+	DroppedQueueFull uint64 `json:"dropped_queue_full"` // their queue was full when a frame arrived
+	DroppedSlow      uint64 `json:"dropped_slow"`       // lagging in time, write deadline passed, or write failed
+	Ended            uint64 `json:"ended"`              // ended gracefully: Cancel, EndSession (or Batch.EndSessions), Close
+	Disconnected     uint64 `json:"disconnected"`       // client went away, or Subscription.Close
+	Malformed        uint64 `json:"malformed"`          // messages whose params were not a JSON object, sent as {}
 }
 
 // Hub fans committed batches out to subscribers. The room's writer must never

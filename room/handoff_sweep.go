@@ -21,18 +21,25 @@ func (e *Engine) sweepTasks(tx *Tx) error {
 		return err
 	}
 	// task_inputs go with their task (ON DELETE CASCADE).
-	if _, err := tx.exec(`DELETE FROM tasks WHERE status IN ('completed','failed','cancelled')
-		AND last_updated_at + ttl_ms <= ?`, tx.nowMS()); err != nil {
+	if _, err := tx.exec(purgeTasksQuery, tx.nowMS()); err != nil {
 		return Internal(err)
 	}
 	return nil
 }
 
+// purgeTasksQuery deletes terminal task rows one TTL after their last
+// update; the expression index of migration 0002 finds them.
+const purgeTasksQuery = `DELETE FROM tasks WHERE status IN ('completed','failed','cancelled')
+		AND last_updated_at + ttl_ms <= ?`
+
+// expireDueTasksQuery lists live tasks past their TTL, oldest first.
+const expireDueTasksQuery = `SELECT task_id, correlation_id FROM tasks
+		WHERE status IN ('working','input_required') AND created_at + ttl_ms <= ?
+		ORDER BY created_at, task_id`
+
 // expireDueTasks fails every live task whose TTL has run out, oldest first.
 func (e *Engine) expireDueTasks(tx *Tx) error {
-	rows, err := tx.q.QueryContext(tx.ctx, `SELECT task_id, correlation_id FROM tasks
-		WHERE status IN ('working','input_required') AND created_at + ttl_ms <= ?
-		ORDER BY created_at, task_id`, tx.nowMS())
+	rows, err := tx.q.QueryContext(tx.ctx, expireDueTasksQuery, tx.nowMS())
 	if err != nil {
 		return Internal(err)
 	}

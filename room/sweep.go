@@ -46,15 +46,21 @@ func (e *Engine) lapseInvites(tx *Tx) error {
 
 // NextDue returns when the next time-based rule falls due, so the actor can
 // arm one timer instead of polling. ok is false when nothing is scheduled.
-func (e *Engine) NextDue(ctx context.Context, q Querier) (time.Time, bool, error) {
-	var next sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT min(t) FROM (
+// nextDueQuery asks for the earliest moment any time-based rule falls due.
+// It runs after every write batch, so each branch must be answered from an
+// index (migration 0002 indexes the task expressions); sweep_plan_test.go
+// checks that no branch walks a table.
+const nextDueQuery = `SELECT min(t) FROM (
 		SELECT min(expires_at) AS t FROM sessions WHERE ended_at IS NULL
 		UNION ALL SELECT min(expires_at) FROM leases WHERE released_at IS NULL
 		UNION ALL SELECT min(expires_at) FROM invites WHERE lapsed_at IS NULL AND revoked_at IS NULL
 		UNION ALL SELECT min(created_at + ttl_ms) FROM tasks WHERE status IN ('working','input_required')
 		UNION ALL SELECT min(last_updated_at + ttl_ms) FROM tasks WHERE status IN ('completed','failed','cancelled')
-	)`).Scan(&next)
+	)`
+
+func (e *Engine) NextDue(ctx context.Context, q Querier) (time.Time, bool, error) {
+	var next sql.NullInt64
+	err := q.QueryRowContext(ctx, nextDueQuery).Scan(&next)
 	if err != nil {
 		return time.Time{}, false, Internal(err)
 	}

@@ -1,0 +1,47 @@
+package httpapi
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// /debug/metrics is what an operator and the bench read to see the cap and
+// the fan-out: its names are part of the scriptable contract.
+func TestMetricsReportLiveCountsAndTotals(t *testing.T) {
+	h := newHarness(t, "")
+	owner := mtJoin(h, "owner", "read", "propose")
+	metrics := func() map[string]any {
+		t.Helper()
+		r := h.doT(t, "GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+		wantOK(t, r)
+		return r.JSON(t)
+	}
+
+	before := metrics()
+	for range 3 {
+		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/handoff"), owner.grant.SessionToken,
+			map[string]any{"summary": "count me"}))
+	}
+	after := metrics()
+
+	room, _ := after["room"].(map[string]any)
+	wantRoom := []string{"active_tasks", "events_in_ring", "handoffs", "input_required_tasks", "live_sessions", "task_rows"}
+	if got := slices.Sorted(maps.Keys(room)); !reflect.DeepEqual(got, wantRoom) {
+		t.Errorf("room keys = %v, want %v", got, wantRoom)
+	}
+	if room["active_tasks"] != float64(3) {
+		t.Errorf("active_tasks = %v after three creates, want 3", room["active_tasks"])
+	}
+	// The totals were read on the first scrape and may be up to totalsEvery old.
+	if b, _ := before["room"].(map[string]any); room["handoffs"] != b["handoffs"] {
+		t.Errorf("handoffs total = %v, want the cached %v", room["handoffs"], b["handoffs"])
+	}
+	listen, _ := after["listen"].(map[string]any)
+	for _, k := range []string{"subscribers", "pending_batches", "delivered", "dropped", "dropped_queue_full", "dropped_slow", "ended", "disconnected"} {
+		if _, ok := listen[k]; !ok {
+			t.Errorf("listen block has no %q: %v", k, listen)
+		}
+	}
+}

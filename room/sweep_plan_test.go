@@ -1,0 +1,66 @@
+package room
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The queries that run after every write batch or on every sweep must be
+// answered from indexes: a walk over every finished task made each batch
+// slower as the sidecar grew (bench, 100,000 handoffs). These tests read
+// SQLite's own plan, so they fail when a query or an index drifts.
+func TestDueQueriesUseIndexes(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenStore(ctx, filepath.Join(t.TempDir(), "idea.md.commonroom.db"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	cases := []struct {
+		name  string
+		query string
+		args  []any
+		want  []string // every one must appear in the plan
+	}{
+		{"next due uses the purge and expiry indexes", nextDueQuery, nil,
+			[]string{"tasks_purge_due", "tasks_expiry_due", "sessions_live", "leases_live_expiry", "invites_lapsing"}},
+		{"purge uses the purge index", purgeTasksQuery, []any{int64(1)}, []string{"tasks_purge_due"}},
+		// At most 32 tasks are live, so either live-task index bounds the walk.
+		{"expiry walks only live tasks", expireDueTasksQuery, []any{int64(1)}, []string{"USING INDEX tasks_"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rows, err := st.Writer.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, notused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			joined := strings.Join(plan, "\n")
+			for _, w := range c.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("plan does not use %s:\n%s", w, joined)
+				}
+			}
+			for _, line := range plan {
+				if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "INDEX") {
+					t.Errorf("plan walks a table: %q\n%s", line, joined)
+				}
+			}
+		})
+	}
+}
