@@ -208,10 +208,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	}
 	defer os.Remove(ownerPath(docPath))
 
-	servers := []*http.Server{
-		{Handler: api.OwnerHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
-		{Handler: api.IngressHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
-	}
+	servers := []*http.Server{httpapi.NewHTTPServer(api.OwnerHandler(), log), httpapi.NewHTTPServer(api.IngressHandler(), log)}
 	errc := make(chan error, 2)
 	go func() { errc <- servers[0].Serve(ownerLn) }()
 	go func() { errc <- servers[1].Serve(ingressLn) }()

@@ -157,6 +157,7 @@ func (h *roomHarness) start() {
 		s.Listener.Close()
 		s.Listener = ln
 		s.Config.ReadHeaderTimeout = 10 * time.Second
+		s.Config.ConnContext = listen.ConnContext
 		s.Config.ErrorLog = slog.NewLogLogger(h.Log.Handler(), slog.LevelWarn)
 		s.Start()
 		return s

@@ -537,29 +537,22 @@ func azMCP2(t *testing.T, r mtResp) (bool, string, []byte) {
 // ---- slow and idle clients ----
 
 func TestHostileSlowClients(t *testing.T) {
-	// `ce serve` (cli/serve.go) builds both listeners' servers with
-	// ReadHeaderTimeout and IdleTimeout (10 s and 2 min). The same
-	// configuration is built here with short values, so the test measures
+	// `ce serve` builds both listeners' servers with NewHTTPServer. The
+	// same servers are built here with short limits, so the test measures
 	// the behaviour rather than waiting minutes.
-	src, err := os.ReadFile(filepath.Join("..", "cli", "serve.go"))
-	if err != nil {
-		t.Fatal(err)
+	if srv := NewHTTPServer(http.NotFoundHandler(), nil); srv.ReadHeaderTimeout <= 0 || srv.IdleTimeout <= 0 ||
+		srv.ConnContext == nil || srv.WriteTimeout != 0 {
+		t.Fatalf("NewHTTPServer: ReadHeaderTimeout %v, IdleTimeout %v, ConnContext set %v, WriteTimeout %v; want both limits, the probe hook and no write timeout",
+			srv.ReadHeaderTimeout, srv.IdleTimeout, srv.ConnContext != nil, srv.WriteTimeout)
 	}
-	if n := strings.Count(string(src), "ReadHeaderTimeout:"); n < 2 {
-		t.Errorf("cli/serve.go sets ReadHeaderTimeout on %d servers, want both listeners", n)
-	}
-	if n := strings.Count(string(src), "IdleTimeout:"); n < 2 {
-		t.Errorf("cli/serve.go sets IdleTimeout on %d servers, want both listeners", n)
-	}
-
 	const headerTimeout, idleTimeout, margin = 500 * time.Millisecond, 700 * time.Millisecond, 3 * time.Second
 	h := newHarness(t, "")
 	for _, l := range []struct {
 		name    string
 		handler http.Handler
 	}{{"owner", h.API.OwnerHandler()}, {"ingress", h.API.IngressHandler()}} {
-		srv := &http.Server{Handler: l.handler, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
-			ErrorLog: h.Owner.Config.ErrorLog}
+		srv := NewHTTPServer(l.handler, h.Log)
+		srv.ReadHeaderTimeout, srv.IdleTimeout = headerTimeout, idleTimeout
 		ln := localListener(t)
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })

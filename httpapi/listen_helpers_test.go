@@ -143,6 +143,7 @@ func lsHarness(t testing.TB, content string, o lsOpts) *roomHarness {
 		s.Listener.Close()
 		s.Listener = ln
 		s.Config.ReadHeaderTimeout = 10 * time.Second
+		s.Config.ConnContext = listen.ConnContext
 		s.Config.ErrorLog = slog.NewLogLogger(h.Log.Handler(), slog.LevelWarn)
 		s.Start()
 		return s

@@ -153,14 +153,23 @@ type testServer struct {
 }
 
 func newTestServer(t *testing.T, cfg Config) *testServer {
+	return newTestServerHooks(t, cfg, hooks{})
+}
+
+// newTestServerHooks is newTestServer with test hooks on the hub. The server
+// records each connection (ConnContext), as ce serve does, so streams probe
+// their sockets.
+func newTestServerHooks(t *testing.T, cfg Config, hk hooks) *testServer {
 	t.Helper()
 	ts := &testServer{
 		t:    t,
-		hub:  NewHub(cfg),
+		hub:  newHub(cfg, hk),
 		ends: make(chan streamEnd, 4096),
 		subs: make(map[string]*Subscription),
 	}
-	ts.srv = httptest.NewServer(http.HandlerFunc(ts.serveHTTP))
+	ts.srv = httptest.NewUnstartedServer(http.HandlerFunc(ts.serveHTTP))
+	ts.srv.Config.ConnContext = ConnContext
+	ts.srv.Start()
 	t.Cleanup(func() {
 		ts.hub.Close()
 		ts.srv.CloseClientConnections()
@@ -215,6 +224,11 @@ func (c *clientStream) close() { c.conn.Close() }
 // acknowledgement, after which the subscription is registered (the handler
 // subscribes before writing it).
 func (ts *testServer) open(ctx context.Context, session, id string, topics []string, qlen int) (*clientStream, error) {
+	return ts.openDialer(ctx, &net.Dialer{}, session, id, topics, qlen)
+}
+
+// openDialer is open over a connection made by d (for socket options).
+func (ts *testServer) openDialer(ctx context.Context, d *net.Dialer, session, id string, topics []string, qlen int) (*clientStream, error) {
 	u := ts.srv.URL + "/listen?" + url.Values{
 		"session": {session},
 		"id":      {id},
@@ -225,7 +239,6 @@ func (ts *testServer) open(ctx context.Context, session, id string, topics []str
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", ts.srv.Listener.Addr().String())
 	if err != nil {
 		return nil, err

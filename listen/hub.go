@@ -38,9 +38,14 @@ type Config struct {
 	QueueLen int
 	// MaxLag bounds lag in time, because a quiet room fills a queue slowly
 	// while kernel buffers hide a dead reader for hours: a stream whose
-	// oldest undelivered frame is older than this, or whose write has not
-	// completed within it, is dropped. Default 10s.
+	// oldest undelivered frame is older than this, whose write has not
+	// completed within it, or whose peer has acknowledged nothing for this
+	// long while our bytes wait in its socket, is dropped. Default 10s.
 	MaxLag time.Duration
+	// ProbeEvery is how often a stream with unacknowledged bytes samples its
+	// socket (see ConnContext): a peer that acknowledges nothing for MaxLag
+	// while bytes wait is dropped as lagging. Default MaxLag/4.
+	ProbeEvery time.Duration
 	// KeepAlive is how long a stream may stay silent before it gets an SSE
 	// comment, so proxies keep it open and a dead peer shows up as a write
 	// error. Default 15s.
@@ -125,6 +130,9 @@ type Hub struct {
 type hooks struct {
 	beforeBatch func(seq uint64) // before a batch is fanned out
 	afterBatch  func(seq uint64) // after a batch is fanned out and drops are logged
+	// afterProbe runs in a stream's Serve after each socket sample, with
+	// whether the sample found bytes waiting for the peer.
+	afterProbe func(s *Subscription, watching bool)
 }
 
 // pendingBatch is one entry of the broadcaster's queue: a published batch,
@@ -149,6 +157,9 @@ func newHub(cfg Config, hk hooks) *Hub {
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
+	}
+	if cfg.ProbeEvery <= 0 {
+		cfg.ProbeEvery = cfg.MaxLag / 4
 	}
 	if cfg.MaxStreamsPerSession == 0 {
 		cfg.MaxStreamsPerSession = 4

@@ -90,10 +90,24 @@ func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeO
 	if !s.served.CompareAndSwap(false, true) {
 		panic("listen: Serve called twice for one Subscription")
 	}
-	h := s.h
 	rc := http.NewResponseController(w)
 	s.setAbort(func() { _ = rc.SetWriteDeadline(time.Unix(1, 0)) })
-	defer s.setAbort(nil)
+	why := s.serve(w, r, rc, opts)
+	s.setAbort(nil)
+	if why.Graceful() || why == EndClientGone {
+		// The connection may carry another request: no stale deadline.
+		_ = rc.SetWriteDeadline(time.Time{})
+	} else {
+		// Dropped or abandoned: net/http's closing writes must fail too, so the
+		// connection is closed rather than kept for a reader that is
+		// not reading, and the client sees a broken stream.
+		_ = rc.SetWriteDeadline(time.Unix(1, 0))
+	}
+	return why
+}
+
+func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions) EndReason {
+	h := s.h
 
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
@@ -113,8 +127,27 @@ func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeO
 	ka := time.NewTimer(h.cfg.KeepAlive)
 	defer ka.Stop()
 	gone := r.Context().Done()
+	// The socket probe runs on its own ticker, never per frame: at ten
+	// thousand streams two extra syscalls per write would cost more than
+	// the writes.
+	watch := stallWatch{probe: newSocketProbe(connFrom(r.Context())), dirty: true}
+	var probeC <-chan time.Time
+	if watch.probe != nil {
+		pt := time.NewTicker(h.cfg.ProbeEvery)
+		defer pt.Stop()
+		probeC = pt.C
+	}
 	for {
 		select {
+		case <-probeC:
+			stalled := watch.check(h.cfg.Now().UnixNano(), int64(h.cfg.MaxLag))
+			if h.hooks.afterProbe != nil {
+				h.hooks.afterProbe(s, watch.watching)
+			}
+			if stalled {
+				return h.finish(s, EndLagging)
+			}
+			continue // not a write: the keep-alive timer runs on
 		case f := <-s.q:
 			if h.cfg.Now().UnixNano()-f.at > int64(h.cfg.MaxLag) {
 				return h.finish(s, EndLagging)
@@ -127,6 +160,7 @@ func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeO
 			if st.end() != nil {
 				return h.finish(s, EndWriteFailed)
 			}
+			watch.dirty = true
 		case <-s.done:
 			if !st.begin(s) {
 				return s.reason
@@ -147,6 +181,7 @@ func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeO
 			if st.end() != nil {
 				return h.finish(s, EndWriteFailed)
 			}
+			watch.dirty = true
 		case <-gone:
 			return h.finish(s, EndClientGone)
 		}
@@ -179,15 +214,25 @@ type stream struct {
 	meta   []byte
 	buf    []byte
 	err    error
+	// deadline is the write deadline last set. It is left in place between
+	// bursts and renewed only when less than half of MaxLag remains, so a
+	// busy stream pays for one deadline change every MaxLag/2 instead of
+	// two per burst; an idle stream's lapsed deadline harms nothing, since
+	// the next burst renews it before writing.
+	deadline time.Time
 }
 
-// begin arms the write deadline for one burst, then reports whether s may
-// still be written. The order matters: a drop that aborts the write deadline
-// after this check cannot be overwritten by the deadline set here.
+// begin makes sure the write deadline is at least MaxLag/2 away, then
+// reports whether s may still be written. The order matters: a drop that
+// aborts the write deadline after this check cannot be overwritten by the
+// deadline set here, and a drop before it is caught by the check.
 func (st *stream) begin(s *Subscription) bool {
 	st.err = nil
-	if err := st.rc.SetWriteDeadline(time.Now().Add(st.maxLag)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		st.err = err
+	if now := time.Now(); st.deadline.Sub(now) < st.maxLag/2 {
+		st.deadline = now.Add(st.maxLag)
+		if err := st.rc.SetWriteDeadline(st.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			st.err = err
+		}
 	}
 	return !s.dropped()
 }
@@ -229,8 +274,7 @@ func (st *stream) out() {
 	st.buf = st.buf[:0]
 }
 
-// end writes what is buffered, flushes once and clears the deadline, so an
-// idle stream waiting for frames is never timed out by the socket.
+// end writes what is buffered and flushes once.
 func (st *stream) end() error {
 	st.out()
 	if st.err == nil {
@@ -238,7 +282,6 @@ func (st *stream) end() error {
 			st.err = err
 		}
 	}
-	_ = st.rc.SetWriteDeadline(time.Time{})
 	if cap(st.buf) > 4*writeChunk {
 		st.buf = nil
 	}
