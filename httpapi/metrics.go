@@ -4,8 +4,12 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"net/http/pprof"
+	rpprof "runtime/pprof"
 	"sync"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
@@ -46,6 +50,34 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	maps.Copy(counts, totals)
 	out["room"] = counts
 	sendJSON(w, http.StatusOK, out)
+}
+
+// pprof is GET /debug/pprof/… on the owner listener, for the local operator
+// only: a room that runs for years must be profiled where it runs, and the
+// bench profiles a real ce serve under load the same way.
+func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
+	if !principalOf(r).Trusted {
+		s.sendError(w, r, room.Errorf(room.KindPermissionDenied, "profiles are for the local operator"))
+		return
+	}
+	switch name := chi.URLParam(r, "*"); name {
+	case "":
+		pprof.Index(w, r)
+	case "cmdline":
+		pprof.Cmdline(w, r)
+	case "profile":
+		pprof.Profile(w, r)
+	case "symbol":
+		pprof.Symbol(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	default:
+		if rpprof.Lookup(name) == nil {
+			s.sendError(w, r, room.Errorf(room.KindNotFound, "no profile named %q", clip(name, 64)))
+			return
+		}
+		pprof.Handler(name).ServeHTTP(w, r)
+	}
 }
 
 // totalsEvery is how stale the sidecar-wide totals of /debug/metrics may be.

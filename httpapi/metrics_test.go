@@ -45,3 +45,32 @@ func TestMetricsReportLiveCountsAndTotals(t *testing.T) {
 		}
 	}
 }
+
+func TestPprofServesTheLocalOperatorOnly(t *testing.T) {
+	h := newHarness(t, "")
+	guest := mtJoin(h, "guest", "read", "admin")
+	cases := []struct {
+		name   string
+		url    string
+		token  string
+		status int
+	}{
+		{"the operator gets a heap profile", h.ownerURL("/debug/pprof/heap"), h.OpToken, 200},
+		{"the operator gets the index", h.ownerURL("/debug/pprof/"), h.OpToken, 200},
+		{"an unknown profile is not found", h.ownerURL("/debug/pprof/nosuch"), h.OpToken, 404},
+		{"an admin session is refused", h.ownerURL("/debug/pprof/heap"), guest.grant.SessionToken, 403},
+		{"no credential is refused", h.ownerURL("/debug/pprof/heap"), "", 401},
+		{"the ingress listener has no profiles", h.ingressURL("/debug/pprof/heap"), guest.grant.SessionToken, 404},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.doT(t, "GET", c.url, c.token, nil)
+			if r.Status != c.status {
+				t.Fatalf("status %d, want %d: %.200s", r.Status, c.status, r.Body)
+			}
+			if c.status == 200 && len(r.Body) == 0 {
+				t.Fatal("empty profile")
+			}
+		})
+	}
+}

@@ -142,6 +142,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Post("/workspace/invite/revoke", s.postRevoke)
 		if l == ownerListener {
 			r.Get("/debug/metrics", s.metrics)
+			r.Get("/debug/pprof/*", s.pprof)
 			r.Post("/owner/key", s.newPageKey)
 		}
 		r.Post("/workspace/leave", s.postLeave)
