@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"maps"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
@@ -50,10 +51,19 @@ func (s *Server) mcpTasks(c *mcpCall) (any, *rpcError) {
 }
 
 // taskResult is tasks/get's answer: resultType complete plus the detailed
-// task, whose _meta keeps the handoff id beside serverInfo.
-func (s *Server) taskResult(t room.DetailedTask) map[string]any {
-	b, _ := json.Marshal(t)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	return s.complete(m)
+// task, whose _meta keeps the handoff id beside serverInfo. It is encoded
+// once, straight from the struct: polling is the hottest read there is.
+func (s *Server) taskResult(t room.DetailedTask) any {
+	info := s.serverInfo()
+	meta := make(map[string]any, len(t.Meta)+len(info))
+	maps.Copy(meta, t.Meta)
+	maps.Copy(meta, info)
+	t.Meta = meta
+	return taskGetResult{DetailedTask: t, ResultType: "complete"}
+}
+
+// taskGetResult is the detailed task with the result's resultType.
+type taskGetResult struct {
+	room.DetailedTask
+	ResultType string `json:"resultType"`
 }

@@ -57,7 +57,7 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 	s := &Store{Path: dbPath}
 	if !readOnly {
 		w, err := sql.Open("sqlite", dsn(dbPath,
-			"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)"))
+			"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)", "temp_store(MEMORY)"))
 		if err != nil {
 			return nil, Internal(err)
 		}
@@ -71,7 +71,7 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 		}
 		s.Writer = w
 	}
-	r, err := sql.Open("sqlite", dsn(dbPath, "busy_timeout(5000)", "query_only(1)"))
+	r, err := sql.Open("sqlite", dsn(dbPath, "busy_timeout(5000)", "query_only(1)", "temp_store(MEMORY)"))
 	if err != nil {
 		s.Close()
 		return nil, Internal(err)
