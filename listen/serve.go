@@ -124,8 +124,12 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 		return h.finish(s, EndWriteFailed)
 	}
 
+	// The keep-alive timer is not reset per burst (a timer change per frame
+	// per stream adds up at ten thousand streams): when it fires, it looks
+	// at how long the stream has really been quiet and waits out the rest.
 	ka := time.NewTimer(h.cfg.KeepAlive)
 	defer ka.Stop()
+	lastWrite := time.Now()
 	gone := r.Context().Done()
 	// The socket probe runs on its own ticker, never per frame: at ten
 	// thousand streams two extra syscalls per write would cost more than
@@ -147,7 +151,6 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 			if stalled {
 				return h.finish(s, EndLagging)
 			}
-			continue // not a write: the keep-alive timer runs on
 		case f := <-s.q:
 			if h.cfg.Now().UnixNano()-f.at > int64(h.cfg.MaxLag) {
 				return h.finish(s, EndLagging)
@@ -161,6 +164,7 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 				return h.finish(s, EndWriteFailed)
 			}
 			watch.dirty = true
+			lastWrite = st.began
 		case <-s.done:
 			if !st.begin(s) {
 				return s.reason
@@ -174,6 +178,10 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 			}
 			return s.reason
 		case <-ka.C:
+			if quiet := time.Since(lastWrite); quiet < h.cfg.KeepAlive {
+				ka.Reset(h.cfg.KeepAlive - quiet)
+				continue
+			}
 			if !st.begin(s) {
 				return s.reason
 			}
@@ -182,10 +190,11 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 				return h.finish(s, EndWriteFailed)
 			}
 			watch.dirty = true
+			lastWrite = st.began
+			ka.Reset(h.cfg.KeepAlive)
 		case <-gone:
 			return h.finish(s, EndClientGone)
 		}
-		ka.Reset(h.cfg.KeepAlive)
 	}
 }
 
@@ -220,6 +229,7 @@ type stream struct {
 	// two per burst; an idle stream's lapsed deadline harms nothing, since
 	// the next burst renews it before writing.
 	deadline time.Time
+	began    time.Time // when the current burst began
 }
 
 // begin makes sure the write deadline is at least MaxLag/2 away, then
@@ -228,7 +238,9 @@ type stream struct {
 // deadline set here, and a drop before it is caught by the check.
 func (st *stream) begin(s *Subscription) bool {
 	st.err = nil
-	if now := time.Now(); st.deadline.Sub(now) < st.maxLag/2 {
+	now := time.Now()
+	st.began = now
+	if st.deadline.Sub(now) < st.maxLag/2 {
 		st.deadline = now.Add(st.maxLag)
 		if err := st.rc.SetWriteDeadline(st.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			st.err = err
