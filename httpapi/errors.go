@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"unicode/utf8"
 
@@ -98,10 +100,21 @@ func sendJSON(w http.ResponseWriter, status int, v any) {
 
 // sendError writes a domain error. Internal errors are logged with the
 // request's correlation id; their cause never reaches the client.
+// logFailure logs an internal failure at Error, except a request whose
+// client went away mid-way: nothing failed but the wait, and an operator
+// scanning for errors should not see every closed browser tab.
+func (s *Server) logFailure(msg string, err error, attrs ...any) {
+	if errors.Is(err, context.Canceled) {
+		s.log.Debug(msg+": the client went away", attrs...)
+		return
+	}
+	s.log.Error(msg, append(attrs, "err", err)...)
+}
+
 func (s *Server) sendError(w http.ResponseWriter, r *http.Request, err error) {
 	e := room.AsError(err)
 	if e.Kind == room.KindInternal {
-		s.log.Error("request failed", "request_id", requestID(r), "path", r.URL.Path, "err", err)
+		s.logFailure("request failed", err, "request_id", requestID(r), "path", r.URL.Path)
 	}
 	if e.Kind == room.KindUnauthorized || e.Kind == room.KindSessionExpired {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="commonroom"`)

@@ -129,7 +129,7 @@ func (s *Server) rpcErrorOf(err error) *rpcError {
 	case room.KindOverloaded, room.KindUnavailable:
 		return &rpcError{Status: http.StatusServiceUnavailable, Code: codeInternalError, Message: e.Message, Data: data}
 	case room.KindInternal:
-		s.log.Error("mcp request failed", "err", err)
+		s.logFailure("mcp request failed", err)
 		return &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error"}
 	}
 	return &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: e.Message, Data: data}

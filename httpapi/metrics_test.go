@@ -1,10 +1,18 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/commonroom/ce/room"
 )
 
 // /debug/metrics is what an operator and the bench read to see the cap and
@@ -72,5 +80,21 @@ func TestPprofServesTheLocalOperatorOnly(t *testing.T) {
 				t.Fatal("empty profile")
 			}
 		})
+	}
+}
+
+// A client that gives up mid-request is not a server failure: it is logged
+// quietly, and a real internal failure still is an error.
+func TestClientGoneIsNotLoggedAsAnError(t *testing.T) {
+	var buf bytes.Buffer
+	s := &Server{log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	s.logFailure("mcp request failed", room.Internal(fmt.Errorf("waiting: %w", context.Canceled)))
+	if out := buf.String(); !strings.Contains(out, "level=DEBUG") || !strings.Contains(out, "client went away") {
+		t.Errorf("cancelled request logged as %q, want a debug line", out)
+	}
+	buf.Reset()
+	s.logFailure("mcp request failed", room.Internal(errors.New("disk I/O error")))
+	if out := buf.String(); !strings.Contains(out, "level=ERROR") {
+		t.Errorf("internal failure logged as %q, want an error", out)
 	}
 }
