@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the bare SSE server too: the
+// baseline re-executes os.Executable(), which under `go test` is this
+// binary, not the bench's.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == bareSSEFlag {
+		os.Exit(bareSSEMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestSmoke runs `go run ./bench --smoke` end to end: it builds ce, starts
+// real rooms on loopback and runs every scenario briefly. It fails when an
+// invariant breaks (active tasks above the cap, a frame lost on a stream
+// that was not dropped, an unexpected error), never on a speed figure.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real rooms for about 40 s; skipped with -short (CI runs `go run ./bench --smoke` as a step of its own too)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"--smoke", "--json", "--preload", "1500"}, &stdout, &stderr)
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("exit %d, stdout is not one JSON document: %v\nstderr:\n%s", code, err, stderr.String())
+	}
+	if code != exitOK || !rep.OK {
+		t.Fatalf("smoke run failed (exit %d): violations %v, faults %v %v, errors %v\nstderr:\n%s",
+			code, rep.Violations, rep.Faults, rep.FaultSamples, rep.Errors, stderr.String())
+	}
+	// The run must have measured what it claims, not passed by skipping.
+	switch {
+	case rep.Lifecycle == nil || rep.Lifecycle.Lifecycles == 0 || rep.Lifecycle.MetricsSamples == 0:
+		t.Errorf("lifecycle measured nothing: %+v", rep.Lifecycle)
+	case rep.LifecycleNoGC == nil || rep.LifecycleNoGC.Lifecycles == 0:
+		t.Errorf("group-commit-off lifecycle measured nothing")
+	case rep.Poll == nil || rep.Poll.Tight.Requests == 0 || rep.Poll.HandoffGet.Requests == 0:
+		t.Errorf("poll measured nothing: %+v", rep.Poll)
+	case rep.Fanout == nil || len(rep.Fanout.Sizes) == 0 || rep.Fanout.Sizes[0].Steady.Frames == 0:
+		t.Errorf("fan-out measured nothing: %+v", rep.Fanout)
+	case rep.Baselines == nil || rep.Baselines.HTTP == nil || rep.Baselines.SQLiteGroup == nil || len(rep.Baselines.FanLoop) == 0:
+		t.Errorf("baselines missing: %+v", rep.Baselines)
+	case len(rep.Baselines.BareSSE) == 0 || rep.Baselines.BareSSE[0].Max.Frames == 0 || rep.Baselines.BareSSE[0].Steady.Frames == 0:
+		t.Errorf("bare SSE fan-out measured nothing: %+v", rep.Baselines.BareSSE)
+	case rep.Fanout.Sizes[0].Max.VsBareSSE == 0:
+		t.Errorf("fan-out not compared with the bare SSE baseline")
+	case rep.Preload == nil || rep.Preload.Large == nil || rep.Preload.Large.Handoffs < 1500:
+		t.Errorf("preload measured nothing: %+v", rep.Preload)
+	}
+	if rep.Lifecycle != nil && rep.Lifecycle.MaxActiveTasks > maxActiveTasks {
+		t.Errorf("max active tasks %d above the cap", rep.Lifecycle.MaxActiveTasks)
+	}
+	for _, s := range rep.Fanout.Sizes {
+		if s.Streams > 100 {
+			t.Errorf("smoke ran %d streams; it must stay at 100 or fewer", s.Streams)
+		}
+	}
+}
+
+// TestAccountingCatchesLostFrames checks the fan-out invariant itself: a
+// stream still open that received fewer frames than were committed is a
+// violation, a dropped one is not.
+func TestAccountingCatchesLostFrames(t *testing.T) {
+	var out bytes.Buffer
+	e := &env{faults: newFaults(), rep: &report{out: &out}}
+	f := &fanRoom{e: e}
+	f.committed.Store(10)
+	for _, st := range []struct {
+		frames int64
+		state  int32
+	}{{10, streamOpen}, {7, streamOpen}, {3, streamDropped}} {
+		s := &listenStream{done: make(chan struct{})}
+		s.frames.Store(st.frames)
+		s.state.Store(st.state)
+		f.streams = append(f.streams, s)
+	}
+	var r fanoutSizeResult
+	f.account(context.Background(), "test", &r)
+	if r.StreamsLost != 1 || r.FramesLost != 3 || r.StreamsDropped != 1 {
+		t.Fatalf("got lost streams %d, lost frames %d, dropped %d; want 1, 3, 1", r.StreamsLost, r.FramesLost, r.StreamsDropped)
+	}
+	if len(e.rep.Violations) != 1 || !strings.Contains(e.rep.Violations[0], "lost 3 frames") {
+		t.Fatalf("violations %v", e.rep.Violations)
+	}
+}
+
+// TestHistogramQuantiles keeps the latency buckets honest to within their
+// ~3% resolution.
+func TestHistogramQuantiles(t *testing.T) {
+	var h hist
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * time.Millisecond)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 500 * time.Millisecond}, {0.99, 990 * time.Millisecond}, {1, 1000 * time.Millisecond}} {
+		got := h.quantile(c.q)
+		if d := float64(got-c.want) / float64(c.want); d < -0.04 || d > 0.04 {
+			t.Errorf("q%.2f = %v, want %v ±4%%", c.q, got, c.want)
+		}
+	}
+	var a atomicHist
+	a.add(3 * time.Millisecond)
+	if s := a.snapshot(); s.n != 1 || s.quantile(0.5) < 2900*time.Microsecond || s.quantile(0.5) > 3100*time.Microsecond {
+		t.Errorf("atomic histogram: n %d, p50 %v", s.n, s.quantile(0.5))
+	}
+}

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ceServer is one `ce serve` the bench talks to: either a child it started
+// (and must kill) or a running room named by --target-file. Everything it
+// knows comes from the scriptable contract (DESIGN.md §10): the --json
+// banner and the operator credential file.
+type ceServer struct {
+	cmd        *exec.Cmd // nil for a --target-file room: never ours to stop
+	waitErr    chan error
+	pid        int
+	file       string
+	ownerURL   string
+	ingressURL string
+	opToken    string
+	logPath    string // the child's stderr
+	hc         *http.Client
+}
+
+// ownerCredential is the part of <FILE>.commonroom.owner the bench reads.
+type ownerCredential struct {
+	PID           int    `json:"pid"`
+	OwnerURL      string `json:"owner_url"`
+	IngressURL    string `json:"ingress_url"`
+	OperatorToken string `json:"operator_token"`
+}
+
+func readOwnerCredential(file string) (ownerCredential, error) {
+	var oc ownerCredential
+	b, err := os.ReadFile(file + ".commonroom.owner")
+	if err != nil {
+		return oc, err
+	}
+	if err := json.Unmarshal(b, &oc); err != nil {
+		return oc, err
+	}
+	if oc.OwnerURL == "" || oc.OperatorToken == "" || oc.IngressURL == "" {
+		return oc, errors.New("incomplete operator credential")
+	}
+	return oc, nil
+}
+
+// moduleRoot finds the ce module from the working directory, so both
+// `go run ./bench` (cwd = root) and `go test ./bench/` (cwd = bench) work.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.Contains(b, []byte("module github.com/commonroom/ce")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the github.com/commonroom/ce module above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// buildCE builds the binary under test once per run, so the numbers are of
+// the code in this tree and not of whatever `ce` is on PATH.
+func buildCE(ctx context.Context, outDir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(outDir, "ce")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ce")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./cmd/ce: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+const roomDocument = "# Bench room\n\nA room opened by `go run ./bench`.\n\n## Plan\n\nNothing yet.\n\n## Notes\n\nNone.\n"
+
+// startCE runs `ce serve` on a fresh document in its own directory and waits
+// for the ready banner. The child gets SIGKILL if the bench dies without
+// cleaning up (Pdeathsig), so an interrupted run never leaves a room behind.
+func startCE(ctx context.Context, bin, dir, name string, flags ...string) (*ceServer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, name+".md")
+	if err := os.WriteFile(file, []byte(roomDocument), 0o644); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, name+".ce.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the child holds its own descriptor
+	args := append([]string{"serve", file, "--json", "--log-level", "warn"}, flags...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &ceServer{cmd: cmd, file: file, logPath: logPath, pid: cmd.Process.Pid, waitErr: make(chan error, 1),
+		hc: &http.Client{Timeout: 30 * time.Second}}
+	banner := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(stdout).ReadBytes('\n')
+		if err == nil {
+			var b struct {
+				PID int `json:"pid"`
+			}
+			if err = json.Unmarshal(line, &b); err == nil && b.PID != c.pid {
+				err = fmt.Errorf("banner pid %d is not the child's %d", b.PID, c.pid)
+			}
+		}
+		banner <- err
+		io.Copy(io.Discard, stdout) // keep the pipe drained until the child exits
+	}()
+	go func() { c.waitErr <- cmd.Wait() }()
+	select {
+	case err = <-banner:
+		if err != nil {
+			err = fmt.Errorf("ce serve printed no ready banner (%v): %s", err, tail(logPath))
+		}
+	case err = <-c.waitErr:
+		c.waitErr <- err
+		err = fmt.Errorf("ce serve exited before it was ready (%v): %s", err, tail(logPath))
+	case <-time.After(30 * time.Second):
+		err = errors.New("ce serve printed no banner within 30s")
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	oc, err := readOwnerCredential(file)
+	if err != nil {
+		c.stop()
+		return nil, fmt.Errorf("reading the operator credential: %v", err)
+	}
+	c.ownerURL, c.ingressURL, c.opToken = oc.OwnerURL, oc.IngressURL, oc.OperatorToken
+	return c, nil
+}
+
+// attachCE targets a room someone else is serving; the bench never stops it.
+func attachCE(file string) (*ceServer, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, err
+	}
+	oc, err := readOwnerCredential(abs)
+	if err != nil {
+		return nil, fmt.Errorf("--target-file %s: %v (is it being served?)", file, err)
+	}
+	return &ceServer{file: abs, pid: oc.PID, ownerURL: oc.OwnerURL, ingressURL: oc.IngressURL, opToken: oc.OperatorToken,
+		hc: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+// stop ends a child gracefully (SIGTERM, as a user's Ctrl-C would) and kills
+// it if it has not exited within 15s. It does nothing for a target room.
+func (c *ceServer) stop() error {
+	if c == nil || c.cmd == nil {
+		return nil
+	}
+	cmd := c.cmd
+	c.cmd = nil
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-c.waitErr:
+		return err
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-c.waitErr
+		return errors.New("ce serve did not stop within 15s of SIGTERM and was killed")
+	}
+}
+
+// owned reports whether the bench started this room (and may restart or
+// reconfigure rooms like it).
+func (c *ceServer) owned() bool { return c.cmd != nil }
+
+// rssKB is the room process's resident set (VmRSS) in KiB.
+func (c *ceServer) rssKB() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	return 0, errors.New("no VmRSS line")
+}
+
+// tail returns the last lines of the child's log, for error messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 8 {
+		lines = lines[len(lines)-8:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ownerCall sends one request to the owner listener with the operator
+// credential (what `ce invite` does while a room is serving).
+func (c *ceServer) ownerCall(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.ownerURL+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.opToken)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, clip(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// roomMetrics is the part of GET /debug/metrics the bench reads. Only live
+// figures are read: the room's "handoffs" and "task_rows" totals are cached
+// for up to 5 s, so a scenario that needs them counts what it created.
+type roomMetrics struct {
+	Room struct {
+		ActiveTasks int `json:"active_tasks"`
+		LiveSess    int `json:"live_sessions"`
+	} `json:"room"`
+	Writer struct {
+		Commands   int64 `json:"commands"`
+		Failed     int64 `json:"failed"`
+		Batches    int64 `json:"batches"`
+		Overloaded int64 `json:"overloaded"`
+	} `json:"writer"`
+	Listen struct {
+		Subscribers      int    `json:"subscribers"`
+		Pending          int    `json:"pending_batches"`
+		Delivered        uint64 `json:"delivered"`
+		Dropped          uint64 `json:"dropped"`
+		DroppedQueueFull uint64 `json:"dropped_queue_full"`
+		DroppedSlow      uint64 `json:"dropped_slow"`
+		Disconnected     uint64 `json:"disconnected"`
+	} `json:"listen"`
+}
+
+func (c *ceServer) metrics(ctx context.Context) (roomMetrics, error) {
+	var m roomMetrics
+	err := c.ownerCall(ctx, http.MethodGet, "/debug/metrics", nil, &m)
+	return m, err
+}
+
+// invite mints a reusable invitation with exactly these capabilities.
+func (c *ceServer) invite(ctx context.Context, caps ...string) (string, error) {
+	var g struct {
+		URI string `json:"uri"`
+	}
+	err := c.ownerCall(ctx, http.MethodPost, "/workspace/invite", map[string]any{
+		"capabilities": caps, "max_uses": 0, "expires_in_minutes": 600,
+	}, &g)
+	if err == nil && g.URI == "" {
+		err = errors.New("invite answer without uri")
+	}
+	return g.URI, err
+}
+
+func clip(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
