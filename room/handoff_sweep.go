@@ -21,16 +21,25 @@ func (e *Engine) sweepTasks(tx *Tx) error {
 		return err
 	}
 	// task_inputs go with their task (ON DELETE CASCADE).
-	if _, err := tx.exec(purgeTasksQuery, tx.nowMS()); err != nil {
+	if _, err := tx.exec(purgeTasksQuery, tx.nowMS(), purgeChunk); err != nil {
 		return Internal(err)
 	}
 	return nil
 }
 
-// purgeTasksQuery deletes terminal task rows one TTL after their last
-// update; the expression index of migration 0002 finds them.
-const purgeTasksQuery = `DELETE FROM tasks WHERE status IN ('completed','failed','cancelled')
-		AND last_updated_at + ttl_ms <= ?`
+// purgeChunk bounds the task rows one sweep deletes. A room restarted after
+// a day away may find a million rows due at once; deleting them in one
+// transaction held the writer (and startup) for most of a minute. A sweep
+// that leaves rows due makes NextDue say "now", so the sweeper comes back
+// at once, between other commands, until none are left.
+const purgeChunk = 1000
+
+// purgeTasksQuery deletes the oldest terminal task rows one TTL after their
+// last update, at most purgeChunk of them; the expression index of
+// migration 0002 finds them in order.
+const purgeTasksQuery = `DELETE FROM tasks WHERE task_id IN (
+		SELECT task_id FROM tasks WHERE status IN ('completed','failed','cancelled')
+		AND last_updated_at + ttl_ms <= ? ORDER BY last_updated_at + ttl_ms LIMIT ?)`
 
 // expireDueTasksQuery lists live tasks past their TTL, oldest first.
 const expireDueTasksQuery = `SELECT task_id, correlation_id FROM tasks

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The queries that run after every write batch or on every sweep must be
@@ -27,7 +28,7 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 	}{
 		{"next due uses the purge and expiry indexes", nextDueQuery, nil,
 			[]string{"tasks_purge_due", "tasks_expiry_due", "sessions_live", "leases_live_expiry", "invites_lapsing"}},
-		{"purge uses the purge index", purgeTasksQuery, []any{int64(1)}, []string{"tasks_purge_due"}},
+		{"purge uses the purge index", purgeTasksQuery, []any{int64(1), purgeChunk}, []string{"tasks_purge_due"}},
 		// At most 32 tasks are live, so either live-task index bounds the walk.
 		{"expiry walks only live tasks", expireDueTasksQuery, []any{int64(1)}, []string{"USING INDEX tasks_"}},
 	}
@@ -62,5 +63,59 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A room back after a long absence may find far more finished task rows due
+// than one sweep should delete: each sweep takes at most purgeChunk, says
+// the next one is due now, and the rest follow in later sweeps.
+func TestPurgeRunsInBoundedChunks(t *testing.T) {
+	d := openDirect(t)
+	owner := d.join("read", "propose")
+	const n = 2*purgeChunk + 500
+	if _, err := d.run(func(tx *Tx) error {
+		for range n {
+			res, err := d.e.CreateHandoff(tx, owner, CreateHandoffInput{Summary: "finished long ago"})
+			if err != nil {
+				return err
+			}
+			if err := d.e.CancelTask(tx, owner, res.Task.TaskID); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rows := func() int {
+		var c int
+		if err := d.conn.QueryRowContext(context.Background(), `SELECT count(*) FROM tasks`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if got := rows(); got != n {
+		t.Fatalf("%d task rows before the purge, want %d", got, n)
+	}
+	d.advance(Defaults().TaskTTL + time.Millisecond)
+	for _, want := range []int{n - purgeChunk, n - 2*purgeChunk, 0} {
+		if _, err := d.run(d.e.Sweep); err != nil {
+			t.Fatal(err)
+		}
+		if got := rows(); got != want {
+			t.Fatalf("after a sweep: %d task rows, want %d", got, want)
+		}
+		due, ok, err := d.e.NextDue(context.Background(), d.conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if more := want > 0; more != (ok && !due.After(d.e.Now())) {
+			t.Fatalf("with %d rows left NextDue = %v (ok %v), want due now exactly when rows are left", want, due, ok)
+		}
+	}
+	// Handoffs keep their results; only task rows are retention.
+	var handoffs int
+	if err := d.conn.QueryRowContext(context.Background(), `SELECT count(*) FROM handoffs`).Scan(&handoffs); err != nil || handoffs != n {
+		t.Fatalf("%d handoffs after the purge (%v), want %d", handoffs, err, n)
 	}
 }
