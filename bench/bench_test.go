@@ -118,3 +118,62 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Errorf("atomic histogram: n %d, p50 %v", s.n, s.quantile(0.5))
 	}
 }
+
+// TestPreloadBulk runs the preload's bulk mode end to end on a small sidecar:
+// ce writes the first 1,000 handoffs, the bench stops it, checks that its
+// own rows would be identical to one ce wrote, inserts the rest, runs
+// foreign_key_check and integrity_check, and ce must serve the file again
+// and answer tasks/get on bulk rows as on its own. It is what breaks first
+// when a migration or CreateHandoff changes the rows' shape.
+func TestPreloadBulk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real room twice; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"--smoke", "--json", "--scenarios", "preload", "--preload", "3000", "--preload-mode", "bulk"}, &stdout, &stderr)
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("exit %d, stdout is not one JSON document: %v\nstderr:\n%s", code, err, stderr.String())
+	}
+	if code != exitOK || !rep.OK {
+		t.Fatalf("bulk preload failed (exit %d): faults %v %v, errors %v\nstderr:\n%s",
+			code, rep.Faults, rep.FaultSamples, rep.Errors, stderr.String())
+	}
+	p := rep.Preload
+	switch {
+	case p == nil || p.Large == nil:
+		t.Fatalf("bulk preload measured nothing: %+v", p)
+	case p.Mode != "bulk":
+		t.Errorf("preload_mode %q, want bulk", p.Mode)
+	case p.Large.Handoffs < 3000 || p.Large.TasksGet.Count == 0 || p.Large.Create.Count == 0:
+		t.Errorf("the probe after the bulk load measured too little: %+v", p.Large)
+	case p.HandoffsPerSec <= 0:
+		t.Errorf("no load rate: %+v", p)
+	}
+}
+
+// TestSameRowCatchesShapeChanges: the bulk rows are checked against a row ce
+// wrote, NULLs and unknown columns included.
+func TestSameRowCatchesShapeChanges(t *testing.T) {
+	cols := []string{"a", "b", "c"}
+	want := []column{{"a", "x"}, {"b", []byte{1, 2}}}
+	for _, c := range []struct {
+		got  []any
+		want []column
+		ok   bool
+	}{
+		{[]any{"x", []byte{1, 2}, nil}, want, true},
+		{[]any{"x", []byte{1, 3}, nil}, want, false},                                      // a different value
+		{[]any{"x", []byte{1, 2}, int64(7)}, want, false},                                 // ce set a column the bulk rows leave NULL
+		{[]any{"x", []byte{1, 2}, nil}, append(want[:2:2], column{"d", int64(1)}), false}, // a column ce's table lacks
+	} {
+		if err := sameRow("t", cols, c.got, c.want); (err == nil) != c.ok {
+			t.Errorf("sameRow(%v, %v) = %v, want ok=%v", c.got, c.want, err, c.ok)
+		}
+	}
+	if h := requestHash("s"); len(h) != 32 {
+		t.Errorf("requestHash is %d bytes", len(h))
+	}
+}

@@ -27,6 +27,8 @@ type ceServer struct {
 	waitErr    chan error
 	pid        int
 	file       string
+	bin        string   // the binary and flags it was started with, so it can be served again
+	flags      []string // (the preload's bulk mode stops the room, fills its sidecar, restarts it)
 	ownerURL   string
 	ingressURL string
 	opToken    string
@@ -97,8 +99,7 @@ func buildCE(ctx context.Context, outDir string) (string, error) {
 const roomDocument = "# Bench room\n\nA room opened by `go run ./bench`.\n\n## Plan\n\nNothing yet.\n\n## Notes\n\nNone.\n"
 
 // startCE runs `ce serve` on a fresh document in its own directory and waits
-// for the ready banner. The child gets SIGKILL if the bench dies without
-// cleaning up (Pdeathsig), so an interrupted run never leaves a room behind.
+// for the ready banner.
 func startCE(ctx context.Context, bin, dir, name string, flags ...string) (*ceServer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -107,8 +108,16 @@ func startCE(ctx context.Context, bin, dir, name string, flags ...string) (*ceSe
 	if err := os.WriteFile(file, []byte(roomDocument), 0o644); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, name+".ce.log")
-	logf, err := os.Create(logPath)
+	return serveCE(ctx, bin, file, filepath.Join(dir, name+".ce.log"), flags...)
+}
+
+// serveCE runs `ce serve` on a document that already exists, with or without
+// a sidecar, and waits for the ready banner. The child gets SIGKILL if the
+// bench dies without cleaning up (Pdeathsig), so an interrupted run never
+// leaves a room behind. The log is appended to, so a room served again keeps
+// one log for all its lives.
+func serveCE(ctx context.Context, bin, file, logPath string, flags ...string) (*ceServer, error) {
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +133,7 @@ func startCE(ctx context.Context, bin, dir, name string, flags ...string) (*ceSe
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &ceServer{cmd: cmd, file: file, logPath: logPath, pid: cmd.Process.Pid, waitErr: make(chan error, 1),
+	c := &ceServer{cmd: cmd, file: file, bin: bin, flags: flags, logPath: logPath, pid: cmd.Process.Pid, waitErr: make(chan error, 1),
 		hc: &http.Client{Timeout: 30 * time.Second}}
 	banner := make(chan error, 1)
 	go func() {

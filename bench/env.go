@@ -56,6 +56,23 @@ func (e *env) room(ctx context.Context, name string, forceOwn bool, flags ...str
 	return c, nil
 }
 
+// serveAgain serves the document of a room the bench stopped, with the same
+// binary and flags, on the sidecar as it now is. The new process is stopped
+// on exit like any other; the old *ceServer stays stopped.
+func (e *env) serveAgain(ctx context.Context, old *ceServer) (*ceServer, error) {
+	if old.bin == "" {
+		return nil, fmt.Errorf("%s was not started by the bench; it cannot be served again", old.file)
+	}
+	c, err := serveCE(ctx, old.bin, old.file, old.logPath, old.flags...)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.started = append(e.started, c)
+	e.mu.Unlock()
+	return c, nil
+}
+
 // release stops a room the bench started; a target room is left alone.
 func (e *env) release(c *ceServer) {
 	if c == nil || !c.owned() {

@@ -7,6 +7,7 @@
 // task cap, a lost frame, an error that should not happen).
 //
 //	go run ./bench [--scenarios lifecycle,poll,fanout,baselines,preload] [--duration 20s] [--json] [--smoke]
+//	go run ./bench --scenarios preload --preload 1000000 [--preload-mode bulk|mcp]
 package main
 
 import (
@@ -48,6 +49,7 @@ type config struct {
 	stallRate         float64
 	stallTimeout      time.Duration
 	preload           int
+	preloadMode       string // "bulk" or "mcp", resolved from --preload when not given
 	probeDuration     time.Duration
 	sqliteDuration    time.Duration
 	fanLoopDuration   time.Duration
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.stallRate, "stall-rate", 200, "changes per second while a reader is stalled")
 	fs.DurationVar(&c.stallTimeout, "stall-timeout", 5*time.Minute, "how long to wait for the room to drop the stalled reader")
 	fs.IntVar(&c.preload, "preload", 0, "handoffs to put in the sidecar before comparing tasks/get and handoff_create p99 with 1,000 (0 skips)")
+	fs.StringVar(&c.preloadMode, "preload-mode", "", fmt.Sprintf("how the preload fills the sidecar beyond 1,000: mcp (every handoff through /mcp) or bulk (the room stopped, rows written straight into its sidecar; the default above %d)", bulkAbove))
 	fs.DurationVar(&c.probeDuration, "probe-duration", 10*time.Second, "length of each preload probe")
 	fs.DurationVar(&c.sqliteDuration, "sqlite-duration", 5*time.Second, "length of each SQLite baseline")
 	fs.DurationVar(&c.fanLoopDuration, "fanloop-duration", 2*time.Second, "length of each bare fan-out loop")
@@ -122,6 +125,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if slices.Contains(c.scenarios, "preload") && c.preload < 1 {
 		return c, errors.New("the preload scenario needs --preload N")
+	}
+	switch c.preloadMode {
+	case "":
+		c.preloadMode = "mcp"
+		if c.preload > bulkAbove {
+			c.preloadMode = "bulk"
+		}
+	case "bulk", "mcp":
+	default:
+		return c, fmt.Errorf("--preload-mode: %q is neither bulk nor mcp", c.preloadMode)
 	}
 	if c.agents < 1 || c.pollClients < 1 || c.streamsPerSession < 1 || c.fanoutRate <= 0 {
 		return c, errors.New("--agents, --poll-clients, --streams-per-session and --fanout-rate must be positive")
@@ -190,7 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rep.Config = map[string]any{"scenarios": cfg.scenarios, "agents": cfg.agents, "duration": cfg.duration.String(),
 		"poll_clients": cfg.pollClients, "fanout_sizes": cfg.fanoutSizes, "fanout_rate": cfg.fanoutRate,
 		"fanout_duration": cfg.fanoutDuration.String(), "streams_per_session": cfg.streamsPerSession,
-		"stall_max_lag": cfg.stallMaxLag.String(), "stall_rate": cfg.stallRate, "stall_timeout": cfg.stallTimeout.String(), "preload": cfg.preload, "probe_duration": cfg.probeDuration.String(),
+		"stall_max_lag": cfg.stallMaxLag.String(), "stall_rate": cfg.stallRate, "stall_timeout": cfg.stallTimeout.String(), "preload": cfg.preload, "preload_mode": cfg.preloadMode, "probe_duration": cfg.probeDuration.String(),
 		"smoke": cfg.smoke, "target_file": cfg.targetFile, "wait_quiet": cfg.waitQuiet.String()}
 	var uts syscall.Utsname
 	syscall.Uname(&uts)

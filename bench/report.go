@@ -274,8 +274,14 @@ func (r *report) printStall(s *stallResult) {
 
 func (r *report) printPreload() {
 	p := r.Preload
-	r.header(fmt.Sprintf("preload (%d handoffs)", p.Target))
-	r.row("preload", "handoffs created (+cancelled) per second", num(p.HandoffsPerSec), fmt.Sprintf("%.0fs", p.Seconds))
+	r.header(fmt.Sprintf("preload (%d handoffs, %s)", p.Target, p.Mode))
+	if p.Mode == "bulk" {
+		r.row("preload", "handoffs (+tasks) inserted directly per second", num(p.HandoffsPerSec),
+			fmt.Sprintf("%.1fs; stop %.1fs, checks %.1fs, restart %.1fs", p.Seconds,
+				p.bulkStop.Seconds(), p.bulkChecks.Seconds(), p.bulkRestart.Seconds()))
+	} else {
+		r.row("preload", "handoffs created (+cancelled) per second", num(p.HandoffsPerSec), fmt.Sprintf("%.0fs", p.Seconds))
+	}
 	for _, pr := range []*preloadProbe{p.Small, p.Large} {
 		tag := fmt.Sprintf("%d handoffs (%.0f MiB)", pr.Handoffs, pr.SidecarMB)
 		r.row("preload", "tasks/get p50 / p99 at "+tag, lat(pr.TasksGet), fmt.Sprintf("%s req/s; %s", num(pr.TasksGetPerSec), pr.CPU))

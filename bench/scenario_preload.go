@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -33,13 +34,22 @@ type preloadProbe struct {
 }
 
 type preloadResult struct {
-	Target         int           `json:"target"`
+	Target int `json:"target"`
+	// Mode is how the sidecar was filled beyond the small probe: "mcp"
+	// (Seconds and HandoffsPerSec are of /mcp creates and cancels) or "bulk"
+	// (of the direct inserts alone; the stop, checks and restart are
+	// printed beside them).
+	Mode           string        `json:"preload_mode"`
 	Seconds        float64       `json:"preload_seconds"`
 	HandoffsPerSec float64       `json:"preload_handoffs_per_sec"`
 	Small          *preloadProbe `json:"small"`
 	Large          *preloadProbe `json:"large"`
 	GetP99Ratio    float64       `json:"tasks_get_p99_ratio"`
 	CreateP99Ratio float64       `json:"handoff_create_p99_ratio"`
+
+	// The bulk fill's other steps, for the table only: the JSON keeps the
+	// fields it always had.
+	bulkStop, bulkChecks, bulkRestart time.Duration
 }
 
 // preloader fills a room with handoffs through /mcp (create, then cancel
@@ -177,9 +187,71 @@ func (p *preloader) probe(ctx context.Context, e *env, c *ceServer, pollers, cre
 	return r, ctx.Err()
 }
 
+// bulk stops the room c gracefully, fills its sidecar to upTo handoffs
+// directly (bulkFill) and serves it again, which is also the test that ce
+// accepts the file. It returns the new room.
+func (p *preloader) bulk(ctx context.Context, e *env, c *ceServer, res *preloadResult, owners []string, upTo int) (*ceServer, error) {
+	e.logf("preload: stopping the room to fill its sidecar to %d handoffs directly", upTo)
+	t0 := time.Now()
+	if err := c.stop(); err != nil {
+		return nil, fmt.Errorf("stopping the room before the bulk load: %v (log: %s)", err, tail(c.logPath))
+	}
+	res.bulkStop = time.Since(t0)
+	bt, err := p.bulkFill(ctx, e, c.file, owners, upTo)
+	if err != nil {
+		return nil, fmt.Errorf("bulk load: %w", err)
+	}
+	res.Seconds, res.bulkChecks = bt.load.Seconds(), bt.checks
+	e.logf("preload bulk: loaded in %.1fs, checked in %.1fs; serving the room again", bt.load.Seconds(), bt.checks.Seconds())
+	t0 = time.Now()
+	c2, err := e.serveAgain(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("serving the bulk-loaded sidecar: %w", err)
+	}
+	res.bulkRestart = time.Since(t0)
+	return c2, nil
+}
+
+// sameAsCE asks the restarted room for a task ce wrote through /mcp and for
+// one the bulk load wrote (the first at index bulkFrom), and fails unless
+// tasks/get answers both alike but for ids and times: ce itself must read
+// the bulk rows as its own.
+func (p *preloader) sameAsCE(ctx context.Context, mc *mcpClient, bulkFrom int) error {
+	p.mu.Lock()
+	ids := []string{p.taskIDs[0], p.taskIDs[len(p.taskIDs)-1]}
+	inBulk := len(p.taskIDs) > bulkFrom
+	p.mu.Unlock()
+	if !inBulk {
+		return nil
+	}
+	var views [2]string
+	for i, id := range ids {
+		raw, err := mc.call(ctx, "tasks/get", id, map[string]any{"taskId": id})
+		if err != nil {
+			return fmt.Errorf("tasks/get %s after the bulk load: %w", id, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil || m["taskId"] != id {
+			return fmt.Errorf("tasks/get %s after the bulk load answered %s", id, clip(raw))
+		}
+		for _, k := range []string{"taskId", "createdAt", "lastUpdatedAt", "_meta"} {
+			delete(m, k)
+		}
+		b, _ := json.Marshal(m) // map keys sorted: comparable as text
+		views[i] = string(b)
+	}
+	if views[0] != views[1] {
+		return fmt.Errorf("ce reads a bulk-loaded task differently from one it wrote: %s vs %s", views[1], views[0])
+	}
+	return nil
+}
+
 // scenarioPreload compares tasks/get and handoff_create p99 with 1,000
 // handoffs in the sidecar and with --preload of them. It always uses a room
 // of its own: a million handoffs do not belong in someone's --target-file.
+// The first 1,000 always go through /mcp; the rest too in mcp mode, while
+// bulk mode writes them into the stopped room's sidecar and serves it again
+// (see preload_bulk.go), the same participants and sessions probing after.
 func scenarioPreload(ctx context.Context, e *env) error {
 	n := e.cfg.preload
 	c, err := e.room(ctx, "preload", true)
@@ -201,16 +273,16 @@ func scenarioPreload(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	mcs := func(ss []session) []*mcpClient {
+	mcs := func(rc *roomClient, ss []session) []*mcpClient {
 		out := make([]*mcpClient, len(ss))
 		for i, s := range ss {
 			out[i] = rc.mcp(s)
 		}
 		return out
 	}
-	p := &preloader{rc: rc, workers: mcs(ws)}
-	pollers, creators := mcs(ps), mcs(cs)
-	res := &preloadResult{Target: n}
+	p := &preloader{rc: rc, workers: mcs(rc, ws)}
+	pollers, creators := mcs(rc, ps), mcs(rc, cs)
+	res := &preloadResult{Target: n, Mode: e.cfg.preloadMode}
 	e.rep.Preload = res
 
 	small := min(preloadSmall, n)
@@ -221,15 +293,34 @@ func scenarioPreload(ctx context.Context, e *env) error {
 	if res.Small, err = p.probe(ctx, e, c, pollers, creators); err != nil {
 		return err
 	}
-	e.logf("preload: filling to %d handoffs", n)
-	t0 := time.Now()
 	before := len(p.taskIDs)
-	if err := p.fill(ctx, e, n); err != nil {
-		return err
+	if res.Mode == "bulk" {
+		// The probe clients are bound to the room's address; the restarted
+		// room has new ones but the same sessions, which live in the sidecar.
+		owners := make([]string, len(ws))
+		for i, s := range ws {
+			owners[i] = s.ParticipantID
+		}
+		if c, err = p.bulk(ctx, e, c, res, owners, n); err != nil {
+			return err
+		}
+		defer e.release(c)
+		rc2 := newRoomClient(c, probePollers+probeCreators)
+		defer rc2.close()
+		pollers, creators = mcs(rc2, ps), mcs(rc2, cs)
+		if err := p.sameAsCE(ctx, pollers[0], before); err != nil {
+			return err
+		}
+	} else {
+		e.logf("preload: filling to %d handoffs through /mcp", n)
+		t0 := time.Now()
+		if err := p.fill(ctx, e, n); err != nil {
+			return err
+		}
+		res.Seconds = time.Since(t0).Seconds()
 	}
-	res.Seconds = time.Since(t0).Seconds()
-	res.HandoffsPerSec = float64(len(p.taskIDs)-before) / res.Seconds
-	e.logf("preload: %d handoffs in %.0fs (%.0f/s); probing", n, res.Seconds, res.HandoffsPerSec)
+	res.HandoffsPerSec = float64(len(p.taskIDs)-before) / max(res.Seconds, 1e-9)
+	e.logf("preload: %d handoffs in %.1fs (%.0f/s, %s); probing", len(p.taskIDs), res.Seconds, res.HandoffsPerSec, res.Mode)
 	if res.Large, err = p.probe(ctx, e, c, pollers, creators); err != nil {
 		return err
 	}
