@@ -172,3 +172,37 @@ func (t *TxQuerier) QueryRowContext(ctx context.Context, query string, args ...a
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
 }
+
+// PoolQuerier runs cached statements straight on the pool, each on whatever
+// connection is free, outside any transaction. Each statement sees its own
+// snapshot, so it is for reads that are a single statement: they skip the
+// BEGIN and ROLLBACK a read transaction costs. The caller holds no pooled
+// connection, so a miss may run the query on the pool directly.
+type PoolQuerier struct{ cache *StmtCache }
+
+// Pool returns the cache's PoolQuerier.
+func (c *StmtCache) Pool() PoolQuerier { return PoolQuerier{cache: c} }
+
+// ExecContext runs a statement on the pool.
+func (p PoolQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := p.cache.get(query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return p.cache.db.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query on the pool.
+func (p PoolQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := p.cache.get(query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return p.cache.db.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a one-row query on the pool.
+func (p PoolQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := p.cache.get(query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return p.cache.db.QueryRowContext(ctx, query, args...)
+}

@@ -29,6 +29,8 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 		{"next due uses the purge and expiry indexes", nextDueQuery, nil,
 			[]string{"tasks_purge_due", "tasks_expiry_due", "sessions_live", "leases_live_expiry", "invites_lapsing"}},
 		{"purge uses the purge index", purgeTasksQuery, []any{int64(1), purgeChunk}, []string{"tasks_purge_due"}},
+		{"a task and its open input requests by primary key", taskByIDQuery, []any{"task_x"},
+			[]string{"SEARCH tasks USING INDEX sqlite_autoindex_tasks_1", "SEARCH task_inputs USING PRIMARY KEY"}},
 		// At most 32 tasks are live, so either live-task index bounds the walk.
 		{"expiry walks only live tasks", expireDueTasksQuery, []any{int64(1)}, []string{"USING INDEX tasks_"}},
 	}

@@ -41,15 +41,17 @@ type DetailedTask struct {
 const HandoffMetaKey = "commonroom/handoff_id"
 
 // taskByID reads a task with its outstanding input requests. It does not
-// check visibility; callers do (unknown and invisible look the same).
+// check visibility; callers do (unknown and invisible look the same). It is
+// one statement, so it is consistent on its own: tasks/get runs it outside
+// any transaction (actor.ReadOne).
 func (e *Engine) taskByID(ctx context.Context, q Querier, id string) (DetailedTask, error) {
 	var t DetailedTask
 	var handoffID string
-	var msg, assignee, result, errJSON sql.NullString
+	var msg, assignee, result, errJSON, inputs sql.NullString
 	var created, updated int64
-	err := q.QueryRowContext(ctx, `SELECT task_id, status, status_message, created_at, last_updated_at, ttl_ms, poll_interval_ms,
-		result_json, error_json, owner_id, assignee_id, correlation_id FROM tasks WHERE task_id = ?`, id).
-		Scan(&t.TaskID, &t.Status, &msg, &created, &updated, &t.TTLMs, &t.PollIntervalMs, &result, &errJSON, &t.OwnerID, &assignee, &handoffID)
+	err := q.QueryRowContext(ctx, taskByIDQuery, id).
+		Scan(&t.TaskID, &t.Status, &msg, &created, &updated, &t.TTLMs, &t.PollIntervalMs, &result, &errJSON,
+			&t.OwnerID, &assignee, &handoffID, &inputs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, Errorf(KindTaskNotFound, "unknown task").With("task_id", id)
 	}
@@ -66,25 +68,22 @@ func (e *Engine) taskByID(ctx context.Context, q Querier, id string) (DetailedTa
 	}
 	t.Meta = map[string]any{HandoffMetaKey: handoffID}
 	if t.Status == TaskInputRequired {
-		rows, err := q.QueryContext(ctx, `SELECT request_key, request_json FROM task_inputs
-			WHERE task_id = ? AND closed_at IS NULL ORDER BY requested_at, request_key`, id)
-		if err != nil {
-			return t, Internal(err)
-		}
-		defer rows.Close()
 		t.InputRequests = map[string]json.RawMessage{}
-		for rows.Next() {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
+		if inputs.Valid {
+			if err := json.Unmarshal([]byte(inputs.String), &t.InputRequests); err != nil {
 				return t, Internal(err)
 			}
-			t.InputRequests[k] = json.RawMessage(v)
-		}
-		if err := rows.Err(); err != nil {
-			return t, Internal(err)
 		}
 	}
 	return t, nil
 }
+
+// taskByIDQuery reads a task row and, while it is input_required, its
+// outstanding input requests as one JSON object keyed by request key.
+const taskByIDQuery = `SELECT task_id, status, status_message, created_at, last_updated_at, ttl_ms,
+		poll_interval_ms, result_json, error_json, owner_id, assignee_id, correlation_id,
+		CASE WHEN status = 'input_required' THEN (SELECT json_group_object(request_key, json(request_json))
+			FROM task_inputs WHERE task_inputs.task_id = tasks.task_id AND closed_at IS NULL) END
+	FROM tasks WHERE task_id = ?`
 
 // sweepTasks is completed by the handoff lifecycle; see handoff_sweep.go.
