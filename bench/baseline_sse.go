@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -319,26 +318,18 @@ func startBareSSE(ctx context.Context, e *env, name string, tasks []bareTask) (*
 		return nil, err
 	}
 	p := &bareSSEProc{cmd: cmd, stdin: stdin, waitErr: make(chan error, 1), hc: newLoadClient(2 * fanoutTasks), logPath: logPath}
-	addr := make(chan string, 1)
+	ready := make(chan error, 1)
 	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		addr <- strings.TrimSpace(line)
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		p.addr = strings.TrimSpace(line)
+		if _, _, aerr := net.SplitHostPort(p.addr); err == nil && aerr != nil {
+			err = fmt.Errorf("%q is not an address", p.addr)
+		}
+		ready <- err
 		io.Copy(io.Discard, stdout)
 	}()
 	go func() { p.waitErr <- cmd.Wait() }()
-	select {
-	case p.addr = <-addr:
-		if _, _, err = net.SplitHostPort(p.addr); err != nil {
-			err = fmt.Errorf("the bare SSE server printed %q, not an address: %s", p.addr, tail(logPath))
-		}
-	case err = <-p.waitErr:
-		p.waitErr <- err
-		err = fmt.Errorf("the bare SSE server exited before it was ready (%v): %s", err, tail(logPath))
-	case <-time.After(30 * time.Second):
-		err = errors.New("the bare SSE server printed no address within 30s")
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
+	err = awaitReady(ctx, ready, p.waitErr, "the bare SSE server", logPath)
 	if err != nil {
 		p.stop()
 		return nil, err

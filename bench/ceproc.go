@@ -150,19 +150,7 @@ func serveCE(ctx context.Context, bin, file, logPath string, flags ...string) (*
 		io.Copy(io.Discard, stdout) // keep the pipe drained until the child exits
 	}()
 	go func() { c.waitErr <- cmd.Wait() }()
-	select {
-	case err = <-banner:
-		if err != nil {
-			err = fmt.Errorf("ce serve printed no ready banner (%v): %s", err, tail(logPath))
-		}
-	case err = <-c.waitErr:
-		c.waitErr <- err
-		err = fmt.Errorf("ce serve exited before it was ready (%v): %s", err, tail(logPath))
-	case <-time.After(30 * time.Second):
-		err = errors.New("ce serve printed no banner within 30s")
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
+	err = awaitReady(ctx, banner, c.waitErr, "ce serve", logPath)
 	if err != nil {
 		c.stop()
 		return nil, err
@@ -331,4 +319,25 @@ func clip(b []byte) string {
 		s = s[:300] + "…"
 	}
 	return s
+}
+
+// awaitReady waits until a child process the bench started has printed its
+// ready line (ready reports whether that line was right), and fails if the
+// child exits first, stays silent for 30 s, or ctx ends. An early exit is
+// put back on waitErr for whoever stops the child.
+func awaitReady(ctx context.Context, ready <-chan error, waitErr chan error, what, logPath string) error {
+	select {
+	case err := <-ready:
+		if err != nil {
+			return fmt.Errorf("%s printed no usable ready line (%v): %s", what, err, tail(logPath))
+		}
+		return nil
+	case err := <-waitErr:
+		waitErr <- err
+		return fmt.Errorf("%s exited before it was ready (%v): %s", what, err, tail(logPath))
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%s printed no ready line within 30s", what)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
