@@ -83,9 +83,12 @@ type ServeOptions struct {
 // Serve is the stream's only writer: it writes the subscription as an SSE
 // response until it ends and returns why. Call it once, from the handler
 // goroutine, after Subscribe. Every wake-up writes all frames already queued
-// before one flush, and every flush must finish within MaxLag, so a stream
-// costs one syscall per burst and a stalled socket cannot hold a handler for
-// long. The hub is never locked while the network is written.
+// before one flush, and every flush must finish within MaxLag (at least half
+// of it: the deadline is renewed lazily), so a stream costs one syscall per
+// burst and a stalled socket cannot hold a handler for long. A peer that
+// stops reading while the kernel still takes our writes is caught by the
+// socket probe (ConnContext) within about MaxLag. The hub is never locked
+// while the network is written.
 func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeOptions) EndReason {
 	if !s.served.CompareAndSwap(false, true) {
 		panic("listen: Serve called twice for one Subscription")
