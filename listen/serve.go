@@ -28,7 +28,8 @@ const (
 	// EndQueueFull: dropped because the stream fell QueueLen frames behind.
 	EndQueueFull
 	// EndLagging: dropped because its oldest undelivered frame was older
-	// than MaxLag when the writer got to it.
+	// than MaxLag when the writer got to it, or because its peer
+	// acknowledged nothing for MaxLag while our bytes waited in the socket.
 	EndLagging
 	// EndWriteFailed: dropped because a write or flush failed or missed its
 	// MaxLag deadline; also returned when the final frame of a graceful end
