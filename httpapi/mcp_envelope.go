@@ -176,8 +176,8 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 	}
 	// A map, not a struct: encoding/json matches struct fields without regard to
 	// case, and "METHOD" is not "method".
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
+	top, err := objectMembers(body)
+	if err != nil {
 		return envelope{}, nil, invalidRequest("invalid request: " + err.Error())
 	}
 
@@ -215,9 +215,12 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 
 // decodeMeta is step 6. params is already known to be an object. It returns the
 // params object as a map for the Mcp-Name check.
+//
+// rawParams must be a slice of a body decodeEnvelope accepted: the layers are
+// split without checking their JSON again (objectMembers).
 func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMessage, *rpcError) {
-	var params map[string]json.RawMessage
-	if err := json.Unmarshal(rawParams, &params); err != nil {
+	params, err := objectMembers(rawParams)
+	if err != nil {
 		return requestMeta{}, nil, metaError("params could not be decoded: " + err.Error())
 	}
 	rawMeta, ok := params["_meta"]
@@ -227,8 +230,8 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 	if kindOf(rawMeta) != '{' {
 		return requestMeta{}, nil, metaError("params._meta must be an object")
 	}
-	var meta map[string]json.RawMessage
-	if err := json.Unmarshal(rawMeta, &meta); err != nil {
+	meta, err := objectMembers(rawMeta)
+	if err != nil {
 		return requestMeta{}, nil, metaError("params._meta could not be decoded: " + err.Error())
 	}
 
@@ -250,16 +253,16 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] must be an object", metaClientCaps))
 	}
 	out.ClientCaps = raw
-	var caps map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &caps); err != nil {
+	caps, err := objectMembers(raw)
+	if err != nil {
 		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
 	}
 	if rawExt, ok := caps["extensions"]; ok {
 		if kindOf(rawExt) != '{' {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
 		}
-		var ext map[string]json.RawMessage
-		if err := json.Unmarshal(rawExt, &ext); err != nil {
+		ext, err := objectMembers(rawExt)
+		if err != nil {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
 		}
 		out.Tasks = kindOf(ext[tasksExtension]) == '{'
@@ -390,6 +393,11 @@ func kindOf(raw []byte) byte {
 
 // stringOf decodes a raw JSON string already known to be one.
 func stringOf(raw json.RawMessage) string {
+	if kindOf(raw) == '"' {
+		if s, err := unquoteKey(bytes.TrimSpace(raw)); err == nil {
+			return s
+		}
+	}
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
