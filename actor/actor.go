@@ -47,6 +47,7 @@ type Room struct {
 	q      *room.ConnQuerier // the writer's statements, prepared once
 	reads  *room.StmtCache   // the read pool's statements, prepared once
 	log    *slog.Logger
+	tasks  taskCache // tasks/get's view of recently read tasks; see taskcache.go
 	pub    Publisher
 	cmds   chan *call
 	wake   chan struct{} // ask the writer to sweep and sync now
@@ -238,7 +239,7 @@ func ReadOne[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, er
 // Sweep runs the time-based rules now and waits for them (tests with a fake
 // clock, and operators who want expiry applied at once).
 func (r *Room) Sweep(ctx context.Context) error {
-	_, err := Do(ctx, r, "sweep", func(tx *room.Tx) (struct{}, error) {
+	_, err := Do(ctx, r, sweepName, func(tx *room.Tx) (struct{}, error) {
 		return struct{}{}, r.sweep(tx, true)
 	})
 	return err
@@ -312,7 +313,7 @@ func (r *Room) stop() {
 }
 
 func (r *Room) sweepCall() *call {
-	return &call{ctx: context.Background(), name: "sweep", reply: make(chan error, 1),
+	return &call{ctx: context.Background(), name: sweepName, reply: make(chan error, 1),
 		run: func(tx *room.Tx) error { return r.sweep(tx, false) }}
 }
 
@@ -384,6 +385,7 @@ func (r *Room) runBatch(batch []*call) {
 		outcomes = nil
 	} else {
 		r.stats.Batches.Add(1)
+		r.forgetTasks(batch, outcomes)
 	}
 	for _, o := range outcomes {
 		for _, f := range o.After {
@@ -406,6 +408,27 @@ func (r *Room) runBatch(batch []*call) {
 			}
 		}
 		c.reply <- results[i]
+	}
+}
+
+// sweepName names the commands that run the time-based rules.
+const sweepName = "sweep"
+
+// forgetTasks drops from the task cache every task a committed batch
+// changed; a sweep may have purged rows without a notice, so it drops all.
+func (r *Room) forgetTasks(batch []*call, outcomes []room.Outcome) {
+	var ids []string
+	for _, o := range outcomes {
+		for _, n := range o.Tasks {
+			ids = append(ids, n.TaskID)
+		}
+	}
+	all := false
+	for _, c := range batch {
+		all = all || c.name == sweepName
+	}
+	if len(ids) > 0 || all {
+		r.tasks.forget(ids, all)
 	}
 }
 

@@ -27,11 +27,9 @@ func (s *Server) mcpTasks(c *mcpCall) (any, *rpcError) {
 	}
 	switch c.req.Method {
 	case "tasks/get":
-		// One statement about a record the file does not decide: agents
-		// poll this, so it skips the read transaction and the file check.
-		t, err := actor.ReadOne(c.ctx, s.room, func(q room.Querier) (room.DetailedTask, error) {
-			return s.eng.GetTask(c.ctx, q, c.p, in.TaskID)
-		})
+		// Agents poll this: the room answers from its task cache, or with
+		// one statement on the read pool.
+		t, err := s.room.Task(c.ctx, c.p, in.TaskID)
 		if err != nil {
 			return nil, s.rpcErrorOf(err)
 		}

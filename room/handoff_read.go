@@ -229,17 +229,34 @@ func (e *Engine) GetHandoff(ctx context.Context, q Querier, p Principal, handoff
 // and admins may read it; everyone else gets exactly the answer an unknown id
 // gets, because a task id is not a bearer token.
 func (e *Engine) GetTask(ctx context.Context, q Querier, p Principal, taskID string) (DetailedTask, error) {
-	t, err := e.taskByID(ctx, q, taskID)
+	t, err := e.TaskRecord(ctx, q, taskID)
+	if err == nil {
+		err = TaskVisibleTo(p, t)
+	}
 	if err != nil {
-		if ErrorKind(err) == KindTaskNotFound {
-			return DetailedTask{}, taskNotFound(taskID)
-		}
 		return DetailedTask{}, err
 	}
-	if !taskVisible(p, t.OwnerID, t.AssigneeID) {
+	return t, nil
+}
+
+// TaskRecord reads a task as tasks/get shows it, without asking who reads:
+// for the actor's task cache, which applies TaskVisibleTo per reader. It is
+// one statement, so it needs no read transaction.
+func (e *Engine) TaskRecord(ctx context.Context, q Querier, taskID string) (DetailedTask, error) {
+	t, err := e.taskByID(ctx, q, taskID)
+	if ErrorKind(err) == KindTaskNotFound {
 		return DetailedTask{}, taskNotFound(taskID)
 	}
-	return t, nil
+	return t, err
+}
+
+// TaskVisibleTo is tasks/get's visibility rule for a task read by
+// TaskRecord: an invisible task is reported exactly like an unknown one.
+func TaskVisibleTo(p Principal, t DetailedTask) error {
+	if !taskVisible(p, t.OwnerID, t.AssigneeID) {
+		return taskNotFound(t.TaskID)
+	}
+	return nil
 }
 
 // HandoffEventsResult is the answer of handoff_events. OldestEventID is the
