@@ -82,6 +82,7 @@ type roomHarness struct {
 	Ingress *httptest.Server
 
 	client *http.Client
+	opts   lsOpts // what this harness changes from the defaults, kept for restart
 
 	mu        sync.Mutex
 	errBodies []string // every error response body seen (status >= 400)
@@ -92,10 +93,17 @@ type roomHarness struct {
 // when empty) and serves it. Everything is closed by t.Cleanup.
 func newHarness(t testing.TB, content string) *roomHarness {
 	t.Helper()
+	return lsHarness(t, content, lsOpts{})
+}
+
+// lsHarness is newHarness with the room's limits, the hub's configuration,
+// a publication gate or tmpfs chosen by the test; restart keeps them.
+func lsHarness(t testing.TB, content string, o lsOpts) *roomHarness {
+	t.Helper()
 	if content == "" {
 		content = harnessDoc
 	}
-	dir := t.TempDir()
+	dir := lsTempDir(t, o.InMemory)
 	doc := filepath.Join(dir, "idea.md")
 	if err := os.WriteFile(doc, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -110,6 +118,7 @@ func newHarness(t testing.TB, content string) *roomHarness {
 			Transport:     &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
+		opts: o,
 	}
 	h.start()
 	t.Cleanup(func() {
@@ -128,12 +137,18 @@ func localListener(t testing.TB) net.Listener {
 	return ln
 }
 
-// start opens the room on h.Doc and serves it on two new listeners.
+// start opens the room on h.Doc and serves it on two new listeners, each
+// with ce serve's own server configuration (NewHTTPServer).
 func (h *roomHarness) start() {
 	t := h.t
 	t.Helper()
 	ctx := context.Background()
-	eng, err := room.NewEngine(h.Doc, room.Defaults())
+	o := h.opts
+	limits := room.Defaults()
+	if o.Limits != nil {
+		o.Limits(&limits)
+	}
+	eng, err := room.NewEngine(h.Doc, limits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +157,31 @@ func (h *roomHarness) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := listen.NewHub(listen.Config{Logger: h.Log, Now: h.Clock.Now})
-	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: hub, Logger: h.Log, HostName: "host"})
+	cfg := o.Hub
+	if cfg.Logger == nil {
+		cfg.Logger = h.Log
+	}
+	if cfg.Now == nil {
+		cfg.Now = h.Clock.Now
+	}
+	hub := listen.NewHub(cfg)
+	var pub actor.Publisher = hub
+	if o.Gate != nil {
+		o.Gate.hub = hub
+		o.Gate.entered = make(chan bool, 1)
+		o.Gate.release = make(chan struct{})
+		pub = o.Gate
+	}
+	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: pub, Logger: h.Log, HostName: "host"})
 	if err != nil {
 		hub.Close()
 		st.Close()
 		t.Fatal(err)
+	}
+	if o.Gate != nil {
+		o.Gate.mu.Lock()
+		o.Gate.room = r
+		o.Gate.mu.Unlock()
 	}
 	ownerLn, ingressLn := localListener(t), localListener(t)
 	eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressLn.Addr().(*net.TCPAddr).Port, Mode: "local"}})
@@ -156,9 +190,7 @@ func (h *roomHarness) start() {
 		s := httptest.NewUnstartedServer(handler)
 		s.Listener.Close()
 		s.Listener = ln
-		s.Config.ReadHeaderTimeout = 10 * time.Second
-		s.Config.ConnContext = listen.ConnContext
-		s.Config.ErrorLog = slog.NewLogLogger(h.Log.Handler(), slog.LevelWarn)
+		s.Config = NewHTTPServer(handler, h.Log)
 		s.Start()
 		return s
 	}

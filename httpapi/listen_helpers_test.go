@@ -15,12 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -69,94 +65,6 @@ func lsTempDir(t testing.TB, inMemory bool) string {
 		}
 	}
 	return t.TempDir()
-}
-
-// lsHarness is newHarness with the room's limits and the hub's configuration
-// chosen by the test. It fills the same roomHarness, so every harness method
-// works on it (except restart, which would start with the defaults).
-func lsHarness(t testing.TB, content string, o lsOpts) *roomHarness {
-	t.Helper()
-	if content == "" {
-		content = harnessDoc
-	}
-	dir := lsTempDir(t, o.InMemory)
-	doc := filepath.Join(dir, "idea.md")
-	if err := os.WriteFile(doc, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuffer{}
-	h := &roomHarness{
-		t: t, Dir: dir, Doc: doc, Clock: newFakeClock(), Logs: logs,
-		Log:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OpToken: harnessOperatorToken,
-		client: &http.Client{
-			Timeout:       30 * time.Second,
-			Transport:     &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-	}
-	ctx := context.Background()
-	limits := room.Defaults()
-	if o.Limits != nil {
-		o.Limits(&limits)
-	}
-	eng, err := room.NewEngine(h.Doc, limits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng.Clock = h.Clock.Now
-	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := o.Hub
-	if cfg.Logger == nil {
-		cfg.Logger = h.Log
-	}
-	if cfg.Now == nil {
-		cfg.Now = h.Clock.Now
-	}
-	hub := listen.NewHub(cfg)
-	var pub actor.Publisher = hub
-	if o.Gate != nil {
-		o.Gate.hub = hub
-		o.Gate.entered = make(chan bool, 1)
-		o.Gate.release = make(chan struct{})
-		pub = o.Gate
-	}
-	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: pub, Logger: h.Log, HostName: "host"})
-	if err != nil {
-		hub.Close()
-		st.Close()
-		t.Fatal(err)
-	}
-	if o.Gate != nil {
-		o.Gate.mu.Lock()
-		o.Gate.room = r
-		o.Gate.mu.Unlock()
-	}
-	ownerLn, ingressLn := localListener(t), localListener(t)
-	eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressLn.Addr().(*net.TCPAddr).Port, Mode: "local"}})
-	api := New(Config{Room: r, Hub: hub, Logger: h.Log, OperatorToken: h.OpToken, Version: "test"})
-	serve := func(handler http.Handler, ln net.Listener) *httptest.Server {
-		s := httptest.NewUnstartedServer(handler)
-		s.Listener.Close()
-		s.Listener = ln
-		s.Config.ReadHeaderTimeout = 10 * time.Second
-		s.Config.ConnContext = listen.ConnContext
-		s.Config.ErrorLog = slog.NewLogLogger(h.Log.Handler(), slog.LevelWarn)
-		s.Start()
-		return s
-	}
-	h.Eng, h.Store, h.Hub, h.Room, h.API = eng, st, hub, r, api
-	h.Owner = serve(api.OwnerHandler(), ownerLn)
-	h.Ingress = serve(api.IngressHandler(), ingressLn)
-	h.running = true
-	t.Cleanup(func() {
-		h.stop()
-		h.client.CloseIdleConnections()
-	})
-	return h
 }
 
 // lsGate is the room's Publisher in front of the hub. Armed, it holds the
