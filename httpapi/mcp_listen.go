@@ -73,19 +73,15 @@ func (s *Server) mcpListen(c *mcpCall) (any, *rpcError) {
 		}
 	}
 	if len(f.TaskIDs) > 0 {
-		ids, err := actor.Read(c.ctx, s.room, func(q room.Querier) ([]string, error) {
-			var ok []string
-			for _, id := range uniqStrings(f.TaskIDs) {
-				if _, err := s.eng.GetTask(c.ctx, q, c.p, id); err == nil {
-					ok = append(ok, id)
-				} else if room.ErrorKind(err) != room.KindTaskNotFound {
-					return nil, err
-				}
+		// Exactly the tasks for which tasks/get would succeed, asked the
+		// way tasks/get asks.
+		var ids []string
+		for _, id := range uniqStrings(f.TaskIDs) {
+			if _, err := s.room.Task(c.ctx, c.p, id); err == nil {
+				ids = append(ids, id)
+			} else if room.ErrorKind(err) != room.KindTaskNotFound {
+				return nil, s.rpcErrorOf(err)
 			}
-			return ok, nil
-		})
-		if err != nil {
-			return nil, s.rpcErrorOf(err)
 		}
 		if len(ids) > 0 {
 			ack["taskIds"] = ids
