@@ -109,6 +109,30 @@ func invite(ctx context.Context, r *Room) (room.InviteGrant, error) {
 	})
 }
 
+// join invites (with these capabilities; the default set when none) and
+// joins one participant through the writer, and returns its session and
+// the principal its bearer would authenticate as.
+func join(t *testing.T, tr *testRoom, caps ...string) (room.SessionGrant, room.Principal) {
+	t.Helper()
+	ctx := context.Background()
+	eng := tr.Engine()
+	g, err := Do(ctx, tr.Room, "join", func(tx *room.Tx) (room.SessionGrant, error) {
+		inv, err := eng.CreateInvite(tx, room.Operator(eng.HostID), room.InviteInput{Capabilities: caps})
+		if err != nil {
+			return room.SessionGrant{}, err
+		}
+		return eng.Join(tx, room.JoinInput{Secret: inv.Token, Name: "bot"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := room.ParseCaps(g.Capabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, room.Principal{ParticipantID: g.ParticipantID, Caps: c}
+}
+
 // block occupies the writer until release is closed, so the commands queued
 // meanwhile are run as one batch.
 func block(t *testing.T, r *Room) (release func()) {

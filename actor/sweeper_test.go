@@ -63,16 +63,7 @@ func TestSweeper_ExpiresSessionsWithEvents(t *testing.T) {
 	clock := newFakeClock()
 	tr := openRoom(t, func(c *Config) { c.Engine.Clock = clock.Now })
 	ctx := context.Background()
-	g, err := invite(ctx, tr.Room)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Do(ctx, tr.Room, "join", func(tx *room.Tx) (room.SessionGrant, error) {
-		return tr.Engine().Join(tx, room.JoinInput{Secret: g.Token, Name: "bot"})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := join(t, tr)
 	clock.Advance(8*time.Hour - time.Second)
 	if err := tr.Sweep(ctx); err != nil {
 		t.Fatal(err)
@@ -117,17 +108,8 @@ func TestAuthenticate_CacheNeverOutlivesTheSession(t *testing.T) {
 	clock := newFakeClock()
 	tr := openRoom(t, func(c *Config) { c.Engine.Clock = clock.Now })
 	ctx := context.Background()
-	join := func() room.SessionGrant {
-		g, err := invite(ctx, tr.Room)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := Do(ctx, tr.Room, "join", func(tx *room.Tx) (room.SessionGrant, error) {
-			return tr.Engine().Join(tx, room.JoinInput{Secret: g.Token, Name: "bot"})
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	newSession := func() room.SessionGrant {
+		s, _ := join(t, tr)
 		return s
 	}
 	auth := func(token string) (room.Principal, error) {
@@ -136,7 +118,7 @@ func TestAuthenticate_CacheNeverOutlivesTheSession(t *testing.T) {
 		})
 	}
 
-	left := join()
+	left := newSession()
 	p, err := auth(left.SessionToken)
 	if err != nil || p.SessionRef != left.SessionRef {
 		t.Fatalf("first authentication: %v %v", p, err)
@@ -150,7 +132,7 @@ func TestAuthenticate_CacheNeverOutlivesTheSession(t *testing.T) {
 		t.Fatalf("after leaving: %v, want unauthorized", err)
 	}
 
-	expiring := join()
+	expiring := newSession()
 	if _, err := auth(expiring.SessionToken); err != nil {
 		t.Fatal(err)
 	}

@@ -70,25 +70,8 @@ func TestRoomTaskServesTheLatestCommit(t *testing.T) {
 	clock := room.NewManualClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
 	tr := openRoom(t, func(c *Config) { c.Engine.Clock = clock.Now })
 	eng := tr.Engine()
-	join := func(caps ...string) room.Principal {
-		p, err := Do(ctx, tr.Room, "join", func(tx *room.Tx) (room.Principal, error) {
-			inv, err := eng.CreateInvite(tx, room.Operator(eng.HostID), room.InviteInput{Capabilities: caps})
-			if err != nil {
-				return room.Principal{}, err
-			}
-			g, err := eng.Join(tx, room.JoinInput{Secret: inv.Token, Name: "p"})
-			if err != nil {
-				return room.Principal{}, err
-			}
-			c, _ := room.ParseCaps(g.Capabilities)
-			return room.Principal{ParticipantID: g.ParticipantID, Caps: c}, nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	owner, stranger := join("read", "propose"), join("read", "propose")
+	_, owner := join(t, tr, "read", "propose")
+	_, stranger := join(t, tr, "read", "propose")
 	res, err := Do(ctx, tr.Room, "create", func(tx *room.Tx) (room.CreateHandoffResult, error) {
 		return eng.CreateHandoff(tx, owner, room.CreateHandoffInput{Summary: "cache me"})
 	})

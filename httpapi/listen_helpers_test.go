@@ -200,19 +200,7 @@ func lsMarshal(v any) ([]byte, error) {
 // headers a well-behaved client sends. token "" sends no Authorization.
 func lsRequest(ctx context.Context, t testing.TB, h *roomHarness, token, id, method string, params map[string]any, tasks bool) *http.Request {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, "POST", h.ingressURL("/mcp"), bytes.NewReader(lsBody(id, method, params, tasks)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", lsProtocol)
-	req.Header.Set("Mcp-Method", method)
-	if f := lsNameField(method); f != "" {
-		if v, ok := params[f].(string); ok {
-			req.Header.Set("Mcp-Name", v)
-		}
-	}
+	req := azMCPRequest(ctx, t, h.ingressURL("/mcp"), id, method, params, tasks)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
