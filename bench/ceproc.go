@@ -59,43 +59,6 @@ func readOwnerCredential(file string) (ownerCredential, error) {
 	return oc, nil
 }
 
-// moduleRoot finds the ce module from the working directory, so both
-// `go run ./bench` (cwd = root) and `go test ./bench/` (cwd = bench) work.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.Contains(b, []byte("module github.com/commonroom/ce")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the github.com/commonroom/ce module above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// buildCE builds the binary under test once per run, so the numbers are of
-// the code in this tree and not of whatever `ce` is on PATH.
-func buildCE(ctx context.Context, outDir string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(outDir, "ce")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ce")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/ce: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
 const roomDocument = "# Bench room\n\nA room opened by `go run ./bench`.\n\n## Plan\n\nNothing yet.\n\n## Notes\n\nNone.\n"
 
 // startCE runs `ce serve` on a fresh document in its own directory and waits

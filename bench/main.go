@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/commonroom/ce/internal/cetest"
 )
 
 // Exit codes.
@@ -230,7 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	e.logf("building ce")
-	if e.bin, err = buildCE(ctx, e.workDir); err != nil {
+	if e.bin, err = cetest.BuildCE(ctx, e.workDir); err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return exitFailed
 	}

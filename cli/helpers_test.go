@@ -11,18 +11,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/cetest"
 )
 
 // ceBin is the binary TestMain built; set once before any test runs.
@@ -36,57 +36,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "ce-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cli tests:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin, err := buildCE(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cli tests: building ce:", err)
-		return 1
-	}
-	ceBin = bin
-	return m.Run()
-}
-
-// buildCE runs `go build -o DIR/ce ./cmd/ce` from the module root (the
-// parent of this package's directory).
-func buildCE(dir string) (string, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return "", err
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "ce")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./cmd/ce")
-	cmd.Dir = filepath.Dir(wd)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%v\n%s", err, out)
-	}
-	return bin, nil
-}
-
-// childEnv is this process's environment without any CE_* variable (so the
-// caller's shell cannot change what a test sees), plus extra.
-func childEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CE_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
+	os.Exit(cetest.Main(m, "cli", &ceBin))
 }
 
 // notifyBuffer is a goroutine-safe buffer that signals every write.
@@ -159,7 +109,7 @@ func spawnServe(t testing.TB, dir string, env []string, args ...string) *server 
 	s := &server{t: t, dir: dir, stdout: newNotifyBuffer(), stderr: newNotifyBuffer(), done: make(chan struct{})}
 	s.cmd = exec.Command(ceBin, args...)
 	s.cmd.Dir = dir
-	s.cmd.Env = childEnv(env...)
+	s.cmd.Env = cetest.ChildEnv(env...)
 	s.cmd.Stdout = s.stdout
 	s.cmd.Stderr = s.stderr
 	s.cmd.WaitDelay = 5 * time.Second
@@ -305,7 +255,7 @@ func ceWithin(t testing.TB, limit time.Duration, dir string, env []string, args 
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, ceBin, args...)
 	cmd.Dir = dir
-	cmd.Env = childEnv(env...)
+	cmd.Env = cetest.ChildEnv(env...)
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/cetest"
 )
 
 const (
@@ -92,7 +94,7 @@ func startServer(t testing.TB, dir, file string) *server {
 	args := []string{"serve", file, "--json", "--rate-limit", "0", "--max-sessions", "256"}
 	s.cmd = exec.Command(ceBin, args...)
 	s.cmd.Dir = dir
-	s.cmd.Env = childEnv()
+	s.cmd.Env = cetest.ChildEnv()
 	s.cmd.Stdout = s.stdout
 	s.cmd.Stderr = s.stderr
 	s.cmd.WaitDelay = 5 * time.Second
