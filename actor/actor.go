@@ -239,7 +239,7 @@ func ReadOne[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, er
 // Sweep runs the time-based rules now and waits for them (tests with a fake
 // clock, and operators who want expiry applied at once).
 func (r *Room) Sweep(ctx context.Context) error {
-	_, err := Do(ctx, r, sweepName, func(tx *room.Tx) (struct{}, error) {
+	_, err := Do(ctx, r, "sweep", func(tx *room.Tx) (struct{}, error) {
 		return struct{}{}, r.sweep(tx, true)
 	})
 	return err
@@ -313,7 +313,7 @@ func (r *Room) stop() {
 }
 
 func (r *Room) sweepCall() *call {
-	return &call{ctx: context.Background(), name: sweepName, reply: make(chan error, 1),
+	return &call{ctx: context.Background(), name: "sweep", reply: make(chan error, 1),
 		run: func(tx *room.Tx) error { return r.sweep(tx, false) }}
 }
 
@@ -385,7 +385,7 @@ func (r *Room) runBatch(batch []*call) {
 		outcomes = nil
 	} else {
 		r.stats.Batches.Add(1)
-		r.forgetTasks(batch, outcomes)
+		r.forgetTasks(outcomes)
 	}
 	for _, o := range outcomes {
 		for _, f := range o.After {
@@ -411,21 +411,17 @@ func (r *Room) runBatch(batch []*call) {
 	}
 }
 
-// sweepName names the commands that run the time-based rules.
-const sweepName = "sweep"
-
 // forgetTasks drops from the task cache every task a committed batch
-// changed; a sweep may have purged rows without a notice, so it drops all.
-func (r *Room) forgetTasks(batch []*call, outcomes []room.Outcome) {
+// changed, and every task when the batch purged rows (retention sends no
+// notice naming them).
+func (r *Room) forgetTasks(outcomes []room.Outcome) {
 	var ids []string
+	all := false
 	for _, o := range outcomes {
 		for _, n := range o.Tasks {
 			ids = append(ids, n.TaskID)
 		}
-	}
-	all := false
-	for _, c := range batch {
-		all = all || c.name == sweepName
+		all = all || o.TasksPurged
 	}
 	if len(ids) > 0 || all {
 		r.tasks.forget(ids, all)

@@ -11,8 +11,8 @@ import (
 // keeps the latest committed detailed task per id so a poll costs no
 // SQLite. The writer is the only one that changes tasks, so it keeps the
 // cache honest: after each COMMIT, before anyone is answered or notified, it
-// drops every task the batch changed, and after a sweep (whose purge deletes
-// rows without a notice) it drops them all.
+// drops every task the batch changed, and after a purge (which deletes rows
+// without a notice) it drops them all.
 //
 // A reader that misses reads the sidecar and stores what it read only if no
 // batch committed since it looked (the generation is unchanged), so a read

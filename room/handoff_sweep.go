@@ -21,9 +21,11 @@ func (e *Engine) sweepTasks(tx *Tx) error {
 		return err
 	}
 	// task_inputs go with their task (ON DELETE CASCADE).
-	if _, err := tx.exec(purgeTasksQuery, tx.nowMS(), purgeChunk); err != nil {
+	n, err := tx.execN(purgeTasksQuery, tx.nowMS(), purgeChunk)
+	if err != nil {
 		return Internal(err)
 	}
+	tx.tasksPurged = tx.tasksPurged || n > 0
 	return nil
 }
 

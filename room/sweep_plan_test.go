@@ -100,12 +100,18 @@ func TestPurgeRunsInBoundedChunks(t *testing.T) {
 		t.Fatalf("%d task rows before the purge, want %d", got, n)
 	}
 	d.advance(Defaults().TaskTTL + time.Millisecond)
-	for _, want := range []int{n - purgeChunk, n - 2*purgeChunk, 0} {
-		if _, err := d.run(d.e.Sweep); err != nil {
+	for _, want := range []int{n - purgeChunk, n - 2*purgeChunk, 0, 0} {
+		before := rows()
+		out, err := d.run(d.e.Sweep)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if got := rows(); got != want {
 			t.Fatalf("after a sweep: %d task rows, want %d", got, want)
+		}
+		// Purged rows send no notice; the outcome says so for task caches.
+		if out.TasksPurged != (want < before) {
+			t.Fatalf("sweep from %d to %d rows: TasksPurged = %v", before, want, out.TasksPurged)
 		}
 		due, ok, err := d.e.NextDue(context.Background(), d.conn)
 		if err != nil {

@@ -26,6 +26,7 @@ type Tx struct {
 
 	events        []Event
 	tasks         []string // task ids whose state changed, in order, de-duplicated
+	tasksPurged   bool     // task rows were deleted without a notice (retention)
 	resources     []string // resource URIs whose content changed
 	endedSessions []string
 	after         []func()       // in-memory effects to apply only once the batch commits
@@ -75,6 +76,9 @@ type Outcome struct {
 	Tasks         []TaskNotice
 	Resources     []string // resource URIs (document, sections) whose content changed
 	EndedSessions []string // session refs whose live streams must end
+	// TasksPurged says task rows were deleted by retention, which sends no
+	// notice: anything holding tasks by id must forget them all.
+	TasksPurged bool
 	After         []func()
 	// Undo reverses the command's effects outside the sidecar, newest
 	// first, when the batch holding it fails to commit.
@@ -124,7 +128,7 @@ func RunUndo(o Outcome) []error { return runUndo(o.Undo) }
 // RELEASE of the savepoint.
 func (tx *Tx) Finish() (Outcome, error) {
 	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after,
-		Undo: tx.undo, Err: tx.failAfter}
+		Undo: tx.undo, Err: tx.failAfter, TasksPurged: tx.tasksPurged}
 	for _, id := range tx.tasks {
 		t, err := tx.e.taskByID(tx.ctx, tx.q, id)
 		if err != nil {
