@@ -79,7 +79,7 @@ type Outcome struct {
 	// TasksPurged says task rows were deleted by retention, which sends no
 	// notice: anything holding tasks by id must forget them all.
 	TasksPurged bool
-	After         []func()
+	After       []func()
 	// Undo reverses the command's effects outside the sidecar, newest
 	// first, when the batch holding it fails to commit.
 	Undo []func() error
