@@ -223,19 +223,6 @@ func Read[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, error
 	return fn(r.reads.Querier(tx))
 }
 
-// ReadOne runs fn on the read pool without a transaction and without first
-// looking at the document file: for reads that are one statement (so one
-// snapshot) about records the file does not decide, such as tasks/get,
-// which agents poll. It saves the read transaction's BEGIN and ROLLBACK and
-// a stat of the file per call.
-func ReadOne[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, error)) (T, error) {
-	if err := ctx.Err(); err != nil {
-		var zero T
-		return zero, room.Internal(err)
-	}
-	return fn(r.reads.Pool())
-}
-
 // Sweep runs the time-based rules now and waits for them (tests with a fake
 // clock, and operators who want expiry applied at once).
 func (r *Room) Sweep(ctx context.Context) error {

@@ -68,10 +68,10 @@ func (c *taskCache) forget(ids []string, all bool) {
 func (r *Room) Task(ctx context.Context, p room.Principal, id string) (room.DetailedTask, error) {
 	t, gen, ok := r.tasks.get(id)
 	if !ok {
+		// One statement about a record the file does not decide: no read
+		// transaction, and no look at the document file first (Read's).
 		var err error
-		t, err = ReadOne(ctx, r, func(q room.Querier) (room.DetailedTask, error) {
-			return r.eng.TaskRecord(ctx, q, id)
-		})
+		t, err = r.eng.TaskRecord(ctx, r.reads.Pool(), id)
 		if err != nil {
 			return room.DetailedTask{}, err
 		}

@@ -43,7 +43,7 @@ const HandoffMetaKey = "commonroom/handoff_id"
 // taskByID reads a task with its outstanding input requests. It does not
 // check visibility; callers do (unknown and invisible look the same). It is
 // one statement, so it is consistent on its own: tasks/get runs it outside
-// any transaction (actor.ReadOne).
+// any transaction (the actor's task cache reads it on the pool).
 func (e *Engine) taskByID(ctx context.Context, q Querier, id string) (DetailedTask, error) {
 	var t DetailedTask
 	var handoffID string
