@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
@@ -49,13 +48,7 @@ func handoffsCommand(env Env) *ffcli.Command {
 }
 
 func printHandoffTable(w io.Writer, hs []room.Handoff) {
-	if len(hs) == 0 {
-		fmt.Fprintln(w, "no handoffs")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HANDOFF\tSTATUS\tTASK\tOWNER -> ASSIGNEE\tSUMMARY")
-	for _, h := range hs {
+	printTable(w, "no handoffs", "HANDOFF\tSTATUS\tTASK\tOWNER -> ASSIGNEE\tSUMMARY", hs, func(h room.Handoff) string {
 		assignee := "-"
 		if h.AssigneeID != nil {
 			assignee = *h.AssigneeID
@@ -64,9 +57,8 @@ func printHandoffTable(w io.Writer, hs []room.Handoff) {
 		if h.TaskStatus != nil {
 			task = *h.TaskStatus
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s -> %s\t%s\n", h.HandoffID, h.Status, task, h.OwnerID, assignee, oneLine(h.Summary, 60))
-	}
-	tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%s -> %s\t%s", h.HandoffID, h.Status, task, h.OwnerID, assignee, oneLine(h.Summary, 60))
+	})
 }
 
 func oneLine(s string, n int) string {
@@ -172,15 +164,9 @@ func handoffEventsCommand(env Env) *ffcli.Command {
 }
 
 func printEvents(w io.Writer, evs []room.Event) {
-	if len(evs) == 0 {
-		fmt.Fprintln(w, "no events")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, ev := range evs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", ev.ID, ev.CreatedAt, ev.Type, ev.Payload)
-	}
-	tw.Flush()
+	printTable(w, "no events", "", evs, func(ev room.Event) string {
+		return fmt.Sprintf("%d\t%s\t%s\t%s", ev.ID, ev.CreatedAt, ev.Type, ev.Payload)
+	})
 }
 
 func taskCommand(env Env) *ffcli.Command {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -57,12 +58,10 @@ func participantsCommand(env Env) *ffcli.Command {
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
 			ps, err := eng.Participants(ctx, q, room.Operator(eng.HostID))
 			return ps, func() {
-				tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "PARTICIPANT\tKIND\tNAME\tCAPABILITIES\tLAST SEEN")
-				for _, p := range ps {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ParticipantID, p.Kind, p.Name, strings.Join(p.Capabilities, ","), p.LastSeen)
-				}
-				tw.Flush()
+				printTable(env.Stdout, "no participants", "PARTICIPANT\tKIND\tNAME\tCAPABILITIES\tLAST SEEN", ps,
+					func(p room.Participant) string {
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", p.ParticipantID, p.Kind, p.Name, strings.Join(p.Capabilities, ","), p.LastSeen)
+					})
 			}, err
 		})
 }
@@ -72,16 +71,9 @@ func leasesCommand(env Env) *ffcli.Command {
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
 			ls, err := eng.Leases(ctx, q, room.Operator(eng.HostID))
 			return ls, func() {
-				if len(ls) == 0 {
-					fmt.Fprintln(env.Stdout, "no live leases")
-					return
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "LEASE\tTARGET\tHOLDER\tUNTIL")
-				for _, l := range ls {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.LeaseID, l.Target, l.ParticipantID, l.ExpiresAt)
-				}
-				tw.Flush()
+				printTable(env.Stdout, "no live leases", "LEASE\tTARGET\tHOLDER\tUNTIL", ls, func(l room.Lease) string {
+					return fmt.Sprintf("%s\t%s\t%s\t%s", l.LeaseID, l.Target, l.ParticipantID, l.ExpiresAt)
+				})
 			}, err
 		})
 }
@@ -101,16 +93,9 @@ func proposalsCommand(env Env) *ffcli.Command {
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
 			ps, err := eng.Proposals(ctx, q, room.Operator(eng.HostID), *status)
 			return ps, func() {
-				if len(ps) == 0 {
-					fmt.Fprintln(env.Stdout, "no proposals")
-					return
-				}
-				tw := tabwriter.NewWriter(env.Stdout, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "PROPOSAL\tSTATUS\tBASE\tTARGET\tBY\tSUMMARY")
-				for _, p := range ps {
-					fmt.Fprintf(tw, "%s\t%s\tv%d\t%s\t%s\t%s\n", p.ProposalID, p.Status, p.BaseVersion, p.Target, p.ParticipantID, oneLine(p.Summary, 50))
-				}
-				tw.Flush()
+				printTable(env.Stdout, "no proposals", "PROPOSAL\tSTATUS\tBASE\tTARGET\tBY\tSUMMARY", ps, func(p room.Proposal) string {
+					return fmt.Sprintf("%s\t%s\tv%d\t%s\t%s\t%s", p.ProposalID, p.Status, p.BaseVersion, p.Target, p.ParticipantID, oneLine(p.Summary, 50))
+				})
 			}, err
 		})
 }
@@ -164,4 +149,22 @@ func diffCommand(env Env) *ffcli.Command {
 				fmt.Fprint(env.Stdout, d.Diff)
 			}, err
 		})
+}
+
+// printTable writes one aligned line per row under header (none when header
+// is empty), or the empty message when there are no rows: every ce listing
+// reads the same way.
+func printTable[T any](w io.Writer, empty, header string, rows []T, line func(T) string) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, empty)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	if header != "" {
+		fmt.Fprintln(tw, header)
+	}
+	for _, r := range rows {
+		fmt.Fprintln(tw, line(r))
+	}
+	tw.Flush()
 }
