@@ -47,6 +47,11 @@ func (e *env) room(ctx context.Context, name string, forceOwn bool, flags ...str
 	e.mu.Unlock()
 	base := []string{"--max-sessions", "512", "--rate-limit", "0"}
 	c, err := startCE(ctx, e.bin, dir, "room", append(base, flags...)...)
+	return e.track(c, err)
+}
+
+// track registers a room the bench started, so it is stopped on exit.
+func (e *env) track(c *ceServer, err error) (*ceServer, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -63,14 +68,7 @@ func (e *env) serveAgain(ctx context.Context, old *ceServer) (*ceServer, error) 
 	if old.bin == "" {
 		return nil, fmt.Errorf("%s was not started by the bench; it cannot be served again", old.file)
 	}
-	c, err := serveCE(ctx, old.bin, old.file, old.logPath, old.flags...)
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	e.started = append(e.started, c)
-	e.mu.Unlock()
-	return c, nil
+	return e.track(serveCE(ctx, old.bin, old.file, old.logPath, old.flags...))
 }
 
 // release stops a room the bench started; a target room is left alone.
