@@ -36,7 +36,7 @@ func objectMembers(raw []byte) (map[string]json.RawMessage, error) {
 			return nil, errNotObject
 		}
 		end := stringEnd(raw, i)
-		key, err := unquoteKey(raw[i:end])
+		key, err := unquoteString(raw[i:end])
 		if err != nil {
 			return nil, err
 		}
@@ -122,9 +122,9 @@ func valueEnd(b []byte, i int) int {
 	}
 }
 
-// unquoteKey turns a quoted key into its string: as written when it is plain
+// unquoteString turns a quoted JSON string (a key or a value) into its text: as written when it is plain
 // UTF-8 without escapes (almost always), through encoding/json otherwise.
-func unquoteKey(q []byte) (string, error) {
+func unquoteString(q []byte) (string, error) {
 	if len(q) < 2 || q[len(q)-1] != '"' {
 		return "", errNotObject
 	}

@@ -394,7 +394,7 @@ func kindOf(raw []byte) byte {
 // stringOf decodes a raw JSON string already known to be one.
 func stringOf(raw json.RawMessage) string {
 	if kindOf(raw) == '"' {
-		if s, err := unquoteKey(bytes.TrimSpace(raw)); err == nil {
+		if s, err := unquoteString(bytes.TrimSpace(raw)); err == nil {
 			return s
 		}
 	}
