@@ -122,8 +122,9 @@ func valueEnd(b []byte, i int) int {
 	}
 }
 
-// unquoteString turns a quoted JSON string (a key or a value) into its text: as written when it is plain
-// UTF-8 without escapes (almost always), through encoding/json otherwise.
+// unquoteString turns a quoted JSON string (a key or a value) into its
+// text: as written when it is plain UTF-8 without escapes (almost always),
+// through encoding/json otherwise.
 func unquoteString(q []byte) (string, error) {
 	if len(q) < 2 || q[len(q)-1] != '"' {
 		return "", errNotObject
