@@ -77,8 +77,12 @@ func TestPprofServesTheLocalOperatorOnly(t *testing.T) {
 			if r.Status != c.status {
 				t.Fatalf("status %d, want %d: %.200s", r.Status, c.status, r.Body)
 			}
-			if c.status == 200 && len(r.Body) == 0 {
-				t.Fatal("empty profile")
+			// A profile is gzipped protobuf; the index is an HTML page.
+			if c.status == 200 && strings.HasSuffix(c.url, "/heap") && !bytes.HasPrefix(r.Body, []byte{0x1f, 0x8b}) {
+				t.Fatalf("the heap profile is not gzip: %.40q", r.Body)
+			}
+			if c.status == 200 && strings.HasSuffix(c.url, "/pprof/") && !bytes.Contains(r.Body, []byte("goroutine")) {
+				t.Fatalf("the index lists no goroutine profile: %.200s", r.Body)
 			}
 		})
 	}
