@@ -258,7 +258,8 @@ func createHash(in CreateHandoffInput) []byte {
 // (working) and both events, so the task handle a client receives is already
 // durable. Repeating an idempotency key returns the original handoff and
 // task, whatever the new arguments are, and is answered before the
-// active-task cap so a retry at the cap still finds its work (D9, D33).
+// active-task caps (the room's and the participant's share) so a retry at a
+// cap still finds its work (D9, D33).
 func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (CreateHandoffResult, error) {
 	if err := p.Require(CapPropose); err != nil {
 		return CreateHandoffResult{}, err
@@ -283,14 +284,8 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 	if err := e.expireDueTasks(tx); err != nil {
 		return CreateHandoffResult{}, err
 	}
-	var live int
-	if err := tx.q.QueryRowContext(tx.ctx, `SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`).Scan(&live); err != nil {
-		return CreateHandoffResult{}, Internal(err)
-	}
-	if live >= e.Limits.MaxActiveTasks {
-		return CreateHandoffResult{}, Errorf(KindLimitExceeded,
-			"the room already has %d active tasks; wait for one to finish or cancel one", e.Limits.MaxActiveTasks).
-			With("limit", e.Limits.MaxActiveTasks)
+	if err := e.checkActiveTaskCaps(tx, p); err != nil {
+		return CreateHandoffResult{}, err
 	}
 
 	hid, tid := newID("handoff", 16), newID("task", 16)
@@ -910,38 +905,48 @@ func (e *Engine) CancelTask(tx *Tx, p Principal, taskID string) error {
 	if t.status != TaskWorking && t.status != TaskInputRequired {
 		return nil
 	}
+	_, err = cancelLiveTask(tx, p.ParticipantID, t.id, t.handoffID)
+	return err
+}
+
+// cancelLiveTask is the one way a request cancels work, shared by CancelTask
+// and CancelParticipantHandoffs so both write the same rows, events and
+// notifications: the task becomes cancelled, its open questions close, its
+// open or accepted handoff is cancelled by actor. It reports false when the
+// task had already reached a terminal state (nothing changed).
+func cancelLiveTask(tx *Tx, actor, taskID, handoffID string) (bool, error) {
 	now := tx.nowMS()
 	n, err := tx.execN(`UPDATE tasks SET status = 'cancelled', status_message = 'cancelled on request', last_updated_at = ?
-		WHERE task_id = ? AND status IN ('working','input_required')`, now, t.id)
+		WHERE task_id = ? AND status IN ('working','input_required')`, now, taskID)
 	if err != nil {
-		return Internal(err)
+		return false, Internal(err)
 	}
 	if n != 1 {
-		return nil // it reached a terminal state first: the ack is still true
+		return false, nil // it reached a terminal state first: the ack is still true
 	}
 	if _, err := tx.exec(`UPDATE task_inputs SET closed_at = ?, close_reason = 'cancelled' WHERE task_id = ? AND closed_at IS NULL`,
-		now, t.id); err != nil {
-		return Internal(err)
+		now, taskID); err != nil {
+		return false, Internal(err)
 	}
-	if err := tx.handoffEvent("task.cancelled", p.ParticipantID, t.handoffID, t.id, map[string]any{
+	if err := tx.handoffEvent("task.cancelled", actor, handoffID, taskID, map[string]any{
 		"status": TaskCancelled, "reason": "requested",
 	}); err != nil {
-		return err
+		return false, err
 	}
 	n, err = tx.execN(`UPDATE handoffs SET status = 'cancelled', cancelled_at = ?, cancelled_by = ?, cancel_reason = 'requested', updated_at = ?
-		WHERE handoff_id = ? AND status IN ('open','accepted')`, now, nullStr(p.ParticipantID), now, t.handoffID)
+		WHERE handoff_id = ? AND status IN ('open','accepted')`, now, nullStr(actor), now, handoffID)
 	if err != nil {
-		return Internal(err)
+		return false, Internal(err)
 	}
 	if n == 1 {
-		if err := tx.handoffEvent("handoff.cancelled", p.ParticipantID, t.handoffID, t.id, map[string]any{
+		if err := tx.handoffEvent("handoff.cancelled", actor, handoffID, taskID, map[string]any{
 			"status": HandoffCancelled, "reason": "requested",
 		}); err != nil {
-			return err
+			return false, err
 		}
 	}
-	tx.taskChanged(t.id)
-	return nil
+	tx.taskChanged(taskID)
+	return true, nil
 }
 
 // ---- loading for writes ----

@@ -17,6 +17,13 @@ func TestCap_64ConcurrentCreatesThroughTheActorExactly32Succeed(t *testing.T) {
 	e := newEnv(t)
 	c := newCast(e)
 	const n = 64
+	// Eight participants try their whole share (8) at once: 64 creates the
+	// shares would allow, of which the room's cap of 32 must admit exactly 32.
+	share := e.limits.MaxTasksPerParticipant
+	creators := []room.Principal{c.owner, c.worker, c.other}
+	for i := len(creators); i < n/share; i++ {
+		creators = append(creators, e.join(fmt.Sprintf("creator %d", i), agentCaps...))
+	}
 	start := make(chan struct{})
 	errs := make([]error, n)
 	results := make([]room.CreateHandoffResult, n)
@@ -26,7 +33,7 @@ func TestCap_64ConcurrentCreatesThroughTheActorExactly32Succeed(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			results[i], errs[i] = e.create(c.owner, room.CreateHandoffInput{Summary: fmt.Sprintf("job %d", i)})
+			results[i], errs[i] = e.create(creators[i%len(creators)], room.CreateHandoffInput{Summary: fmt.Sprintf("job %d", i)})
 		}()
 	}
 	close(start)
@@ -40,6 +47,9 @@ func TestCap_64ConcurrentCreatesThroughTheActorExactly32Succeed(t *testing.T) {
 			live = append(live, results[i])
 		case room.ErrorKind(err) == room.KindLimitExceeded:
 			limited++
+			if f := room.AsError(err).Fields; f["scope"] != "room" || f["limit"] != 32 || f["count"] != 32 {
+				t.Fatalf("create %d refused with %v, want scope room, limit 32, count 32", i, f)
+			}
 		default:
 			t.Fatalf("create %d: unexpected %v", i, err)
 		}
@@ -54,30 +64,39 @@ func TestCap_64ConcurrentCreatesThroughTheActorExactly32Succeed(t *testing.T) {
 		t.Fatalf("%d handoff.created events, want 32 (refused creates write nothing)", got)
 	}
 
+	// The host has no share but is held by the room's cap like everyone.
 	atCap := func(step string) {
 		t.Helper()
-		_, err := e.create(c.owner, room.CreateHandoffInput{Summary: "over"})
-		if room.ErrorKind(err) != room.KindLimitExceeded {
-			t.Fatalf("%s: got %v, want limit_exceeded", step, err)
+		_, err := e.create(e.op(), room.CreateHandoffInput{Summary: "over"})
+		if room.ErrorKind(err) != room.KindLimitExceeded || room.AsError(err).Fields["scope"] != "room" {
+			t.Fatalf("%s: got %v, want limit_exceeded for the room", step, err)
 		}
 	}
 	freesOne := func(step string) {
 		t.Helper()
-		if _, err := e.create(c.owner, room.CreateHandoffInput{Summary: "fits"}); err != nil {
+		if _, err := e.create(e.op(), room.CreateHandoffInput{Summary: "fits"}); err != nil {
 			t.Fatalf("%s should free one slot: %v", step, err)
 		}
 		atCap(step + ", then one more")
 	}
 
 	// Accepting and waiting for input do not free a slot.
+	byID := map[string]room.Principal{}
+	for _, p := range creators {
+		byID[p.ParticipantID] = p
+	}
 	id := live[0].Handoff.HandoffID
-	okH(t)(e.accept(c.worker, id))
-	okH(t)(e.requestInput(c.worker, id, q("a")))
+	worker := creators[0]
+	if worker.ParticipantID == live[0].Handoff.OwnerID {
+		worker = creators[1]
+	}
+	okH(t)(e.accept(worker, id))
+	okH(t)(e.requestInput(worker, id, q("a")))
 	atCap("accept and request input")
-	okH(t)(e.complete(c.worker, id, room.ResultInput{Text: "done"}))
+	okH(t)(e.complete(worker, id, room.ResultInput{Text: "done"}))
 	freesOne("completing one")
 
-	if err := e.cancel(c.owner, live[1].Task.TaskID); err != nil {
+	if err := e.cancel(byID[live[1].Handoff.OwnerID], live[1].Task.TaskID); err != nil {
 		t.Fatal(err)
 	}
 	freesOne("cancelling one")
@@ -90,7 +109,7 @@ func TestCap_ExpiredTasksFreeTheirSlots(t *testing.T) {
 	e := newEnv(t)
 	c := newCast(e)
 	for range 32 {
-		mustCreate(t, e, c.owner, room.CreateHandoffInput{Summary: "old"})
+		mustCreate(t, e, e.op(), room.CreateHandoffInput{Summary: "old"}) // the host: no share
 	}
 	e.clock.Advance(e.limits.TaskTTL)
 	res, err := e.create(c.owner, room.CreateHandoffInput{Summary: "new"})

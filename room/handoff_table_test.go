@@ -360,7 +360,7 @@ func TestTransitionTable(t *testing.T) {
 	for _, s := range allStates {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, withLimits(func(l *room.Limits) { l.MaxActiveTasks = 10000 }))
+			e := newEnv(t, withLimits(func(l *room.Limits) { l.MaxActiveTasks, l.MaxTasksPerParticipant = 10000, 10000 }))
 			tr := &tableRoom{env: e, who: map[tRole]room.Principal{
 				rOwner:            e.join("owner", agentCaps...),
 				rAssignee:         e.join("worker", agentCaps...),

@@ -271,23 +271,45 @@ func TestIdempotency_ReplayReturnsTheOriginalEvenWithDifferentArguments(t *testi
 
 func TestIdempotency_ReplayAtTheCapStillReturnsTheOriginal(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	c := newCast(e)
-	first := mustCreate(t, e, c.owner, room.CreateHandoffInput{Summary: "keyed", IdempotencyKey: "retry-me"})
-	for range e.limits.MaxActiveTasks - 1 {
-		mustCreate(t, e, c.owner, room.CreateHandoffInput{Summary: "filler"})
-	}
-	_, err := e.create(c.owner, room.CreateHandoffInput{Summary: "one too many"})
-	wantKind(t, err, room.KindLimitExceeded)
-	if _, has := room.AsError(err).Fields["retry_after_seconds"]; has {
-		t.Fatal("the cap must not promise a retry time")
-	}
-	again, err := e.create(c.owner, room.CreateHandoffInput{Summary: "keyed", IdempotencyKey: "retry-me"})
-	if err != nil {
-		t.Fatalf("replay at the cap: %v", err)
-	}
-	if !again.Replayed || again.Handoff.HandoffID != first.Handoff.HandoffID || again.Task.TaskID != first.Task.TaskID {
-		t.Fatalf("replay at the cap = %+v", again)
+	// At the participant's share (an agent) and at the room's cap (the
+	// host, who has no share): a retry of a create that went through is
+	// answered with the original, never refused by either cap.
+	for _, tc := range []struct {
+		name  string
+		who   func(e *env, c cast) room.Principal
+		fill  func(e *env) int
+		scope string
+	}{
+		{"replayed_at_the_participant_share", func(e *env, c cast) room.Principal { return c.owner },
+			func(e *env) int { return e.limits.MaxTasksPerParticipant }, "participant"},
+		{"replayed_at_the_room_cap", func(e *env, c cast) room.Principal { return e.op() },
+			func(e *env) int { return e.limits.MaxActiveTasks }, "room"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			c := newCast(e)
+			p := tc.who(e, c)
+			first := mustCreate(t, e, p, room.CreateHandoffInput{Summary: "keyed", IdempotencyKey: "retry-me"})
+			for range tc.fill(e) - 1 {
+				mustCreate(t, e, p, room.CreateHandoffInput{Summary: "filler"})
+			}
+			_, err := e.create(p, room.CreateHandoffInput{Summary: "one too many"})
+			wantKind(t, err, room.KindLimitExceeded)
+			if got := room.AsError(err).Fields["scope"]; got != tc.scope {
+				t.Fatalf("refusal scope %v, want %s", got, tc.scope)
+			}
+			if _, has := room.AsError(err).Fields["retry_after_seconds"]; has {
+				t.Fatal("the cap must not promise a retry time")
+			}
+			again, err := e.create(p, room.CreateHandoffInput{Summary: "keyed", IdempotencyKey: "retry-me"})
+			if err != nil {
+				t.Fatalf("replay at the cap: %v", err)
+			}
+			if !again.Replayed || again.Handoff.HandoffID != first.Handoff.HandoffID || again.Task.TaskID != first.Task.TaskID {
+				t.Fatalf("replay at the cap = %+v", again)
+			}
+		})
 	}
 }
 

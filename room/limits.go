@@ -32,6 +32,12 @@ type Limits struct {
 	MaxArtifacts        int
 	MaxArtifactURIChars int
 	RateLimitPerMinute  int
+
+	// MaxTasksPerParticipant is one participant's share of MaxActiveTasks:
+	// the active tasks of the handoffs it created. Without it one session
+	// could fill the room's cap and lock everyone out for a task TTL (issue
+	// 13 item 10). The host is exempt. Valid values are 1..MaxActiveTasks.
+	MaxTasksPerParticipant int
 }
 
 // Defaults returns the product's limits.
@@ -63,5 +69,9 @@ func Defaults() Limits {
 		MaxArtifacts:        32,
 		MaxArtifactURIChars: 2048,
 		RateLimitPerMinute:  600,
+
+		// A quarter of the room: four busy participants can fill it, no
+		// single one can.
+		MaxTasksPerParticipant: 8,
 	}
 }

@@ -24,6 +24,8 @@ type RoomView struct {
 	Handoffs    []Handoff   `json:"handoffs"` // those visible to the caller (D29)
 	// Invites is present only for a caller holding invite.
 	Invites *[]InviteInfo `json:"invites,omitempty"`
+	// TaskShares is present only for an admin: who holds the active tasks.
+	TaskShares *TaskShares `json:"task_shares,omitempty"`
 }
 
 // Room assembles the room view for p.
@@ -68,6 +70,13 @@ func (e *Engine) Room(ctx context.Context, q Querier, p Principal) (RoomView, er
 		}
 		inv = nonNil(inv)
 		v.Invites = &inv
+	}
+	if p.IsAdmin() {
+		ts, err := e.ActiveTaskShares(ctx, q, p)
+		if err != nil {
+			return RoomView{}, err
+		}
+		v.TaskShares = &ts
 	}
 	return v, nil
 }
