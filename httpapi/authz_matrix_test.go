@@ -84,6 +84,7 @@ const (
 	azFixSession        // a fresh session holding the caller's capabilities (leave ends it)
 	azFixSection        // a section nobody holds a lease on
 	azFixVersion        // the current version (raw commit)
+	azFixFlooder        // a fresh participant who created one live handoff
 )
 
 type azListeners int
@@ -152,6 +153,7 @@ type azRec struct {
 	Section     string
 	Version     int64
 	Token       string // a fresh session (azFixSession)
+	Participant string // a participant with a live handoff (azFixFlooder)
 }
 
 func azProposeIn(r *azRec) map[string]any {
@@ -271,6 +273,9 @@ func azOps() []*azOp {
 		}),
 		rest("POST", "/workspace/task/cancel", "", azTaskOwner, azFixAccepted, func(r *azRec) map[string]any {
 			return map[string]any{"task_id": r.TaskID}
+		}),
+		rest("POST", "/workspace/participant/cancel_handoffs", room.CapAdmin, azCapOnly, azFixFlooder, func(r *azRec) map[string]any {
+			return map[string]any{"participant_id": r.Participant}
 		}),
 
 		// ---- the owner listener's own routes ----
@@ -588,6 +593,16 @@ func (m *azMatrix) handoff(t testing.TB, r *azRec, subject string, role azRole, 
 	r.HandoffID, r.TaskID = res.Handoff.HandoffID, res.Handoff.TaskID
 }
 
+// flooder is a new participant who created one live handoff, for the
+// operations that act on a participant's records.
+func (m *azMatrix) flooder(t testing.TB) string {
+	g := azJoin(t, m.h, "flooder", azAgentCaps, 0)
+	azDo(t, m.h, func(tx *room.Tx) (room.CreateHandoffResult, error) {
+		return m.h.Eng.CreateHandoff(tx, azP(g.ParticipantID), room.CreateHandoffInput{Summary: "az flood"})
+	})
+	return g.ParticipantID
+}
+
 // fixture makes the case's records. Cases refused at authentication work on
 // the shared dummy records: nothing may touch them.
 func (m *azMatrix) fixture(t testing.TB, c *azCase) *azRec {
@@ -641,6 +656,8 @@ func (m *azMatrix) fixture(t testing.TB, c *azCase) *azRec {
 		r.Section = m.nextSection(t)
 	case azFixVersion:
 		r.Version = m.version(t)
+	case azFixFlooder:
+		r.Participant = m.flooder(t)
 	}
 	return r
 }
@@ -914,6 +931,7 @@ func TestAuthzMatrix(t *testing.T) {
 		Limits: func(l *room.Limits) {
 			l.RateLimitPerMinute = 0 // thousands of calls per session
 			l.MaxActiveTasks = 1 << 20
+			l.MaxTasksPerParticipant = 1 << 20
 			l.MaxLiveSessions = 1 << 20
 		},
 		InMemory: true,
@@ -967,6 +985,7 @@ func TestAuthzMatrix(t *testing.T) {
 			Change: room.ChangeInput{Content: &c, Section: "Goals"}})
 	})
 	m.dummy.ProposalID = dp.ProposalID
+	m.dummy.Participant = m.flooder(t)
 
 	ops := azOps()
 

@@ -52,6 +52,7 @@ var operations = []operation{
 	{"task.get", "GET /workspace/task", "task owner, assignee or admin"},
 	{"task.update", "POST /workspace/task/update", "task owner or admin"},
 	{"task.cancel", "POST /workspace/task/cancel", "task owner or admin"},
+	{"participant.cancel_handoffs", "POST /workspace/participant/cancel_handoffs", "admin"},
 	{"mcp", "POST /mcp", "session (server/discover is public)"},
 	{"mcp.legacy_stream", "GET /mcp", "session + read"},
 }

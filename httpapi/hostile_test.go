@@ -271,7 +271,10 @@ func azZero(schema map[string]any) any {
 
 func TestHostileLongStrings(t *testing.T) {
 	h := lsHarness(t, azDoc(40), lsOpts{
-		Limits:   func(l *room.Limits) { l.RateLimitPerMinute = 0; l.MaxActiveTasks = 1 << 20 },
+		Limits: func(l *room.Limits) {
+			l.RateLimitPerMinute = 0
+			l.MaxActiveTasks, l.MaxTasksPerParticipant = 1<<20, 1<<20
+		},
 		InMemory: true,
 	})
 	star := mtJoin(h, "star", "*")

@@ -626,6 +626,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 			l.MaxInputMessage = big
 			l.MaxBodyBytes = 4 << 20
 			l.MaxActiveTasks = jobs + 1
+			l.MaxTasksPerParticipant = jobs + 1
 			l.MaxOpenInputs = rounds + 1
 			l.RateLimitPerMinute = 0
 		},

@@ -90,7 +90,7 @@ func handoffTools() []tool {
 				"idempotency_key":    str("repeat-safe key: the same key returns the original handoff and task"),
 				"artifacts":          array("references the work starts from (at most 32)", artifactSchema),
 			}, "summary"),
-			Description: "Ask another participant to do a piece of work. Creates a handoff and its task, committed before the answer. With the io.modelcontextprotocol/tasks extension declared the answer is a task handle (poll tasks/get, or follow it on subscriptions/listen); without it, the handoff and its task_id. At most 32 tasks may be active in a room. Needs propose.",
+			Description: "Ask another participant to do a piece of work. Creates a handoff and its task, committed before the answer. With the io.modelcontextprotocol/tasks extension declared the answer is a task handle (poll tasks/get, or follow it on subscriptions/listen); without it, the handoff and its task_id. At most 32 tasks may be active in a room, and by default 8 of them from one participant's handoffs; over either, limit_exceeded names the cap (scope room or participant). Needs propose.",
 			run: func(s *Server, c *toolCall) (any, error) {
 				var in room.CreateHandoffInput
 				if err := decodeArgs(c.args, &in); err != nil {

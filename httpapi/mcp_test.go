@@ -9,6 +9,7 @@ package httpapi
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -918,8 +919,9 @@ func TestMCPIdempotentCreate(t *testing.T) {
 			t.Errorf("two participants share task %s", t1)
 		}
 	})
-	t.Run("at the 32-task cap a new create is isError limit_exceeded and a replay still answers", func(t *testing.T) {
-		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
+	t.Run("at the participant's share a new create is isError limit_exceeded and a replay still answers", func(t *testing.T) {
+		share := h.Eng.Limits.MaxTasksPerParticipant
+		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required') AND owner_id = '`+owner.id()+`'`) < share; i++ {
 			owner.mcp.createTask(t, map[string]any{"summary": "filler"})
 			if i > 40 {
 				t.Fatal("the active-task count does not grow")
@@ -927,8 +929,34 @@ func TestMCPIdempotentCreate(t *testing.T) {
 		}
 		before := h.snapshot()
 		sc := owner.ext.toolErr(t, "handoff_create", map[string]any{"summary": "one too many"}, "limit_exceeded")
-		if sc["limit"] != float64(32) {
-			t.Errorf("limit = %v, want 32", sc["limit"])
+		if sc["scope"] != "participant" || sc["limit"] != float64(share) || sc["count"] != float64(share) {
+			t.Errorf("refusal %v, want scope participant, limit and count %d", sc, share)
+		}
+		h.assertUnchanged(t, before)
+		t1, _ := owner.mcp.createTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
+		t2, _ := owner.mcp.createTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
+		if t1 != t2 {
+			t.Errorf("replays at the share disagree: %s %s", t1, t2)
+		}
+		h.assertUnchanged(t, before)
+	})
+	t.Run("at the 32-task cap a new create is isError limit_exceeded and a replay still answers", func(t *testing.T) {
+		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
+			filler := mtJoin(h, fmt.Sprintf("filler %d", i), "read", "propose")
+			for range h.Eng.Limits.MaxTasksPerParticipant {
+				if h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32 {
+					filler.mcp.createTask(t, map[string]any{"summary": "filler"})
+				}
+			}
+			if i > 40 {
+				t.Fatal("the active-task count does not grow")
+			}
+		}
+		late := mtJoin(h, "late", "read", "propose")
+		before := h.snapshot()
+		sc := late.ext.toolErr(t, "handoff_create", map[string]any{"summary": "one too many"}, "limit_exceeded")
+		if sc["scope"] != "room" || sc["limit"] != float64(32) || sc["count"] != float64(32) {
+			t.Errorf("refusal %v, want scope room, limit and count 32", sc)
 		}
 		h.assertUnchanged(t, before)
 		t1, _ := owner.mcp.createTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})

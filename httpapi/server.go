@@ -157,6 +157,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/workspace/task", s.getTask)
 		r.Post("/workspace/task/update", s.postTaskUpdate)
 		r.Post("/workspace/task/cancel", s.postTaskCancel)
+		r.Post("/workspace/participant/cancel_handoffs", s.postCancelParticipantHandoffs)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, room.Errorf(room.KindNotFound, "no such route: %s %s", r.Method, r.URL.Path))
