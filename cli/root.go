@@ -170,6 +170,7 @@ func rootCommand(env Env) *ffcli.Command {
 		handoffEventsCommand(env),
 		taskCommand(env),
 		taskCancelCommand(env),
+		cancelHandoffsCommand(env),
 		participantsCommand(env),
 		leasesCommand(env),
 		proposalsCommand(env),

@@ -35,6 +35,8 @@ type serveFlags struct {
 	rateLimit   int
 	maxSessions int
 	maxBatch    int
+
+	maxTasksPerParticipant int
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -52,6 +54,8 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.IntVar(&f.rateLimit, "rate-limit", 600, "requests per minute per session (0 = no limit)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 32, "live sessions the room admits")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "commands per write transaction (1 turns group commit off)")
+	fs.IntVar(&f.maxTasksPerParticipant, "max-tasks-per-participant", room.Defaults().MaxTasksPerParticipant,
+		fmt.Sprintf("active tasks one participant's handoffs may hold, 1..%d (the room's cap); the host has no share", room.Defaults().MaxActiveTasks))
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
@@ -100,6 +104,11 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
 	}
+	share := room.Defaults()
+	share.MaxTasksPerParticipant = f.maxTasksPerParticipant
+	if err := share.ValidateTaskShare(); err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--max-tasks-per-participant: %s", room.AsError(err).Message)}
+	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 
 	docPath, err := room.ResolveDocPath(file)
@@ -142,6 +151,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		host = hostName(env)
 	}
 	limits := room.Defaults()
+	limits.MaxTasksPerParticipant = f.maxTasksPerParticipant
 	limits.RateLimitPerMinute = f.rateLimit
 	limits.MaxLiveSessions = f.maxSessions
 	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch)
