@@ -430,6 +430,45 @@ describe('owner page', { concurrency: false }, () => {
     assert.equal((await alice.handoffGet(id)).status, 'cancelled');
   });
 
+  step('a flooding agent is refused at its share; the host cancels its open handoffs from its row, after confirming', async () => {
+    const theirs = (await bob.tool('handoff_create', { summary: 'Find a map of the old town' }))._meta[HANDOFF_META];
+    const flood = [];
+    for (let i = 1; i <= 8; i++) flood.push(await alice.tool('handoff_create', { summary: `Flood ${i}` }));
+    // The ninth: refused by alice's share of the room's tasks, not the room's cap.
+    const over = await alice.rpc('tools/call', { name: 'handoff_create', arguments: { summary: 'Flood 9' } });
+    assert.equal(over.isError, true);
+    assert.equal(over.structuredContent.error, 'limit_exceeded');
+    assert.equal(over.structuredContent.scope, 'participant');
+    assert.equal(over.structuredContent.limit, 8);
+    const row = page.locator('#participants li', { hasText: 'agent: alice' });
+    await eventually('alice\'s row to show her 8 tasks', async () => /8 active tasks of 8/.test(await row.textContent()));
+
+    // "Keep them" backs out and changes nothing.
+    await row.getByRole('button', { name: 'Cancel all open handoffs of alice' }).click();
+    const yes = row.getByRole('button', { name: 'Yes, cancel 8 open handoffs of alice' });
+    await yes.waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.textContent), 'Yes, cancel 8 open handoffs of alice');
+    await page.locator('section[aria-labelledby="h-participants"]').screenshot({ path: path.join(artifacts, 'owner-page-clear-handoffs.png') });
+    await row.getByRole('button', { name: 'Keep them' }).click();
+    await yes.waitFor({ state: 'detached', timeout: UI_TIMEOUT });
+    assert.equal((await alice.taskGet(flood[0].taskId)).status, 'working');
+
+    await row.getByRole('button', { name: 'Cancel all open handoffs of alice' }).click();
+    await yes.click();
+    for (const r of flood) {
+      await page.locator(`article[data-handoff-id="${r._meta[HANDOFF_META]}"][data-status="cancelled"]`).waitFor({ timeout: UI_TIMEOUT });
+    }
+    await page.locator('#notice', { hasText: 'Cancelled 8 handoffs of alice.' }).waitFor({ timeout: UI_TIMEOUT });
+    for (const r of flood) assert.equal((await alice.taskGet(r.taskId)).status, 'cancelled');
+    assert.equal(await card(theirs).getAttribute('data-status'), 'open', 'bob\'s handoff is untouched');
+    await eventually('alice\'s row to drop its count', async () => !/active task/.test(await row.textContent()));
+    assert.equal(await row.getByRole('button').count(), 0);
+    // Her share is free again.
+    const again = await alice.tool('handoff_create', { summary: 'One honest request' });
+    assert.equal(again.status, 'working');
+    await noReload();
+  });
+
   step('Create invitation shows a URI with a copy button; it admits a new agent, who appears live', async () => {
     await page.getByRole('button', { name: 'Create invitation' }).click();
     const uri = page.getByLabel('New invitation URI');

@@ -219,7 +219,8 @@
       $('counts').textContent = `${np} participant${np === 1 ? '' : 's'} · ${pp} pending proposal${pp === 1 ? '' : 's'}`;
     }
     if (changed('connection', v.diagnostics && v.diagnostics.listener)) renderConnection(v.diagnostics.listener);
-    if (changed('participants', v.participants)) renderParticipants(v.participants || []);
+    shares = v.task_shares || null;
+    if (changed('participants', [v.participants, shares])) renderParticipants(v.participants || []);
     if (changed('leases', [v.leases, namesSig])) renderLeases(v.leases || []);
     renderKeyed($('proposals'), v.proposals || [], (p) => p.proposal_id, renderProposal, namesSig, 'No proposals yet.');
     renderKeyed($('handoffs'), sortHandoffs(v.handoffs || []), (h) => h.handoff_id, renderHandoff, namesSig, 'No handoffs yet.');
@@ -238,8 +239,56 @@
   }
 
   function renderParticipants(ps) {
-    $('participants').replaceChildren(...(ps.length ? ps.map((p) => el('li', { text: participantLine(p) }))
+    shownParticipants = ps;
+    $('participants').replaceChildren(...(ps.length ? ps.map(participantItem)
       : [el('li', { class: 'empty', text: 'Nobody yet.' })]));
+  }
+
+  // ---- a participant's active tasks, and clearing them -------------------
+  //
+  // Each participant's handoffs may hold only a share of the room's active
+  // tasks; the row says how many they hold, and the host can cancel all of
+  // one participant's open handoffs at once (after a confirmation), e.g. when
+  // an agent floods the room.
+
+  let shares = null;            // GET /workspace/room's task_shares (admins only)
+  let shownParticipants = [];
+  let confirmingClear = '';     // the participant whose clear awaits confirmation
+
+  function participantItem(p) {
+    const li = el('li', { dataset: { participantId: p.participant_id } }, el('span', { text: participantLine(p) }));
+    const n = (shares && shares.by_participant && shares.by_participant[p.participant_id]) || 0;
+    if (!n) return li;
+    li.append(el('span', { class: 'muted', text: ` · ${n} active task${n === 1 ? '' : 's'}${p.is_host ? '' : ` of ${shares.share}`}` }));
+    const what = `${n} open handoff${n === 1 ? '' : 's'} of ${p.name}`;
+    if (confirmingClear !== p.participant_id) {
+      li.append(el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', text: 'Cancel open handoffs…',
+        'aria-label': `Cancel all open handoffs of ${p.name}`,
+        onclick: () => { confirmingClear = p.participant_id; rerenderParticipants(`clear-yes-${p.participant_id}`); } })));
+      return li;
+    }
+    const yes = el('button', { type: 'button', class: 'danger', id: `clear-yes-${p.participant_id}`, text: `Yes, cancel ${what}`,
+      onclick: (e) => clearHandoffs(e.currentTarget, p) });
+    const no = el('button', { type: 'button', class: 'secondary', text: 'Keep them',
+      onclick: () => { confirmingClear = ''; rerenderParticipants(); } });
+    li.append(el('div', { class: 'actions confirm', role: 'group', 'aria-label': `Confirm cancelling ${what}` },
+      el('span', { text: `Cancel ${what}? Their tasks end as cancelled; work already done is not undone.` }), yes, no));
+    return li;
+  }
+
+  function rerenderParticipants(focusID) {
+    renderParticipants(shownParticipants);
+    if (focusID && $(focusID)) $(focusID).focus();
+  }
+
+  async function clearHandoffs(button, p) {
+    let res;
+    const ok = await act(button, `cancel the handoffs of ${p.name}`, async () => {
+      res = await api('POST', '/workspace/participant/cancel_handoffs', { participant_id: p.participant_id });
+    });
+    confirmingClear = '';
+    rerenderParticipants();
+    if (ok) setNotice(`Cancelled ${res.cancelled} handoff${res.cancelled === 1 ? '' : 's'} of ${p.name}.`, 'action');
   }
 
   function renderLeases(ls) {
