@@ -32,6 +32,11 @@ type Limits struct {
 	MaxArtifacts        int
 	MaxArtifactURIChars int
 	RateLimitPerMinute  int
+
+	// MaxSessionsPerInvite caps the live sessions that one invitation's
+	// joiners hold at once, so a many-use invitation cannot take every
+	// session of the room; an invitation may set a lower cap of its own.
+	MaxSessionsPerInvite int
 }
 
 // Defaults returns the product's limits.
@@ -63,5 +68,7 @@ func Defaults() Limits {
 		MaxArtifacts:        32,
 		MaxArtifactURIChars: 2048,
 		RateLimitPerMinute:  600,
+
+		MaxSessionsPerInvite: 8,
 	}
 }
