@@ -238,8 +238,28 @@
   }
 
   function renderParticipants(ps) {
-    $('participants').replaceChildren(...(ps.length ? ps.map((p) => el('li', { text: participantLine(p) }))
+    $('participants').replaceChildren(...(ps.length ? ps.map(participantRow)
       : [el('li', { class: 'empty', text: 'Nobody yet.' })]));
+  }
+
+  // participantRow is one participant: who it is and, for anyone but the
+  // host, a button that ends its sessions once the host confirms.
+  function participantRow(p) {
+    const row = el('li', { class: 'participant', dataset: { participantId: p.participant_id } },
+      el('span', { class: 'who', text: participantLine(p) }));
+    if (!p.is_host) row.append(endSessionsButton(p));
+    return row;
+  }
+
+  function endSessionsButton(p) {
+    const n = (p.sessions || []).length;
+    const what = n === 1 ? 'its session' : `its ${n} sessions`;
+    return el('button', { type: 'button', class: 'danger', 'aria-label': `End the sessions of ${p.name}`, text: 'End sessions',
+      onclick: (e) => {
+        const button = e.currentTarget;
+        if (!window.confirm(`End ${p.name}: ${what} end now, it leaves the room and its leases are released. It needs a new invitation to come back.`)) return;
+        act(button, `end the sessions of ${p.name}`, () => api('POST', '/workspace/session/end', { participant_id: p.participant_id }));
+      } });
   }
 
   function renderLeases(ls) {
