@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 )
 
 // UnmarshalJSON keeps what encoding/json would lose: whether capabilities
@@ -19,6 +20,12 @@ func (in *InviteInput) UnmarshalJSON(b []byte) error {
 		Permissions  json.RawMessage `json:"permissions"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			// encoding/json names a promoted field by its path through
+			// the embedded struct; the client knows only the field.
+			te.Field = strings.TrimPrefix(te.Field, "plain.")
+		}
 		return err
 	}
 	*in = InviteInput(raw.plain)
