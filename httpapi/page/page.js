@@ -253,11 +253,11 @@
 
   function endSessionsButton(p) {
     const n = (p.sessions || []).length;
-    const what = n === 1 ? 'its session' : `its ${n} sessions`;
+    const what = n === 1 ? 'its session ends' : `its ${n} sessions end`;
     return el('button', { type: 'button', class: 'danger', 'aria-label': `End the sessions of ${p.name}`, text: 'End sessions',
       onclick: (e) => {
         const button = e.currentTarget;
-        if (!window.confirm(`End ${p.name}: ${what} end now, it leaves the room and its leases are released. It needs a new invitation to come back.`)) return;
+        if (!window.confirm(`End ${p.name}: ${what} now, it leaves the room and its leases are released. It needs a new invitation to come back.`)) return;
         act(button, `end the sessions of ${p.name}`, () => api('POST', '/workspace/session/end', { participant_id: p.participant_id }));
       } });
   }
