@@ -126,7 +126,7 @@ func TestOperatorToken(t *testing.T) {
 	h := newHarness(t, "")
 	t.Run("owner listener accepts it on every read and on invite", func(t *testing.T) {
 		for _, rt := range workspaceRoutes {
-			if rt.Path == "/workspace/leave" || rt.Path == "/workspace/invite/revoke" {
+			if rt.Path == "/workspace/leave" || rt.Path == "/workspace/invite/revoke" || rt.Path == "/workspace/session/end" {
 				continue
 			}
 			wantOK(t, h.doT(t, rt.Method, h.ownerURL(rt.Path), h.OpToken, rt.Body))

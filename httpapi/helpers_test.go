@@ -618,6 +618,7 @@ var workspaceRoutes = []struct {
 	{"POST", "/workspace/invite", map[string]any{}},
 	{"POST", "/workspace/invite/revoke", map[string]any{"invite_id": "invite_0000000000000000"}},
 	{"POST", "/workspace/leave", map[string]any{}},
+	{"POST", "/workspace/session/end", map[string]any{"participant_id": "participant_0000000000000000"}},
 }
 
 // readRoutes are the workspace reads that need the read capability.
