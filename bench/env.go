@@ -45,7 +45,7 @@ func (e *env) room(ctx context.Context, name string, forceOwn bool, flags ...str
 	e.seq++
 	dir := filepath.Join(e.workDir, fmt.Sprintf("%02d-%s", e.seq, name))
 	e.mu.Unlock()
-	base := []string{"--max-sessions", "512", "--rate-limit", "0"}
+	base := []string{"--max-sessions", "512", "--max-sessions-per-invite", "512", "--rate-limit", "0"}
 	c, err := startCE(ctx, e.bin, dir, "room", append(base, flags...)...)
 	return e.track(c, err)
 }

@@ -226,7 +226,14 @@ var badInviteFlags = []struct {
 	{"bogus_capability_exit_2", []string{"--capabilities", "bogus"}, exitUsage},
 	{"zero_expiry_exit_2", []string{"--expires", "0"}, exitUsage},
 	{"negative_max_uses_exit_2", []string{"--max-uses", "-1"}, exitUsage},
-	{"expiry_above_a_week_exit_6", []string{"--expires", "10081"}, exitLimit},
+	// Above the maximum is a usage mistake, not a limit the room reached (issue 13).
+	{"expiry_above_a_week_exit_2", []string{"--expires", "10081"}, exitUsage},
+	// Only a flag left out takes the default set; an empty one grants nothing and is refused (issue 13).
+	{"empty_capabilities_exit_2", []string{"--capabilities", ""}, exitUsage},
+	{"blank_capabilities_exit_2", []string{"--capabilities", " , "}, exitUsage},
+	{"empty_permissions_exit_2", []string{"--permissions", ""}, exitUsage},
+	{"zero_max_live_sessions_exit_2", []string{"--max-live-sessions", "0"}, exitUsage},
+	{"max_live_sessions_above_the_room_exit_2", []string{"--max-live-sessions", "33"}, exitUsage},
 	{"positional_argument_exit_2", []string{"extra"}, exitUsage},
 	{"non_numeric_max_uses_exit_2", []string{"--max-uses", "two"}, exitUsage},
 }

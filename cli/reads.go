@@ -58,9 +58,9 @@ func participantsCommand(env Env) *ffcli.Command {
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
 			ps, err := eng.Participants(ctx, q, room.Operator(eng.HostID))
 			return ps, func() {
-				printTable(env.Stdout, "no participants", "PARTICIPANT\tKIND\tNAME\tCAPABILITIES\tLAST SEEN", ps,
+				printTable(env.Stdout, "no participants", "PARTICIPANT\tKIND\tNAME\tCAPABILITIES\tLAST SEEN\tSESSIONS", ps,
 					func(p room.Participant) string {
-						return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", p.ParticipantID, p.Kind, p.Name, strings.Join(p.Capabilities, ","), p.LastSeen)
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", p.ParticipantID, p.Kind, p.Name, strings.Join(p.Capabilities, ","), p.LastSeen, sessionRefs(p))
 					})
 			}, err
 		})
@@ -167,4 +167,17 @@ func printTable[T any](w io.Writer, empty, header string, rows []T, line func(T)
 		fmt.Fprintln(tw, line(r))
 	}
 	tw.Flush()
+}
+
+// sessionRefs lists a participant's live sessions for `ce participants`:
+// the handles `ce end-session --session` takes ("-" for none).
+func sessionRefs(p room.Participant) string {
+	if len(p.Sessions) == 0 {
+		return "-"
+	}
+	refs := make([]string, len(p.Sessions))
+	for i, s := range p.Sessions {
+		refs[i] = s.SessionRef
+	}
+	return strings.Join(refs, ",")
 }

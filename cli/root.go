@@ -177,6 +177,9 @@ func rootCommand(env Env) *ffcli.Command {
 		historyCommand(env),
 		diffCommand(env),
 		openCommand(env),
+		endSessionCommand(env),
+		revokeCommand(env),
+		invitesCommand(env),
 	}
 	for _, c := range root.Subcommands {
 		c.FlagSet.SetOutput(env.Stderr)

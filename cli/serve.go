@@ -37,6 +37,7 @@ type serveFlags struct {
 	maxBatch    int
 
 	maxTasksPerParticipant int
+	maxPerInvite           int // live sessions one invitation's joiners may hold
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -56,6 +57,7 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "commands per write transaction (1 turns group commit off)")
 	fs.IntVar(&f.maxTasksPerParticipant, "max-tasks-per-participant", room.Defaults().MaxTasksPerParticipant,
 		fmt.Sprintf("active tasks one participant's handoffs may hold, 1..%d (the room's cap); the host has no share", room.Defaults().MaxActiveTasks))
+	fs.IntVar(&f.maxPerInvite, "max-sessions-per-invite", room.Defaults().MaxSessionsPerInvite, "live sessions one invitation's joiners may hold at once (an invitation may set its own)")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
@@ -144,6 +146,9 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	if f.queueLen < 1 || f.streams < 1 || f.rateLimit < 0 || f.maxSessions < 1 || f.maxBatch < 1 || f.maxLag <= 0 {
 		return &exitError{code: exitUsage, err: errors.New("--listen-queue, --streams-per-session, --max-sessions and --max-batch must be at least 1, --listen-max-lag positive, --rate-limit 0 or more")}
 	}
+	if f.maxPerInvite < 1 {
+		return &exitError{code: exitUsage, err: errors.New("--max-sessions-per-invite must be at least 1")}
+	}
 	raiseFileLimit(log)
 	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log})
 	host := f.name
@@ -154,6 +159,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	limits.MaxTasksPerParticipant = f.maxTasksPerParticipant
 	limits.RateLimitPerMinute = f.rateLimit
 	limits.MaxLiveSessions = f.maxSessions
+	limits.MaxSessionsPerInvite = f.maxPerInvite
 	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch)
 	if err != nil {
 		hub.Close()

@@ -86,12 +86,13 @@ type server struct {
 	Owner  ownerFile
 }
 
-// startServer starts `ce serve FILE --json --rate-limit 0 --max-sessions 256`
+// startServer starts `ce serve FILE --json --rate-limit 0 --max-sessions 256
+// --max-sessions-per-invite 256` (its workload joins through one invitation)
 // in dir, waits for its JSON line and reads its operator credential.
 func startServer(t testing.TB, dir, file string) *server {
 	t.Helper()
 	s := &server{t: t, stdout: newLogBuffer(0), stderr: newLogBuffer(8 << 20), done: make(chan struct{})}
-	args := []string{"serve", file, "--json", "--rate-limit", "0", "--max-sessions", "256"}
+	args := []string{"serve", file, "--json", "--rate-limit", "0", "--max-sessions", "256", "--max-sessions-per-invite", "256"}
 	s.cmd = exec.Command(ceBin, args...)
 	s.cmd.Dir = dir
 	s.cmd.Env = cetest.ChildEnv()

@@ -48,6 +48,7 @@ let userDataDir;
 let failed = false;
 const consoleProblems = [];
 const roomReads = []; // times of GET /workspace/room from the page
+const debugRequests = []; // the page must never need /debug (operator only)
 let evil; // the tiny second local server (another site)
 
 // step is one ordered test: skipped once an earlier one failed.
@@ -103,6 +104,7 @@ async function noReload() {
 
 let handoffID;
 let taskID;
+let dave; // a session grant, ended from the page
 
 describe('owner page', { concurrency: false }, () => {
   before(async () => {
@@ -121,6 +123,7 @@ describe('owner page', { concurrency: false }, () => {
     page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleProblems.push(`${m.type()}: ${m.text()}`); });
     page.on('pageerror', (e) => consoleProblems.push(`pageerror: ${e.message}`));
     page.on('request', (r) => { if (r.url() === `${ownerOrigin}/workspace/room`) roomReads.push(Date.now()); });
+    context.on('request', (r) => { if (new URL(r.url()).pathname.startsWith('/debug')) debugRequests.push(r.url()); });
 
     // Another site on this machine: a page on http://localhost:PORT (the
     // room is on 127.0.0.1, so to the browser this is cross-site).
@@ -161,7 +164,7 @@ describe('owner page', { concurrency: false }, () => {
     assert.deepEqual(h2, ['Connection', 'Handoffs', 'Proposals', 'Participants', 'Leases', 'Invitation', 'Outline', 'Recent events']);
     assert.equal(await page.locator('h1').count(), 1);
     assert.equal((await page.locator('#connection').textContent()).trim(), 'loopback · local · not encrypted');
-    const parts = await page.locator('#participants li').allTextContents();
+    const parts = await page.locator('#participants li .who').allTextContents();
     assert.ok(parts.includes('agent: alice · remote') && parts.includes('agent: bob · remote'), `participants: ${parts}`);
     const outline = await page.locator('#outline li').allTextContents();
     assert.deepEqual(outline, ['Trip plan', 'Goals', 'Plan']);
@@ -481,8 +484,33 @@ describe('owner page', { concurrency: false }, () => {
     await join(banner.ingress_url, value, 'carol');
     await page.locator('#participants li', { hasText: 'agent: carol · remote' }).waitFor({ timeout: UI_TIMEOUT });
     // The extra invitation from `ce invite` still admits too.
-    await join(banner.ingress_url, extraInvite.uri, 'dave');
+    dave = await join(banner.ingress_url, extraInvite.uri, 'dave');
     await page.locator('#participants li', { hasText: 'agent: dave · remote' }).waitFor({ timeout: UI_TIMEOUT });
+    await noReload();
+  });
+
+  step('End sessions on a participant row: dismissing changes nothing; confirming ends dave, whose calls then get 401', async () => {
+    const statusAs = async (token) => (await fetch(`${banner.ingress_url}/workspace/status`, { headers: { Authorization: `Bearer ${token}` } })).status;
+    const row = page.locator('#participants li', { hasText: 'agent: dave' });
+    const end = row.getByRole('button', { name: 'End the sessions of dave' });
+    await end.waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await page.locator('#participants li', { hasText: '(host)' }).getByRole('button').count(), 0, 'the host has no End button');
+
+    let asked = '';
+    page.once('dialog', async (d) => { asked = d.message(); await d.dismiss(); });
+    await end.click();
+    await eventually('the confirmation', async () => asked !== '');
+    assert.match(asked, /^End dave: its session ends now/);
+    await page.waitForTimeout(300);
+    assert.equal(await statusAs(dave.session_token), 200, 'a dismissed confirmation ended the session');
+    assert.equal(await row.count(), 1);
+
+    page.once('dialog', (d) => d.accept());
+    await end.click();
+    await row.waitFor({ state: 'detached', timeout: UI_TIMEOUT });
+    assert.equal(await statusAs(dave.session_token), 401, 'the ended session still works');
+    assert.equal(await statusAs(alice.token), 200, 'another session was ended');
+    assert.equal(await page.locator('#notice').textContent(), '');
     await noReload();
   });
 
@@ -534,6 +562,13 @@ describe('owner page', { concurrency: false }, () => {
     // Without the cookie (a client other than this browser) the page is refused.
     const res = await fetch(`${ownerOrigin}/`);
     assert.equal(res.status, 401);
+  });
+
+  step('the page never asks for /debug, and its cookie does not open it', async () => {
+    assert.deepEqual(debugRequests, []);
+    const statuses = await page.evaluate(async () => Promise.all(['/debug/metrics', '/debug/pprof/', '/debug/pprof/heap']
+      .map((p) => fetch(p, { credentials: 'same-origin' }).then((r) => r.status))));
+    assert.deepEqual(statuses, [403, 403, 403], 'the owner cookie opens /debug');
   });
 
   step('no script errors and no Content-Security-Policy violations', async () => {

@@ -54,8 +54,9 @@ const (
 	azOwnerPage                        // the owner page: the owner cookie only
 	azCapOnly                          // a session (or the operator) holding Cap
 	azSessionOnly                      // any session: leave (spec §1.5)
-	azTrustedOnly                      // the local operator (token or page cookie): /debug/metrics
-	azOperatorBearer                   // the operator token itself: POST /owner/key
+	azTrustedOnly                      // the local operator (token or page cookie)
+	azOperatorBearer                   // the operator token itself: POST /owner/key, /debug/* (issue 13)
+	azInviteCreator                    // invite, and the invitation is one's own unless admin (issue 13)
 	azInviteGrant                      // invite, and grant only what one holds unless admin
 	azLeaseHolder                      // checkout, and hold the lease (renew)
 	azLeaseHolderOrAdmin               // checkout, and hold the lease or be admin (release)
@@ -85,6 +86,7 @@ const (
 	azFixSection        // a section nobody holds a lease on
 	azFixVersion        // the current version (raw commit)
 	azFixFlooder        // a fresh participant who created one live handoff
+	azFixVictim         // another participant with a live session, to be ended
 )
 
 type azListeners int
@@ -135,7 +137,7 @@ func (op *azOp) roles() []azRole {
 		return []azRole{azOwner, azAssignee, azThird, azOpen}
 	case azHandoffAssignee, azHandoffDecide, azTaskRead, azTaskOwner, azTaskListen:
 		return []azRole{azOwner, azAssignee, azThird}
-	case azLeaseHolder, azLeaseHolderOrAdmin:
+	case azLeaseHolder, azLeaseHolderOrAdmin, azInviteCreator:
 		return []azRole{azOwner, azThird}
 	}
 	return []azRole{azNoRole}
@@ -154,6 +156,8 @@ type azRec struct {
 	Version     int64
 	Token       string // a fresh session (azFixSession)
 	Participant string // a participant with a live handoff (azFixFlooder)
+	VictimPID   string // azFixVictim: the participant to end
+	VictimRef   string // azFixVictim: its session
 }
 
 func azProposeIn(r *azRec) map[string]any {
@@ -251,10 +255,16 @@ func azOps() []*azOp {
 		serial(named("POST /workspace/commit (proposal)", rest("POST", "/workspace/commit", room.CapCommit, azCapOnly, azFixApproved, commit))),
 		serial(named("POST /workspace/commit (raw)", rest("POST", "/workspace/commit", room.CapAdmin, azCapOnly, azFixVersion, azRawCommitIn))),
 		rest("POST", "/workspace/invite", room.CapInvite, azInviteGrant, azFixNone, invite),
-		rest("POST", "/workspace/invite/revoke", room.CapInvite, azCapOnly, azFixInvite, func(r *azRec) map[string]any {
+		rest("POST", "/workspace/invite/revoke", room.CapInvite, azInviteCreator, azFixInvite, func(r *azRec) map[string]any {
 			return map[string]any{"invite_id": r.InviteID}
 		}),
 		rest("POST", "/workspace/leave", "", azSessionOnly, azFixSession, none),
+		named("POST /workspace/session/end (participant)", rest("POST", "/workspace/session/end", room.CapAdmin, azCapOnly, azFixVictim, func(r *azRec) map[string]any {
+			return map[string]any{"participant_id": r.VictimPID}
+		})),
+		named("POST /workspace/session/end (session)", rest("POST", "/workspace/session/end", room.CapAdmin, azCapOnly, azFixVictim, func(r *azRec) map[string]any {
+			return map[string]any{"session_ref": r.VictimRef}
+		})),
 
 		// ---- handoffs and tasks over HTTP ----
 		rest("POST", "/workspace/handoff", room.CapPropose, azCapOnly, azFixNone, create),
@@ -279,8 +289,8 @@ func azOps() []*azOp {
 		}),
 
 		// ---- the owner listener's own routes ----
-		on(azOwnerOnly, rest("GET", "/debug/metrics", "", azTrustedOnly, azFixNone, nil)),
-		on(azOwnerOnly, rest("GET", "/debug/pprof/heap", "", azTrustedOnly, azFixNone, nil)),
+		on(azOwnerOnly, rest("GET", "/debug/metrics", "", azOperatorBearer, azFixNone, nil)),
+		on(azOwnerOnly, rest("GET", "/debug/pprof/heap", "", azOperatorBearer, azFixNone, nil)),
 		on(azOwnerOnly, rest("POST", "/owner/key", "", azOperatorBearer, azFixNone, none)),
 
 		// ---- MCP tools (toolCatalog) ----
@@ -459,6 +469,10 @@ func azExpect(op *azOp, w *azWho, role azRole, l listener) azWant {
 	case azLeaseHolderOrAdmin:
 		if role != azOwner && !admin {
 			return deny("permission_denied", "")
+		}
+	case azInviteCreator:
+		if role != azOwner && !admin {
+			return deny("unauthorized", "") // someone else's answers as an unknown one
 		}
 	case azHandoffRead, azHandoffAccept, azHandoffAssignee, azHandoffDecide:
 		party := role == azOwner || role == azAssignee
@@ -646,8 +660,21 @@ func (m *azMatrix) fixture(t testing.TB, c *azCase) *azRec {
 		})
 		r.ProposalID = p.ProposalID
 	case azFixInvite:
-		inv := azInvite(t, h, "read")
+		creator := h.Eng.HostID
+		switch c.role {
+		case azOwner:
+			creator = subject
+		case azThird:
+			creator = m.A
+		}
+		inv := azDo(t, h, func(tx *room.Tx) (room.InviteGrant, error) {
+			return h.Eng.CreateInvite(tx, room.Principal{ParticipantID: creator, Caps: room.Caps{room.CapAll}},
+				room.InviteInput{Capabilities: []string{"read"}})
+		})
 		r.InviteID, r.InviteToken = inv.InviteID, inv.Token
+	case azFixVictim:
+		g := azJoin(t, h, "victim", []string{"read"}, 0)
+		r.VictimPID, r.VictimRef = g.ParticipantID, g.SessionRef
 	case azFixSession:
 		if c.who.Kind == azWSession {
 			r.Token = azJoin(t, h, "leaver "+c.who.Name, c.who.Caps, 0).SessionToken

@@ -41,6 +41,7 @@ var operations = []operation{
 	{"invites", "GET /workspace/invites", "invite"},
 	{"invite.revoke", "POST /workspace/invite/revoke", "invite"},
 	{"leave", "POST /workspace/leave", "session"},
+	{"session.end", "POST /workspace/session/end", "admin"},
 	{"handoff.create", "POST /workspace/handoff", "propose"},
 	{"handoff.get", "GET /workspace/handoff", "read"},
 	{"handoff.events", "GET /workspace/handoff/events", "read"},

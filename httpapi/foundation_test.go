@@ -126,7 +126,7 @@ func TestOperatorToken(t *testing.T) {
 	h := newHarness(t, "")
 	t.Run("owner listener accepts it on every read and on invite", func(t *testing.T) {
 		for _, rt := range workspaceRoutes {
-			if rt.Path == "/workspace/leave" || rt.Path == "/workspace/invite/revoke" {
+			if rt.Path == "/workspace/leave" || rt.Path == "/workspace/invite/revoke" || rt.Path == "/workspace/session/end" {
 				continue
 			}
 			wantOK(t, h.doT(t, rt.Method, h.ownerURL(rt.Path), h.OpToken, rt.Body))
@@ -553,12 +553,14 @@ func TestInvitations(t *testing.T) {
 	}{
 		{"expires_in_minutes 0 is 400", map[string]any{"expires_in_minutes": 0}, 400, "invalid_request"},
 		{"expires_in_minutes -1 is 400", map[string]any{"expires_in_minutes": -1}, 400, "invalid_request"},
-		{"expires_in_minutes 10081 is 429 limit_exceeded", map[string]any{"expires_in_minutes": 10081}, 429, "limit_exceeded"},
+		// Above the maximum is a value error (400), not a bound the room
+		// reached (429 would invite a retry that never succeeds; issue 13).
+		{"expires_in_minutes 10081 is 400 invalid_request", map[string]any{"expires_in_minutes": 10081}, 400, "invalid_request"},
 		// minutes*time.Minute overflows int64 for these: the wrapped duration
 		// must not slip under the 7-day check (it used to create an invitation
 		// that expired in 1733, or a minute ago, and answer 200).
-		{"expires_in_minutes 153722868 (overflows a Duration) is 429 limit_exceeded", map[string]any{"expires_in_minutes": 153722868}, 429, "limit_exceeded"},
-		{"expires_in_minutes MaxInt64 is 429 limit_exceeded", `{"expires_in_minutes": 9223372036854775807}`, 429, "limit_exceeded"},
+		{"expires_in_minutes 153722868 (overflows a Duration) is 400 invalid_request", map[string]any{"expires_in_minutes": 153722868}, 400, "invalid_request"},
+		{"expires_in_minutes MaxInt64 is 400 invalid_request", `{"expires_in_minutes": 9223372036854775807}`, 400, "invalid_request"},
 		{"expires_in_minutes as text is 400", `{"expires_in_minutes": "60"}`, 400, "invalid_request"},
 		{"expires_in_minutes fractional is 400", `{"expires_in_minutes": 1.5}`, 400, "invalid_request"},
 		{"max_uses -1 is 400", map[string]any{"max_uses": -1}, 400, "invalid_request"},
@@ -633,9 +635,12 @@ func TestInvitations(t *testing.T) {
 		wantError(t, h.joinRaw(map[string]any{"invite": g.URI}), 403, "invitation_revoked")
 	})
 
-	t.Run("revoke by token, by a session holding invite", func(t *testing.T) {
+	t.Run("revoke by token, by a session holding invite, of its own invitation", func(t *testing.T) {
 		inviter := h.session("inviter", "read", "invite")
-		g := h.createInvite(map[string]any{"capabilities": []string{"read"}})
+		var g inviteGrant
+		gr := h.doT(t, "POST", h.ingressURL("/workspace/invite"), inviter.SessionToken, map[string]any{"capabilities": []string{"read"}})
+		wantOK(t, gr)
+		gr.Into(t, &g)
 		n0 := len(h.events("invite.revoked"))
 		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"token": g.Token}))
 		evs := h.events("invite.revoked")

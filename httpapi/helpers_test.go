@@ -398,6 +398,9 @@ func (h *roomHarness) createInvite(in map[string]any) inviteGrant {
 // inviteCaps creates a one-use invitation granting caps.
 func (h *roomHarness) inviteCaps(caps ...string) inviteGrant {
 	h.t.Helper()
+	if len(caps) == 0 {
+		return h.createInvite(nil) // the field left out: the default agent set
+	}
 	return h.createInvite(map[string]any{"capabilities": caps})
 }
 
@@ -615,6 +618,7 @@ var workspaceRoutes = []struct {
 	{"POST", "/workspace/invite", map[string]any{}},
 	{"POST", "/workspace/invite/revoke", map[string]any{"invite_id": "invite_0000000000000000"}},
 	{"POST", "/workspace/leave", map[string]any{}},
+	{"POST", "/workspace/session/end", map[string]any{"participant_id": "participant_0000000000000000"}},
 }
 
 // readRoutes are the workspace reads that need the read capability.

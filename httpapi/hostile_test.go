@@ -424,6 +424,12 @@ func TestHostileLongStrings(t *testing.T) {
 		{"POST /workspace/invite/revoke token", func(t *testing.T) (bool, string, []byte) {
 			return azREST2(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), star.grant.SessionToken, map[string]any{"token": azLong}))
 		}},
+		{"POST /workspace/session/end session_ref", func(t *testing.T) (bool, string, []byte) {
+			return azREST2(t, h.do("POST", h.ingressURL("/workspace/session/end"), star.grant.SessionToken, map[string]any{"session_ref": azLong}))
+		}},
+		{"POST /workspace/session/end participant_id", func(t *testing.T) (bool, string, []byte) {
+			return azREST2(t, h.do("POST", h.ingressURL("/workspace/session/end"), star.grant.SessionToken, map[string]any{"participant_id": azLong}))
+		}},
 		{"POST /workspace/task/update task_id", func(t *testing.T) (bool, string, []byte) {
 			return azREST2(t, h.do("POST", h.ingressURL("/workspace/task/update"), star.grant.SessionToken, map[string]any{"task_id": azLong}))
 		}},

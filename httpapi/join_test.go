@@ -433,7 +433,9 @@ func TestJoinConcurrent(t *testing.T) {
 // invitation's use is not spent; once a session ends the same invitation works.
 func TestJoinSessionCap(t *testing.T) {
 	h := newHarness(t, "")
-	many := h.createInvite(map[string]any{"max_uses": 0}) // unlimited
+	// Unlimited, and allowed every session of the room (the operator may
+	// raise an invitation's own cap up to the room's).
+	many := h.createInvite(map[string]any{"max_uses": 0, "max_live_sessions": 32})
 	if many.MaxUses != nil {
 		t.Fatalf("max_uses 0 should be unlimited (null), got %v", *many.MaxUses)
 	}

@@ -957,7 +957,7 @@ func lsSameSet(got, want []string) bool {
 // a few joins at a time.
 func lsSessions(t testing.TB, h *roomHarness, n int, caps ...string) []sessionGrant {
 	t.Helper()
-	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n})
+	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n, "max_live_sessions": n})
 	out := make([]sessionGrant, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup

@@ -142,10 +142,11 @@ func toolCatalog() []tool {
 			})},
 		{Name: "workspace_invite", Title: "Create an invitation",
 			Input: obj(map[string]any{
-				"capabilities":       array("capabilities to grant (at most your own unless you are admin)", str("read, observe, propose, checkout, commit, approve, invite, admin or *")),
+				"capabilities":       array("capabilities to grant (at most your own unless you are admin); leave it out for read, observe, propose, checkout, commit; an empty list is refused", str("read, observe, propose, checkout, commit, approve, invite, admin or *")),
 				"target":             str("a region the invitation is meant for (recorded, not enforced)"),
 				"expires_in_minutes": integer("minutes until it expires (default 60, at most 10080)", 1),
 				"max_uses":           integer("how many joins it admits (default 1, 0 = unlimited)", 0),
+				"max_live_sessions":  integer("live sessions its joiners may hold at once (default: the room's; only an admin may raise it)", 1),
 			}),
 			Description: "Create a commonroom://join/… invitation. The secret is shown only in this answer. Needs invite.",
 			run: writeTool("invite", func(s *Server) func(*room.Tx, room.Principal, room.InviteInput) (room.InviteGrant, error) {

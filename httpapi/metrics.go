@@ -20,8 +20,7 @@ import (
 // deliveries, drops by cause) and the room's live counts, so a lagging
 // subscriber or an overloaded writer is visible without reading logs.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	if !principalOf(r).Trusted {
-		s.sendError(w, r, room.Errorf(room.KindPermissionDenied, "metrics are for the local operator"))
+	if !s.requireOperatorBearer(w, r, "metrics") {
 		return
 	}
 	st := s.room.Stats()
@@ -56,8 +55,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 // only: a room that runs for years must be profiled where it runs, and the
 // bench profiles a real ce serve under load the same way.
 func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
-	if !principalOf(r).Trusted {
-		s.sendError(w, r, room.Errorf(room.KindPermissionDenied, "profiles are for the local operator"))
+	if !s.requireOperatorBearer(w, r, "profiles") {
 		return
 	}
 	switch name := chi.URLParam(r, "*"); name {

@@ -110,7 +110,7 @@ func (s *Server) postRevoke(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, err)
 		return
 	}
-	write(s, w, r, "invite.revoke", func(tx *room.Tx, p room.Principal) (map[string]string, error) {
-		return map[string]string{"status": "ok"}, s.eng.RevokeInvite(tx, p, in)
+	write(s, w, r, "invite.revoke", func(tx *room.Tx, p room.Principal) (room.RevokeResult, error) {
+		return s.eng.RevokeInvite(tx, p, in)
 	})
 }

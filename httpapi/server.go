@@ -140,6 +140,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Post("/workspace/commit", postJSON(s, "commit", s.eng.Commit))
 		r.Post("/workspace/invite", s.postInvite)
 		r.Post("/workspace/invite/revoke", s.postRevoke)
+		r.Post("/workspace/session/end", s.postEndSession)
 		if l == ownerListener {
 			r.Get("/debug/metrics", s.metrics)
 			r.Get("/debug/pprof/*", s.pprof)

@@ -47,6 +47,7 @@ var toolArgTypes = map[string]func() any{
 	"http:task_update":        func() any { return new(taskUpdateBody) },
 	"http:join":               func() any { return new(joinRequest) },
 	"http:revoke":             func() any { return new(room.RevokeInput) },
+	"http:end_session":        func() any { return new(room.EndSessionInput) },
 }
 
 // FuzzDecodeToolArguments decodes arbitrary bytes with decodeArgs into every

@@ -19,6 +19,20 @@ type Participant struct {
 	JoinedAt      string   `json:"joined_at"`
 	LastSeen      string   `json:"last_seen"`
 	Transport     *string  `json:"transport"`
+	// InviteID is the invitation that admitted it (null for the host).
+	InviteID *string `json:"invite_id"`
+	// Sessions are its live sessions, oldest first: what the host names to
+	// end one (session_ref is a handle, never the bearer token).
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+// SessionInfo is a live session as listings show it.
+type SessionInfo struct {
+	SessionRef string `json:"session_ref"`
+	Transport  string `json:"transport"`
+	IssuedAt   string `json:"issued_at"`
+	ExpiresAt  string `json:"expires_at"`
+	LastSeen   string `json:"last_seen"`
 }
 
 func capsJSON(c Caps) string {
@@ -74,13 +88,20 @@ func truncateRunes(s string, n int) string {
 }
 
 // InviteInput asks for an invitation. Capabilities wins over Permissions (the
-// original's legacy words); both empty means the default agent set.
+// original's legacy words). Only an absent field takes the default agent
+// set: Capabilities is nil when the field was left out, and a present but
+// empty (or null) list is refused, as is an empty Permissions, because an
+// invitation that grants nothing is a mistake, never a request for the
+// default (issue 13, item 12).
 type InviteInput struct {
-	Capabilities     []string `json:"capabilities"`
-	Permissions      string   `json:"permissions"`
+	Capabilities     []string `json:"capabilities,omitzero"`
+	Permissions      *string  `json:"permissions,omitempty"`
 	Target           string   `json:"target"`
 	ExpiresInMinutes *int     `json:"expires_in_minutes"`
 	MaxUses          *int     `json:"max_uses"` // 0 = unlimited; absent = 1
+	// MaxLiveSessions caps the live sessions of this invitation's joiners;
+	// absent = the room's MaxSessionsPerInvite.
+	MaxLiveSessions *int `json:"max_live_sessions,omitempty"`
 }
 
 // InviteGrant is a new invitation. The secret and URI exist only in this
@@ -94,6 +115,8 @@ type InviteGrant struct {
 	Target       *string  `json:"target"`
 	ExpiresAt    string   `json:"expires_at"`
 	MaxUses      *int     `json:"max_uses"`
+	// MaxLiveSessions is the cap on its joiners' live sessions (0 = none).
+	MaxLiveSessions int `json:"max_live_sessions"`
 }
 
 // CreateInvite issues an invitation. A non-admin inviter can grant only what
@@ -102,21 +125,9 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	if err := p.Require(CapInvite); err != nil {
 		return InviteGrant{}, err
 	}
-	var caps Caps
-	var err error
-	switch {
-	case len(in.Capabilities) > 0:
-		caps, err = ParseCaps(in.Capabilities)
-	case in.Permissions != "":
-		caps, err = ParseCapsList(in.Permissions)
-	default:
-		caps = DefaultAgentCaps()
-	}
+	caps, err := in.grant()
 	if err != nil {
 		return InviteGrant{}, err
-	}
-	if len(caps) == 0 {
-		return InviteGrant{}, Errorf(KindInvalidRequest, "an invitation must grant at least one capability").With("field", "capabilities")
 	}
 	if !p.IsAdmin() {
 		for _, c := range caps {
@@ -132,8 +143,10 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	if minutes <= 0 {
 		return InviteGrant{}, Errorf(KindInvalidRequest, "expires_in_minutes must be positive").With("field", "expires_in_minutes")
 	}
-	if minutes > int(e.Limits.InviteMax/time.Minute) { // compared in minutes: a huge value must not overflow a Duration
-		return InviteGrant{}, Errorf(KindLimitExceeded, "expires_in_minutes is above the maximum of %d", int(e.Limits.InviteMax/time.Minute))
+	if maxMin := int(e.Limits.InviteMax / time.Minute); minutes > maxMin { // compared in minutes: a huge value must not overflow a Duration
+		// A value out of range is the caller's mistake (400), not a bound
+		// the room reached (429 invites a retry that can never succeed).
+		return InviteGrant{}, invalid("expires_in_minutes", "expires_in_minutes is above the maximum of %d", maxMin).With("limit", maxMin)
 	}
 	maxUses := 1
 	if in.MaxUses != nil {
@@ -141,6 +154,10 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	}
 	if maxUses < 0 {
 		return InviteGrant{}, Errorf(KindInvalidRequest, "max_uses must be 0 (unlimited) or positive").With("field", "max_uses")
+	}
+	liveCap, err := e.inviteLiveCap(p, in.MaxLiveSessions)
+	if err != nil {
+		return InviteGrant{}, err
 	}
 	var target *string
 	if in.Target != "" {
@@ -166,8 +183,8 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	if p.ParticipantID != "" {
 		createdBy = p.ParticipantID
 	}
-	if _, err := tx.exec(`INSERT INTO invites(invite_id, secret_sha256, capabilities, target, created_by, created_at, expires_at, max_uses)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, HashSecret(secret), capsJSON(caps), target, createdBy, tx.nowMS(), ms(expires), maxUsesCol); err != nil {
+	if _, err := tx.exec(`INSERT INTO invites(invite_id, secret_sha256, capabilities, target, created_by, created_at, expires_at, max_uses, max_live_sessions)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, HashSecret(secret), capsJSON(caps), target, createdBy, tx.nowMS(), ms(expires), maxUsesCol, liveCap); err != nil {
 		return InviteGrant{}, Internal(err)
 	}
 	if err := tx.emit("invite.created", refs{actor: p.ParticipantID}, map[string]any{
@@ -181,7 +198,7 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 		WorkspaceID: e.WorkspaceID, Secret: secret, ExpiresAt: WireTime(ms(expires)), Capabilities: caps.Strings(),
 	})
 	return InviteGrant{InviteID: id, Token: secret, URI: uri, WorkspaceID: e.WorkspaceID, Capabilities: caps.Strings(),
-		Target: target, ExpiresAt: WireTime(ms(expires)), MaxUses: maxUsesOut}, nil
+		Target: target, ExpiresAt: WireTime(ms(expires)), MaxUses: maxUsesOut, MaxLiveSessions: e.inviteSessionCap(liveCapPtr(liveCap))}, nil
 }
 
 // InviteInfo is an invitation as listings show it: handles, never secrets.
@@ -194,15 +211,27 @@ type InviteInfo struct {
 	UsedCount    int      `json:"used_count"`
 	RevokedAt    *string  `json:"revoked_at"`
 	CreatedAt    string   `json:"created_at"`
+	// CreatedBy is the participant that made it (the host for the operator).
+	CreatedBy *string `json:"created_by"`
+	// LiveSessions of its joiners now, against MaxLiveSessions (0 = no cap).
+	LiveSessions    int `json:"live_sessions"`
+	MaxLiveSessions int `json:"max_live_sessions"`
 }
 
-// ListInvites returns the newest invitations first.
+// ListInvites returns the newest invitations first. The host and admins see
+// every invitation; anyone else holding invite sees only those it created
+// (issue 13, item 13), so `invite` is no window on the host's invitations.
 func (e *Engine) ListInvites(ctx context.Context, q Querier, p Principal) ([]InviteInfo, error) {
 	if err := p.Require(CapInvite); err != nil {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT invite_id, capabilities, target, expires_at, max_uses, used_count, revoked_at, created_at
-		FROM invites ORDER BY created_at DESC, rowid DESC LIMIT ?`, e.Limits.MaxListItems)
+	scope, args := inviteScope(p)
+	args = append([]any{ms(e.Now())}, append(args, e.Limits.MaxListItems)...)
+	rows, err := q.QueryContext(ctx, `SELECT invite_id, capabilities, target, expires_at, max_uses, used_count, revoked_at, created_at,
+		created_by, max_live_sessions,
+		(SELECT count(*) FROM sessions s JOIN participants pt ON pt.participant_id = s.participant_id
+		 WHERE pt.invite_id = i.invite_id AND s.ended_at IS NULL AND s.expires_at > ?)
+		FROM invites i WHERE `+scope+` ORDER BY created_at DESC, rowid DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, Internal(err)
 	}
@@ -211,11 +240,11 @@ func (e *Engine) ListInvites(ctx context.Context, q Querier, p Principal) ([]Inv
 	for rows.Next() {
 		var in InviteInfo
 		var caps string
-		var target sql.NullString
+		var target, createdBy sql.NullString
 		var expires, created int64
-		var maxUses sql.NullInt64
-		var revoked sql.NullInt64
-		if err := rows.Scan(&in.InviteID, &caps, &target, &expires, &maxUses, &in.UsedCount, &revoked, &created); err != nil {
+		var maxUses, revoked, liveCap sql.NullInt64
+		if err := rows.Scan(&in.InviteID, &caps, &target, &expires, &maxUses, &in.UsedCount, &revoked, &created,
+			&createdBy, &liveCap, &in.LiveSessions); err != nil {
 			return nil, Internal(err)
 		}
 		_ = json.Unmarshal([]byte(caps), &in.Capabilities)
@@ -229,48 +258,93 @@ func (e *Engine) ListInvites(ctx context.Context, q Querier, p Principal) ([]Inv
 		if revoked.Valid {
 			in.RevokedAt = wireTimePtr(&revoked.Int64)
 		}
+		if createdBy.Valid {
+			in.CreatedBy = &createdBy.String
+		}
+		var own *int64
+		if liveCap.Valid {
+			own = &liveCap.Int64
+		}
+		in.MaxLiveSessions = e.inviteSessionCap(own)
 		in.ExpiresAt, in.CreatedAt = WireTime(expires), WireTime(created)
 		out = append(out, in)
 	}
 	return out, rows.Err()
 }
 
-// RevokeInput names an invitation by handle or by secret.
+// inviteScope is the WHERE clause (over invites) of what p may list and
+// revoke: everything for an admin, its own invitations for anyone else.
+func inviteScope(p Principal) (string, []any) {
+	if p.IsAdmin() {
+		return `1`, nil
+	}
+	return `created_by = ?`, []any{p.ParticipantID}
+}
+
+// RevokeInput names an invitation by handle or by secret. EndSessions also
+// ends the sessions of every participant it admitted.
 type RevokeInput struct {
-	InviteID string `json:"invite_id"`
-	Token    string `json:"token"`
+	InviteID    string `json:"invite_id"`
+	Token       string `json:"token"`
+	EndSessions bool   `json:"end_sessions"`
+}
+
+// RevokeResult says what a revoke did.
+type RevokeResult struct {
+	Status        string   `json:"status"`
+	InviteID      string   `json:"invite_id"`
+	EndedSessions []string `json:"ended_sessions"` // session refs; empty unless end_sessions
 }
 
 // RevokeInvite stops an invitation from admitting anyone else. Revoking twice
-// is harmless and changes nothing the second time.
-func (e *Engine) RevokeInvite(tx *Tx, p Principal, in RevokeInput) error {
+// is harmless and changes nothing the second time (unless it is asked to end
+// sessions that are still live). A non-admin may revoke only invitations it
+// created; anyone else's answers exactly as an unknown one, so invitation
+// ids cannot be probed.
+func (e *Engine) RevokeInvite(tx *Tx, p Principal, in RevokeInput) (RevokeResult, error) {
 	if err := p.Require(CapInvite); err != nil {
-		return err
+		return RevokeResult{}, err
 	}
+	scope, args := inviteScope(p)
 	var id string
 	var revoked sql.NullInt64
 	var err error
 	switch {
 	case in.InviteID != "":
-		err = tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, revoked_at FROM invites WHERE invite_id = ?`, in.InviteID).Scan(&id, &revoked)
+		err = tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, revoked_at FROM invites WHERE invite_id = ? AND `+scope,
+			append([]any{in.InviteID}, args...)...).Scan(&id, &revoked)
 	case in.Token != "":
-		err = tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, revoked_at FROM invites WHERE secret_sha256 = ?`, HashSecret(in.Token)).Scan(&id, &revoked)
+		err = tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, revoked_at FROM invites WHERE secret_sha256 = ? AND `+scope,
+			append([]any{HashSecret(in.Token)}, args...)...).Scan(&id, &revoked)
 	default:
-		return Errorf(KindInvalidRequest, "invite_id or token is required").With("field", "invite_id")
+		return RevokeResult{}, Errorf(KindInvalidRequest, "invite_id or token is required").With("field", "invite_id")
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return Errorf(KindUnauthorized, "unknown invitation")
+		return RevokeResult{}, Errorf(KindUnauthorized, "unknown invitation")
 	}
 	if err != nil {
-		return Internal(err)
+		return RevokeResult{}, Internal(err)
 	}
-	if revoked.Valid {
-		return nil
+	res := RevokeResult{Status: "ok", InviteID: id, EndedSessions: []string{}}
+	if !revoked.Valid {
+		if _, err := tx.exec(`UPDATE invites SET revoked_at = ? WHERE invite_id = ?`, tx.nowMS(), id); err != nil {
+			return RevokeResult{}, Internal(err)
+		}
+		if err := tx.emit("invite.revoked", refs{actor: p.ParticipantID}, map[string]any{"invite_id": id, "end_sessions": in.EndSessions}); err != nil {
+			return RevokeResult{}, err
+		}
 	}
-	if _, err := tx.exec(`UPDATE invites SET revoked_at = ? WHERE invite_id = ?`, tx.nowMS(), id); err != nil {
-		return Internal(err)
+	if in.EndSessions {
+		pids, err := queryStrings(tx.ctx, tx.q, `SELECT participant_id FROM participants
+			WHERE invite_id = ? AND left_at IS NULL ORDER BY joined_at, rowid`, id)
+		if err != nil {
+			return RevokeResult{}, err
+		}
+		if res.EndedSessions, err = e.removeParticipants(tx, p, pids, EndInviteRevoked); err != nil {
+			return RevokeResult{}, err
+		}
 	}
-	return tx.emit("invite.revoked", refs{actor: p.ParticipantID}, map[string]any{"invite_id": id})
+	return res, nil
 }
 
 // JoinInput redeems an invitation.
@@ -320,16 +394,17 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 	if minutes == 0 {
 		minutes = int(e.Limits.SessionDefault / time.Minute)
 	}
-	if minutes < 0 || minutes > int(e.Limits.SessionMax/time.Minute) {
-		return SessionGrant{}, Errorf(KindLimitExceeded, "session length must be 1..%d minutes", int(e.Limits.SessionMax/time.Minute))
+	if maxMin := int(e.Limits.SessionMax / time.Minute); minutes < 0 || minutes > maxMin {
+		// The caller's mistake (400), not a bound the room reached (429).
+		return SessionGrant{}, invalid("session_minutes", "session length must be 1..%d minutes", maxMin).With("limit", maxMin)
 	}
 	var id, capsText string
 	var expires int64
 	var maxUses sql.NullInt64
 	var used int
-	var revoked sql.NullInt64
-	err := tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, capabilities, expires_at, max_uses, used_count, revoked_at
-		FROM invites WHERE secret_sha256 = ?`, HashSecret(in.Secret)).Scan(&id, &capsText, &expires, &maxUses, &used, &revoked)
+	var revoked, liveCap sql.NullInt64
+	err := tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, capabilities, expires_at, max_uses, used_count, revoked_at, max_live_sessions
+		FROM invites WHERE secret_sha256 = ?`, HashSecret(in.Secret)).Scan(&id, &capsText, &expires, &maxUses, &used, &revoked, &liveCap)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SessionGrant{}, Errorf(KindUnauthorized, "unknown invitation")
 	}
@@ -353,6 +428,23 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 	}
 	if live >= e.Limits.MaxLiveSessions {
 		return SessionGrant{}, Errorf(KindLimitExceeded, "the room already has %d live sessions", e.Limits.MaxLiveSessions)
+	}
+	var own *int64
+	if liveCap.Valid {
+		own = &liveCap.Int64
+	}
+	if perInvite := e.inviteSessionCap(own); perInvite > 0 {
+		// Checked before the use is spent: a refused join costs nothing.
+		var mine int
+		if err := tx.q.QueryRowContext(tx.ctx, `SELECT count(*) FROM sessions s JOIN participants p ON p.participant_id = s.participant_id
+			WHERE p.invite_id = ? AND s.ended_at IS NULL AND s.expires_at > ?`, id, tx.nowMS()).Scan(&mine); err != nil {
+			return SessionGrant{}, Internal(err)
+		}
+		if mine >= perInvite {
+			return SessionGrant{}, Errorf(KindLimitExceeded,
+				"this invitation's joiners already hold %d live sessions, its limit; the host can end one or make another invitation", perInvite).
+				With("limit", perInvite)
+		}
 	}
 	n, err := tx.execN(`UPDATE invites SET used_count = used_count + 1
 		WHERE invite_id = ? AND revoked_at IS NULL AND (max_uses IS NULL OR used_count < max_uses)`, id)
@@ -467,19 +559,20 @@ func (e *Engine) Participants(ctx context.Context, q Querier, p Principal) ([]Pa
 	}
 	rows, err := q.QueryContext(ctx, `SELECT participant_id, kind, name, capabilities, is_host, joined_at, last_seen_at,
 		(SELECT transport FROM sessions s WHERE s.participant_id = p.participant_id AND s.ended_at IS NULL
-		 ORDER BY issued_at DESC LIMIT 1)
+		 ORDER BY issued_at DESC LIMIT 1), invite_id
 		FROM participants p WHERE left_at IS NULL ORDER BY is_host DESC, joined_at, rowid LIMIT ?`, e.Limits.MaxListItems)
 	if err != nil {
 		return nil, Internal(err)
 	}
-	defer rows.Close()
 	out := []Participant{}
+	index := map[string]int{}
 	for rows.Next() {
 		var pt Participant
 		var caps string
 		var joined, seen int64
-		var transport sql.NullString
-		if err := rows.Scan(&pt.ParticipantID, &pt.Kind, &pt.Name, &caps, &pt.IsHost, &joined, &seen, &transport); err != nil {
+		var transport, invite sql.NullString
+		if err := rows.Scan(&pt.ParticipantID, &pt.Kind, &pt.Name, &caps, &pt.IsHost, &joined, &seen, &transport, &invite); err != nil {
+			rows.Close()
 			return nil, Internal(err)
 		}
 		_ = json.Unmarshal([]byte(caps), &pt.Capabilities)
@@ -487,9 +580,46 @@ func (e *Engine) Participants(ctx context.Context, q Querier, p Principal) ([]Pa
 		if transport.Valid {
 			pt.Transport = &transport.String
 		}
+		if invite.Valid {
+			pt.InviteID = &invite.String
+		}
+		pt.Sessions = []SessionInfo{}
+		index[pt.ParticipantID] = len(out)
 		out = append(out, pt)
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, Internal(err)
+	}
+	return out, e.attachSessions(ctx, q, out, index)
+}
+
+// attachSessions fills each listed participant's live sessions. The room's
+// session cap bounds the rows (a lowered cap after a restart is covered by
+// the list bound).
+func (e *Engine) attachSessions(ctx context.Context, q Querier, out []Participant, index map[string]int) error {
+	rows, err := q.QueryContext(ctx, `SELECT session_ref, participant_id, transport, issued_at, expires_at, last_seen_at
+		FROM sessions WHERE ended_at IS NULL AND expires_at > ? ORDER BY issued_at, session_ref LIMIT ?`,
+		ms(e.Now()), max(e.Limits.MaxLiveSessions, e.Limits.MaxListItems))
+	if err != nil {
+		return Internal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var si SessionInfo
+		var pid string
+		var issued, expires, seen int64
+		if err := rows.Scan(&si.SessionRef, &pid, &si.Transport, &issued, &expires, &seen); err != nil {
+			return Internal(err)
+		}
+		i, ok := index[pid]
+		if !ok {
+			continue
+		}
+		si.IssuedAt, si.ExpiresAt, si.LastSeen = WireTime(issued), WireTime(expires), WireTime(seen)
+		out[i].Sessions = append(out[i].Sessions, si)
+	}
+	return rows.Err()
 }
 
 // Leave ends the caller's participation: its sessions end, its leases are

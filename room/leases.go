@@ -68,7 +68,9 @@ func (e *Engine) leaseMinutes(m *int) (time.Duration, error) {
 		return 0, invalid("minutes", "minutes must be positive")
 	}
 	if maxMin := int(e.Limits.LeaseMax / time.Minute); minutes > maxMin {
-		return 0, Errorf(KindLimitExceeded, "a lease lasts at most %d minutes", maxMin).With("field", "minutes").With("limit", maxMin)
+		// A length out of range is the caller's mistake (400), not a bound
+		// the room reached: 429 would invite a retry that cannot succeed.
+		return 0, invalid("minutes", "a lease lasts at most %d minutes", maxMin).With("limit", maxMin)
 	}
 	return time.Duration(minutes) * time.Minute, nil
 }

@@ -313,8 +313,8 @@ func TestCheckout_BadInputChangesNothing(t *testing.T) {
 		{"missing_target_is_invalid_request", a, "", nil, room.KindInvalidRequest},
 		{"zero_minutes_is_invalid_request", a, "Goals", refOf(0), room.KindInvalidRequest},
 		{"negative_minutes_is_invalid_request", a, "Goals", refOf(-1), room.KindInvalidRequest},
-		{"121_minutes_is_limit_exceeded", a, "Goals", refOf(121), room.KindLimitExceeded},
-		{"huge_minutes_is_limit_exceeded", a, "Goals", refOf(math.MaxInt), room.KindLimitExceeded},
+		{"121_minutes_is_invalid_request", a, "Goals", refOf(121), room.KindInvalidRequest},
+		{"huge_minutes_is_invalid_request", a, "Goals", refOf(math.MaxInt), room.KindInvalidRequest},
 		{"without_checkout_is_permission_denied", reader, "Goals", nil, room.KindPermissionDenied},
 	}
 	for _, c := range cases {

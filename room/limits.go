@@ -38,6 +38,10 @@ type Limits struct {
 	// could fill the room's cap and lock everyone out for a task TTL (issue
 	// 13 item 10). The host is exempt. Valid values are 1..MaxActiveTasks.
 	MaxTasksPerParticipant int
+	// MaxSessionsPerInvite caps the live sessions that one invitation's
+	// joiners hold at once, so a many-use invitation cannot take every
+	// session of the room; an invitation may set a lower cap of its own.
+	MaxSessionsPerInvite int
 }
 
 // Defaults returns the product's limits.
@@ -73,5 +77,6 @@ func Defaults() Limits {
 		// A quarter of the room: four busy participants can fill it, no
 		// single one can.
 		MaxTasksPerParticipant: 8,
+		MaxSessionsPerInvite:   8,
 	}
 }

@@ -244,36 +244,52 @@
       : [el('li', { class: 'empty', text: 'Nobody yet.' })]));
   }
 
-  // ---- a participant's active tasks, and clearing them -------------------
+  // ---- a participant's row ------------------------------------------------
   //
-  // Each participant's handoffs may hold only a share of the room's active
-  // tasks; the row says how many they hold, and the host can cancel all of
-  // one participant's open handoffs at once (after a confirmation), e.g. when
-  // an agent floods the room.
+  // Who it is; its active tasks (each participant's handoffs may hold only a
+  // share of the room's); for anyone but the host, a button that ends its
+  // sessions once the host confirms; and, while it holds active tasks, a
+  // button that cancels all of its open handoffs at once (after a
+  // confirmation), e.g. when an agent floods the room.
 
   let shares = null;            // GET /workspace/room's task_shares (admins only)
   let shownParticipants = [];
   let confirmingClear = '';     // the participant whose clear awaits confirmation
 
   function participantItem(p) {
-    const li = el('li', { dataset: { participantId: p.participant_id } }, el('span', { text: participantLine(p) }));
+    const li = el('li', { class: 'participant', dataset: { participantId: p.participant_id } },
+      el('span', { class: 'who', text: participantLine(p) }));
     const n = (shares && shares.by_participant && shares.by_participant[p.participant_id]) || 0;
-    if (!n) return li;
-    li.append(el('span', { class: 'muted', text: ` · ${n} active task${n === 1 ? '' : 's'}${p.is_host ? '' : ` of ${shares.share}`}` }));
+    if (n) li.append(el('span', { class: 'muted', text: ` · ${n} active task${n === 1 ? '' : 's'}${p.is_host ? '' : ` of ${shares.share}`}` }));
+    if (!p.is_host) li.append(endSessionsButton(p));
+    if (n) li.append(clearControls(p, n));
+    return li;
+  }
+
+  function clearControls(p, n) {
     const what = `${n} open handoff${n === 1 ? '' : 's'} of ${p.name}`;
     if (confirmingClear !== p.participant_id) {
-      li.append(el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', text: 'Cancel open handoffs…',
+      return el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', text: 'Cancel open handoffs…',
         'aria-label': `Cancel all open handoffs of ${p.name}`,
-        onclick: () => { confirmingClear = p.participant_id; rerenderParticipants(`clear-yes-${p.participant_id}`); } })));
-      return li;
+        onclick: () => { confirmingClear = p.participant_id; rerenderParticipants(`clear-yes-${p.participant_id}`); } }));
     }
     const yes = el('button', { type: 'button', class: 'danger', id: `clear-yes-${p.participant_id}`, text: `Yes, cancel ${what}`,
       onclick: (e) => clearHandoffs(e.currentTarget, p) });
     const no = el('button', { type: 'button', class: 'secondary', text: 'Keep them',
       onclick: () => { confirmingClear = ''; rerenderParticipants(); } });
-    li.append(el('div', { class: 'actions confirm', role: 'group', 'aria-label': `Confirm cancelling ${what}` },
-      el('span', { text: `Cancel ${what}? Their tasks end as cancelled; work already done is not undone.` }), yes, no));
-    return li;
+    return el('div', { class: 'actions confirm', role: 'group', 'aria-label': `Confirm cancelling ${what}` },
+      el('span', { text: `Cancel ${what}? Their tasks end as cancelled; work already done is not undone.` }), yes, no);
+  }
+
+  function endSessionsButton(p) {
+    const n = (p.sessions || []).length;
+    const what = n === 1 ? 'its session ends' : `its ${n} sessions end`;
+    return el('button', { type: 'button', class: 'danger', 'aria-label': `End the sessions of ${p.name}`, text: 'End sessions',
+      onclick: (e) => {
+        const button = e.currentTarget;
+        if (!window.confirm(`End ${p.name}: ${what} now, it leaves the room and its leases are released. It needs a new invitation to come back.`)) return;
+        act(button, `end the sessions of ${p.name}`, () => api('POST', '/workspace/session/end', { participant_id: p.participant_id }));
+      } });
   }
 
   function rerenderParticipants(focusID) {
