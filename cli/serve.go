@@ -144,7 +144,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	limits := room.Defaults()
 	limits.RateLimitPerMinute = f.rateLimit
 	limits.MaxLiveSessions = f.maxSessions
-	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch)
+	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch, actor.WatchConfig{Enabled: true})
 	if err != nil {
 		hub.Close()
 		return err
