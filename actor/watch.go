@@ -186,7 +186,7 @@ func (w *watcher) run() {
 		case ev, ok := <-events:
 			if !ok {
 				source, events, errs = nil, nil, nil
-				w.armed = false
+				w.armed, w.fsw = false, nil // the poll alone from now on
 				w.lost("the event source closed")
 				continue
 			}
