@@ -36,6 +36,10 @@ type Config struct {
 	MaxBatch     int           // commands per transaction; default 64 (1 = no group commit)
 	MaxSweepWait time.Duration // longest the sweeper sleeps; default 30s
 	FlushEvery   time.Duration // last_seen flush period; default 1 minute
+
+	// Watch makes outside edits of the document versions within a
+	// second, instead of at the next read or sweep (see watch.go).
+	Watch WatchConfig
 }
 
 // Room is a running room actor.
@@ -51,9 +55,12 @@ type Room struct {
 	pub    Publisher
 	cmds   chan *call
 	wake   chan struct{} // ask the writer to sweep and sync now
+	resync chan struct{} // ask the writer to sync the file only (the watcher)
 	quit   chan struct{} // closed by Close: stop accepting, drain, stop
 	done   chan struct{} // closed when the writer has stopped
 	closed sync.Once
+
+	watchDone chan struct{} // closed when the file watcher has stopped; nil without one
 
 	nextWake  atomic.Int64 // unix ms the sweeper is armed for (0 = idle wait), for tests and /debug
 	lastFlush time.Time
@@ -68,6 +75,17 @@ type Stats struct {
 	Batches    atomic.Uint64 // transactions committed
 	Overloaded atomic.Uint64 // commands refused because the queue was full
 	Sweeps     atomic.Uint64
+
+	// The file watcher's work. Events on other files of the document's
+	// directory (the sidecar's -wal on every commit) are only counted as
+	// ignored; a sync runs only when the file's stamp changed, checked by
+	// the watcher (SyncRequests) and again by the writer (FileSyncs), so
+	// the room's own writes never cost a sync.
+	WatchEvents  atomic.Uint64 // filesystem events naming the document
+	WatchIgnored atomic.Uint64 // events on other files in its directory, dropped by name
+	WatchArms    atomic.Uint64 // times the directory watch was put in place (more than 1: re-armed)
+	SyncRequests atomic.Uint64 // times the watcher saw the file changed and asked the writer
+	FileSyncs    atomic.Uint64 // file syncs the writer ran at the watcher's request
 }
 
 type call struct {
@@ -102,7 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 	r := &Room{
 		cfg: cfg, eng: cfg.Engine, store: cfg.Store, conn: conn, log: cfg.Logger, pub: cfg.Publisher,
 		q: room.NewConnQuerier(conn), reads: room.NewStmtCache(cfg.Store.Reader),
-		cmds: make(chan *call, cfg.QueueLen), wake: make(chan struct{}, 1),
+		cmds: make(chan *call, cfg.QueueLen), wake: make(chan struct{}, 1), resync: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		lastFlush: cfg.Engine.Now(),
 	}
@@ -120,6 +138,9 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		return nil, err
 	}
 	go r.loop()
+	if cfg.Watch.Enabled {
+		r.startWatcher()
+	}
 	return r, nil
 }
 
@@ -145,17 +166,23 @@ func (r *Room) NextWake() time.Time {
 	return time.UnixMilli(v)
 }
 
-// Close stops accepting commands, lets the writer run everything already
-// queued (every caller gets an answer), commits, and closes the write
-// connection. It waits for the writer or for ctx.
+// Close stops accepting commands and the file watcher, lets the writer run
+// everything already queued (every caller gets an answer), commits, and
+// closes the write connection. It waits for the writer and the watcher, or
+// for ctx.
 func (r *Room) Close(ctx context.Context) error {
 	r.closed.Do(func() { close(r.quit) })
-	select {
-	case <-r.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, done := range []chan struct{}{r.done, r.watchDone} {
+		if done == nil {
+			continue
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	return nil
 }
 
 // Do runs fn as one command in the writer and returns its result once the
@@ -265,6 +292,14 @@ func (r *Room) loop() {
 			r.runBatch([]*call{r.sweepCall()})
 		case <-r.wake:
 			r.runBatch([]*call{r.sweepCall()})
+		case <-r.resync:
+			// Look again here: the room's own write may have committed
+			// since the watcher looked, and then there is nothing to do.
+			if !r.eng.FileChanged() {
+				continue // the sweeper's timer is still armed
+			}
+			r.stats.FileSyncs.Add(1)
+			r.runBatch([]*call{r.syncCall()})
 		case <-r.quit:
 			r.stop()
 			return
@@ -323,6 +358,22 @@ func (r *Room) RequestSweep() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// RequestFileSync asks the writer to record an outside edit of the file
+// soon, without waiting and without a full sweep: the watcher calls it when
+// the file's stamp changed. Requests made before the writer gets to it
+// coalesce into one sync, which reads the file as it is then.
+func (r *Room) RequestFileSync() {
+	select {
+	case r.resync <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Room) syncCall() *call {
+	return &call{ctx: context.Background(), name: "sync", reply: make(chan error, 1),
+		run: func(tx *room.Tx) error { return r.eng.SyncFile(tx) }}
 }
 
 // runBatch is the heart of the writer: one transaction, one savepoint per

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,13 +26,33 @@ func BenchmarkCommit(b *testing.B) {
 	}{{"one-per-tx", 1}, {"group", 64}} {
 		for _, callers := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/callers=%d", mode.name, callers), func(b *testing.B) {
-				benchCommit(b, mode.batch, callers)
+				benchCommit(b, mode.batch, callers, false)
 			})
 		}
 	}
 }
 
-func benchCommit(b *testing.B, maxBatch, callers int) {
+// BenchmarkCommitWatched is the file watcher's price on the commit path:
+// every commit writes the sidecar's -wal beside the document, and each
+// write is an event the watcher must receive and drop. It compares one
+// caller's commits with the watcher off and on, and reports the process's
+// CPU time per commit (less sensitive than wall time to a shared machine)
+// and the events dropped per commit.
+func BenchmarkCommitWatched(b *testing.B) {
+	for _, watch := range []bool{false, true} {
+		b.Run(fmt.Sprintf("watch=%v", watch), func(b *testing.B) {
+			benchCommit(b, 1, 1, watch)
+		})
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func benchCommit(b *testing.B, maxBatch, callers int, watch bool) {
 	dir := b.TempDir()
 	doc := filepath.Join(dir, "bench.md")
 	os.WriteFile(doc, []byte("# Bench\n"), 0o644)
@@ -45,7 +66,7 @@ func benchCommit(b *testing.B, maxBatch, callers int) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	r, err := Open(ctx, Config{Engine: eng, Store: st, MaxBatch: maxBatch, QueueLen: 4096})
+	r, err := Open(ctx, Config{Engine: eng, Store: st, MaxBatch: maxBatch, QueueLen: 4096, Watch: WatchConfig{Enabled: watch}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +76,7 @@ func benchCommit(b *testing.B, maxBatch, callers int) {
 	lat := make([][]time.Duration, callers)
 	var next atomic.Int64
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	var wg sync.WaitGroup
 	for c := range callers {
 		wg.Add(1)
@@ -75,7 +96,7 @@ func benchCommit(b *testing.B, maxBatch, callers int) {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
 	all := slices.Concat(lat...)
 	slices.Sort(all)
@@ -86,4 +107,8 @@ func benchCommit(b *testing.B, maxBatch, callers int) {
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(r.Stats().Commands.Load())/float64(max(r.Stats().Batches.Load(), 1)), "cmds/batch")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(all)), "cpu-µs/commit")
+	if watch {
+		b.ReportMetric(float64(r.Stats().WatchIgnored.Load())/float64(len(all)), "dropped-events/commit")
+	}
 }

@@ -58,6 +58,8 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("fan-out not compared with the bare SSE baseline")
 	case rep.Preload == nil || rep.Preload.Large == nil || rep.Preload.Large.Handoffs < 1500:
 		t.Errorf("preload measured nothing: %+v", rep.Preload)
+	case rep.Watch == nil || rep.Watch.Latency.Count != int64(rep.Watch.Saves) || rep.Watch.Frames == 0:
+		t.Errorf("watch measured nothing: %+v", rep.Watch)
 	}
 	if rep.Lifecycle != nil && rep.Lifecycle.MaxActiveTasks > maxActiveTasks {
 		t.Errorf("max active tasks %d above the cap", rep.Lifecycle.MaxActiveTasks)

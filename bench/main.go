@@ -36,7 +36,7 @@ const (
 	exitInterrupted = 130
 )
 
-var allScenarios = []string{"baselines", "lifecycle", "poll", "fanout", "preload"}
+var allScenarios = []string{"baselines", "lifecycle", "poll", "fanout", "preload", "watch"}
 
 type config struct {
 	scenarios         []string
@@ -253,6 +253,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runners := map[string]func(context.Context, *env) error{
 		"baselines": scenarioBaselines, "lifecycle": scenarioLifecycle, "poll": scenarioPoll,
 		"fanout": scenarioFanout, "preload": scenarioPreload,
+		"watch": scenarioWatch,
 	}
 	for _, name := range allScenarios { // fixed order: baselines first, so ratios print as rows arrive
 		if !slices.Contains(cfg.scenarios, name) || ctx.Err() != nil {

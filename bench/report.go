@@ -21,6 +21,7 @@ type report struct {
 	Poll          *pollResults     `json:"poll,omitempty"`
 	Fanout        *fanoutResults   `json:"fanout,omitempty"`
 	Preload       *preloadResult   `json:"preload,omitempty"`
+	Watch         *watchResult     `json:"watch,omitempty"`
 	Targets       []target         `json:"targets"`
 	Violations    []string         `json:"violations"`
 	Findings      []string         `json:"findings"`
@@ -355,6 +356,11 @@ func (r *report) judge() {
 	} else {
 		add("tasks/get p99, preloaded vs 1,000", "≤ 1.5×", 0, false, false, "run with --preload N")
 		add("handoff_create p99, preloaded vs 1,000", "≤ 1.5×", 0, false, false, "run with --preload N")
+	}
+	if w := r.Watch; w != nil && w.Latency.Count > 0 {
+		add(watchTarget, "< 1000 ms", w.Latency.P99Ms, w.Latency.P99Ms < 1000, true, fmt.Sprintf("%d saves, max %s ms", w.Saves, num(w.Latency.MaxMs)))
+	} else {
+		add(watchTarget, "< 1000 ms", 0, false, false, "watch not run")
 	}
 }
 

@@ -31,12 +31,13 @@ func hostName(env Env) string {
 // openLocal opens the room of docPath. dbPath overrides the sidecar
 // location (--ephemeral); pub receives commits (nil for one-shot commands).
 func openLocal(ctx context.Context, docPath, dbPath, host string, pub actor.Publisher, log *slog.Logger) (*localRoom, error) {
-	return openLocalWith(ctx, docPath, dbPath, host, pub, log, room.Defaults(), 0)
+	return openLocalWith(ctx, docPath, dbPath, host, pub, log, room.Defaults(), 0, actor.WatchConfig{})
 }
 
-// openLocalWith is openLocal with the room's limits and the writer's batch
-// bound chosen by the caller (ce serve's flags).
-func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.Publisher, log *slog.Logger, limits room.Limits, maxBatch int) (*localRoom, error) {
+// openLocalWith is openLocal with the room's limits, the writer's batch
+// bound and the file watcher chosen by the caller (ce serve). One-shot
+// commands do without the watcher: their one command reads the file anyway.
+func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.Publisher, log *slog.Logger, limits room.Limits, maxBatch int, watch actor.WatchConfig) (*localRoom, error) {
 	eng, err := room.NewEngine(docPath, limits)
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 	if err != nil {
 		return nil, err
 	}
-	cfg := actor.Config{Engine: eng, Store: st, Logger: log, HostName: host, MaxBatch: maxBatch}
+	cfg := actor.Config{Engine: eng, Store: st, Logger: log, HostName: host, MaxBatch: maxBatch, Watch: watch}
 	if pub != nil {
 		cfg.Publisher = pub
 	}

@@ -160,7 +160,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	limits.RateLimitPerMinute = f.rateLimit
 	limits.MaxLiveSessions = f.maxSessions
 	limits.MaxSessionsPerInvite = f.maxPerInvite
-	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch)
+	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch, actor.WatchConfig{Enabled: true})
 	if err != nil {
 		hub.Close()
 		return err

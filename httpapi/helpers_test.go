@@ -172,7 +172,11 @@ func (h *roomHarness) start() {
 		o.Gate.release = make(chan struct{})
 		pub = o.Gate
 	}
-	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: pub, Logger: h.Log, HostName: "host"})
+	acfg := actor.Config{Engine: eng, Store: st, Publisher: pub, Logger: h.Log, HostName: "host"}
+	if o.Actor != nil {
+		o.Actor(&acfg)
+	}
+	r, err := actor.Open(ctx, acfg)
 	if err != nil {
 		hub.Close()
 		st.Close()

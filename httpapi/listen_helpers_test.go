@@ -53,6 +53,9 @@ type lsOpts struct {
 	// one, for tests that push megabytes through the sidecar: its commits
 	// fsync, and on a disk that, not the code under test, would dominate.
 	InMemory bool
+	// Actor adjusts the room actor's configuration (the sweeper, the file
+	// watcher) after the harness has filled it in.
+	Actor func(*actor.Config)
 }
 
 // lsTempDir is t.TempDir(), on /dev/shm when asked and available.
