@@ -77,6 +77,10 @@ func New(cfg Config) *Server {
 	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}}
 	s.tools = toolCatalog()
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
+	if s.hub != nil {
+		// Subscriptions die with their session (leave, expiry, ended by the host).
+		s.hub.OnSessionEnd(s.legacy.drop)
+	}
 	return s
 }
 
