@@ -35,6 +35,9 @@ type serveFlags struct {
 	rateLimit   int
 	maxSessions int
 	maxBatch    int
+
+	pendingProposals               int
+	pendingProposalsPerParticipant int
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -52,6 +55,8 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.IntVar(&f.rateLimit, "rate-limit", 600, "requests per minute per session (0 = no limit)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 32, "live sessions the room admits")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "commands per write transaction (1 turns group commit off)")
+	fs.IntVar(&f.pendingProposals, "pending-proposals", room.Defaults().MaxPendingProposals, "pending proposals the whole room may hold")
+	fs.IntVar(&f.pendingProposalsPerParticipant, "pending-proposals-per-participant", room.Defaults().MaxPendingProposalsPerParticipant, "pending proposals one participant may hold")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
@@ -135,6 +140,9 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	if f.queueLen < 1 || f.streams < 1 || f.rateLimit < 0 || f.maxSessions < 1 || f.maxBatch < 1 || f.maxLag <= 0 {
 		return &exitError{code: exitUsage, err: errors.New("--listen-queue, --streams-per-session, --max-sessions and --max-batch must be at least 1, --listen-max-lag positive, --rate-limit 0 or more")}
 	}
+	if f.pendingProposals < 1 || f.pendingProposalsPerParticipant < 1 {
+		return &exitError{code: exitUsage, err: errors.New("--pending-proposals and --pending-proposals-per-participant must be at least 1")}
+	}
 	raiseFileLimit(log)
 	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log})
 	host := f.name
@@ -144,6 +152,8 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	limits := room.Defaults()
 	limits.RateLimitPerMinute = f.rateLimit
 	limits.MaxLiveSessions = f.maxSessions
+	limits.MaxPendingProposals = f.pendingProposals
+	limits.MaxPendingProposalsPerParticipant = f.pendingProposalsPerParticipant
 	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch)
 	if err != nil {
 		hub.Close()

@@ -133,6 +133,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/workspace/changes_since", s.getChangesSince)
 		r.Get("/workspace/leases", s.getLeases)
 		r.Get("/workspace/proposals", s.getProposals)
+		r.Get("/workspace/proposal", s.getProposal)
 		r.Get("/workspace/diagnostics", s.getDiagnostics)
 		r.Get("/workspace/room", s.getRoom)
 		r.Get("/workspace/observe", s.observe)
