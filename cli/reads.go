@@ -79,23 +79,35 @@ func leasesCommand(env Env) *ffcli.Command {
 }
 
 func proposalsCommand(env Env) *ffcli.Command {
-	var status *string
-	return readCommand(env, "proposals", "ce proposals --workspace FILE [--status S] [--json]", "proposed changes, newest first",
+	var status, cursor *string
+	var limit *int
+	return readCommand(env, "proposals", "ce proposals --workspace FILE [--status S] [--limit N] [--cursor C] [--json]",
+		"proposed changes, newest first, a page at a time (ce proposal ID shows one with its text)",
 		func(fs *flag.FlagSet) func([]string) error {
 			status = fs.String("status", "", "only this status (pending, approved, rejected, committed, conflicted, superseded)")
+			limit = fs.Int("limit", 0, "how many (default 50, max 200)")
+			cursor = fs.String("cursor", "", "continue after the previous page (the cursor it printed)")
 			return func(args []string) error {
 				if len(args) > 0 {
-					return usageErr("proposals takes no arguments")
+					return usageErr("proposals takes no arguments (ce proposal ID shows one)")
 				}
 				return nil
 			}
 		},
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
-			ps, err := eng.Proposals(ctx, q, room.Operator(eng.HostID), *status)
-			return ps, func() {
-				printTable(env.Stdout, "no proposals", "PROPOSAL\tSTATUS\tBASE\tTARGET\tBY\tSUMMARY", ps, func(p room.Proposal) string {
-					return fmt.Sprintf("%s\t%s\tv%d\t%s\t%s\t%s", p.ProposalID, p.Status, p.BaseVersion, p.Target, p.ParticipantID, oneLine(p.Summary, 50))
+			pg, err := eng.Proposals(ctx, q, room.Operator(eng.HostID), room.ProposalsInput{Status: *status, Limit: *limit, Cursor: *cursor})
+			return pg, func() {
+				printTable(env.Stdout, "no proposals", "PROPOSAL\tSTATUS\tBASE\tTARGET\tBY\tSIZE\tSUMMARY", pg.Proposals, func(p room.ProposalInfo) string {
+					return fmt.Sprintf("%s\t%s\tv%d\t%s\t%s\t%s\t%s", p.ProposalID, p.Status, p.BaseVersion, p.Target, p.ParticipantID,
+						byteSize(p.Change.ContentBytes), oneLine(p.Summary, 50))
 				})
+				if pg.NextCursor != "" {
+					fmt.Fprintf(env.Stdout, "more: ce proposals --cursor %s", pg.NextCursor)
+					if *status != "" {
+						fmt.Fprintf(env.Stdout, " --status %s", *status)
+					}
+					fmt.Fprintln(env.Stdout)
+				}
 			}, err
 		})
 }

@@ -86,6 +86,12 @@ type readsEvent struct {
 	Type string `json:"event_type"`
 }
 
+// readsProposals is one page of `ce proposals --json`.
+type readsProposals struct {
+	Proposals  []map[string]any `json:"proposals"`
+	NextCursor string           `json:"next_cursor"`
+}
+
 type readsHistory struct {
 	WorkspaceID   string       `json:"workspace_id"`
 	Events        []readsEvent `json:"events"`
@@ -127,8 +133,9 @@ func TestReadCommands(t *testing.T) {
 			}
 		})
 		t.Run(phase+": proposals shows the proposal made over HTTP", func(t *testing.T) {
-			var ps []map[string]any
-			r.readJSON(t, &ps, "proposals")
+			var page readsProposals
+			r.readJSON(t, &page, "proposals")
+			ps := page.Proposals
 			var found map[string]any
 			for _, p := range ps {
 				if p["proposal_id"] == r.proposalID {
@@ -215,8 +222,9 @@ func TestReadCommands(t *testing.T) {
 
 	checkState(t, "serving", 2)
 	t.Run("serving: proposals --status filters", func(t *testing.T) {
-		var ps []map[string]any
-		r.readJSON(t, &ps, "proposals", "--status", "superseded")
+		var page readsProposals
+		r.readJSON(t, &page, "proposals", "--status", "superseded")
+		ps := page.Proposals
 		if len(ps) != 1 || ps[0]["proposal_id"] != superseded {
 			t.Errorf("superseded = %v, want %s", ps, superseded)
 		}

@@ -174,6 +174,7 @@ func rootCommand(env Env) *ffcli.Command {
 		participantsCommand(env),
 		leasesCommand(env),
 		proposalsCommand(env),
+		proposalCommand(env),
 		historyCommand(env),
 		diffCommand(env),
 		openCommand(env),

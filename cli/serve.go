@@ -36,8 +36,10 @@ type serveFlags struct {
 	maxSessions int
 	maxBatch    int
 
-	maxTasksPerParticipant int
-	maxPerInvite           int // live sessions one invitation's joiners may hold
+	maxTasksPerParticipant         int
+	maxPerInvite                   int // live sessions one invitation's joiners may hold
+	pendingProposals               int
+	pendingProposalsPerParticipant int
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -58,6 +60,8 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.IntVar(&f.maxTasksPerParticipant, "max-tasks-per-participant", room.Defaults().MaxTasksPerParticipant,
 		fmt.Sprintf("active tasks one participant's handoffs may hold, 1..%d (the room's cap); the host has no share", room.Defaults().MaxActiveTasks))
 	fs.IntVar(&f.maxPerInvite, "max-sessions-per-invite", room.Defaults().MaxSessionsPerInvite, "live sessions one invitation's joiners may hold at once (an invitation may set its own)")
+	fs.IntVar(&f.pendingProposals, "pending-proposals", room.Defaults().MaxPendingProposals, "pending proposals the whole room may hold")
+	fs.IntVar(&f.pendingProposalsPerParticipant, "pending-proposals-per-participant", room.Defaults().MaxPendingProposalsPerParticipant, "pending proposals one participant may hold")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
@@ -149,6 +153,9 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	if f.maxPerInvite < 1 {
 		return &exitError{code: exitUsage, err: errors.New("--max-sessions-per-invite must be at least 1")}
 	}
+	if f.pendingProposals < 1 || f.pendingProposalsPerParticipant < 1 {
+		return &exitError{code: exitUsage, err: errors.New("--pending-proposals and --pending-proposals-per-participant must be at least 1")}
+	}
 	raiseFileLimit(log)
 	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log})
 	host := f.name
@@ -160,6 +167,8 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	limits.RateLimitPerMinute = f.rateLimit
 	limits.MaxLiveSessions = f.maxSessions
 	limits.MaxSessionsPerInvite = f.maxPerInvite
+	limits.MaxPendingProposals = f.pendingProposals
+	limits.MaxPendingProposalsPerParticipant = f.pendingProposalsPerParticipant
 	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch, actor.WatchConfig{Enabled: true})
 	if err != nil {
 		hub.Close()

@@ -289,6 +289,12 @@ describe('owner page', { concurrency: false }, () => {
     await c1.waitFor({ timeout: UI_TIMEOUT });
     await proposalCard(p2).waitFor({ timeout: UI_TIMEOUT });
     assert.match(await c1.textContent(), /pending · base v1 · Trip plan\/Goals/);
+    // The room view carries only the size of the proposed text; the host
+    // reads the text on demand before deciding.
+    const view = await page.evaluate(async () => (await fetch('/workspace/room', { cache: 'no-store' })).text());
+    assert.ok(!view.includes('About 1,200 euros'), 'the room view carries the proposed text');
+    await c1.locator('details.proposed > summary', { hasText: `${Buffer.byteLength(goals)} B` }).click();
+    await c1.locator('details.proposed pre', { hasText: 'About 1,200 euros.' }).waitFor({ timeout: UI_TIMEOUT });
 
     await c1.getByRole('button', { name: /^Approve proposal/ }).click();
     await c1.getByRole('button', { name: /^Commit proposal/ }).click();

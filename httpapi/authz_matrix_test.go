@@ -187,6 +187,7 @@ func azOps() []*azOp {
 	target := func(r *azRec) map[string]any { return map[string]any{"target": r.Section} }
 	review := func(r *azRec) map[string]any { return map[string]any{"proposal_id": r.ProposalID, "approve": true} }
 	commit := func(r *azRec) map[string]any { return map[string]any{"proposal_id": r.ProposalID} }
+	proposal := func(r *azRec) map[string]any { return map[string]any{"proposal_id": r.ProposalID} }
 	invite := func(r *azRec) map[string]any { return map[string]any{"capabilities": []string{"read"}} }
 	create := func(r *azRec) map[string]any { return map[string]any{"summary": "az: please do this"} }
 	answer := map[string]any{"k": map[string]any{"action": "accept", "content": map[string]any{"answer": "yes"}}}
@@ -242,6 +243,7 @@ func azOps() []*azOp {
 		rest("GET", "/workspace/changes_since", room.CapRead, azCapOnly, azFixNone, since),
 		rest("GET", "/workspace/leases", room.CapRead, azCapOnly, azFixNone, nil),
 		rest("GET", "/workspace/proposals", room.CapRead, azCapOnly, azFixNone, nil),
+		rest("GET", "/workspace/proposal", room.CapRead, azCapOnly, azFixPending, proposal),
 		rest("GET", "/workspace/diagnostics", room.CapRead, azCapOnly, azFixNone, nil),
 		rest("GET", "/workspace/room", room.CapRead, azCapOnly, azFixNone, nil),
 		stream(rest("GET", "/workspace/observe", room.CapObserve, azCapOnly, azFixNone, nil)),
@@ -306,6 +308,7 @@ func azOps() []*azOp {
 		tool("workspace_changes_since", room.CapRead, azCapOnly, azFixNone, since),
 		tool("workspace_leases", room.CapRead, azCapOnly, azFixNone, none),
 		tool("workspace_proposals", room.CapRead, azCapOnly, azFixNone, none),
+		tool("workspace_proposal", room.CapRead, azCapOnly, azFixPending, proposal),
 		tool("workspace_diagnostics", room.CapRead, azCapOnly, azFixNone, none),
 		tool("workspace_checkout", room.CapCheckout, azCapOnly, azFixSection, target),
 		tool("workspace_renew", room.CapCheckout, azLeaseHolder, azFixLease, lease),
@@ -960,6 +963,8 @@ func TestAuthzMatrix(t *testing.T) {
 			l.MaxActiveTasks = 1 << 20
 			l.MaxTasksPerParticipant = 1 << 20
 			l.MaxLiveSessions = 1 << 20
+			l.MaxPendingProposals = 1 << 20 // every case proposes afresh
+			l.MaxPendingProposalsPerParticipant = 1 << 20
 		},
 		InMemory: true,
 	})

@@ -28,6 +28,7 @@ var operations = []operation{
 	{"participants", "GET /workspace/participants", "read"},
 	{"leases", "GET /workspace/leases", "read"},
 	{"proposals", "GET /workspace/proposals", "read"},
+	{"proposal", "GET /workspace/proposal", "read"},
 	{"diagnostics", "GET /workspace/diagnostics", "read"},
 	{"room", "GET /workspace/room", "read"},
 	{"observe", "GET /workspace/observe", "observe"},

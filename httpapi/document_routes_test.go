@@ -498,17 +498,20 @@ func TestDocumentReads(t *testing.T) {
 		}
 	})
 	t.Run("proposals lists newest first and filters by status", func(t *testing.T) {
-		ps := dtList(t, dtGet(t, h, tok, "/workspace/proposals"))
+		ps := dtProposals(t, dtGet(t, h, tok, "/workspace/proposals"))
 		if len(ps) != 2 || ps[0]["proposal_id"] != pending || ps[1]["proposal_id"] != id {
 			t.Errorf("proposals = %v", ps)
 		}
-		if ps[1]["status"] != "committed" || dtNum(ps[1]["committed_version"]) != 2 || mtGet(ps[1], "change", "content") != "## Goals\n\nship it now\n\n" {
+		if ps[1]["status"] != "committed" || dtNum(ps[1]["committed_version"]) != 2 || dtNum(mtGet(ps[1], "change", "content_bytes")) != int64(len("## Goals\n\nship it now\n\n")) {
 			t.Errorf("committed proposal = %v", ps[1])
+		}
+		if one := dtOK(t, dtGet(t, h, tok, "/workspace/proposal?proposal_id="+id)); mtGet(one, "change", "content") != "## Goals\n\nship it now\n\n" {
+			t.Errorf("GET /workspace/proposal = %v", one)
 		}
 		if _, has := ps[0]["base_is_current"]; has {
 			t.Errorf("base_is_current belongs to the propose answer only: %v", ps[0])
 		}
-		ps = dtList(t, dtGet(t, h, tok, "/workspace/proposals?status=pending"))
+		ps = dtProposals(t, dtGet(t, h, tok, "/workspace/proposals?status=pending"))
 		if len(ps) != 1 || ps[0]["proposal_id"] != pending {
 			t.Errorf("pending = %v", ps)
 		}

@@ -79,10 +79,7 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 			s.mcpAuthError(w, req.ID, err)
 			return
 		}
-		if ok, wait := s.rate.allow(p.SessionRef); !ok {
-			w.Header().Set("Retry-After", itoa(wait))
-			writeRPCError(w, req.ID, &rpcError{Status: http.StatusTooManyRequests, Code: codeInternalError,
-				Message: "too many requests for this session", Data: map[string]any{"error": "limit_exceeded", "retry_after_seconds": wait}})
+		if s.mcpRateLimited(w, req.ID, p) {
 			return
 		}
 		c.p = p
@@ -96,6 +93,20 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeRPCResult(w, req.ID, result)
+}
+
+// mcpRateLimited spends one request of the session's per-minute budget, or
+// answers 429 with Retry-After when it is spent: POST and GET /mcp count
+// like every other route.
+func (s *Server) mcpRateLimited(w http.ResponseWriter, id json.RawMessage, p room.Principal) bool {
+	ok, wait := s.rate.allow(p.SessionRef)
+	if ok {
+		return false
+	}
+	w.Header().Set("Retry-After", itoa(wait))
+	writeRPCError(w, id, &rpcError{Status: http.StatusTooManyRequests, Code: codeInternalError,
+		Message: "too many requests for this session", Data: map[string]any{"error": "limit_exceeded", "retry_after_seconds": wait}})
+	return true
 }
 
 // mcpAuthError answers a request without a usable session: 401, a

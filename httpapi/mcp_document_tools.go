@@ -15,8 +15,8 @@ type changesArgs struct {
 	Limit   int   `json:"limit"`
 }
 
-type statusArgs struct {
-	Status string `json:"status"`
+type proposalArgs struct {
+	ProposalID string `json:"proposal_id"`
 }
 
 var changeSchema = obj(map[string]any{
@@ -56,12 +56,21 @@ func documentTools() []tool {
 				}
 			})},
 		{Name: "workspace_proposals", Title: "Proposals", ReadOnly: true,
-			Input:       obj(map[string]any{"status": str("only this status: pending, approved, rejected, committed, conflicted or superseded")}),
-			Description: "Proposed changes, newest first, with their status. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, statusArgs) (map[string]any, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in statusArgs) (map[string]any, error) {
-					ps, err := s.eng.Proposals(ctx, q, p, in.Status)
-					return map[string]any{"proposals": ps}, err
+			Input: obj(map[string]any{
+				"status": str("only this status: pending, approved, rejected, committed, conflicted or superseded"),
+				"limit":  integer("at most this many (default 50, at most 200)", 0),
+				"cursor": str("next_cursor from the previous page, to continue the listing (same status)"),
+			}),
+			Description: "Proposed changes, newest first, with their status and the size of their text (not the text: read one with workspace_proposal). One page at a time: pass next_cursor back as cursor for older ones. Needs read.",
+			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, room.ProposalsInput) (room.ProposalPage, error) {
+				return s.eng.Proposals
+			})},
+		{Name: "workspace_proposal", Title: "One proposal with its text", ReadOnly: true,
+			Input:       obj(map[string]any{"proposal_id": str("the proposal to read")}, "proposal_id"),
+			Description: "One proposal with the text it proposes (change.content), its status and review. Needs read.",
+			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, proposalArgs) (room.Proposal, error) {
+				return func(ctx context.Context, q room.Querier, p room.Principal, in proposalArgs) (room.Proposal, error) {
+					return s.eng.GetProposal(ctx, q, p, in.ProposalID)
 				}
 			})},
 		{Name: "workspace_diagnostics", Title: "Diagnostics", ReadOnly: true, Input: noArgs,

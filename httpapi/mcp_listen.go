@@ -185,6 +185,9 @@ func (s *Server) mcpGet(w http.ResponseWriter, r *http.Request) {
 		s.mcpAuthError(w, nil, err)
 		return
 	}
+	if s.mcpRateLimited(w, nil, p) {
+		return
+	}
 	if err := p.Require(room.CapRead); err != nil {
 		writeRPCError(w, nil, s.rpcErrorOf(err))
 		return

@@ -481,7 +481,7 @@ var mtCatalog = []string{
 	"workspace_status", "workspace_summary", "workspace_regions", "workspace_read", "workspace_history",
 	"workspace_participants", "workspace_invite", "workspace_leave",
 	"workspace_changes_since", "workspace_checkout", "workspace_commit", "workspace_diagnostics", "workspace_diff",
-	"workspace_leases", "workspace_proposals", "workspace_propose", "workspace_release", "workspace_renew", "workspace_review",
+	"workspace_leases", "workspace_proposal", "workspace_proposals", "workspace_propose", "workspace_release", "workspace_renew", "workspace_review",
 	"handoff_create", "handoff_accept", "handoff_request_input", "handoff_complete",
 	"handoff_get", "handoff_events", "handoff_approve", "handoff_reject",
 }
@@ -528,8 +528,8 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 	})
 	t.Run("the catalog is exactly the tools with engine methods", func(t *testing.T) {
-		if len(mtCatalog) != 27 {
-			t.Fatalf("the expected catalog has %d tools, want 27", len(mtCatalog))
+		if len(mtCatalog) != 28 {
+			t.Fatalf("the expected catalog has %d tools, want 28", len(mtCatalog))
 		}
 		got := slices.Clone(names)
 		want := slices.Clone(mtCatalog)
@@ -640,6 +640,9 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 		if ps, _ := ok(approver.mcp, "workspace_proposals", map[string]any{"status": "pending"})["proposals"].([]any); len(ps) != 1 || mtGet(ps[0], "proposal_id") != pid {
 			t.Errorf("workspace_proposals = %v", ps)
+		}
+		if one := ok(approver.mcp, "workspace_proposal", map[string]any{"proposal_id": pid}); mtGet(one, "change", "content") != "## Goals\n\nship it on Friday\n\n" {
+			t.Errorf("workspace_proposal = %v", one)
 		}
 		if rv := ok(approver.mcp, "workspace_review", map[string]any{"proposal_id": pid, "approve": true}); rv["status"] != "approved" {
 			t.Errorf("workspace_review = %v", rv)

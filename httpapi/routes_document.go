@@ -51,10 +51,25 @@ func (s *Server) getChangesSince(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getLeases(w http.ResponseWriter, r *http.Request) { read(s, w, r, s.eng.Leases) }
 
+// getProposals answers one page of the listing, without the proposed
+// text: {proposals, next_cursor?} (see room.ProposalPage).
 func (s *Server) getProposals(w http.ResponseWriter, r *http.Request) {
-	status := r.URL.Query().Get("status")
-	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) ([]room.Proposal, error) {
-		return s.eng.Proposals(ctx, q, p, status)
+	in := room.ProposalsInput{Status: r.URL.Query().Get("status"), Cursor: r.URL.Query().Get("cursor")}
+	var err error
+	if in.Limit, _, err = queryInt(r, "limit"); err != nil {
+		s.sendError(w, r, err)
+		return
+	}
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.ProposalPage, error) {
+		return s.eng.Proposals(ctx, q, p, in)
+	})
+}
+
+// getProposal answers one proposal with its text.
+func (s *Server) getProposal(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("proposal_id")
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.Proposal, error) {
+		return s.eng.GetProposal(ctx, q, p, id)
 	})
 }
 

@@ -77,6 +77,10 @@ func New(cfg Config) *Server {
 	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}}
 	s.tools = toolCatalog()
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
+	if s.hub != nil {
+		// Subscriptions die with their session (leave, expiry, ended by the host).
+		s.hub.OnSessionEnd(s.legacy.drop)
+	}
 	return s
 }
 
@@ -129,6 +133,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/workspace/changes_since", s.getChangesSince)
 		r.Get("/workspace/leases", s.getLeases)
 		r.Get("/workspace/proposals", s.getProposals)
+		r.Get("/workspace/proposal", s.getProposal)
 		r.Get("/workspace/diagnostics", s.getDiagnostics)
 		r.Get("/workspace/room", s.getRoom)
 		r.Get("/workspace/observe", s.observe)

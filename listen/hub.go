@@ -94,6 +94,8 @@ type Hub struct {
 	log   *slog.Logger
 	hooks hooks
 
+	endHooks sessionEndHooks // OnSessionEnd's functions
+
 	// Publish side: a mutex-guarded slice plus a one-slot signal, so Publish
 	// costs an append and never waits for the broadcaster.
 	pmu     sync.Mutex
@@ -440,6 +442,7 @@ func (h *Hub) deliver(pb *pendingBatch) {
 		h.endLocked(s, EndCancelled)
 	}
 	h.mu.Unlock()
+	h.sessionsEnded(pb.b.EndSessions)
 	h.delivered.Add(n)
 	for _, s := range dropped {
 		h.logDrop(s, EndQueueFull)

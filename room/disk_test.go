@@ -147,7 +147,7 @@ func TestDiskHelperProcess(t *testing.T) {
 				if _, err := eng.Read(cctx, q, op, room.ReadInput{}); err != nil {
 					return 0, err
 				}
-				ps, err := eng.Proposals(cctx, q, op, "")
+				ps, err := eng.Proposals(cctx, q, op, room.ProposalsInput{})
 				if err != nil {
 					return 0, err
 				}
@@ -157,7 +157,7 @@ func TestDiskHelperProcess(t *testing.T) {
 					}
 				}
 				_ = s
-				return int64(len(ps)), nil
+				return int64(len(ps.Proposals)), nil
 			})
 			answer(start, dkReply{N: n}, err)
 		case "close":

@@ -42,6 +42,19 @@ type Limits struct {
 	// joiners hold at once, so a many-use invitation cannot take every
 	// session of the room; an invitation may set a lower cap of its own.
 	MaxSessionsPerInvite int
+	// MaxResourceURIChars bounds a resource URI a client asks to follow
+	// (resources/subscribe): a longer one is refused before it is parsed,
+	// looked up or stored, and never echoed back.
+	MaxResourceURIChars int
+	// MaxSubscriptionsPerSession caps the legacy resources/subscribe
+	// registry of one session, which lives in memory until the session ends.
+	MaxSubscriptionsPerSession int
+	// MaxPendingProposalsPerParticipant caps the proposals one participant
+	// may have waiting for review, so one agent cannot fill the sidecar or
+	// the host's review queue.
+	MaxPendingProposalsPerParticipant int
+	// MaxPendingProposals caps the pending proposals of the whole room.
+	MaxPendingProposals int
 }
 
 // Defaults returns the product's limits.
@@ -78,5 +91,11 @@ func Defaults() Limits {
 		// single one can.
 		MaxTasksPerParticipant: 8,
 		MaxSessionsPerInvite:   8,
+		// A section URI is the document's plus a percent-encoded heading
+		// path: 4 KiB leaves room for deep, long headings.
+		MaxResourceURIChars:               4096,
+		MaxSubscriptionsPerSession:        64,
+		MaxPendingProposalsPerParticipant: 8,
+		MaxPendingProposals:               64,
 	}
 }

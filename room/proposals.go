@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"slices"
 	"unicode/utf8"
 )
 
@@ -113,10 +112,19 @@ func proposalConflict(p *Proposal, format string, args ...any) *Error {
 	return Errorf(KindProposalConflict, format, args...).With("proposal_id", p.ProposalID).With("status", p.Status)
 }
 
+// maxProposalIDChars bounds a proposal id a client sends: ours are
+// "proposal_" and 16 hex digits.
+const maxProposalIDChars = 64
+
 // loadProposal reads one proposal; unknown ids are proposal_not_found.
 func (e *Engine) loadProposal(ctx context.Context, q Querier, id string) (*Proposal, error) {
 	if id == "" {
 		return nil, invalid("proposal_id", "proposal_id is required")
+	}
+	if len(id) > maxProposalIDChars {
+		// Longer than any id this room issues: not found, without the echo.
+		return nil, Errorf(KindProposalNotFound, "no such proposal: proposal_id is longer than %d characters", maxProposalIDChars).
+			With("limit", maxProposalIDChars)
 	}
 	p, err := e.scanProposal(q.QueryRowContext(ctx, `SELECT `+proposalColumns+` FROM proposals WHERE proposal_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -154,6 +162,9 @@ func (e *Engine) Propose(tx *Tx, p Principal, in ProposeInput) (Proposal, error)
 	}
 	if in.BaseVersion <= 0 {
 		return Proposal{}, invalid("base_version", "base_version is required: the version you read")
+	}
+	if err := e.checkPendingCaps(tx, p.ParticipantID); err != nil {
+		return Proposal{}, err
 	}
 	if err := e.SyncFile(tx); err != nil {
 		return Proposal{}, err
@@ -202,6 +213,34 @@ func (e *Engine) Propose(tx *Tx, p Principal, in ProposeInput) (Proposal, error)
 	current := in.BaseVersion == d.Version
 	out.BaseIsCurrent = &current
 	return out, nil
+}
+
+// checkPendingCaps refuses a new proposal when its author, or the room,
+// already has the most pending proposals allowed: each holds up to
+// MaxChangeBytes in the sidecar and waits in the host's review queue, so
+// without a cap one agent could fill both (issue 13). A cap of 0 or less
+// means none.
+func (e *Engine) checkPendingCaps(tx *Tx, participantID string) error {
+	perParticipant, perRoom := e.Limits.MaxPendingProposalsPerParticipant, e.Limits.MaxPendingProposals
+	if perParticipant <= 0 && perRoom <= 0 {
+		return nil
+	}
+	var mine, all int
+	if err := tx.q.QueryRowContext(tx.ctx, `SELECT count(*) FILTER (WHERE participant_id = ?), count(*)
+		FROM proposals WHERE status = 'pending'`, participantID).Scan(&mine, &all); err != nil {
+		return Internal(err)
+	}
+	if perParticipant > 0 && mine >= perParticipant {
+		return Errorf(KindLimitExceeded,
+			"you already have %d pending proposals, the most one participant may have; wait until one is reviewed or superseded", mine).
+			With("limit", perParticipant).With("pending", mine).With("scope", "participant")
+	}
+	if perRoom > 0 && all >= perRoom {
+		return Errorf(KindLimitExceeded,
+			"the room already has %d pending proposals, the most it allows; wait until some are reviewed or superseded", all).
+			With("limit", perRoom).With("pending", all).With("scope", "room")
+	}
+	return nil
 }
 
 // checkChangeSize bounds the JSON encoding of a change (what the proposals
@@ -259,38 +298,6 @@ func (e *Engine) Review(tx *Tx, p Principal, in ReviewInput) (ReviewResult, erro
 		return ReviewResult{}, err
 	}
 	return res, nil
-}
-
-// Proposals lists proposals newest first, optionally of one status.
-func (e *Engine) Proposals(ctx context.Context, q Querier, p Principal, status string) ([]Proposal, error) {
-	if err := p.Require(CapRead); err != nil {
-		return nil, err
-	}
-	if status != "" && !slices.Contains(proposalStatuses, status) {
-		return nil, invalid("status", "status must be one of pending, approved, rejected, committed, conflicted, superseded")
-	}
-	rows, err := q.QueryContext(ctx, `SELECT `+proposalColumns+` FROM proposals
-		WHERE (? = '' OR status = ?) ORDER BY created_at DESC, rowid DESC LIMIT ?`, status, status, e.Limits.MaxListItems)
-	if err != nil {
-		return nil, Internal(err)
-	}
-	return e.collectProposals(rows)
-}
-
-func (e *Engine) collectProposals(rows *sql.Rows) ([]Proposal, error) {
-	defer rows.Close()
-	out := []Proposal{}
-	for rows.Next() {
-		pr, err := e.scanProposal(rows)
-		if err != nil {
-			return nil, Internal(err)
-		}
-		out = append(out, *pr)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, Internal(err)
-	}
-	return out, nil
 }
 
 // supersedePending ends every pending proposal after a commit landed at

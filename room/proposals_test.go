@@ -295,8 +295,8 @@ func TestPropose_AnswersTheStoredProposal(t *testing.T) {
 		}
 	})
 	t.Run("listings_do_not_carry_base_is_current", func(t *testing.T) {
-		list, err := read(d.env, func(eng *room.Engine, q room.Querier) ([]room.Proposal, error) {
-			return eng.Proposals(t.Context(), q, a, "")
+		list, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.ProposalPage, error) {
+			return eng.Proposals(t.Context(), q, a, room.ProposalsInput{})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -415,12 +415,13 @@ func TestProposals_ListNewestFirstFilteredAndBounded(t *testing.T) {
 		ids = append(ids, d.mustPropose(a, "Goals", fmt.Sprintf("## Goals\n\n%d\n", i)).ProposalID)
 	}
 	d.mustApprove(ids[1])
-	list := func(status string) ([]room.Proposal, error) {
-		return read(d.env, func(eng *room.Engine, q room.Querier) ([]room.Proposal, error) {
-			return eng.Proposals(t.Context(), q, a, status)
+	list := func(status string) ([]room.ProposalInfo, error) {
+		p, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.ProposalPage, error) {
+			return eng.Proposals(t.Context(), q, a, room.ProposalsInput{Status: status})
 		})
+		return p.Proposals, err
 	}
-	idsOf := func(ps []room.Proposal) []string {
+	idsOf := func(ps []room.ProposalInfo) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, p.ProposalID)
@@ -450,8 +451,8 @@ func TestProposals_ListNewestFirstFilteredAndBounded(t *testing.T) {
 		wantKind(t, err, room.KindInvalidRequest)
 	})
 	t.Run("listing_needs_read", func(t *testing.T) {
-		_, err := read(d.env, func(eng *room.Engine, q room.Querier) ([]room.Proposal, error) {
-			return eng.Proposals(t.Context(), q, room.Principal{ParticipantID: a.ParticipantID, Caps: room.Caps{room.CapPropose}}, "")
+		_, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.ProposalPage, error) {
+			return eng.Proposals(t.Context(), q, room.Principal{ParticipantID: a.ParticipantID, Caps: room.Caps{room.CapPropose}}, room.ProposalsInput{})
 		})
 		wantKind(t, err, room.KindPermissionDenied)
 	})

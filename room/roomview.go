@@ -16,12 +16,13 @@ type RoomView struct {
 	Participants []Participant `json:"participants"`
 	Leases       []Lease       `json:"leases"`
 	// Proposals holds every open proposal (pending, approved; bounded by the
-	// list limit) and the most recently closed ones, newest first.
-	Proposals   []Proposal  `json:"proposals"`
-	Events      []Event     `json:"events"` // newest first
-	Summary     Summary     `json:"summary"`
-	Diagnostics Diagnostics `json:"diagnostics"`
-	Handoffs    []Handoff   `json:"handoffs"` // those visible to the caller (D29)
+	// list limit) and the most recently closed ones, newest first, without
+	// their text (GET /workspace/proposal has it).
+	Proposals   []ProposalInfo `json:"proposals"`
+	Events      []Event        `json:"events"` // newest first
+	Summary     Summary        `json:"summary"`
+	Diagnostics Diagnostics    `json:"diagnostics"`
+	Handoffs    []Handoff      `json:"handoffs"` // those visible to the caller (D29)
 	// Invites is present only for a caller holding invite.
 	Invites *[]InviteInfo `json:"invites,omitempty"`
 	// TaskShares is present only for an admin: who holds the active tasks.
@@ -81,8 +82,8 @@ func (e *Engine) Room(ctx context.Context, q Querier, p Principal) (RoomView, er
 	return v, nil
 }
 
-func (e *Engine) roomProposals(ctx context.Context, q Querier) ([]Proposal, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+proposalColumns+` FROM proposals
+func (e *Engine) roomProposals(ctx context.Context, q Querier) ([]ProposalInfo, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+proposalInfoColumns+` FROM proposals
 		WHERE status IN ('pending','approved') OR rowid IN (
 			SELECT rowid FROM proposals WHERE status NOT IN ('pending','approved')
 			ORDER BY created_at DESC, rowid DESC LIMIT ?)
@@ -90,5 +91,5 @@ func (e *Engine) roomProposals(ctx context.Context, q Querier) ([]Proposal, erro
 	if err != nil {
 		return nil, Internal(err)
 	}
-	return e.collectProposals(rows)
+	return e.collectProposalInfos(rows)
 }

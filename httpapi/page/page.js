@@ -412,17 +412,52 @@
       actions.push(el('button', { type: 'button', 'aria-label': `Commit proposal “${p.summary}”`, text: 'Commit',
         onclick: (e) => act(e.currentTarget, 'commit the proposal', () => api('POST', '/workspace/commit', { proposal_id: p.proposal_id })) }));
     }
-    const change = p.change || {};
     return el('article', { class: `card proposal${['pending', 'approved'].includes(p.status) ? '' : ' closed'}`, 'aria-labelledby': h, dataset: { proposalId: p.proposal_id } },
       el('h3', { id: h, text: p.summary || '(no summary)' }),
       el('p', { class: 'line' }, badge(p.status), ` · base v${p.base_version} · `, el('span', { class: 'strong', text: p.target })),
       el('p', { class: 'line muted' }, `by ${who(p.participant_id)} · `, when(p.created_at),
         p.committed_version ? ` · committed as v${p.committed_version}` : '',
         p.reviewed_by ? ` · reviewed by ${who(p.reviewed_by)}` : ''),
-      typeof change.content === 'string' ? el('details', {},
-        el('summary', { text: change.section ? `Proposed text for ${change.section}` : 'Proposed text (whole document)' }),
-        el('pre', { text: change.content })) : null,
+      p.change ? proposedText(p) : null,
       actions.length ? el('div', { class: 'actions' }, actions) : null);
+  }
+
+  // The room view carries no proposed text (up to 256 KiB a proposal), only
+  // its size: the text is read when the host opens "Proposed text", once,
+  // and a card rebuilt meanwhile stays open with it.
+  const proposalTexts = new Map(); // proposal_id -> the proposed text
+  const openProposals = new Set(); // proposal ids whose text is shown
+
+  const sizeText = (n) => (n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1 << 20)).toFixed(1)} MiB`);
+
+  function proposedText(p) {
+    const change = p.change;
+    const id = p.proposal_id;
+    const pre = el('pre', {});
+    const label = `${change.section ? `Proposed text for ${change.section}` : 'Proposed text (whole document)'} · ${sizeText(change.content_bytes || 0)}`;
+    const d = el('details', { class: 'proposed' }, el('summary', { text: label }), pre);
+    const show = async () => {
+      if (pre.dataset.shown) return;
+      pre.dataset.shown = '1';
+      if (proposalTexts.has(id)) { pre.textContent = proposalTexts.get(id); return; }
+      pre.textContent = 'Loading…';
+      try {
+        const full = await api('GET', `/workspace/proposal?proposal_id=${encodeURIComponent(id)}`);
+        const text = (full && full.change && full.change.content) || '';
+        proposalTexts.set(id, text);
+        pre.textContent = text;
+      } catch (e) {
+        pre.textContent = '';
+        delete pre.dataset.shown;
+        d.open = false;
+        setNotice(e.status === 401 ? SIGNED_OUT : `Could not read the proposal: ${e.message}`, 'action');
+      }
+    };
+    d.addEventListener('toggle', () => {
+      if (d.open) { openProposals.add(id); show(); } else openProposals.delete(id);
+    });
+    if (openProposals.has(id)) { d.open = true; show(); }
+    return d;
   }
 
   // ---- handoffs ------------------------------------------------------------

@@ -1,0 +1,513 @@
+// Command bounds reproduces the memory and size findings of issue 13 items
+// 8 and 9 against a real `ce serve` on loopback, so the same run can be
+// made with the binary before a fix and after it:
+//
+//	go run ./bench/bounds [--ce PATH] [--scenarios subscribe,flood,fill] [--json]
+//
+// Without --ce it builds ce from this tree. The scenarios:
+//
+//   - subscribe: one session sends 400 resources/subscribe with ~1 MiB
+//     section URIs (within the rate limit), then leaves; RSS and the heap in
+//     use after a GC are read before, after the flood, and after the leave.
+//   - flood: one session sends 300 proposals of 252 KB; the sidecar's growth,
+//     the size of one listing over HTTP and over MCP, and the peak RSS while
+//     five listings run at once.
+//   - fill: 8 sessions send 8 proposals of 252 KB each (the most the room
+//     keeps pending after the fix), then the same listing figures.
+//
+// Memory is read from /proc/PID/status (Linux) and from the room's own
+// /debug/pprof/heap?gc=1 on the owner listener with the operator token.
+// Every request goes to 127.0.0.1 and the run ends by itself.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/commonroom/ce/internal/cetest"
+)
+
+const protocol = "2026-07-28"
+
+type room struct {
+	cmd     *exec.Cmd
+	pid     int
+	file    string
+	ingress string
+	owner   string
+	opToken string
+	invite  string
+	wsURI   string
+	hc      *http.Client
+}
+
+type grant struct {
+	Token string `json:"session_token"`
+	Ref   string `json:"session_ref"`
+}
+
+// figures is one scenario's results, printed as a table and as JSON.
+type figures struct {
+	Scenario string           `json:"scenario"`
+	Values   map[string]int64 `json:"values"`
+	order    []string
+}
+
+func (f *figures) set(k string, v int64) {
+	if f.Values == nil {
+		f.Values = map[string]int64{}
+	}
+	if _, ok := f.Values[k]; !ok {
+		f.order = append(f.order, k)
+	}
+	f.Values[k] = v
+}
+
+func main() {
+	bin := flag.String("ce", "", "the ce binary to run (default: build this tree)")
+	scen := flag.String("scenarios", "subscribe,flood,fill", "which reproductions to run")
+	asJSON := flag.Bool("json", false, "print JSON")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	work, err := os.MkdirTemp("", "ce-bounds-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(work)
+	if *bin == "" {
+		if *bin, err = cetest.BuildCE(ctx, work); err != nil {
+			fail(err)
+		}
+	}
+	var out []*figures
+	for _, s := range strings.Split(*scen, ",") {
+		var f *figures
+		switch strings.TrimSpace(s) {
+		case "subscribe":
+			f, err = subscribeScenario(ctx, *bin, filepath.Join(work, "subscribe"))
+		case "flood":
+			f, err = proposalScenario(ctx, *bin, filepath.Join(work, "flood"), "flood", 1, 300)
+		case "fill":
+			f, err = proposalScenario(ctx, *bin, filepath.Join(work, "fill"), "fill", 8, 8)
+		default:
+			err = fmt.Errorf("unknown scenario %q", s)
+		}
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", s, err))
+		}
+		out = append(out, f)
+		if !*asJSON {
+			fmt.Printf("%s (%s)\n", f.Scenario, *bin)
+			for _, k := range f.order {
+				fmt.Printf("  %-44s %s\n", k, human(k, f.Values[k]))
+			}
+		}
+	}
+	if *asJSON {
+		json.NewEncoder(os.Stdout).Encode(out)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bounds:", err)
+	os.Exit(1)
+}
+
+func human(k string, v int64) string {
+	if strings.HasSuffix(k, "_bytes") {
+		return fmt.Sprintf("%.1f MB (%d)", float64(v)/1e6, v)
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// start runs `ce serve FILE --json` in dir and reads its banner and
+// operator credential.
+func start(ctx context.Context, bin, dir string) (*room, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "room.md")
+	doc := "# Room\n\nA room for the bounds reproduction.\n\n## Plan\n\nNothing yet.\n\n## Notes\n\nNone.\n"
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "serve", file, "--json")
+	cmd.Env = cetest.ChildEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		return nil, fmt.Errorf("no banner: %v", err)
+	}
+	var b struct {
+		WorkspaceID string `json:"workspace_id"`
+		IngressURL  string `json:"ingress_url"`
+		OwnerURL    string `json:"owner_url"`
+		Invite      string `json:"invite"`
+		PID         int    `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(line), &b); err != nil {
+		cmd.Process.Kill()
+		return nil, fmt.Errorf("banner %q: %v", line, err)
+	}
+	cred, err := os.ReadFile(file + ".commonroom.owner")
+	if err != nil {
+		cmd.Process.Kill()
+		return nil, err
+	}
+	var oc struct {
+		OwnerURL      string `json:"owner_url"`
+		OperatorToken string `json:"operator_token"`
+	}
+	if err := json.Unmarshal(cred, &oc); err != nil {
+		cmd.Process.Kill()
+		return nil, err
+	}
+	return &room{cmd: cmd, pid: cmd.Process.Pid, file: file, ingress: b.IngressURL, owner: oc.OwnerURL,
+		opToken: oc.OperatorToken, invite: b.Invite, wsURI: "commonroom://workspace/" + b.WorkspaceID,
+		hc: &http.Client{Timeout: 2 * time.Minute}}, nil
+}
+
+func (r *room) stop() {
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { r.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		r.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// do sends one request and returns the status and the body's length,
+// reading (and optionally keeping) the body.
+func (r *room) do(method, url, token string, body []byte, hdr map[string]string, keep bool) (int, int64, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := r.hc.Do(req)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer res.Body.Close()
+	if keep {
+		b, err := io.ReadAll(res.Body)
+		return res.StatusCode, int64(len(b)), b, err
+	}
+	n, err := io.Copy(io.Discard, res.Body)
+	return res.StatusCode, n, nil, err
+}
+
+func (r *room) join(name string, invite string) (grant, error) {
+	body, _ := json.Marshal(map[string]any{"invite": invite, "name": name, "kind": "agent"})
+	code, _, b, err := r.do("POST", r.ingress+"/session/join", "", body, nil, true)
+	if err != nil || code != 200 {
+		return grant{}, fmt.Errorf("join %s: %d %s %v", name, code, clip(b), err)
+	}
+	var g grant
+	return g, json.Unmarshal(b, &g)
+}
+
+// inviteFor makes an invitation for n joins with the agent capabilities.
+func (r *room) inviteFor(n int) (string, error) {
+	body, _ := json.Marshal(map[string]any{"capabilities": []string{"read", "observe", "propose", "checkout", "commit"}, "max_uses": n})
+	code, _, b, err := r.do("POST", r.owner+"/workspace/invite", r.opToken, body, nil, true)
+	if err != nil || code != 200 {
+		return "", fmt.Errorf("invite: %d %s %v", code, clip(b), err)
+	}
+	var g struct {
+		Token string `json:"token"`
+	}
+	return g.Token, json.Unmarshal(b, &g)
+}
+
+// mcp sends one JSON-RPC request with the headers a conforming client sends.
+func (r *room) mcp(token, method string, params map[string]any, name string, keep bool) (int, int64, []byte, error) {
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": protocol,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	hdr := map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": protocol, "Mcp-Method": method}
+	if name != "" {
+		hdr["Mcp-Name"] = name
+	}
+	return r.do("POST", r.ingress+"/mcp", token, body, hdr, keep)
+}
+
+// rss is the process's resident set now (VmRSS) in bytes.
+func (r *room) rss() int64 { return procStatus(r.pid, "VmRSS:") }
+
+func procStatus(pid int, key string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, key) {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return -1
+}
+
+// heapAfterGC asks the room for a heap profile after a GC and returns the
+// runtime's HeapInuse then.
+func (r *room) heapAfterGC() (int64, error) {
+	code, _, b, err := r.do("GET", r.owner+"/debug/pprof/heap?gc=1&debug=1", r.opToken, nil, nil, true)
+	if err != nil || code != 200 {
+		return 0, fmt.Errorf("heap profile: %d %v", code, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New("no HeapInuse in the heap profile")
+}
+
+func (r *room) memory(f *figures, when string) error {
+	heap, err := r.heapAfterGC()
+	if err != nil {
+		return err
+	}
+	f.set(when+"_heap_inuse_after_gc_bytes", heap)
+	f.set(when+"_rss_bytes", r.rss())
+	return nil
+}
+
+func subscribeScenario(ctx context.Context, bin, dir string) (*figures, error) {
+	r, err := start(ctx, bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.stop()
+	f := &figures{Scenario: "subscribe: 400 resources/subscribe with ~1 MiB unknown section URIs, then leave"}
+	g, err := r.join("subscriber", r.invite)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.memory(f, "start"); err != nil {
+		return nil, err
+	}
+	// A URI that fills the 1 MiB body limit but for the envelope.
+	pad := strings.Repeat("x", (1<<20)-2048)
+	var ok, refused int64
+	var answer int64
+	for i := range 400 {
+		uri := fmt.Sprintf("%s/section/%05d%s", r.wsURI, i, pad)
+		code, n, b, err := r.mcp(g.Token, "resources/subscribe", map[string]any{"uri": uri}, "", true)
+		if err != nil {
+			return nil, err
+		}
+		if code == 200 && bytes.Contains(b, []byte(`"result"`)) {
+			ok++
+		} else {
+			refused++
+		}
+		answer = max(answer, n)
+	}
+	f.set("subscribes_accepted", ok)
+	f.set("subscribes_refused", refused)
+	f.set("largest_answer_bytes", answer)
+	if err := r.memory(f, "after_subscribes"); err != nil {
+		return nil, err
+	}
+	if code, _, b, err := r.do("POST", r.ingress+"/workspace/leave", g.Token, []byte("{}"), nil, true); err != nil || code != 200 {
+		return nil, fmt.Errorf("leave: %d %s %v", code, clip(b), err)
+	}
+	time.Sleep(time.Second) // the session end reaches the registry through the hub
+	if err := r.memory(f, "after_leave"); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func sidecarBytes(file string) int64 {
+	var n int64
+	for _, s := range []string{".commonroom.db", ".commonroom.db-wal"} {
+		if st, err := os.Stat(file + s); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+func proposalScenario(ctx context.Context, bin, dir, name string, sessions, each int) (*figures, error) {
+	r, err := start(ctx, bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.stop()
+	f := &figures{Scenario: fmt.Sprintf("%s: %d session(s) × %d proposals of 252 KB", name, sessions, each)}
+	inv, err := r.inviteFor(sessions)
+	if err != nil {
+		return nil, err
+	}
+	var gs []grant
+	for i := range sessions {
+		g, err := r.join(fmt.Sprintf("proposer-%d", i), inv)
+		if err != nil {
+			return nil, err
+		}
+		gs = append(gs, g)
+	}
+	if err := r.memory(f, "start"); err != nil {
+		return nil, err
+	}
+	before := sidecarBytes(r.file)
+	content := "## Notes\n\n" + strings.Repeat("A line of proposed text that is long enough to matter. ", 252_000/56) + "\n"
+	var accepted, refused atomic.Int64
+	began := time.Now()
+	for i := range each {
+		for _, g := range gs {
+			body, _ := json.Marshal(map[string]any{"target": "Notes", "base_version": 1, "summary": fmt.Sprintf("flood %d", i),
+				"change": map[string]any{"section": "Notes", "content": content}})
+			code, _, _, err := r.do("POST", r.ingress+"/workspace/propose", g.Token, body, nil, false)
+			if err != nil {
+				return nil, err
+			}
+			if code == 200 {
+				accepted.Add(1)
+			} else {
+				refused.Add(1)
+			}
+		}
+	}
+	f.set("proposals_accepted", accepted.Load())
+	f.set("proposals_refused", refused.Load())
+	f.set("flood_ms", time.Since(began).Milliseconds())
+	f.set("sidecar_growth_bytes", sidecarBytes(r.file)-before)
+	tok := gs[0].Token
+	code, n, _, err := r.do("GET", r.ingress+"/workspace/proposals", tok, nil, nil, false)
+	if err != nil || code != 200 {
+		return nil, fmt.Errorf("listing: %d %v", code, err)
+	}
+	f.set("http_listing_bytes", n)
+	code, n, _, err = r.mcp(tok, "tools/call", map[string]any{"name": "workspace_proposals", "arguments": map[string]any{}}, "workspace_proposals", false)
+	if err != nil || code != 200 {
+		return nil, fmt.Errorf("MCP listing: %d %v", code, err)
+	}
+	f.set("mcp_listing_bytes", n)
+	code, n, _, err = r.do("GET", r.ingress+"/workspace/room", tok, nil, nil, false)
+	if err != nil || code != 200 {
+		return nil, fmt.Errorf("room view: %d %v", code, err)
+	}
+	f.set("room_view_bytes", n)
+	if err := r.memory(f, "before_listings"); err != nil {
+		return nil, err
+	}
+	peak, err := r.peakDuring(func() error {
+		var wg sync.WaitGroup
+		errs := make(chan error, 5)
+		for i := range 5 {
+			wg.Go(func() {
+				var code int
+				var err error
+				if i%2 == 0 {
+					code, _, _, err = r.do("GET", r.ingress+"/workspace/proposals", gs[i%len(gs)].Token, nil, nil, false)
+				} else {
+					code, _, _, err = r.mcp(gs[i%len(gs)].Token, "tools/call", map[string]any{"name": "workspace_proposals", "arguments": map[string]any{}}, "workspace_proposals", false)
+				}
+				if err == nil && code != 200 {
+					err = fmt.Errorf("status %d", code)
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.set("peak_rss_five_listings_bytes", peak)
+	return f, nil
+}
+
+// peakDuring samples RSS every 2 ms while fn runs and returns the highest.
+// It also resets the kernel's high-water mark first and reads it after, so
+// a peak between two samples is not missed.
+func (r *room) peakDuring(fn func() error) (int64, error) {
+	os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", r.pid), []byte("5"), 0o200)
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := r.rss(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := fn()
+	close(stop)
+	<-done
+	return max(peak.Load(), procStatus(r.pid, "VmHWM:")), err
+}
+
+func clip(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/commonroom/ce/room"
+)
+
+// proposalCommand is `ce proposal ID`: one proposal with the text it
+// proposes, which the listing leaves out. Like the other reads it opens the
+// sidecar read-only as the local operator.
+func proposalCommand(env Env) *ffcli.Command {
+	fs := flag.NewFlagSet("ce proposal", flag.ContinueOnError)
+	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return &ffcli.Command{
+		Name:       "proposal",
+		ShortUsage: "ce proposal PROPOSAL_ID --workspace FILE [--json]",
+		ShortHelp:  "show one proposal with its proposed text",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return usageErr("proposal takes exactly one PROPOSAL_ID")
+			}
+			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
+				p, err := eng.GetProposal(ctx, q, room.Operator(eng.HostID), args[0])
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return printJSON(env.Stdout, p)
+				}
+				printProposal(env.Stdout, p)
+				return nil
+			})
+		},
+	}
+}
+
+func printProposal(w io.Writer, p room.Proposal) {
+	fmt.Fprintf(w, "proposal  %s (%s)\n", p.ProposalID, p.Status)
+	fmt.Fprintf(w, "by        %s at %s\n", p.ParticipantID, p.CreatedAt)
+	fmt.Fprintf(w, "base      v%d\n", p.BaseVersion)
+	fmt.Fprintf(w, "target    %s\n", p.Target)
+	if p.ReviewedBy != nil && p.ReviewedAt != nil {
+		fmt.Fprintf(w, "reviewed  by %s at %s\n", *p.ReviewedBy, *p.ReviewedAt)
+	}
+	if p.CommittedVersion != nil {
+		fmt.Fprintf(w, "committed v%d\n", *p.CommittedVersion)
+	}
+	if p.Summary != "" {
+		fmt.Fprintf(w, "summary   %s\n", oneLine(p.Summary, 200))
+	}
+	section := "the whole document"
+	if p.Change.Section != "" {
+		section = p.Change.Section
+	}
+	fmt.Fprintf(w, "\nproposed text for %s (%s):\n", section, byteSize(int64(len(p.Change.Content))))
+	fmt.Fprint(w, p.Change.Content)
+	if !strings.HasSuffix(p.Change.Content, "\n") {
+		fmt.Fprintln(w)
+	}
+}
+
+// byteSize writes a size the way people read it: 812 B, 4.1 KiB, 1.2 MiB.
+func byteSize(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}

@@ -1,0 +1,256 @@
+package httpapi
+
+// Proposals at the HTTP and MCP doors (issue 13, item 9): pending
+// proposals capped per participant and per room, the listing paged with a
+// validated cursor and without the proposed text, and one proposal read
+// with its text (GET /workspace/proposal, workspace_proposal).
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/commonroom/ce/room"
+)
+
+// dtProposals requires a 200 page of the listing and returns its proposals.
+func dtProposals(t testing.TB, r apiResp) []map[string]any {
+	t.Helper()
+	page := dtOK(t, r)
+	raw, ok := page["proposals"].([]any)
+	if !ok {
+		t.Fatalf("no proposals array in %.300s", r.Body)
+	}
+	out := make([]map[string]any, 0, len(raw))
+	for _, p := range raw {
+		m, _ := p.(map[string]any)
+		out = append(out, m)
+	}
+	return out
+}
+
+// ppCount is the number of proposal rows in the sidecar.
+func ppCount(t testing.TB, h *roomHarness) int {
+	t.Helper()
+	var n int
+	if err := h.Store.Reader.QueryRow(`SELECT count(*) FROM proposals`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func ppPropose(i int) map[string]any {
+	return map[string]any{"target": "Goals", "base_version": 1, "summary": fmt.Sprintf("edit %d", i),
+		"change": map[string]any{"section": "Goals", "content": fmt.Sprintf("## Goals\n\nproposal %d, é\n\n", i)}}
+}
+
+// ppNoText fails when a listed proposal carries text rather than its size.
+func ppNoText(t testing.TB, p map[string]any) {
+	t.Helper()
+	if mtHasKey(p["change"], "content") {
+		t.Fatalf("a listed proposal carries its text: %v", p)
+	}
+	if _, ok := mtGet(p, "change", "content_bytes").(float64); !ok {
+		t.Fatalf("a listed proposal has no content_bytes: %v", p)
+	}
+}
+
+func TestProposalListingPagedAtEachDoor(t *testing.T) {
+	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) {
+		l.MaxPendingProposalsPerParticipant = 100
+		l.MaxPendingProposals = 100
+	}})
+	author := mtJoin(h, "author", dtAgentCaps...)
+	reader := mtJoin(h, "reader", "read")
+	tok := reader.grant.SessionToken
+	const n = 12
+	var want []string // newest first
+	sizes := map[string]int64{}
+	for i := range n {
+		p := dtOK(t, dtPost(t, h, author.grant.SessionToken, "/workspace/propose", ppPropose(i)))
+		id := dtStr(p["proposal_id"])
+		want = append([]string{id}, want...)
+		sizes[id] = int64(len(fmt.Sprintf("## Goals\n\nproposal %d, é\n\n", i)))
+	}
+
+	check := func(t *testing.T, ps []map[string]any) []string {
+		t.Helper()
+		var ids []string
+		for _, p := range ps {
+			ppNoText(t, p)
+			id := dtStr(p["proposal_id"])
+			if got := dtNum(mtGet(p, "change", "content_bytes")); got != sizes[id] {
+				t.Errorf("%s: content_bytes %d, want %d", id, got, sizes[id])
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	t.Run("HTTP pages walk every proposal once, newest first, without text", func(t *testing.T) {
+		var got []string
+		cursor := ""
+		for page := 0; page < 10; page++ {
+			q := url.Values{"limit": {"5"}}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			m := dtOK(t, dtGet(t, h, tok, "/workspace/proposals?"+q.Encode()))
+			raw, _ := m["proposals"].([]any)
+			var ps []map[string]any
+			for _, p := range raw {
+				ps = append(ps, p.(map[string]any))
+			}
+			got = append(got, check(t, ps)...)
+			next, has := m["next_cursor"].(string)
+			if !has {
+				break
+			}
+			cursor = next
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("walked %v\nwant %v", got, want)
+		}
+	})
+	t.Run("MCP pages walk every proposal once, newest first, without text", func(t *testing.T) {
+		var got []string
+		args := map[string]any{"limit": 5}
+		for page := 0; page < 10; page++ {
+			sc := reader.mcp.toolOK(t, "workspace_proposals", args)
+			raw, _ := sc["proposals"].([]any)
+			var ps []map[string]any
+			for _, p := range raw {
+				ps = append(ps, p.(map[string]any))
+			}
+			got = append(got, check(t, ps)...)
+			next, has := sc["next_cursor"].(string)
+			if !has {
+				break
+			}
+			args = map[string]any{"limit": 5, "cursor": next}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("walked %v\nwant %v", got, want)
+		}
+	})
+	t.Run("the room view carries sizes, not text", func(t *testing.T) {
+		r := dtGet(t, h, tok, "/workspace/room")
+		for _, p := range dtOK(t, r)["proposals"].([]any) {
+			ppNoText(t, p.(map[string]any))
+		}
+		if strings.Contains(string(r.Body), "proposal 3, é") {
+			t.Fatal("the room view carries proposed text")
+		}
+	})
+
+	pendingCursor := dtStr(dtOK(t, dtGet(t, h, tok, "/workspace/proposals?status=pending&limit=1"))["next_cursor"])
+	huge := strings.Repeat("Q", 64<<10)
+	bad := []struct {
+		name, query, field string
+	}{
+		{"a garbage cursor is 400 invalid_request", "cursor=garbage!", "cursor"},
+		{"a forged cursor naming no proposal is 400 invalid_request", "cursor=cDEAAHByb3Bvc2FsXzAwMDAwMDAwMDAwMDAwMDA", "cursor"},
+		{"a cursor from another status filter is 400 invalid_request", "cursor=" + pendingCursor, "cursor"},
+		{"an oversize cursor is 400 invalid_request, not echoed", "cursor=" + huge, "cursor"},
+		{"a limit that is not a number is 400 invalid_request", "limit=ten", "limit"},
+		{"a negative limit is 400 invalid_request", "limit=-1", "limit"},
+	}
+	for _, tc := range bad {
+		t.Run("HTTP: "+tc.name, func(t *testing.T) {
+			r := dtGet(t, h, tok, "/workspace/proposals?"+tc.query)
+			m := wantError(t, r, http.StatusBadRequest, "invalid_request")
+			if m["field"] != tc.field {
+				t.Errorf("field %v, want %s", m["field"], tc.field)
+			}
+			if len(r.Body) > 1024 {
+				t.Errorf("a %d-byte answer: the input is echoed", len(r.Body))
+			}
+		})
+	}
+	mcpBad := []struct {
+		name string
+		args map[string]any
+	}{
+		{"a garbage cursor is invalid_request", map[string]any{"cursor": "garbage!"}},
+		{"a cursor from another status filter is invalid_request", map[string]any{"cursor": pendingCursor}},
+		{"an oversize cursor is invalid_request", map[string]any{"cursor": huge}},
+		{"a cursor of the wrong type is invalid_request", map[string]any{"cursor": 7}},
+		{"a limit of the wrong type is invalid_request", map[string]any{"limit": "ten"}},
+		{"a negative limit is invalid_request", map[string]any{"limit": -1}},
+	}
+	for _, tc := range mcpBad {
+		t.Run("MCP: "+tc.name, func(t *testing.T) {
+			sc := reader.mcp.toolErr(t, "workspace_proposals", tc.args, "invalid_request")
+			if s := fmt.Sprint(sc); len(s) > 1024 {
+				t.Errorf("a %d-byte error: the input is echoed", len(s))
+			}
+		})
+	}
+
+	t.Run("one proposal with its text, at both doors", func(t *testing.T) {
+		id := want[3]
+		text := fmt.Sprintf("## Goals\n\nproposal %d, é\n\n", n-1-3)
+		p := dtOK(t, dtGet(t, h, tok, "/workspace/proposal?proposal_id="+id))
+		if mtGet(p, "change", "content") != text || p["proposal_id"] != id || p["status"] != "pending" {
+			t.Fatalf("GET /workspace/proposal = %v", p)
+		}
+		sc := reader.mcp.toolOK(t, "workspace_proposal", map[string]any{"proposal_id": id})
+		if mtGet(sc, "change", "content") != text || sc["proposal_id"] != id {
+			t.Fatalf("workspace_proposal = %v", sc)
+		}
+	})
+	t.Run("one proposal: unknown, missing and oversize ids are refused without echo", func(t *testing.T) {
+		wantError(t, dtGet(t, h, tok, "/workspace/proposal?proposal_id=proposal_0123456789abcdef"), http.StatusNotFound, "proposal_not_found")
+		wantError(t, dtGet(t, h, tok, "/workspace/proposal"), http.StatusBadRequest, "invalid_request")
+		r := dtGet(t, h, tok, "/workspace/proposal?proposal_id="+strings.Repeat("p", 16<<10))
+		wantError(t, r, http.StatusNotFound, "proposal_not_found")
+		if len(r.Body) > 1024 {
+			t.Errorf("an oversize id came back: %d bytes", len(r.Body))
+		}
+		reader.mcp.toolErr(t, "workspace_proposal", map[string]any{"proposal_id": "proposal_0123456789abcdef"}, "proposal_not_found")
+		reader.mcp.toolErr(t, "workspace_proposal", map[string]any{}, "invalid_request")
+		reader.mcp.toolErr(t, "workspace_proposal", map[string]any{"proposal_id": 5}, "invalid_request")
+	})
+}
+
+func TestProposalCapsAtEachDoor(t *testing.T) {
+	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) {
+		l.MaxPendingProposalsPerParticipant = 2
+		l.MaxPendingProposals = 3
+	}})
+	a := mtJoin(h, "a", dtAgentCaps...)
+	b := mtJoin(h, "b", dtAgentCaps...)
+	c := mtJoin(h, "c", dtAgentCaps...)
+	dtOK(t, dtPost(t, h, a.grant.SessionToken, "/workspace/propose", ppPropose(1)))
+	a.mcp.toolOK(t, "workspace_propose", ppPropose(2))
+
+	refusedHTTP := func(t *testing.T, p mtParty, scope string, limit, pending int) {
+		t.Helper()
+		before := ppCount(t, h)
+		m := wantError(t, dtPost(t, h, p.grant.SessionToken, "/workspace/propose", ppPropose(9)), http.StatusTooManyRequests, "limit_exceeded")
+		if m["scope"] != scope || dtNum(m["limit"]) != int64(limit) || dtNum(m["pending"]) != int64(pending) {
+			t.Fatalf("refusal %v, want scope %s limit %d pending %d", m, scope, limit, pending)
+		}
+		sc := p.mcp.toolErr(t, "workspace_propose", ppPropose(9), "limit_exceeded")
+		if sc["scope"] != scope || dtNum(sc["limit"]) != int64(limit) {
+			t.Fatalf("MCP refusal %v", sc)
+		}
+		if after := ppCount(t, h); after != before {
+			t.Fatalf("a refused proposal was stored: %d rows, then %d", before, after)
+		}
+	}
+	t.Run("a participant over its cap is refused at both doors and nothing is stored", func(t *testing.T) {
+		refusedHTTP(t, a, "participant", 2, 2)
+	})
+	t.Run("the room's cap refuses everyone once reached", func(t *testing.T) {
+		dtOK(t, dtPost(t, h, b.grant.SessionToken, "/workspace/propose", ppPropose(3)))
+		refusedHTTP(t, c, "room", 3, 3)
+	})
+	t.Run("the host rejecting one frees a place", func(t *testing.T) {
+		ps := dtProposals(t, dtGet(t, h, a.grant.SessionToken, "/workspace/proposals?status=pending"))
+		wantOK(t, h.do("POST", h.ownerURL("/workspace/proposal/review"), h.OpToken, map[string]any{"proposal_id": ps[0]["proposal_id"], "approve": false}))
+		c.mcp.toolOK(t, "workspace_propose", ppPropose(4))
+	})
+}
