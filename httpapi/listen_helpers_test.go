@@ -53,6 +53,8 @@ type lsOpts struct {
 	// one, for tests that push megabytes through the sidecar: its commits
 	// fsync, and on a disk that, not the code under test, would dominate.
 	InMemory bool
+	// Server adjusts the front door's configuration (timeouts, caps).
+	Server func(*Config)
 }
 
 // lsTempDir is t.TempDir(), on /dev/shm when asked and available.
