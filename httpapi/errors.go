@@ -51,18 +51,63 @@ func wireKind(k room.Kind) string {
 
 // ErrorBody is the Commonroom error object: {error, message, …recovery
 // fields at the top level}. Agents branch on error, never on message.
+// Every string in it is bounded (boundStrings): an id, selector or URI the
+// client sent comes back cut, never whole.
 func ErrorBody(err error) map[string]any {
 	e := room.AsError(err)
 	body := map[string]any{}
 	for k, v := range e.Fields {
-		if s, ok := v.(string); ok && k != "diff" {
-			v = clip(s, 512) // an id or region echoed back must not amplify a huge bad input
-		}
 		body[k] = v
 	}
+	body = boundStrings(body).(map[string]any)
 	body["error"] = wireKind(e.Kind)
-	body["message"] = clip(e.Message, 1024)
+	body["message"] = clip(e.Message, maxErrorString)
 	return body
+}
+
+// maxErrorString is the most bytes of one string an error answer carries
+// (then "…"). Messages are far shorter; what is longer is an echo of input.
+const maxErrorString = 256
+
+// boundStrings returns v with every string in it (in maps and slices, at any
+// depth) cut to maxErrorString bytes. It is applied to every error body,
+// HTTP and MCP alike, so no error can send a client's huge input back to
+// it. Structs are the server's own records and are left as they are; so is
+// "diff", the stale_version diff, which is bounded where it is made.
+func boundStrings(v any) any {
+	switch x := v.(type) {
+	case string:
+		return clip(x, maxErrorString)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if k == "diff" {
+				out[k] = e
+				continue
+			}
+			out[clip(k, maxErrorString)] = boundStrings(e)
+		}
+		return out
+	case map[string]string:
+		out := make(map[string]string, len(x))
+		for k, e := range x {
+			out[clip(k, maxErrorString)] = clip(e, maxErrorString)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = boundStrings(e)
+		}
+		return out
+	case []string:
+		out := make([]string, len(x))
+		for i, e := range x {
+			out[i] = clip(e, maxErrorString)
+		}
+		return out
+	}
+	return v
 }
 
 // clip shortens s to at most n bytes on a rune boundary, marking the cut.

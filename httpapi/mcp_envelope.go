@@ -184,7 +184,7 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 	var id json.RawMessage
 	if raw, ok := top["id"]; ok {
 		if !validID(raw) {
-			return envelope{}, nil, invalidRequest("invalid request: id must be a string or an integer")
+			return envelope{}, nil, invalidRequest(fmt.Sprintf("invalid request: id must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		id = raw
 	}
@@ -270,7 +270,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 
 	if raw, ok := meta[metaProgressToken]; ok {
 		if !validID(raw) {
-			return requestMeta{}, nil, metaError("params._meta.progressToken must be a string or an integer")
+			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		out.ProgressToken = raw
 	}
@@ -365,10 +365,17 @@ func headerValues(h http.Header, name string) []string {
 	return out
 }
 
+// maxIDBytes bounds a request id or progress token as sent (quotes included).
+const maxIDBytes = 256
+
 // validID reports whether raw, one valid JSON value, is a string or an integer
-// (a number with no fraction and no exponent). It is used for ids and progress
-// tokens, which are echoed byte for byte.
+// (a number with no fraction and no exponent) of at most maxIDBytes as sent.
+// It is used for ids and progress tokens, which are echoed byte for byte, so
+// a bound here is the only bound on what they send back.
 func validID(raw json.RawMessage) bool {
+	if len(bytes.TrimSpace(raw)) > maxIDBytes {
+		return false
+	}
 	switch kindOf(raw) {
 	case '"':
 		return true
@@ -450,7 +457,7 @@ type rpcErrorObject struct {
 // writeRPCError sends e with status e.Status as application/json. id is echoed
 // as given; a nil id leaves the member out (never null).
 func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
-	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: e.Message, Data: e.Data}}
+	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: clip(e.Message, maxErrorString), Data: boundStrings(e.Data)}}
 	b, err := marshalJSON(body)
 	if err != nil && e.Data != nil { // data that cannot be encoded is dropped
 		body.Error.Data = nil
