@@ -130,17 +130,34 @@ func StatusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
+// sendJSON writes v as JSON (and a newline) with status. The encoder
+// writes straight into the response, so a large answer exists once in
+// memory while it is sent, not twice (a Marshal result and its copy).
 func sendJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":"internal","message":"internal error"}`)
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(b)
-	w.Write([]byte("\n"))
+	out := &statusOnWrite{w: w, status: status}
+	if err := json.NewEncoder(out).Encode(v); err != nil && !out.wrote {
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"error":"internal","message":"internal error"}` + "\n"))
+	}
+}
+
+// statusOnWrite sends the status with the first bytes of the body, so an
+// encoder that fails before writing anything leaves the status free for an
+// error answer.
+type statusOnWrite struct {
+	w      http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusOnWrite) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.wrote = true
+		s.w.WriteHeader(s.status)
+	}
+	return s.w.Write(b)
 }
 
 // sendError writes a domain error. Internal errors are logged with the

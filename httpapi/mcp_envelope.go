@@ -473,17 +473,21 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 // writeRPCResult sends {"jsonrpc":"2.0","id":id,"result":result} as
 // application/json with status 200. A result that cannot be encoded becomes a
 // -32603 error (also 200: a JSON-RPC-level error, spec §1.5).
+// The result is encoded straight into the response (no copy of a large
+// result is held while it is sent); the bytes are marshalJSON's.
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
-	b, err := marshalJSON(struct {
+	w.Header().Set("Content-Type", "application/json")
+	out := &statusOnWrite{w: w, status: http.StatusOK}
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id,omitempty"`
 		Result  any             `json:"result"`
 	}{"2.0", id, result})
-	if err != nil {
+	if err != nil && !out.wrote {
 		writeRPCError(w, id, &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error: the result could not be encoded"})
-		return
 	}
-	writeJSON(w, http.StatusOK, b)
 }
 
 // marshalJSON encodes v without HTML escaping, so that ids and strings go back
