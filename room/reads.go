@@ -200,9 +200,11 @@ func (e *Engine) Read(ctx context.Context, q Querier, p Principal, in ReadInput)
 		}
 		out.NextOffset = &next
 	}
-	if len(content) < len(d.Content) {
-		// A piece of a large document would keep all of it in memory for as
-		// long as the answer takes to send.
+	if len(content) < len(d.Content) && e.docs.get(d.Version) != d {
+		// This read parsed the document itself (a read racing another on a
+		// new version): a piece of its private copy would keep all of it in
+		// memory for as long as the answer takes to send. A piece of the
+		// cached document costs nothing more than the cache already holds.
 		content = strings.Clone(content)
 	}
 	out.Content = content
