@@ -10,14 +10,31 @@ import (
 )
 
 // TestStreamedEncodingKeepsTheBytes: sendJSON and writeRPCResult encode
-// straight into the response; what a client receives is byte for byte what
+// straight into the response (sendJSON a list element by element); what a client receives is byte for byte what
 // json.Marshal (HTML-escaped, for the HTTP routes) and marshalJSON (not
 // escaped, for MCP) produce, with one newline after it. A value that cannot
 // be encoded is still a clean error answer.
 func TestStreamedEncodingKeepsTheBytes(t *testing.T) {
+	type rec struct {
+		ID      string            `json:"id"`
+		Content string            `json:"content,omitempty"`
+		Ptr     *int              `json:"ptr"`
+		Tags    map[string]string `json:"tags"`
+	}
+	one := 1
+	many := make([]rec, 3000) // more than one streamed chunk
+	for i := range many {
+		many[i] = rec{ID: strings.Repeat("<&>", i%7), Content: strings.Repeat("é\u2028", i%50), Tags: map[string]string{"b": "2", "a": "1"}}
+	}
 	values := []any{
 		map[string]any{"a": "<b>&</b>", "n": 1, "s": []string{"x", "€😀"}},
 		[]int{},
+		[]int(nil),
+		[]int{1, 2, 3},
+		[]byte("bytes are base64"),
+		[]*rec{{ID: "<x>", Ptr: &one}, nil, {}},
+		[]any{"<", 1, nil, map[string]any{"z": []string{"&"}}},
+		many,
 		strings.Repeat("<long>", 100_000),
 		struct {
 			Content string `json:"content"`
@@ -45,6 +62,22 @@ func TestStreamedEncodingKeepsTheBytes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a list whose element cannot be encoded is a 500 at HTTP", func(t *testing.T) {
+		w := httptest.NewRecorder()
+		sendJSON(w, http.StatusOK, []any{1, func() {}})
+		if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), `"internal"`) {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	})
+	t.Run("a list that fails after part of it was sent breaks the connection", func(t *testing.T) {
+		defer func() {
+			if r := recover(); r != http.ErrAbortHandler {
+				t.Fatalf("recovered %v, want http.ErrAbortHandler", r)
+			}
+		}()
+		sendJSON(httptest.NewRecorder(), http.StatusOK, []any{strings.Repeat("a", streamChunk), func() {}})
+		t.Fatal("sendJSON returned after a half-sent list")
+	})
 	t.Run("a value that cannot be encoded is a 500 at HTTP", func(t *testing.T) {
 		w := httptest.NewRecorder()
 		sendJSON(w, http.StatusOK, map[string]any{"f": func() {}})

@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"reflect"
 	"unicode/utf8"
 
 	"github.com/commonroom/ce/room"
@@ -130,18 +134,85 @@ func StatusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// sendJSON writes v as JSON (and a newline) with status. The encoder
-// writes straight into the response, so a large answer exists once in
-// memory while it is sent, not twice (a Marshal result and its copy).
+// sendJSON writes v as JSON (and a newline) with status: the bytes of
+// json.Marshal. The encoder writes straight into the response, so a large
+// answer exists once in memory while it is sent, not twice (a Marshal result
+// and its copy); a list is encoded one element at a time (streamList), so a
+// client that does not read holds the list but not its encoding.
 func sendJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	out := &statusOnWrite{w: w, status: status}
-	if err := json.NewEncoder(out).Encode(v); err != nil && !out.wrote {
+	var err error
+	if rv := reflect.ValueOf(v); streamable(rv) {
+		err = streamList(out, rv)
+	} else {
+		err = json.NewEncoder(out).Encode(v)
+	}
+	var werr writeError
+	switch {
+	case err == nil || errors.As(err, &werr):
+		// Sent, or the client is gone: nothing more to say.
+	case !out.wrote:
 		w.WriteHeader(http.StatusInternalServerError)
 		w.Write([]byte(`{"error":"internal","message":"internal error"}` + "\n"))
+	default:
+		// Half a list is out and the rest cannot be encoded: break the
+		// connection rather than end a truncated answer as if it were whole.
+		panic(http.ErrAbortHandler)
 	}
 }
+
+// streamable reports whether v is a list sendJSON encodes element by
+// element: a non-nil slice (not bytes) whose type has no JSON method of its
+// own, long enough for it to matter.
+func streamable(v reflect.Value) bool {
+	if v.Kind() != reflect.Slice || v.IsNil() || v.Len() < 2 || v.Type().Elem().Kind() == reflect.Uint8 {
+		return false
+	}
+	t := v.Type()
+	return !t.Implements(reflect.TypeFor[json.Marshaler]()) && !t.Implements(reflect.TypeFor[encoding.TextMarshaler]())
+}
+
+// streamChunk is how much encoded text streamList gathers per write.
+const streamChunk = 64 << 10
+
+// streamList writes the slice v as json.Marshal would, one element's
+// encoding at a time. Each element is encoded through a pointer to it, as
+// encoding/json encodes the (addressable) elements of a slice.
+func streamList(w io.Writer, v reflect.Value) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	flush := func() error {
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return writeError{err}
+		}
+		buf.Reset()
+		return nil
+	}
+	buf.WriteByte('[')
+	for i := range v.Len() {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := enc.Encode(v.Index(i).Addr().Interface()); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		if buf.Len() >= streamChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	buf.WriteString("]\n")
+	return flush()
+}
+
+// writeError marks a failure to write, as opposed to one to encode.
+type writeError struct{ error }
+
+func (e writeError) Unwrap() error { return e.error }
 
 // statusOnWrite sends the status with the first bytes of the body, so an
 // encoder that fails before writing anything leaves the status free for an
@@ -157,7 +228,11 @@ func (s *statusOnWrite) Write(b []byte) (int, error) {
 		s.wrote = true
 		s.w.WriteHeader(s.status)
 	}
-	return s.w.Write(b)
+	n, err := s.w.Write(b)
+	if err != nil {
+		err = writeError{err}
+	}
+	return n, err
 }
 
 // sendError writes a domain error. Internal errors are logged with the
