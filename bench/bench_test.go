@@ -58,6 +58,8 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("fan-out not compared with the bare SSE baseline")
 	case rep.Preload == nil || rep.Preload.Large == nil || rep.Preload.Large.Handoffs < 1500:
 		t.Errorf("preload measured nothing: %+v", rep.Preload)
+	case rep.Hostile == nil || len(rep.Hostile.Phases) < 3 || rep.Hostile.Phases[0].SockDuring <= rep.Hostile.Phases[0].SockBefore:
+		t.Errorf("hostile_conns measured nothing: %+v", rep.Hostile)
 	}
 	if rep.Lifecycle != nil && rep.Lifecycle.MaxActiveTasks > maxActiveTasks {
 		t.Errorf("max active tasks %d above the cap", rep.Lifecycle.MaxActiveTasks)
