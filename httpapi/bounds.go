@@ -14,10 +14,11 @@ import (
 // server-wide ReadTimeout or WriteTimeout (either would cut live streams):
 //
 //   - A request target that is not a path (absolute-form "http://host/…",
-//     authority-form) is refused before anything else: net/http takes the
+//     authority-form, "*") is refused before any handler: net/http takes the
 //     Host from such a URL and drops the Host header, so the loopback guard
 //     would judge a name the client chose freely. We are an origin server,
-//     not a proxy.
+//     not a proxy. (NewHTTPServer turns off net/http's own answer to
+//     "OPTIONS *", which reads the body with no deadline.)
 //   - A request that has a body gets a read deadline (the body timeout) from
 //     its first byte of handling, whether or not its handler reads the body.
 //     Once the body has been read to its end, net/http lifts the deadline
@@ -37,12 +38,6 @@ import (
 //     and then closes the connection.
 func (s *Server) bound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.RequestURI, "/") {
-			w.Header().Set("Connection", "close")
-			sendJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_request",
-				"message": "the request target must be a path: this server is not a proxy"})
-			return
-		}
 		rc := http.NewResponseController(w)
 		now := time.Now()
 		_ = rc.SetWriteDeadline(now.Add(s.writeBudget(r)))
@@ -52,6 +47,11 @@ func (s *Server) bound(next http.Handler) http.Handler {
 			bw.body = &watchedBody{ReadCloser: r.Body}
 			r = r.WithContext(r.Context()) // a copy: the server's own request keeps its body
 			r.Body = bw.body
+		}
+		if !strings.HasPrefix(r.RequestURI, "/") {
+			sendJSON(bw, http.StatusBadRequest, map[string]any{"error": "invalid_request",
+				"message": "the request target must be a path: this server is not a proxy"})
+			return
 		}
 		next.ServeHTTP(bw, r)
 		bw.answered() // a handler that wrote nothing is answered by net/http after this

@@ -80,6 +80,9 @@ func TestBoundsUnreadBodyClosesConnection(t *testing.T) {
 			{"GET /healthz with an unfinished chunked body", "GET", "/healthz", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\n", 200},
 			{"POST /workspace/checkout without a session, half a Content-Length body", "POST", "/workspace/checkout", "Content-Length: 100\r\nContent-Type: application/json\r\n", `{"target":`, 401},
 			{"POST /workspace/checkout without a session, an unfinished chunked body", "POST", "/workspace/checkout", "Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n", "a\r\n{\"target\":\r\n", 401},
+			// net/http answers OPTIONS * itself unless told not to, reading
+			// its body with no deadline.
+			{"OPTIONS * with half a Content-Length body", "OPTIONS", "*", "Content-Length: 100\r\n", strings.Repeat("x", 50), 400},
 		} {
 			t.Run(l.name+": "+tc.name+": answered, then closed by the server", func(t *testing.T) {
 				c := bdDial(t, l.url)
@@ -136,6 +139,8 @@ func TestBoundsAbsoluteFormRefused(t *testing.T) {
 				"GET http://evil.example/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"},
 			{"authority form",
 				"CONNECT 127.0.0.1:" + port + " HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n"},
+			{"asterisk form",
+				"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n"},
 		} {
 			t.Run(l.name+": "+tc.name+": 400 without an echo", func(t *testing.T) {
 				c := bdDial(t, l.url)

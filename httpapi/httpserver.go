@@ -46,6 +46,9 @@ func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       IdleTimeout,
 		ConnContext:       connContext,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// net/http's own answer to "OPTIONS *" reads up to 4 KiB of body
+		// with no deadline, before any handler; bound refuses it instead.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
