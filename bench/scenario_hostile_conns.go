@@ -345,15 +345,16 @@ func hostileReads(ctx context.Context, c *ceServer, n, docMiB int, wait time.Dur
 	if err != nil {
 		return hostilePhase{}, err
 	}
-	size, err := answerSize(ctx, c, "/workspace/read", ss[0].Token)
-	if err != nil {
-		return hostilePhase{}, err
-	}
+	// The reads come first, on a room that has not answered one yet, as
+	// an attacker's would: they find no parsed document to share.
 	p, err := hang(ctx, c, n, wait, func(int) string {
 		return "GET /workspace/read HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + ss[0].Token + "\r\n\r\n"
 	})
 	p.What = fmt.Sprintf("GET /workspace/read of a %d MiB document, never read", docMiB)
-	p.AnswerBytes = size
+	if err != nil {
+		return p, err
+	}
+	p.AnswerBytes, err = answerSize(ctx, c, "/workspace/read", ss[0].Token)
 	return p, err
 }
 
