@@ -28,14 +28,15 @@ import (
 //     deadline there would cancel the request (and end a live stream) for
 //     nothing.
 //   - Every response gets a write deadline (the write timeout): a client that
-//     never reads cannot pin the answer's memory or the connection. Live
-//     streams (listen.Serve) replace it with their own per-flush deadlines.
+//     never reads holds the answer's memory and the connection no longer
+//     than that. Live streams (listen.Serve) replace it with their own
+//     per-flush deadlines.
 //   - A handler that answers without reading its body to the end gets
-//     "Connection: close" on its answer, so net/http does not try to drain
-//     the rest of the body before answering (with no deadline, a body that
-//     never ends would block the answer forever). After the handler, net/http
-//     still reads up to 256 KiB of what is left, bounded by the read deadline,
-//     and then closes the connection.
+//     "Connection: close" on its answer, so net/http does not first try to
+//     drain the rest of the body (the answer would wait for it until the read
+//     deadline). After the handler, net/http still reads up to 256 KiB of
+//     what is left, bounded by the read deadline, and then closes the
+//     connection.
 func (s *Server) bound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
