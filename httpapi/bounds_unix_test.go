@@ -46,6 +46,9 @@ func TestBoundsUnreadResponseClosedAfterWriteDeadline(t *testing.T) {
 		Server: func(c *Config) { c.WriteTimeout = 500 * time.Millisecond },
 	})
 	s := h.session("reader", "read")
+	// A first read, read whole, parses the document, so the stalled one
+	// below starts writing at once.
+	wantOK(t, h.do("GET", h.ingressURL("/workspace/read"), s.SessionToken, nil))
 	bdIdle(t, h)
 
 	c := bdDialSmallWindow(t, h.Ingress.URL)
@@ -57,7 +60,9 @@ func TestBoundsUnreadResponseClosedAfterWriteDeadline(t *testing.T) {
 	})
 	c.SetReadDeadline(time.Now().Add(bdWait))
 	got, _ := io.ReadAll(c)
-	if !strings.HasPrefix(string(got), "HTTP/1.1 200 ") {
+	// Nothing at all arrives if the deadline passed before the first write
+	// (a slow machine); otherwise the answer is a 200 cut short.
+	if len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 200 ") {
 		t.Errorf("the answer began %.100q, want a 200", got)
 	}
 	if len(got) >= 12_000_000 {
