@@ -60,6 +60,8 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("preload measured nothing: %+v", rep.Preload)
 	case rep.Watch == nil || rep.Watch.Latency.Count != int64(rep.Watch.Saves) || rep.Watch.Frames == 0:
 		t.Errorf("watch measured nothing: %+v", rep.Watch)
+	case rep.Hostile == nil || len(rep.Hostile.Phases) < 3 || rep.Hostile.Phases[0].SockDuring <= rep.Hostile.Phases[0].SockBefore:
+		t.Errorf("hostile_conns measured nothing: %+v", rep.Hostile)
 	}
 	if rep.Lifecycle != nil && rep.Lifecycle.MaxActiveTasks > maxActiveTasks {
 		t.Errorf("max active tasks %d above the cap", rep.Lifecycle.MaxActiveTasks)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -45,7 +47,10 @@ func (e *env) room(ctx context.Context, name string, forceOwn bool, flags ...str
 	e.seq++
 	dir := filepath.Join(e.workDir, fmt.Sprintf("%02d-%s", e.seq, name))
 	e.mu.Unlock()
-	base := []string{"--max-sessions", "512", "--max-sessions-per-invite", "512", "--rate-limit", "0"}
+	// The fan-out's streams are each a connection to the ingress: lift its
+	// connection cap above the largest fan-out.
+	base := []string{"--max-sessions", "512", "--max-sessions-per-invite", "512", "--rate-limit", "0",
+		"--max-conns", strconv.Itoa(slices.Max(e.cfg.fanoutSizes) + 2048)}
 	c, err := startCE(ctx, e.bin, dir, "room", append(base, flags...)...)
 	return e.track(c, err)
 }

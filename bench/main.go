@@ -6,7 +6,7 @@
 // never enforced; the run fails only when an invariant breaks (the active
 // task cap, a lost frame, an error that should not happen).
 //
-//	go run ./bench [--scenarios lifecycle,poll,fanout,baselines,preload] [--duration 20s] [--json] [--smoke]
+//	go run ./bench [--scenarios lifecycle,poll,fanout,baselines,preload,hostile_conns] [--duration 20s] [--json] [--smoke]
 //	go run ./bench --scenarios preload --preload 1000000 [--preload-mode bulk|mcp]
 package main
 
@@ -36,7 +36,7 @@ const (
 	exitInterrupted = 130
 )
 
-var allScenarios = []string{"baselines", "lifecycle", "poll", "fanout", "preload", "watch"}
+var allScenarios = []string{"baselines", "lifecycle", "poll", "fanout", "preload", "watch", "hostile_conns"}
 
 type config struct {
 	scenarios         []string
@@ -60,6 +60,8 @@ type config struct {
 	json              bool
 	keep              bool
 	waitQuiet         time.Duration
+	hostileBin        string
+	hostileWait       time.Duration
 }
 
 func main() {
@@ -97,6 +99,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.json, "json", false, "write one JSON document on stdout (the table goes to stderr)")
 	fs.DurationVar(&c.waitQuiet, "wait-quiet", 0, "before each measured run, wait up to this long for other processes to use < 30% of a core (for shared machines)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (rooms, ce logs) after the run")
+	fs.StringVar(&c.hostileBin, "hostile-bin", "", "the ce binary hostile_conns runs against (default: the one built), to measure another build the same way; it then gets ce's default deadlines")
+	fs.DurationVar(&c.hostileWait, "hostile-wait", 40*time.Second, "how long hostile_conns waits for the server's deadlines (ce's defaults are 30 s) before it counts what is still held")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -206,7 +210,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"poll_clients": cfg.pollClients, "fanout_sizes": cfg.fanoutSizes, "fanout_rate": cfg.fanoutRate,
 		"fanout_duration": cfg.fanoutDuration.String(), "streams_per_session": cfg.streamsPerSession,
 		"stall_max_lag": cfg.stallMaxLag.String(), "stall_rate": cfg.stallRate, "stall_timeout": cfg.stallTimeout.String(), "preload": cfg.preload, "preload_mode": cfg.preloadMode, "probe_duration": cfg.probeDuration.String(),
-		"smoke": cfg.smoke, "target_file": cfg.targetFile, "wait_quiet": cfg.waitQuiet.String()}
+		"smoke": cfg.smoke, "target_file": cfg.targetFile, "wait_quiet": cfg.waitQuiet.String(),
+		"hostile_bin": cfg.hostileBin, "hostile_wait": cfg.hostileWait.String()}
 	var uts syscall.Utsname
 	syscall.Uname(&uts)
 	rep.Machine = map[string]any{"cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "go": runtime.Version(),
@@ -253,7 +258,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runners := map[string]func(context.Context, *env) error{
 		"baselines": scenarioBaselines, "lifecycle": scenarioLifecycle, "poll": scenarioPoll,
 		"fanout": scenarioFanout, "preload": scenarioPreload,
-		"watch": scenarioWatch,
+		"watch":         scenarioWatch,
+		"hostile_conns": scenarioHostileConns,
 	}
 	for _, name := range allScenarios { // fixed order: baselines first, so ratios print as rows arrive
 		if !slices.Contains(cfg.scenarios, name) || ctx.Err() != nil {

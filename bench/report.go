@@ -22,6 +22,7 @@ type report struct {
 	Fanout        *fanoutResults   `json:"fanout,omitempty"`
 	Preload       *preloadResult   `json:"preload,omitempty"`
 	Watch         *watchResult     `json:"watch,omitempty"`
+	Hostile       *hostileResult   `json:"hostile_conns,omitempty"`
 	Targets       []target         `json:"targets"`
 	Violations    []string         `json:"violations"`
 	Findings      []string         `json:"findings"`

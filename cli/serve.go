@@ -40,6 +40,10 @@ type serveFlags struct {
 	maxPerInvite                   int // live sessions one invitation's joiners may hold
 	pendingProposals               int
 	pendingProposalsPerParticipant int
+	maxConns                       int
+	ownerMaxConns                  int
+	writeTimeout                   time.Duration
+	bodyTimeout                    time.Duration
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -62,6 +66,10 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.IntVar(&f.maxPerInvite, "max-sessions-per-invite", room.Defaults().MaxSessionsPerInvite, "live sessions one invitation's joiners may hold at once (an invitation may set its own)")
 	fs.IntVar(&f.pendingProposals, "pending-proposals", room.Defaults().MaxPendingProposals, "pending proposals the whole room may hold")
 	fs.IntVar(&f.pendingProposalsPerParticipant, "pending-proposals-per-participant", room.Defaults().MaxPendingProposalsPerParticipant, "pending proposals one participant may hold")
+	fs.IntVar(&f.maxConns, "max-conns", httpapi.DefaultMaxConns, "connections the ingress listener holds at once; beyond, 503 at once (lowered to fit the open-file limit)")
+	fs.IntVar(&f.ownerMaxConns, "owner-max-conns", httpapi.DefaultOwnerMaxConns, "connections the owner listener holds at once")
+	fs.DurationVar(&f.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "drop a response (other than a live stream) not written within this")
+	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpapi.DefaultBodyReadTimeout, "drop a request whose body has not arrived within this")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
@@ -104,6 +112,9 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		return err
 	}
 	if err := checkLoopback(f.ingressAddr); err != nil {
+		return err
+	}
+	if err := checkConnFlags(f); err != nil {
 		return err
 	}
 	level, err := parseLevel(f.logLevel)
@@ -156,7 +167,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	if f.pendingProposals < 1 || f.pendingProposalsPerParticipant < 1 {
 		return &exitError{code: exitUsage, err: errors.New("--pending-proposals and --pending-proposals-per-participant must be at least 1")}
 	}
-	raiseFileLimit(log)
+	fileLimit := raiseFileLimit(log)
 	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log})
 	host := f.name
 	if host == "" {
@@ -200,7 +211,9 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	l.eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressPort, Mode: "local"}})
 
 	opToken := newOperatorToken()
-	api := httpapi.New(httpapi.Config{Room: l.room, Hub: hub, Logger: log, OperatorToken: opToken, Version: version()})
+	maxConns, ownerMaxConns := connCaps(log, fileLimit, f)
+	api := httpapi.New(httpapi.Config{Room: l.room, Hub: hub, Logger: log, OperatorToken: opToken, Version: version(),
+		BodyReadTimeout: f.bodyTimeout, WriteTimeout: f.writeTimeout, MaxConns: maxConns, OwnerMaxConns: ownerMaxConns})
 	ownerURL := "http://" + ownerLn.Addr().String()
 	ingressURL := "http://" + ingressLn.Addr().String()
 
@@ -235,8 +248,8 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 
 	servers := []*http.Server{httpapi.NewHTTPServer(api.OwnerHandler(), log), httpapi.NewHTTPServer(api.IngressHandler(), log)}
 	errc := make(chan error, 2)
-	go func() { errc <- servers[0].Serve(ownerLn) }()
-	go func() { errc <- servers[1].Serve(ingressLn) }()
+	go func() { errc <- servers[0].Serve(api.OwnerListener(ownerLn)) }()
+	go func() { errc <- servers[1].Serve(api.IngressListener(ingressLn)) }()
 
 	pageURL := ownerURL + "/?key=" + api.NewPageKey()
 	if f.json {
@@ -272,16 +285,23 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 
 // raiseFileLimit lifts the soft open-file limit to the hard one: every live
 // stream is a socket, and the default soft limit (often 1,024) would refuse
-// connections long before memory runs out.
-func raiseFileLimit(log *slog.Logger) {
+// connections long before memory runs out. It returns the limit in effect
+// (0 when unknown), which the connection caps must fit under.
+func raiseFileLimit(log *slog.Logger) uint64 {
 	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur >= rl.Max {
-		return
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
 	}
+	if rl.Cur >= rl.Max {
+		return rl.Cur
+	}
+	cur := rl.Cur
 	rl.Cur = rl.Max
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		log.Warn("cannot raise the open-file limit", "err", err)
+		return cur
 	}
+	return rl.Cur
 }
 
 // shutdown stops accepting, ends live streams gracefully (each gets its

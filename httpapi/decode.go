@@ -9,22 +9,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/commonroom/ce/room"
 )
 
-// defaultBodyReadTimeout bounds how long reading one request body may take.
-const defaultBodyReadTimeout = 30 * time.Second
-
 // readBody reads the whole body, bounded by the bytes actually read (so a
 // chunked body without Content-Length is bounded too).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	// A client that sends its headers and then trickles the body would hold
-	// a handler forever (the server has no read timeout, so streams can live):
-	// bound the body's reading, then lift the bound again.
-	rc := http.NewResponseController(w)
-	bounded := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil
+	// The body's read deadline was set when the request came in (bound)
+	// and is lifted once the body has been read to its end.
 	body := http.MaxBytesReader(w, r.Body, s.limits.MaxBodyBytes)
 	b, err := io.ReadAll(body)
 	if err != nil {
@@ -39,9 +32,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			return nil, room.Errorf(room.KindInvalidRequest, "the request body did not arrive within %s", s.bodyTimeout)
 		}
 		return nil, room.Errorf(room.KindInvalidRequest, "could not read the request body")
-	}
-	if bounded {
-		rc.SetReadDeadline(time.Time{})
 	}
 	return b, nil
 }

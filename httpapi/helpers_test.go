@@ -189,7 +189,11 @@ func (h *roomHarness) start() {
 	}
 	ownerLn, ingressLn := localListener(t), localListener(t)
 	eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressLn.Addr().(*net.TCPAddr).Port, Mode: "local"}})
-	api := New(Config{Room: r, Hub: hub, Logger: h.Log, OperatorToken: h.OpToken, Version: "test"})
+	apiCfg := Config{Room: r, Hub: hub, Logger: h.Log, OperatorToken: h.OpToken, Version: "test"}
+	if o.Server != nil {
+		o.Server(&apiCfg)
+	}
+	api := New(apiCfg)
 	serve := func(handler http.Handler, ln net.Listener) *httptest.Server {
 		s := httptest.NewUnstartedServer(handler)
 		s.Listener.Close()
@@ -199,8 +203,8 @@ func (h *roomHarness) start() {
 		return s
 	}
 	h.Eng, h.Store, h.Hub, h.Room, h.API = eng, st, hub, r, api
-	h.Owner = serve(api.OwnerHandler(), ownerLn)
-	h.Ingress = serve(api.IngressHandler(), ingressLn)
+	h.Owner = serve(api.OwnerHandler(), api.OwnerListener(ownerLn))
+	h.Ingress = serve(api.IngressHandler(), api.IngressListener(ingressLn))
 	h.running = true
 }
 

@@ -56,6 +56,8 @@ type lsOpts struct {
 	// Actor adjusts the room actor's configuration (the sweeper, the file
 	// watcher) after the harness has filled it in.
 	Actor func(*actor.Config)
+	// Server adjusts the front door's configuration (timeouts, caps).
+	Server func(*Config)
 }
 
 // lsTempDir is t.TempDir(), on /dev/shm when asked and available.

@@ -184,7 +184,7 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 	var id json.RawMessage
 	if raw, ok := top["id"]; ok {
 		if !validID(raw) {
-			return envelope{}, nil, invalidRequest("invalid request: id must be a string or an integer")
+			return envelope{}, nil, invalidRequest(fmt.Sprintf("invalid request: id must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		id = raw
 	}
@@ -270,7 +270,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 
 	if raw, ok := meta[metaProgressToken]; ok {
 		if !validID(raw) {
-			return requestMeta{}, nil, metaError("params._meta.progressToken must be a string or an integer")
+			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		out.ProgressToken = raw
 	}
@@ -365,10 +365,17 @@ func headerValues(h http.Header, name string) []string {
 	return out
 }
 
+// maxIDBytes bounds a request id or progress token as sent (quotes included).
+const maxIDBytes = 256
+
 // validID reports whether raw, one valid JSON value, is a string or an integer
-// (a number with no fraction and no exponent). It is used for ids and progress
-// tokens, which are echoed byte for byte.
+// (a number with no fraction and no exponent) of at most maxIDBytes as sent.
+// It is used for ids and progress tokens, which are echoed byte for byte, so
+// a bound here is the only bound on what they send back.
 func validID(raw json.RawMessage) bool {
+	if len(bytes.TrimSpace(raw)) > maxIDBytes {
+		return false
+	}
 	switch kindOf(raw) {
 	case '"':
 		return true
@@ -450,7 +457,7 @@ type rpcErrorObject struct {
 // writeRPCError sends e with status e.Status as application/json. id is echoed
 // as given; a nil id leaves the member out (never null).
 func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
-	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: e.Message, Data: e.Data}}
+	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: clip(e.Message, maxErrorString), Data: boundStrings(e.Data)}}
 	b, err := marshalJSON(body)
 	if err != nil && e.Data != nil { // data that cannot be encoded is dropped
 		body.Error.Data = nil
@@ -466,17 +473,21 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 // writeRPCResult sends {"jsonrpc":"2.0","id":id,"result":result} as
 // application/json with status 200. A result that cannot be encoded becomes a
 // -32603 error (also 200: a JSON-RPC-level error, spec §1.5).
+// The result is encoded straight into the response (no copy of a large
+// result is held while it is sent); the bytes are marshalJSON's.
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
-	b, err := marshalJSON(struct {
+	w.Header().Set("Content-Type", "application/json")
+	out := &statusOnWrite{w: w, status: http.StatusOK}
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id,omitempty"`
 		Result  any             `json:"result"`
 	}{"2.0", id, result})
-	if err != nil {
+	if err != nil && !out.wrote {
 		writeRPCError(w, id, &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error: the result could not be encoded"})
-		return
 	}
-	writeJSON(w, http.StatusOK, b)
 }
 
 // marshalJSON encodes v without HTML escaping, so that ids and strings go back

@@ -114,8 +114,9 @@ func toolCatalog() []tool {
 				"section":   str("a heading title or path (e.g. \"Plan/Risks\"); omit for the whole document"),
 				"max_lines": integer("at most this many lines", 0),
 				"max_bytes": integer("at most this many bytes (cut on a character boundary)", 0),
+				"offset":    integer("start this many bytes into the section (a truncated answer's next_offset)", 0),
 			}),
-			Description: "Read one section (or the document) of the current version, bounded by lines then bytes. The answer carries the version to propose against. Needs read.",
+			Description: "Read one section (or the document) of the current version, bounded by lines then bytes (at most 1 MiB). A truncated answer carries next_offset: read again with offset=next_offset for the rest. The answer carries the version to propose against. Needs read.",
 			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, readArgs) (room.ReadResult, error) {
 				return func(ctx context.Context, q room.Querier, p room.Principal, in readArgs) (room.ReadResult, error) {
 					return s.eng.Read(ctx, q, p, room.ReadInput(in))
@@ -174,6 +175,7 @@ type readArgs struct {
 	Section  string `json:"section"`
 	MaxLines int    `json:"max_lines"`
 	MaxBytes int    `json:"max_bytes"`
+	Offset   int    `json:"offset"`
 }
 
 type historyArgs struct {

@@ -67,7 +67,9 @@ func (s *Server) getRead(w http.ResponseWriter, r *http.Request) {
 	in := room.ReadInput{Section: r.URL.Query().Get("section")}
 	var err error
 	if in.MaxLines, _, err = queryInt(r, "max_lines"); err == nil {
-		in.MaxBytes, _, err = queryInt(r, "max_bytes")
+		if in.MaxBytes, _, err = queryInt(r, "max_bytes"); err == nil {
+			in.Offset, _, err = queryInt(r, "offset")
+		}
 	}
 	if err != nil {
 		s.sendError(w, r, err)

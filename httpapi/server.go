@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
@@ -31,6 +32,13 @@ type Config struct {
 	// BodyReadTimeout bounds reading one request body (default 30s), so a
 	// client trickling a body cannot hold a handler.
 	BodyReadTimeout time.Duration
+	// WriteTimeout bounds writing one response that is not a live stream
+	// (default DefaultWriteTimeout), so an answer nobody reads is dropped.
+	WriteTimeout time.Duration
+	// MaxConns caps the ingress listener's connections held at once
+	// (default DefaultMaxConns); OwnerMaxConns the owner listener's
+	// (default DefaultOwnerMaxConns). See OwnerListener, IngressListener.
+	MaxConns, OwnerMaxConns int
 }
 
 // Server holds what the handlers share. It has no package-level state.
@@ -48,7 +56,10 @@ type Server struct {
 	pages   pageKeys
 	tools   []tool
 
-	bodyTimeout time.Duration
+	bodyTimeout  time.Duration
+	writeTimeout time.Duration
+	ownerConns   *connLimiter
+	ingressConns *connLimiter
 
 	legacy        legacySubs
 	legacyStreams legacyStreamSet
@@ -68,8 +79,11 @@ func New(cfg Config) *Server {
 	}
 	s.bodyTimeout = cfg.BodyReadTimeout
 	if s.bodyTimeout <= 0 {
-		s.bodyTimeout = defaultBodyReadTimeout
+		s.bodyTimeout = DefaultBodyReadTimeout
 	}
+	s.writeTimeout = cmp.Or(max(cfg.WriteTimeout, 0), DefaultWriteTimeout)
+	s.ingressConns = &connLimiter{max: int64(cmp.Or(max(cfg.MaxConns, 0), DefaultMaxConns))}
+	s.ownerConns = &connLimiter{max: int64(cmp.Or(max(cfg.OwnerMaxConns, 0), DefaultOwnerMaxConns))}
 	if cfg.OperatorToken != "" {
 		s.opHash = sha256.Sum256([]byte(cfg.OperatorToken))
 		s.hasOp = true
@@ -100,6 +114,7 @@ func (s *Server) IngressHandler() http.Handler { return s.routes(ingressListener
 
 func (s *Server) routes(l listener) http.Handler {
 	r := chi.NewRouter()
+	r.Use(s.bound)
 	r.Use(s.requestLog)
 	r.Use(LoopbackOnly(s.rejectHost))
 	r.Get("/healthz", s.healthz)

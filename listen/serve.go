@@ -89,7 +89,9 @@ type ServeOptions struct {
 // burst and a stalled socket cannot hold a handler for long. A peer that
 // stops reading while the kernel still takes our writes is caught by the
 // socket probe (ConnContext) within about MaxLag. The hub is never locked
-// while the network is written.
+// while the network is written. These deadlines replace any write deadline
+// the front door set for the request as a whole: a stream lives as long as
+// it keeps up.
 func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeOptions) EndReason {
 	if !s.served.CompareAndSwap(false, true) {
 		panic("listen: Serve called twice for one Subscription")

@@ -257,6 +257,9 @@ func (e *Engine) CurrentDoc(ctx context.Context, q Querier) (*Doc, error) {
 // FindSection resolves a selector against the document; the whole-document
 // selectors return ok with a zero Region and whole=true.
 func (d *Doc) FindSection(selector string) (r Region, whole bool, err error) {
+	if err := checkSelector(selector); err != nil {
+		return Region{}, false, err
+	}
 	if WholeDocument(selector) {
 		return Region{}, true, nil
 	}

@@ -2,6 +2,8 @@ package room
 
 import (
 	"context"
+	"strings"
+	"unicode/utf8"
 )
 
 // Status is the room at a glance (workspace_status, GET /workspace/status).
@@ -125,6 +127,10 @@ func (e *Engine) Regions(ctx context.Context, q Querier, p Principal) ([]Region,
 type ReadInput struct {
 	Section            string
 	MaxLines, MaxBytes int
+	// Offset is where the read starts: a byte offset into the section's (or
+	// the document's) text, as a previous answer's NextOffset gives it. An
+	// offset inside a character is moved back to that character's start.
+	Offset int
 }
 
 // ReadResult is a bounded piece of the current version.
@@ -134,17 +140,28 @@ type ReadResult struct {
 	Section     *string `json:"section"`
 	Content     string  `json:"content"`
 	Truncated   bool    `json:"truncated"`
+	// Offset is where Content starts in the section's text, when not 0.
+	Offset int `json:"offset,omitempty"`
+	// NextOffset is set when Truncated: read again with offset=NextOffset
+	// (same section, same version) for what follows. When the page was cut
+	// after a line (max_lines), the line ending dropped from the page is
+	// skipped, so the next page starts on the next line.
+	NextOffset *int `json:"next_offset,omitempty"`
 }
 
-// Read returns a section (or the document), bounded by lines then bytes.
-// Without explicit bounds a read is still capped at the request body limit so
-// one call can never return an unbounded answer.
+// Read returns a section (or the document), bounded by lines then bytes,
+// from Offset on. Without explicit bounds a read is still capped at the
+// request body limit so one call can never return an unbounded answer;
+// NextOffset says where to go on.
 func (e *Engine) Read(ctx context.Context, q Querier, p Principal, in ReadInput) (ReadResult, error) {
 	if err := p.Require(CapRead); err != nil {
 		return ReadResult{}, err
 	}
 	if in.MaxLines < 0 || in.MaxBytes < 0 {
 		return ReadResult{}, Errorf(KindInvalidRequest, "max_lines and max_bytes must not be negative")
+	}
+	if in.Offset < 0 {
+		return ReadResult{}, Errorf(KindInvalidRequest, "offset must not be negative").With("field", "offset")
 	}
 	d, err := e.CurrentDoc(ctx, q)
 	if err != nil {
@@ -158,17 +175,48 @@ func (e *Engine) Read(ctx context.Context, q Querier, p Principal, in ReadInput)
 	if !whole {
 		text = d.Content[r.Start:r.End]
 	}
+	if in.Offset > len(text) {
+		return ReadResult{}, Errorf(KindInvalidRequest, "offset %d is past the end of the text (%d bytes)", in.Offset, len(text)).
+			With("field", "offset")
+	}
 	maxBytes := in.MaxBytes
 	if maxBytes == 0 || int64(maxBytes) > e.Limits.MaxBodyBytes {
 		maxBytes = int(e.Limits.MaxBodyBytes)
 	}
-	out := ReadResult{WorkspaceID: e.WorkspaceID, Version: d.Version}
+	out := ReadResult{WorkspaceID: e.WorkspaceID, Version: d.Version, Offset: runeStart(text, in.Offset)}
 	if in.Section != "" {
 		s := in.Section
 		out.Section = &s
 	}
-	out.Content, out.Truncated = Truncate(text, in.MaxLines, maxBytes)
+	rest := text[out.Offset:]
+	lines, lineCut := Truncate(rest, in.MaxLines, 0)
+	content, _ := Truncate(lines, 0, maxBytes)
+	out.Truncated = len(content) < len(rest)
+	if out.Truncated {
+		next := out.Offset + len(content)
+		if lineCut && len(content) == len(lines) {
+			// The page ends where a line did; its line ending was dropped.
+			next += strings.IndexByte(rest[len(lines):], '\n') + 1
+		}
+		out.NextOffset = &next
+	}
+	if len(content) < len(d.Content) && e.docs.get(d.Version) != d {
+		// This read parsed the document itself (a read racing another on a
+		// new version): a piece of its private copy would keep all of it in
+		// memory for as long as the answer takes to send. A piece of the
+		// cached document costs nothing more than the cache already holds.
+		content = strings.Clone(content)
+	}
+	out.Content = content
 	return out, nil
+}
+
+// runeStart moves i back to the start of the character it falls in.
+func runeStart(s string, i int) int {
+	for back := 0; i > 0 && i < len(s) && back < utf8.UTFMax-1 && !utf8.RuneStart(s[i]); back++ {
+		i--
+	}
+	return i
 }
 
 // Counts are the room's live numbers for operators and load tests: most of

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestStreamedEncodingKeepsTheBytes: sendJSON and writeRPCResult encode
+// straight into the response (sendJSON a list element by element); what a client receives is byte for byte what
+// json.Marshal (HTML-escaped, for the HTTP routes) and marshalJSON (not
+// escaped, for MCP) produce, with one newline after it. A value that cannot
+// be encoded is still a clean error answer.
+func TestStreamedEncodingKeepsTheBytes(t *testing.T) {
+	type rec struct {
+		ID      string            `json:"id"`
+		Content string            `json:"content,omitempty"`
+		Ptr     *int              `json:"ptr"`
+		Tags    map[string]string `json:"tags"`
+	}
+	one := 1
+	many := make([]rec, 3000) // more than one streamed chunk
+	for i := range many {
+		many[i] = rec{ID: strings.Repeat("<&>", i%7), Content: strings.Repeat("é\u2028", i%50), Tags: map[string]string{"b": "2", "a": "1"}}
+	}
+	values := []any{
+		map[string]any{"a": "<b>&</b>", "n": 1, "s": []string{"x", "€😀"}},
+		[]int{},
+		[]int(nil),
+		[]int{1, 2, 3},
+		[]byte("bytes are base64"),
+		[]*rec{{ID: "<x>", Ptr: &one}, nil, {}},
+		[]any{"<", 1, nil, map[string]any{"z": []string{"&"}}},
+		many,
+		strings.Repeat("<long>", 100_000),
+		struct {
+			Content string `json:"content"`
+		}{"\u2028 \"quoted\" \\ \n"},
+	}
+	for i, v := range values {
+		t.Run("HTTP answer "+string(rune('A'+i))+" is json.Marshal and a newline", func(t *testing.T) {
+			w := httptest.NewRecorder()
+			sendJSON(w, http.StatusTeapot, v)
+			want, _ := json.Marshal(v)
+			if w.Code != http.StatusTeapot || !bytes.Equal(w.Body.Bytes(), append(want, '\n')) {
+				t.Fatalf("status %d, body %.200q…, want %.200q…", w.Code, w.Body.Bytes(), want)
+			}
+		})
+		t.Run("MCP result "+string(rune('A'+i))+" is marshalJSON of the envelope", func(t *testing.T) {
+			w := httptest.NewRecorder()
+			writeRPCResult(w, json.RawMessage(`7`), v)
+			want, _ := marshalJSON(struct { // what writeRPCResult sent before it streamed
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id,omitempty"`
+				Result  any             `json:"result"`
+			}{"2.0", json.RawMessage(`7`), v})
+			if w.Code != http.StatusOK || !bytes.Equal(w.Body.Bytes(), want) {
+				t.Fatalf("status %d, body %.200q…, want %.200q…", w.Code, w.Body.Bytes(), want)
+			}
+		})
+	}
+	t.Run("a list whose element cannot be encoded is a 500 at HTTP", func(t *testing.T) {
+		w := httptest.NewRecorder()
+		sendJSON(w, http.StatusOK, []any{1, func() {}})
+		if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), `"internal"`) {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	})
+	t.Run("a list that fails after part of it was sent breaks the connection", func(t *testing.T) {
+		defer func() {
+			if r := recover(); r != http.ErrAbortHandler {
+				t.Fatalf("recovered %v, want http.ErrAbortHandler", r)
+			}
+		}()
+		sendJSON(httptest.NewRecorder(), http.StatusOK, []any{strings.Repeat("a", streamChunk), func() {}})
+		t.Fatal("sendJSON returned after a half-sent list")
+	})
+	t.Run("a value that cannot be encoded is a 500 at HTTP", func(t *testing.T) {
+		w := httptest.NewRecorder()
+		sendJSON(w, http.StatusOK, map[string]any{"f": func() {}})
+		if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), `"internal"`) {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	})
+	t.Run("a result that cannot be encoded is -32603 at MCP", func(t *testing.T) {
+		w := httptest.NewRecorder()
+		writeRPCResult(w, json.RawMessage(`7`), map[string]any{"f": func() {}})
+		if !strings.Contains(w.Body.String(), `-32603`) || strings.Contains(w.Body.String(), `"result"`) {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	})
+}
