@@ -38,6 +38,19 @@ type Engine struct {
 	sessions sessionCache
 
 	afterFileWrite func() error // crash-test seam, run right after the document is renamed into place; nil in production
+
+	// meta is the document's owner, group and mode as last read; a
+	// replacement gives them to the new file. Only the writer touches it.
+	meta docMeta
+	// Seams of the guarded replace for this package's internal tests only:
+	// swapHook runs at named points of a replacement, so an outside edit
+	// can land exactly there; noExchange forces the fallback used where
+	// RENAME_EXCHANGE is missing. Both nil/false in production.
+	swapHook   func(stage string)
+	noExchange bool
+	// retired holds the files the last replacements took off the
+	// document's name, open, for a late writer (see checkRetired).
+	retired []retiredFile
 }
 
 // NewEngine resolves the document path (creating an empty file, and its
@@ -48,6 +61,9 @@ func NewEngine(docPath string, limits Limits) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{DocPath: abs, Limits: limits, Clock: time.Now}
+	if st, err := os.Stat(abs); err == nil {
+		e.meta = metaOf(st)
+	}
 	base := filepath.Base(abs)
 	e.Name = strings.TrimSuffix(base, filepath.Ext(base))
 	return e, nil
