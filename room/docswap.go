@@ -318,6 +318,7 @@ func (e *Engine) renameChecked(tmp string, old *os.File, oldInfo fs.FileInfo, re
 		os.Remove(tmp)
 		return res, fileError("cannot replace the document", err)
 	}
+	e.hook("swapped")
 	res.placed = true
 	res.syncErr = syncDir(filepath.Dir(path))
 	r := retiredFile{f: old, info: oldInfo, text: read}
