@@ -53,8 +53,8 @@ type Engine struct {
 	retired []retiredFile
 }
 
-// NewEngine resolves the document path (creating an empty file, and its
-// parent directories, when it is missing; refusing a directory).
+// NewEngine resolves the document path (creating an empty file when it is
+// missing and its directory exists; refusing anything but a regular file).
 func NewEngine(docPath string, limits Limits) (*Engine, error) {
 	abs, err := ResolveDocPath(docPath)
 	if err != nil {
@@ -70,7 +70,10 @@ func NewEngine(docPath string, limits Limits) (*Engine, error) {
 }
 
 // ResolveDocPath returns the absolute, symlink-resolved path of the document,
-// creating it empty if it does not exist.
+// creating it empty if it does not exist. It never creates a directory (a
+// mistyped path must not grow a tree), and it refuses, before opening it,
+// anything that is not a regular file: a FIFO would block the read, a
+// device would put the sidecar in /dev.
 func ResolveDocPath(docPath string) (string, error) {
 	abs, err := filepath.Abs(docPath)
 	if err != nil {
@@ -79,8 +82,12 @@ func ResolveDocPath(docPath string) (string, error) {
 	st, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return "", Errorf(KindInvalidRequest, "cannot create the directory for %s: %v", abs, err)
+		if lst, lerr := os.Lstat(abs); lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			return "", Errorf(KindNotFound, "%s is a symbolic link to a file that does not exist", abs)
+		}
+		dir := filepath.Dir(abs)
+		if dst, err := os.Stat(dir); err != nil || !dst.IsDir() {
+			return "", Errorf(KindNotFound, "the directory %s does not exist; ce creates a missing file, never its directory", dir)
 		}
 		f, err := os.OpenFile(abs, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil && !errors.Is(err, fs.ErrExist) {
@@ -91,19 +98,15 @@ func ResolveDocPath(docPath string) (string, error) {
 		}
 	case err != nil:
 		return "", Errorf(KindInvalidRequest, "cannot open %s: %v", abs, err)
-	case st.IsDir():
-		return "", Errorf(KindInvalidRequest, "%s is a directory; ce serves one Markdown file", abs)
+	case !st.Mode().IsRegular():
+		return "", notRegular(abs, st.Mode())
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", Errorf(KindInvalidRequest, "cannot resolve %s: %v", abs, err)
-	}
-	return real, nil
+	return resolveRegular(abs)
 }
 
 // ExistingDocPath resolves the document path like ResolveDocPath but never
 // creates anything: commands other than serve must not conjure up a room
-// for a mistyped file name.
+// for a mistyped file name. It refuses what is not a regular file too.
 func ExistingDocPath(docPath string) (string, error) {
 	abs, err := filepath.Abs(docPath)
 	if err != nil {
@@ -113,12 +116,25 @@ func ExistingDocPath(docPath string) (string, error) {
 	if err != nil {
 		return "", Errorf(KindNotFound, "%s: no such file", docPath)
 	}
-	if st.IsDir() {
-		return "", Errorf(KindInvalidRequest, "%s is a directory; ce serves one Markdown file", abs)
+	if !st.Mode().IsRegular() {
+		return "", notRegular(abs, st.Mode())
 	}
+	return resolveRegular(abs)
+}
+
+// resolveRegular resolves symlinks and checks once more that what the path
+// names is a regular file (it may have changed since the first look).
+func resolveRegular(abs string) (string, error) {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return "", Errorf(KindInvalidRequest, "cannot resolve %s: %v", abs, err)
+	}
+	st, err := os.Lstat(real)
+	if err != nil {
+		return "", Errorf(KindInvalidRequest, "cannot open %s: %v", real, err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", notRegular(real, st.Mode())
 	}
 	return real, nil
 }
