@@ -2,11 +2,11 @@ package room
 
 import (
 	"errors"
+	"hash/maphash"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 )
 
@@ -147,7 +147,7 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 		// An edit slipped in between the check and the swap.
 		gone.Close()
 		res.outside = append(res.outside, goneText)
-		ours := retiredFile{f: mine, info: mineInfo, text: want}
+		ours := newRetired(mine, mineInfo, want)
 		mine = nil // swapBack retires it
 		return e.swapBack(tmp, ours, res)
 	}
@@ -157,8 +157,8 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 	}
 	res.placed = true
 	res.syncErr = syncDir(filepath.Dir(path))
-	r := retiredFile{f: gone, info: goneInfo, text: goneText}
-	if late, ok := r.look(); ok {
+	r := newRetired(gone, goneInfo, goneText)
+	if late, _, ok := r.look(); ok {
 		res.outside = append(res.outside, late)
 	}
 	e.retire(r)
@@ -167,11 +167,21 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 
 // retiredFile is a file a replacement took off the document's name, kept
 // open for a while: a writer that opened it before the swap (an appender:
-// open, write, close) may still write to it.
+// open, write, close) may still write to it. It keeps the size and a hash
+// of what it held at the last look, not the text, so a large document is
+// not held several times over. The hash is maphash with a seed chosen at
+// start: fast, and not something an outside writer can aim a collision at.
 type retiredFile struct {
 	f    *os.File
 	info fs.FileInfo // fstat at the last look, taken before its read
-	text string      // what it held at the last look
+	size int         // bytes read at the last look
+	sum  uint64
+}
+
+var retiredSeed = maphash.MakeSeed()
+
+func newRetired(f *os.File, info fs.FileInfo, text string) retiredFile {
+	return retiredFile{f: f, info: info, size: len(text), sum: maphash.String(retiredSeed, text)}
 }
 
 // maxRetired is how many replaced files stay open for a later look.
@@ -185,25 +195,31 @@ func (e *Engine) retire(r retiredFile) {
 	e.retired = append(e.retired, r)
 }
 
-// look returns what the file holds if it changed since the last look.
-func (r *retiredFile) look() (string, bool) {
+// look returns what the file holds if it changed since the last look, and
+// whether the change only appended to it (then the new bytes are
+// text[appendedFrom:]).
+func (r *retiredFile) look() (text string, appendedFrom int, changed bool) {
 	st, err := r.f.Stat()
 	if err != nil {
-		return "", false
+		return "", 0, false
 	}
-	if st.Size() == r.info.Size() && st.Size() == int64(len(r.text)) && st.ModTime().Equal(r.info.ModTime()) {
-		return "", false
+	if st.Size() == r.info.Size() && st.Size() == int64(r.size) && st.ModTime().Equal(r.info.ModTime()) {
+		return "", 0, false
 	}
-	text, err := readAllAt(r.f)
+	text, err = readAllAt(r.f)
 	if err != nil {
-		return "", false
+		return "", 0, false
 	}
 	r.info = st
-	if text == r.text {
-		return "", false
+	appendedFrom = -1
+	if len(text) >= r.size && maphash.String(retiredSeed, text[:r.size]) == r.sum {
+		if len(text) == r.size {
+			return "", 0, false // rewritten with the same bytes
+		}
+		appendedFrom = r.size
 	}
-	r.text = text
-	return text, true
+	r.size, r.sum = len(text), maphash.String(retiredSeed, text)
+	return text, appendedFrom, true
 }
 
 // checkRetired looks again at the files recent replacements took off the
@@ -225,12 +241,11 @@ func (e *Engine) checkRetired() []string {
 // to it since the last look are appended to the document; a file changed
 // otherwise is returned whole (ok) for the caller to record.
 func (e *Engine) settle(r *retiredFile) (string, bool) {
-	before := r.text
-	text, ok := r.look()
+	text, from, ok := r.look()
 	if !ok {
 		return "", false
 	}
-	if suffix, appended := strings.CutPrefix(text, before); appended && appendToDoc(e.DocPath, suffix) == nil {
+	if from >= 0 && appendToDoc(e.DocPath, text[from:]) == nil {
 		return "", false
 	}
 	return text, true
@@ -321,8 +336,8 @@ func (e *Engine) renameChecked(tmp string, old *os.File, oldInfo fs.FileInfo, re
 	e.hook("swapped")
 	res.placed = true
 	res.syncErr = syncDir(filepath.Dir(path))
-	r := retiredFile{f: old, info: oldInfo, text: read}
-	if late, ok := r.look(); ok {
+	r := newRetired(old, oldInfo, read)
+	if late, _, ok := r.look(); ok {
 		res.outside = append(res.outside, late)
 	}
 	e.retire(r)

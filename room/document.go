@@ -66,7 +66,10 @@ func (e *Engine) FileChanged() bool {
 }
 
 // SyncFile records an out-of-band edit of the file as a new version with no
-// participant (the file wins over the sidecar). The file is not rewritten.
+// participant (the file wins over the sidecar). The file is not rewritten,
+// except that bytes a slow appender wrote to a file a commit had already
+// replaced are appended to it first (see checkRetired), so they are
+// recorded too.
 func (e *Engine) SyncFile(tx *Tx) error {
 	// A file a commit replaced may have been written to since by a writer
 	// that had it open: appends are moved to the document (and recorded

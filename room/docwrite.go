@@ -54,11 +54,14 @@ const staleChanges = 10
 func (e *Engine) SetAfterFileWrite(f func() error) { e.afterFileWrite = f }
 
 // Commit writes a new version of the document: the file first (atomically,
-// mode kept, symlink target resolved at open), then the version row, all
-// before the actor's COMMIT. An out-of-band edit of the file is recorded as
-// its own version before anything else, so it is never lost; a commit
-// against an older base is refused with stale_version and the data to
-// recover. Every pending proposal is superseded by a commit.
+// owner, group and mode kept, symlink target resolved at open, and only
+// while the file holds the text the commit is based on), then the version
+// row, all before the actor's COMMIT. An out-of-band edit of the file —
+// found before the commit or while it writes — is recorded as its own
+// version before anything else, so it is never lost; a section commit is
+// re-applied onto an edit that left its section alone, and any other
+// commit against an older base is refused with stale_version and the data
+// to recover. Every pending proposal is superseded by a commit.
 func (e *Engine) Commit(tx *Tx, p Principal, in CommitInput) (CommitResult, error) {
 	if in.ProposalID != "" {
 		if in.Content != nil || in.BaseVersion != nil || in.Target != "" || in.Summary != "" {
