@@ -128,6 +128,38 @@ func TestServeSidecarPermissions(t *testing.T) {
 			t.Errorf("exit %d", code)
 		}
 	})
+	t.Run("the_files_get_the_documents_group", func(t *testing.T) {
+		t.Parallel()
+		if os.Geteuid() != 0 {
+			t.Skip("giving a file another group needs root or membership")
+		}
+		dir := t.TempDir()
+		file := filepath.Join(dir, "notes.md")
+		if err := os.WriteFile(file, []byte("# Notes\n"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(file, 0, 12345); err != nil {
+			t.Fatal(err)
+		}
+		s := startServe(t, dir, "serve", file, "--json")
+		operatorCommit(t, file, "# Notes\n\ngrouped\n")
+		db := sidecarOf(file)
+		for _, p := range []string{db, db + "-wal", db + "-shm", file + ".commonroom.lock"} {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gid := st.Sys().(*syscall.Stat_t).Gid; gid != 12345 || st.Mode().Perm() != 0o640 {
+				t.Errorf("%s: gid %d mode %o, want 12345 640", filepath.Base(p), gid, st.Mode().Perm())
+			}
+		}
+		if st, err := os.Stat(file); err != nil || st.Sys().(*syscall.Stat_t).Gid != 12345 {
+			t.Errorf("the document lost its group after a commit: %v", err)
+		}
+		if code := s.stop(syscall.SIGTERM); code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	})
 	t.Run("ephemeral_still_serves", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
