@@ -45,7 +45,7 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 		dbPath = room.SidecarPath(eng.DocPath)
 	}
 	// The sidecar holds the whole text: no wider permissions than the document.
-	narrowed, err := room.PrepareSidecar(eng.DocPath, dbPath)
+	narrowed, err := room.PrepareSidecar(ctx, eng.DocPath, dbPath)
 	if err != nil {
 		return nil, err
 	}

@@ -160,6 +160,26 @@ func TestServeSidecarPermissions(t *testing.T) {
 			t.Errorf("exit %d", code)
 		}
 	})
+	t.Run("a_sidecar_that_is_not_ours_is_refused_with_its_mode_untouched", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		file := filepath.Join(dir, "notes.md")
+		if err := os.WriteFile(file, []byte("# Notes\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		const junk = "this is not a SQLite database, and not ours to change"
+		if err := os.WriteFile(sidecarOf(file), []byte(junk), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := ce(t, dir, nil, "serve", file, "--json")
+		if r.code == 0 {
+			t.Fatalf("served beside a foreign sidecar:\n%s", r.output())
+		}
+		b, err := os.ReadFile(sidecarOf(file))
+		if err != nil || string(b) != junk || permOf(t, sidecarOf(file)) != 0o644 {
+			t.Errorf("the foreign sidecar changed: %q, mode %o, %v", b, permOf(t, sidecarOf(file)), err)
+		}
+	})
 	t.Run("ephemeral_still_serves", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()

@@ -1,6 +1,7 @@
 package room
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,8 +67,14 @@ func narrow(path string, perm fs.FileMode) (bool, error) {
 // the database file's mode), and an existing sidecar, -wal or -shm wider
 // than those bits is narrowed. It returns the files it narrowed, for a log
 // line. dbPath may be elsewhere (--ephemeral); the bits still come from
-// the document.
-func PrepareSidecar(docPath, dbPath string) ([]string, error) {
+// the document. A sidecar that is not ours is refused first, as OpenStore
+// would, and left untouched, its mode included.
+func PrepareSidecar(ctx context.Context, docPath, dbPath string) ([]string, error) {
+	if _, err := os.Lstat(dbPath); err == nil {
+		if err := checkForeign(ctx, dbPath, false); err != nil {
+			return nil, err
+		}
+	}
 	perm, gid, ok := sidecarBits(docPath)
 	var narrowed []string
 	n, err := createOrNarrow(dbPath, perm, gid, ok)
