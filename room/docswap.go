@@ -187,7 +187,15 @@ func newRetired(f *os.File, info fs.FileInfo, text string) retiredFile {
 // maxRetired is how many replaced files stay open for a later look.
 const maxRetired = 4
 
+// A file that still has another name (a hard link) is not kept: it is not
+// lost, and writes through that name belong to that file, not the document.
 func (e *Engine) retire(r retiredFile) {
+	if st, err := r.f.Stat(); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 0 {
+			r.f.Close()
+			return
+		}
+	}
 	if len(e.retired) == maxRetired {
 		e.retired[0].f.Close()
 		e.retired = slices.Delete(e.retired, 0, 1)

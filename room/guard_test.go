@@ -318,3 +318,29 @@ func TestGuard_AWriterHoldingTheReplacedFileIsNotLost(t *testing.T) {
 		t.Fatalf("latest version %+v", v)
 	}
 }
+
+// TestGuard_AHardLinkKeepsTheOldTextAndItsOwnWrites: a commit replaces the
+// file, so another hard link keeps the old text (nothing is lost, the names
+// part ways). What is later written through that name stays there: the
+// writer does not copy it into the document as it does for a replaced file
+// nobody can reach any more.
+func TestGuard_AHardLinkKeepsTheOldTextAndItsOwnWrites(t *testing.T) {
+	t.Parallel()
+	d := newDocRoom(t)
+	other := filepath.Join(filepath.Dir(d.doc), "copy.md")
+	if err := os.Link(d.doc, other); err != nil {
+		t.Fatal(err)
+	}
+	d.rawCommit("# New\n")
+	if err := appendLine(other, "written to the copy\n"); err != nil {
+		t.Fatal(err)
+	}
+	d.sweep()
+	b, err := os.ReadFile(other)
+	if err != nil || string(b) != testDoc+"written to the copy\n" {
+		t.Fatalf("the other link holds %q, %v", b, err)
+	}
+	if d.fileText() != "# New\n" || d.version() != 2 {
+		t.Fatalf("the document holds %q at version %d", d.fileText(), d.version())
+	}
+}
