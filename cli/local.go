@@ -45,6 +45,16 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 	if dbPath == "" {
 		dbPath = room.SidecarPath(eng.DocPath)
 	}
+	// The sidecar holds the whole text: no wider permissions than the document.
+	narrowed, err := room.PrepareSidecar(ctx, eng.DocPath, dbPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range narrowed {
+		if log != nil {
+			log.Warn("narrowed a file's permissions to the document's", "file", p)
+		}
+	}
 	st, err := room.OpenStore(ctx, dbPath, false)
 	if err != nil {
 		return nil, err

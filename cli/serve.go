@@ -132,6 +132,15 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	if err != nil {
 		return err
 	}
+	// Decide at open whether a commit could keep the file's owner and group.
+	if err := room.CheckDocOwner(docPath); err != nil {
+		return err
+	}
+	var notes []string
+	if n := room.DocLinks(docPath); n > 1 {
+		notes = append(notes, fmt.Sprintf("%s has %d hard links; a commit replaces the file, so the other names keep the old text", file, n))
+		log.Warn("the document has other hard links; a commit replaces the file, so the other names keep the old text", "links", n)
+	}
 	lock, err := room.AcquireWriterLock(docPath)
 	if err != nil {
 		if errors.Is(err, room.ErrLocked) {
@@ -260,7 +269,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		})
 		fmt.Fprintln(env.Stdout, string(line))
 	} else {
-		printBanner(env, l, pageURL, ingressURL, inv)
+		printBanner(env, l, pageURL, ingressURL, inv, notes)
 	}
 	log.Info("serving", "workspace_id", l.eng.WorkspaceID, "pid", os.Getpid())
 
@@ -321,11 +330,14 @@ func shutdown(servers []*http.Server, hub *listen.Hub, log *slog.Logger) {
 	}
 }
 
-func printBanner(env Env, l *localRoom, pageURL, ingressURL string, inv room.InviteGrant) {
+func printBanner(env Env, l *localRoom, pageURL, ingressURL string, inv room.InviteGrant, notes []string) {
 	w := env.Stdout
 	fmt.Fprintf(w, "Commonroom %s\n", version())
 	fmt.Fprintf(w, "Room:        %s (%s)\n", l.eng.Name, l.eng.WorkspaceID)
 	fmt.Fprintf(w, "File:        %s\n", l.eng.DocPath)
+	for _, n := range notes {
+		fmt.Fprintf(w, "Warning:     %s\n", n)
+	}
 	fmt.Fprintf(w, "Owner page:  %s\n", pageURL)
 	fmt.Fprintf(w, "Agents:      %s/mcp (MCP 2026-07-28, bearer session)\n", ingressURL)
 	fmt.Fprintf(w, "Transport:   loopback (local, not encrypted)\n")

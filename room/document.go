@@ -31,16 +31,24 @@ func statDoc(path string) (fileStamp, error) {
 	return fs, nil
 }
 
+// readDoc reads the document and its stamp through one descriptor, the
+// stamp taken first: an edit during the read shows as a changed stamp
+// later, never as a stamp that hides it. A path that is no longer a
+// regular file is refused without blocking on it.
 func readDoc(path string) (string, fileStamp, error) {
-	st, err := statDoc(path)
+	f, fi, err := openDocFile(path)
 	if err != nil {
-		return "", fileStamp{}, Errorf(KindInternal, "cannot stat the document").wrap(err)
+		if AsError(err) != nil {
+			return "", fileStamp{}, err
+		}
+		return "", fileStamp{}, Errorf(KindInternal, "cannot read the document").wrap(err)
 	}
-	b, err := os.ReadFile(path)
+	defer f.Close()
+	text, err := readAllAt(f)
 	if err != nil {
 		return "", fileStamp{}, Errorf(KindInternal, "cannot read the document").wrap(err)
 	}
-	return string(b), st, nil
+	return text, stampOf(fi), nil
 }
 
 func (e *Error) wrap(cause error) *Error { e.cause = cause; return e }
@@ -58,8 +66,19 @@ func (e *Engine) FileChanged() bool {
 }
 
 // SyncFile records an out-of-band edit of the file as a new version with no
-// participant (the file wins over the sidecar). The file is not rewritten.
+// participant (the file wins over the sidecar). The file is not rewritten,
+// except that bytes a slow appender wrote to a file a commit had already
+// replaced are appended to it first (see checkRetired), so they are
+// recorded too.
 func (e *Engine) SyncFile(tx *Tx) error {
+	// A file a commit replaced may have been written to since by a writer
+	// that had it open: appends are moved to the document (and recorded
+	// below), anything else becomes a version of its own.
+	for _, text := range e.checkRetired() {
+		if err := e.recordExternal(tx, text); err != nil {
+			return err
+		}
+	}
 	st, err := statDoc(e.DocPath)
 	if err != nil {
 		// The file was removed or is unreadable: keep the sidecar as it is and
@@ -75,17 +94,25 @@ func (e *Engine) SyncFile(tx *Tx) error {
 		tx.after = append(tx.after, func() { e.stamp.Store(&fileStamp{}) })
 		return nil
 	}
-	cur, err := e.versionRow(tx.ctx, tx.q, 0)
-	if err != nil {
+	if err := e.recordExternal(tx, content); err != nil {
 		return err
-	}
-	if cur.hash != contentHash(content) {
-		if _, err := e.addVersion(tx, content, "external substrate edit", "external", "", ""); err != nil {
-			return err
-		}
 	}
 	tx.after = append(tx.after, func() { e.stamp.Store(&st) })
 	return nil
+}
+
+// recordExternal records text as a version with no participant (an edit
+// made outside ce) unless the current version already holds it.
+func (e *Engine) recordExternal(tx *Tx, text string) error {
+	cur, err := e.CurrentDoc(tx.ctx, tx.q)
+	if err != nil {
+		return err
+	}
+	if cur.Hash == contentHash(text) {
+		return nil
+	}
+	_, err = e.addVersion(tx, text, "external substrate edit", "external", "", "")
+	return err
 }
 
 type versionRow struct {

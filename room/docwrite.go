@@ -3,7 +3,6 @@ package room
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -55,11 +54,14 @@ const staleChanges = 10
 func (e *Engine) SetAfterFileWrite(f func() error) { e.afterFileWrite = f }
 
 // Commit writes a new version of the document: the file first (atomically,
-// mode kept, symlink target resolved at open), then the version row, all
-// before the actor's COMMIT. An out-of-band edit of the file is recorded as
-// its own version before anything else, so it is never lost; a commit
-// against an older base is refused with stale_version and the data to
-// recover. Every pending proposal is superseded by a commit.
+// owner, group and mode kept, symlink target resolved at open, and only
+// while the file holds the text the commit is based on), then the version
+// row, all before the actor's COMMIT. An out-of-band edit of the file —
+// found before the commit or while it writes — is recorded as its own
+// version before anything else, so it is never lost; a section commit is
+// re-applied onto an edit that left its section alone, and any other
+// commit against an older base is refused with stale_version and the data
+// to recover. Every pending proposal is superseded by a commit.
 func (e *Engine) Commit(tx *Tx, p Principal, in CommitInput) (CommitResult, error) {
 	if in.ProposalID != "" {
 		if in.Content != nil || in.BaseVersion != nil || in.Target != "" || in.Summary != "" {
@@ -93,48 +95,29 @@ func (e *Engine) commitProposal(tx *Tx, p Principal, id string) (CommitResult, e
 		return CommitResult{}, err
 	}
 	if pr.BaseVersion != d.Version {
-		attempted, err := e.attemptedText(tx, pr.BaseVersion, d, pr.Change.Section, pr.Change.Content)
-		if err != nil {
-			return CommitResult{}, err
-		}
-		stale, err := e.staleError(tx, pr.BaseVersion, d, attempted)
-		if err != nil {
-			return CommitResult{}, err
-		}
-		n, err := tx.execN(`UPDATE proposals SET status = 'conflicted', updated_at = ? WHERE proposal_id = ? AND status = 'approved'`,
-			tx.nowMS(), pr.ProposalID)
-		if err != nil {
-			return CommitResult{}, Internal(err)
-		}
-		if n != 1 {
-			return CommitResult{}, proposalConflict(pr, "proposal %s is no longer approved", pr.ProposalID)
-		}
-		if err := tx.emit("proposal.conflicted", refs{actor: p.ParticipantID}, map[string]any{
-			"proposal_id": pr.ProposalID, "status": ProposalConflicted,
-			"base_version": pr.BaseVersion, "current_version": d.Version,
-		}); err != nil {
-			return CommitResult{}, err
-		}
-		// The proposal's new state commits; the caller still hears stale_version.
-		tx.CommitAndFail(stale.With("proposal_id", pr.ProposalID))
-		return CommitResult{}, nil
+		return e.conflictProposal(tx, p, pr, d)
 	}
 	text := pr.Change.Content
+	edit := docEdit{content: pr.Change.Content}
 	if pr.Change.Section != "" {
 		r, ok := FindRegion(d.Regions, pr.Change.Section)
 		if !ok {
 			return CommitResult{}, Errorf(KindInvalidRegion, "section %q is no longer in the document", pr.Change.Section).
 				With("region", pr.Change.Section).With("proposal_id", pr.ProposalID)
 		}
+		edit.section = r.Path
 		text = ReplaceRegion(d.Content, r, pr.Change.Content)
 	}
 	summary := pr.Summary
 	if summary == "" {
 		summary = "proposal " + pr.ProposalID
 	}
-	v, err := e.writeVersion(tx, text, summary, "proposal", p.ParticipantID, pr.ProposalID)
+	v, cur, err := e.writeVersion(tx, d, edit, text, summary, "proposal", p.ParticipantID, pr.ProposalID)
 	if err != nil {
 		return CommitResult{}, err
+	}
+	if cur != nil { // an outside edit touched the proposal's section while it was written
+		return e.conflictProposal(tx, p, pr, cur)
 	}
 	n, err := tx.execN(`UPDATE proposals SET status = 'committed', committed_version = ?, updated_at = ?
 		WHERE proposal_id = ? AND status = 'approved'`, v, tx.nowMS(), pr.ProposalID)
@@ -153,6 +136,38 @@ func (e *Engine) commitProposal(tx *Tx, p Principal, id string) (CommitResult, e
 		return CommitResult{}, err
 	}
 	return CommitResult{Version: v, Summary: summary, ParticipantID: p.ParticipantID}, nil
+}
+
+// conflictProposal answers stale_version for an approved proposal whose base
+// is no longer the current version d, and marks it conflicted: that state
+// change (and any outside edit recorded on the way) commits while the
+// caller hears the refusal.
+func (e *Engine) conflictProposal(tx *Tx, p Principal, pr *Proposal, d *Doc) (CommitResult, error) {
+	attempted, err := e.attemptedText(tx, pr.BaseVersion, d, pr.Change.Section, pr.Change.Content)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	stale, err := e.staleError(tx, pr.BaseVersion, d, attempted)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	n, err := tx.execN(`UPDATE proposals SET status = 'conflicted', updated_at = ? WHERE proposal_id = ? AND status = 'approved'`,
+		tx.nowMS(), pr.ProposalID)
+	if err != nil {
+		return CommitResult{}, Internal(err)
+	}
+	if n != 1 {
+		return CommitResult{}, proposalConflict(pr, "proposal %s is no longer approved", pr.ProposalID)
+	}
+	if err := tx.emit("proposal.conflicted", refs{actor: p.ParticipantID}, map[string]any{
+		"proposal_id": pr.ProposalID, "status": ProposalConflicted,
+		"base_version": pr.BaseVersion, "current_version": d.Version,
+	}); err != nil {
+		return CommitResult{}, err
+	}
+	// The proposal's new state commits; the caller still hears stale_version.
+	tx.CommitAndFail(stale.With("proposal_id", pr.ProposalID))
+	return CommitResult{}, nil
 }
 
 func (e *Engine) commitRaw(tx *Tx, p Principal, in CommitInput) (CommitResult, error) {
@@ -195,9 +210,13 @@ func (e *Engine) commitRaw(tx *Tx, p Principal, in CommitInput) (CommitResult, e
 		if err != nil {
 			return CommitResult{}, err
 		}
-		return CommitResult{}, stale
+		// The base may be stale because of an outside edit SyncFile just
+		// recorded: that version commits; the caller hears stale_version.
+		tx.CommitAndFail(stale)
+		return CommitResult{}, nil
 	}
 	text := content
+	edit := docEdit{content: content}
 	var target *string
 	if in.Target != "" {
 		r, whole, err := d.FindSection(in.Target)
@@ -207,6 +226,7 @@ func (e *Engine) commitRaw(tx *Tx, p Principal, in CommitInput) (CommitResult, e
 		canon := mdWorkspace
 		if !whole {
 			canon = r.Path
+			edit.section = r.Path
 			text = ReplaceRegion(d.Content, r, content)
 		}
 		target = &canon
@@ -215,9 +235,17 @@ func (e *Engine) commitRaw(tx *Tx, p Principal, in CommitInput) (CommitResult, e
 	if summary == "" {
 		summary = "raw commit"
 	}
-	v, err := e.writeVersion(tx, text, summary, "raw_commit", p.ParticipantID, "")
+	v, cur, err := e.writeVersion(tx, d, edit, text, summary, "raw_commit", p.ParticipantID, "")
 	if err != nil {
 		return CommitResult{}, err
+	}
+	if cur != nil { // an outside edit made the commit impossible; it is a version now
+		stale, err := e.staleError(tx, base, cur, text)
+		if err != nil {
+			return CommitResult{}, err
+		}
+		tx.CommitAndFail(stale)
+		return CommitResult{}, nil
 	}
 	if err := e.supersedePending(tx, p.ParticipantID, v); err != nil {
 		return CommitResult{}, err
@@ -349,109 +377,173 @@ func diffLines(s string) []string {
 // txDoc is the current version as this transaction sees it, parsed.
 func (e *Engine) txDoc(tx *Tx) (*Doc, error) { return e.CurrentDoc(tx.ctx, tx.q) }
 
-// writeVersion writes text to the file, then records it as the next version.
-func (e *Engine) writeVersion(tx *Tx, text, summary, source, participantID, proposalID string) (int64, error) {
-	if err := e.writeDoc(tx, text); err != nil {
-		return 0, err
-	}
-	return e.addVersion(tx, text, summary, source, participantID, proposalID)
+// docEdit is what a commit does to the text: replace one section (by its
+// path) or, with no section, the whole document. It is kept so the commit
+// can be re-applied to an outside edit that lands while it is written.
+type docEdit struct {
+	section string
+	content string
 }
 
-// writeDoc replaces the document atomically: a temporary file in the same
-// directory, fsync, the old file's mode, rename over the (symlink-resolved)
-// path, fsync of the directory. The stamp of the new file is remembered once
-// the transaction commits, so the writer does not mistake its own write for
-// an external edit; if the transaction does not commit, the stamp stays old
-// and the next sync records the file's text as an external edit (nothing is
-// lost, only attribution).
-func (e *Engine) writeDoc(tx *Tx, text string) error {
-	path := e.DocPath
-	previous, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fileError("cannot read the document", err)
+// rebase re-applies a section edit decided on base to cur, the text an
+// outside edit left, if that edit did not touch the section (its text is
+// the same in both). A whole-document edit never rebases.
+func (ed docEdit) rebase(base, cur *Doc) (string, bool) {
+	if ed.section == "" {
+		return "", false
 	}
-	fi, err := replaceFile(path, text)
-	if err != nil {
-		return err
+	was, ok1 := regionByPath(base.Regions, ed.section)
+	now, ok2 := regionByPath(cur.Regions, ed.section)
+	if !ok1 || !ok2 || base.Content[was.Start:was.End] != cur.Content[now.Start:now.End] {
+		return "", false
 	}
-	if hook := e.afterFileWrite; hook != nil {
-		// The crash seam: a failure here stands for the process dying right
-		// after the rename, so nothing below (not even the undo) happens.
-		if err := hook(); err != nil {
-			return Internal(err)
+	return ReplaceRegion(cur.Content, now, ed.content), true
+}
+
+// regionByPath finds a region by its exact path (first match, as selectors).
+func regionByPath(regions []Region, path string) (Region, bool) {
+	for _, r := range regions {
+		if r.Path == path {
+			return r, true
 		}
 	}
-	// If the transaction does not commit, put the old text back so the file
-	// never runs ahead of the sidecar. Should that fail too (a full disk),
-	// the next sync records the file as an external edit: nothing is lost.
-	tx.undo = append(tx.undo, func() error {
-		_, err := replaceFile(path, string(previous))
-		return err
-	})
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fileError("cannot sync the document's directory", err)
-	}
-	st := stampOf(fi)
-	tx.after = append(tx.after, func() { e.stamp.Store(&st) })
-	return nil
+	return Region{}, false
 }
 
-// replaceFile writes text to a temporary file beside path (fsynced, with the
-// existing file's mode) and renames it over path. It returns the new file's
-// metadata.
-func replaceFile(path, text string) (fs.FileInfo, error) {
-	dir := filepath.Dir(path)
-	mode := fs.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		mode = st.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fileError("cannot stat the document", err)
+// maxReplaceAttempts bounds how often one commit re-applies itself to
+// outside edits that keep landing while it writes; past it the commit
+// answers stale_version (the edits are versions by then).
+const maxReplaceAttempts = 8
+
+// writeVersion writes the edit's text to the file and records it as the
+// next version. An outside edit that lands meanwhile becomes a version
+// first; the edit is then re-applied to it when it can be (see
+// docEdit.rebase). When it cannot, nothing of the edit stays in the file
+// and cur is the current document, for the caller's stale_version.
+func (e *Engine) writeVersion(tx *Tx, base *Doc, edit docEdit, text, summary, source, participantID, proposalID string) (v int64, cur *Doc, err error) {
+	text, cur, err = e.writeDoc(tx, base, edit, text)
+	if err != nil || cur != nil {
+		return 0, cur, err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return nil, fileError("cannot create a temporary file beside the document", err)
-	}
-	tmp := f.Name()
-	fi, err := fillTemp(f, text, mode)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return nil, fileError("cannot write the document", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return nil, fileError("cannot replace the document", err)
-	}
-	return fi, nil
+	v, err = e.addVersion(tx, text, summary, source, participantID, proposalID)
+	return v, nil, err
 }
 
-// fillTemp writes, chmods and syncs the temporary file and returns its
-// metadata as it will be after the rename (same inode, size and mtime).
-func fillTemp(f *os.File, text string, mode fs.FileMode) (fs.FileInfo, error) {
-	if _, err := f.WriteString(text); err != nil {
-		return nil, err
+// writeDoc replaces the document with text, guarded (see replaceDoc):
+// atomically, with the old file's owner, group and mode, symlink target
+// resolved at open, and only while the file holds the text the commit is
+// based on. Every outside text it meets is recorded as a version at once.
+// It returns the text it wrote (the edit re-applied, if an outside edit
+// came in), or, when the edit cannot be re-applied, cur: the current
+// document, with the file holding the outside text.
+//
+// The stamp of the new file is remembered once the transaction commits,
+// so the writer does not mistake its own write for an outside edit; if
+// the transaction does not commit, the undo puts the text that was there
+// back — only while the file still holds ours.
+func (e *Engine) writeDoc(tx *Tx, base *Doc, edit docEdit, text string) (string, *Doc, error) {
+	cur, expect := base, base.Content
+	// What the undo puts back: the newest text that is not ours, in place
+	// of ours. One undo per command, kept current as the loop goes.
+	var ours, prev string
+	undoSet := false
+	setUndo := func() {
+		ours, prev = text, cur.Content
+		if !undoSet {
+			undoSet = true
+			tx.undo = append(tx.undo, func() error { return e.restoreDoc(ours, prev) })
+		}
 	}
-	if err := f.Chmod(mode); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		res, err := e.replaceDoc(expect, text)
+		if err != nil {
+			return "", nil, err
+		}
+		recorded := false
+		for _, o := range res.outside {
+			if o == cur.Content {
+				continue
+			}
+			if _, err := e.addVersion(tx, o, "external substrate edit", "external", "", ""); err != nil {
+				return "", nil, err
+			}
+			if cur, err = e.txDoc(tx); err != nil {
+				return "", nil, err
+			}
+			recorded = true
+		}
+		switch {
+		case res.placed:
+			expect = text
+		case len(res.outside) > 0:
+			expect = res.outside[len(res.outside)-1]
+		}
+		if res.placed && !recorded {
+			if hook := e.afterFileWrite; hook != nil {
+				// The crash seam: a failure here stands for the process dying right
+				// after the rename, so nothing below (not even the undo) happens.
+				if err := hook(); err != nil {
+					return "", nil, Internal(err)
+				}
+			}
+			setUndo()
+			if res.syncErr != nil {
+				return "", nil, fileError("cannot sync the document's directory", res.syncErr)
+			}
+			st := res.stamp
+			tx.after = append(tx.after, func() { e.stamp.Store(&st) })
+			return text, nil, nil
+		}
+		if res.placed {
+			setUndo() // ours is in the file while the loop goes on
+		}
+		if !recorded {
+			// Nothing new to re-apply to (the file vanished, or the fallback's
+			// check failed): the same text again.
+			if attempt >= maxReplaceAttempts {
+				return "", nil, Errorf(KindUnavailable, "the document kept changing while ce wrote it; try again").
+					With("retry_after_seconds", 1)
+			}
+			continue
+		}
+		next, ok := edit.rebase(base, cur)
+		if !ok || attempt >= maxReplaceAttempts {
+			if res.placed {
+				// Ours went in, then an outside edit came to light: put the
+				// outside text back in place of ours.
+				if err := e.restoreDoc(text, cur.Content); err != nil {
+					return "", nil, err
+				}
+			}
+			return "", cur, nil
+		}
+		text = next
 	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	return f.Stat()
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// restoreDoc puts prev back where the file holds ours (the text a commit
+// wrote and will not commit), through the same guard as a commit: if the
+// file no longer holds ours, an outside edit is there and stays (the next
+// sync records it); a text written to our file after we checked it is put
+// in the file instead of prev, since no version holds it.
+func (e *Engine) restoreDoc(ours, prev string) error {
+	expect, want := ours, prev
+	for range maxReplaceAttempts {
+		res, err := e.replaceDoc(expect, want)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !res.placed && len(res.outside) > 0:
+			return nil // someone else's text is there: leave it
+		case !res.placed:
+			continue
+		case len(res.outside) == 0:
+			return nil
+		}
+		expect, want = want, res.outside[len(res.outside)-1]
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return err
-	}
-	return nil
+	return Errorf(KindInternal, "the document kept changing while ce put its previous text back; the next sync records what it holds")
 }
 
 func stampOf(fi fs.FileInfo) fileStamp {
@@ -467,7 +559,7 @@ func fileError(msg string, err error) *Error {
 }
 
 // removeStaleTemps deletes temporary files a killed writer left beside the
-// document (".<name>.*.tmp", the pattern replaceFile uses). Only the writer,
+// document (".<name>.*.tmp", the pattern writeTemp uses). Only the writer,
 // holding the writer lock, calls it, so none of them is in use.
 func removeStaleTemps(docPath string) {
 	matches, err := filepath.Glob(filepath.Join(filepath.Dir(docPath), "."+globEscape(filepath.Base(docPath))+".*.tmp"))

@@ -38,23 +38,42 @@ type Engine struct {
 	sessions sessionCache
 
 	afterFileWrite func() error // crash-test seam, run right after the document is renamed into place; nil in production
+
+	// meta is the document's owner, group and mode as last read; a
+	// replacement gives them to the new file. Only the writer touches it.
+	meta docMeta
+	// Seams of the guarded replace for this package's internal tests only:
+	// swapHook runs at named points of a replacement, so an outside edit
+	// can land exactly there; noExchange forces the fallback used where
+	// RENAME_EXCHANGE is missing. Both nil/false in production.
+	swapHook   func(stage string)
+	noExchange bool
+	// retired holds the files the last replacements took off the
+	// document's name, open, for a late writer (see checkRetired).
+	retired []retiredFile
 }
 
-// NewEngine resolves the document path (creating an empty file, and its
-// parent directories, when it is missing; refusing a directory).
+// NewEngine resolves the document path (creating an empty file when it is
+// missing and its directory exists; refusing anything but a regular file).
 func NewEngine(docPath string, limits Limits) (*Engine, error) {
 	abs, err := ResolveDocPath(docPath)
 	if err != nil {
 		return nil, err
 	}
 	e := &Engine{DocPath: abs, Limits: limits, Clock: time.Now}
+	if st, err := os.Stat(abs); err == nil {
+		e.meta = metaOf(st)
+	}
 	base := filepath.Base(abs)
 	e.Name = strings.TrimSuffix(base, filepath.Ext(base))
 	return e, nil
 }
 
 // ResolveDocPath returns the absolute, symlink-resolved path of the document,
-// creating it empty if it does not exist.
+// creating it empty if it does not exist. It never creates a directory (a
+// mistyped path must not grow a tree), and it refuses, before opening it,
+// anything that is not a regular file: a FIFO would block the read, a
+// device would put the sidecar in /dev.
 func ResolveDocPath(docPath string) (string, error) {
 	abs, err := filepath.Abs(docPath)
 	if err != nil {
@@ -63,8 +82,12 @@ func ResolveDocPath(docPath string) (string, error) {
 	st, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return "", Errorf(KindInvalidRequest, "cannot create the directory for %s: %v", abs, err)
+		if lst, lerr := os.Lstat(abs); lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			return "", Errorf(KindNotFound, "%s is a symbolic link to a file that does not exist", abs)
+		}
+		dir := filepath.Dir(abs)
+		if dst, err := os.Stat(dir); err != nil || !dst.IsDir() {
+			return "", Errorf(KindNotFound, "the directory %s does not exist; ce creates a missing file, never its directory", dir)
 		}
 		f, err := os.OpenFile(abs, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil && !errors.Is(err, fs.ErrExist) {
@@ -75,19 +98,15 @@ func ResolveDocPath(docPath string) (string, error) {
 		}
 	case err != nil:
 		return "", Errorf(KindInvalidRequest, "cannot open %s: %v", abs, err)
-	case st.IsDir():
-		return "", Errorf(KindInvalidRequest, "%s is a directory; ce serves one Markdown file", abs)
+	case !st.Mode().IsRegular():
+		return "", notRegular(abs, st.Mode())
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", Errorf(KindInvalidRequest, "cannot resolve %s: %v", abs, err)
-	}
-	return real, nil
+	return resolveRegular(abs)
 }
 
 // ExistingDocPath resolves the document path like ResolveDocPath but never
 // creates anything: commands other than serve must not conjure up a room
-// for a mistyped file name.
+// for a mistyped file name. It refuses what is not a regular file too.
 func ExistingDocPath(docPath string) (string, error) {
 	abs, err := filepath.Abs(docPath)
 	if err != nil {
@@ -97,12 +116,25 @@ func ExistingDocPath(docPath string) (string, error) {
 	if err != nil {
 		return "", Errorf(KindNotFound, "%s: no such file", docPath)
 	}
-	if st.IsDir() {
-		return "", Errorf(KindInvalidRequest, "%s is a directory; ce serves one Markdown file", abs)
+	if !st.Mode().IsRegular() {
+		return "", notRegular(abs, st.Mode())
 	}
+	return resolveRegular(abs)
+}
+
+// resolveRegular resolves symlinks and checks once more that what the path
+// names is a regular file (it may have changed since the first look).
+func resolveRegular(abs string) (string, error) {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return "", Errorf(KindInvalidRequest, "cannot resolve %s: %v", abs, err)
+	}
+	st, err := os.Lstat(real)
+	if err != nil {
+		return "", Errorf(KindInvalidRequest, "cannot open %s: %v", real, err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", notRegular(real, st.Mode())
 	}
 	return real, nil
 }

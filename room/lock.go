@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -26,7 +27,13 @@ var ErrLocked = errors.New("another process is serving this room")
 // AcquireWriterLock takes the writer lock without waiting. It returns
 // ErrLocked (wrapped with the holder's pid when known) if it is held.
 func AcquireWriterLock(docPath string) (*WriterLock, error) {
-	f, err := os.OpenFile(LockPath(docPath), os.O_RDWR|os.O_CREATE, 0o600)
+	// The lock file gets the document's read/write bits (and group), like
+	// the sidecar: whoever may open the document may see who serves it.
+	perm, gid, haveGid := sidecarBits(docPath)
+	if _, err := createOrNarrow(LockPath(docPath), perm, gid, haveGid); err != nil && !errors.Is(err, fs.ErrPermission) {
+		return nil, Errorf(KindInternal, "cannot create the lock file").wrap(err)
+	}
+	f, err := os.OpenFile(LockPath(docPath), os.O_RDWR|os.O_CREATE, perm)
 	if err != nil {
 		return nil, Errorf(KindInternal, "cannot open the lock file").wrap(err)
 	}

@@ -1,0 +1,86 @@
+package room
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// fileKind names what a path is, for an error that says why ce refuses it.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	default:
+		return "not a regular file"
+	}
+}
+
+// notRegular refuses a document that is not a regular file: ce replaces the
+// document by rename and keeps a sidecar beside it, which makes no sense for
+// a pipe (reading it blocks), a device (the sidecar would land in /dev) or
+// a directory.
+func notRegular(path string, m fs.FileMode) error {
+	if m.IsDir() {
+		return Errorf(KindInvalidRequest, "%s is a directory; ce serves one Markdown file", path)
+	}
+	return Errorf(KindInvalidRequest, "%s is %s; ce serves one regular Markdown file", path, fileKind(m))
+}
+
+// openDocFile opens the document for reading without following a symlink
+// in its last component and without blocking (a FIFO swapped in for the
+// file would otherwise hang the writer), and refuses anything but a regular
+// file. It returns the file's metadata as fstat saw it before any read.
+func openDocFile(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, notRegular(path, fi.Mode())
+	}
+	return f, fi, nil
+}
+
+// readAllAt reads the whole file from offset 0, whatever the descriptor's
+// offset, so the same descriptor can be read again later.
+func readAllAt(f *os.File) (string, error) {
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<62))
+	return string(b), err
+}
+
+// docMeta is what a replacement keeps of the file it replaces.
+type docMeta struct {
+	mode     fs.FileMode // permission bits with setuid, setgid and sticky
+	uid, gid uint32
+	known    bool
+}
+
+func metaOf(fi fs.FileInfo) docMeta {
+	m := docMeta{mode: fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), known: true}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		m.uid, m.gid = sys.Uid, sys.Gid
+	} else {
+		m.uid, m.gid = uint32(os.Geteuid()), uint32(os.Getegid())
+	}
+	return m
+}

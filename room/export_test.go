@@ -1,0 +1,15 @@
+package room
+
+// Test seams of the guarded replace, reachable from this package's external
+// tests only (this file is compiled into tests alone). Call them from inside
+// a command, on the writer goroutine.
+
+// SetSwapHook runs f at the named points of every document replacement:
+// "read" (before the document is read for the check), "swap" (after the
+// check, right before the new file is swapped in) and "swapped" (after the
+// file that left the document's name was read, before it is unlinked).
+func SetSwapHook(e *Engine, f func(stage string)) { e.swapHook = f }
+
+// SetNoExchange makes replacements use the check-then-rename fallback, as
+// where RENAME_EXCHANGE is missing.
+func SetNoExchange(e *Engine, on bool) { e.noExchange = on }
