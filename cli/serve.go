@@ -35,6 +35,7 @@ type serveFlags struct {
 	rateLimit   int
 	maxSessions int
 	maxBatch    int
+	taskTTL     time.Duration
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -52,6 +53,7 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.IntVar(&f.rateLimit, "rate-limit", 600, "requests per minute per session (0 = no limit)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 32, "live sessions the room admits")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "commands per write transaction (1 turns group commit off)")
+	fs.DurationVar(&f.taskTTL, "task-ttl", room.Defaults().TaskTTL, "a task's time to live, 1s to 24h (shorter only for soak and expiry tests)")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
@@ -101,6 +103,9 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	if f.taskTTL < time.Second || f.taskTTL > room.Defaults().TaskTTL {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--task-ttl must be between 1s and 24h (got %s)", f.taskTTL)}
+	}
 
 	docPath, err := room.ResolveDocPath(file)
 	if err != nil {
@@ -144,6 +149,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	limits := room.Defaults()
 	limits.RateLimitPerMinute = f.rateLimit
 	limits.MaxLiveSessions = f.maxSessions
+	limits.TaskTTL = f.taskTTL
 	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch)
 	if err != nil {
 		hub.Close()
