@@ -58,6 +58,10 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("fan-out not compared with the bare SSE baseline")
 	case rep.Preload == nil || rep.Preload.Large == nil || rep.Preload.Large.Handoffs < 1500:
 		t.Errorf("preload measured nothing: %+v", rep.Preload)
+	case rep.Soak == nil || len(rep.Soak.Samples) < 10 || len(rep.Soak.Trends) != len(soakQuantities) || rep.Soak.Ops["handoff created"] == 0:
+		t.Errorf("the soak measured nothing: %+v", rep.Soak)
+	case rep.Soak.Trends[0].Samples == 0 || rep.Soak.IdleBefore.Goroutines == 0 || rep.Soak.IdleAfter.FDs == 0:
+		t.Errorf("the soak has no samples after its warm-up or no idle figures: %+v", rep.Soak.Trends[0])
 	}
 	if rep.Lifecycle != nil && rep.Lifecycle.MaxActiveTasks > maxActiveTasks {
 		t.Errorf("max active tasks %d above the cap", rep.Lifecycle.MaxActiveTasks)

@@ -21,6 +21,7 @@ type report struct {
 	Poll          *pollResults     `json:"poll,omitempty"`
 	Fanout        *fanoutResults   `json:"fanout,omitempty"`
 	Preload       *preloadResult   `json:"preload,omitempty"`
+	Soak          *soakResult      `json:"soak,omitempty"`
 	Targets       []target         `json:"targets"`
 	Violations    []string         `json:"violations"`
 	Findings      []string         `json:"findings"`
