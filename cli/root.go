@@ -176,6 +176,7 @@ func rootCommand(env Env) *ffcli.Command {
 		historyCommand(env),
 		diffCommand(env),
 		openCommand(env),
+		backupCommand(env),
 	}
 	for _, c := range root.Subcommands {
 		c.FlagSet.SetOutput(env.Stderr)
