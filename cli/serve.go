@@ -107,6 +107,11 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--task-ttl must be between 1s and 24h (got %s)", f.taskTTL)}
 	}
 
+	if !f.ephemeral {
+		if err := restoreMissingDocument(ctx, env, file); err != nil {
+			return err
+		}
+	}
 	docPath, err := room.ResolveDocPath(file)
 	if err != nil {
 		return err
