@@ -36,6 +36,7 @@ type serveFlags struct {
 	maxSessions int
 	maxBatch    int
 	taskTTL     time.Duration
+	walCkpt     int
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -53,6 +54,7 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.IntVar(&f.rateLimit, "rate-limit", 600, "requests per minute per session (0 = no limit)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 32, "live sessions the room admits")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "commands per write transaction (1 turns group commit off)")
+	fs.IntVar(&f.walCkpt, "wal-autocheckpoint", 1000, "checkpoint the sidecar's WAL after this many pages; 0 leaves checkpoints to Litestream, which must then be replicating")
 	fs.DurationVar(&f.taskTTL, "task-ttl", room.Defaults().TaskTTL, "a task's time to live, 1s to 24h (shorter only for soak and expiry tests)")
 	return &ffcli.Command{
 		Name:       "serve",
@@ -103,6 +105,9 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	if f.walCkpt < 0 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--wal-autocheckpoint is a number of pages, 0 or more (got %d)", f.walCkpt)}
+	}
 	if f.taskTTL < time.Second || f.taskTTL > room.Defaults().TaskTTL {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--task-ttl must be between 1s and 24h (got %s)", f.taskTTL)}
 	}
@@ -155,7 +160,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	limits.RateLimitPerMinute = f.rateLimit
 	limits.MaxLiveSessions = f.maxSessions
 	limits.TaskTTL = f.taskTTL
-	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch)
+	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch, withWALAutocheckpoint(f.walCkpt))
 	if err != nil {
 		hub.Close()
 		return err
