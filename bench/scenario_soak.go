@@ -100,19 +100,19 @@ type soakResult struct {
 	CapSamples     int              `json:"active_task_samples"`
 	// The sidecar once the room stopped: rows per table, and the bytes of
 	// document text the versions hold (every version is kept).
-	Rows          map[string]int64 `json:"sidecar_rows_at_end"`
+	Rows map[string]int64 `json:"sidecar_rows_at_end"`
 	// DBKiBPerHandoff is the db file's growth after the warm-up divided by
 	// the handoffs created meanwhile: handoffs are kept for good, so this is
 	// what a room's sidecar costs per unit of work.
-	DBKiBPerHandoff float64 `json:"db_kib_per_handoff_after_warmup"`
-	VersionBytes  int64            `json:"version_text_bytes_at_end"`
-	OutsideEdits  int              `json:"outside_edits"`
-	LostEdits     []string         `json:"outside_edits_lost"`
-	StreamsNotEnd int              `json:"streams_held_after_every_client_closed"`
+	DBKiBPerHandoff float64  `json:"db_kib_per_handoff_after_warmup"`
+	VersionBytes    int64    `json:"version_text_bytes_at_end"`
+	OutsideEdits    int      `json:"outside_edits"`
+	LostEdits       []string `json:"outside_edits_lost"`
+	StreamsNotEnd   int      `json:"streams_held_after_every_client_closed"`
 	// GoroutinesLeft is idle-after minus idle-before by the function each
 	// goroutine started in: what the load left behind, by name.
 	GoroutinesLeft map[string]int `json:"goroutines_left_by_entry_function"`
-	CPU           cpuUse           `json:"cpu"`
+	CPU            cpuUse         `json:"cpu"`
 }
 
 // soakOps counts what the load did, by name, for the report.
