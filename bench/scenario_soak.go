@@ -1144,7 +1144,7 @@ func scenarioSoak(ctx context.Context, e *env) error {
 	var dbTrend, hoTrend soakTrend
 	for _, tr := range res.Trends {
 		switch tr.Name {
-		case "  of which the db file":
+		case "of which the db file":
 			dbTrend = tr
 		case "handoffs (kept for good)":
 			hoTrend = tr
@@ -1236,6 +1236,9 @@ func (r *report) printSoak(s *soakResult) {
 	for _, tr := range s.Trends {
 		v, vs := tr.line()
 		name := tr.Name
+		if tr.Part {
+			name = "  " + name
+		}
 		if tr.Unit != "" {
 			name += " (" + tr.Unit + ")"
 		}

@@ -33,6 +33,7 @@ type soakSample struct {
 type soakTrend struct {
 	Name         string  `json:"name"`
 	Unit         string  `json:"unit"`
+	Part         bool    `json:"part_of_the_one_above,omitempty"` // printed indented under the quantity before it
 	Start        float64 `json:"start"`
 	AtWarmup     float64 `json:"at_warmup"`
 	End          float64 `json:"end"`
@@ -48,20 +49,21 @@ type soakTrend struct {
 // soakQuantities are the trends the soak reports, in the order printed.
 var soakQuantities = []struct {
 	name, unit string
+	part       bool // a part of the quantity above it
 	get        func(soakSample) float64
 }{
-	{"RSS", "MiB", func(s soakSample) float64 { return float64(s.RSSKB) / 1024 }},
-	{"  Go runtime, all it maps", "MiB", func(s soakSample) float64 { return float64(s.GoMapped) / (1 << 20) }},
-	{"  Go heap, live objects", "MiB", func(s soakSample) float64 { return float64(s.HeapBytes) / (1 << 20) }},
-	{"goroutines", "", func(s soakSample) float64 { return float64(s.Goroutines) }},
-	{"open file descriptors", "", func(s soakSample) float64 { return float64(s.FDs) }},
-	{"sidecar, db + wal", "MiB", func(s soakSample) float64 { return float64(s.DBBytes+s.WALBytes) / (1 << 20) }},
-	{"  of which the db file", "MiB", func(s soakSample) float64 { return float64(s.DBBytes) / (1 << 20) }},
-	{"  of which the wal file", "MiB", func(s soakSample) float64 { return float64(s.WALBytes) / (1 << 20) }},
-	{"listen streams held by the room", "", func(s soakSample) float64 { return float64(s.Subscribers) }},
-	{"live sessions", "", func(s soakSample) float64 { return float64(s.LiveSessions) }},
-	{"task rows (purged one TTL after the end)", "", func(s soakSample) float64 { return float64(s.TaskRows) }},
-	{"handoffs (kept for good)", "", func(s soakSample) float64 { return float64(s.Handoffs) }},
+	{"RSS", "MiB", false, func(s soakSample) float64 { return float64(s.RSSKB) / 1024 }},
+	{"Go runtime, all it maps", "MiB", true, func(s soakSample) float64 { return float64(s.GoMapped) / (1 << 20) }},
+	{"Go heap, live objects", "MiB", true, func(s soakSample) float64 { return float64(s.HeapBytes) / (1 << 20) }},
+	{"goroutines", "", false, func(s soakSample) float64 { return float64(s.Goroutines) }},
+	{"open file descriptors", "", false, func(s soakSample) float64 { return float64(s.FDs) }},
+	{"sidecar, db + wal", "MiB", false, func(s soakSample) float64 { return float64(s.DBBytes+s.WALBytes) / (1 << 20) }},
+	{"of which the db file", "MiB", true, func(s soakSample) float64 { return float64(s.DBBytes) / (1 << 20) }},
+	{"of which the wal file", "MiB", true, func(s soakSample) float64 { return float64(s.WALBytes) / (1 << 20) }},
+	{"listen streams held by the room", "", false, func(s soakSample) float64 { return float64(s.Subscribers) }},
+	{"live sessions", "", false, func(s soakSample) float64 { return float64(s.LiveSessions) }},
+	{"task rows (purged one TTL after the end)", "", false, func(s soakSample) float64 { return float64(s.TaskRows) }},
+	{"handoffs (kept for good)", "", false, func(s soakSample) float64 { return float64(s.Handoffs) }},
 }
 
 // soakTrends computes every quantity's trend; samples at or after warmup
@@ -69,7 +71,9 @@ var soakQuantities = []struct {
 func soakTrends(samples []soakSample, warmup float64) []soakTrend {
 	var out []soakTrend
 	for _, q := range soakQuantities {
-		out = append(out, trendOf(q.name, q.unit, samples, warmup, q.get))
+		tr := trendOf(q.name, q.unit, samples, warmup, q.get)
+		tr.Part = q.part
+		out = append(out, tr)
 	}
 	return out
 }
