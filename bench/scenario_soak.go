@@ -173,7 +173,8 @@ type soakRun struct {
 	nextID  atomic.Int64 // listen request ids
 
 	mu      sync.Mutex
-	markers []string // every outside edit's marker, in order
+	markers []string  // every outside edit's marker, in order
+	gone    sync.Once // the sidecar vanished under the room (reported once)
 }
 
 func (s *soakRun) running() bool {
@@ -858,7 +859,12 @@ func (s *soakRun) sample(ctx context.Context) (soakSample, error) {
 		return out, err
 	}
 	db := s.c.file + ".commonroom.db"
-	out.DBBytes = fileSize(db)
+	if out.DBBytes = fileSize(db); out.DBBytes == 0 {
+		// Something removed the room's files under it (a /tmp cleaner?):
+		// the sizes mean nothing from here on, and the run must say so;
+		// the process figures are still good and are kept.
+		s.gone.Do(func() { s.e.fault(ctx, "soak sample", fmt.Errorf("the sidecar %s is gone", db)) })
+	}
 	out.WALBytes = fileSize(db + "-wal")
 	return out, nil
 }
@@ -1170,12 +1176,14 @@ func scenarioSoak(ctx context.Context, e *env) error {
 
 	// Stop the room, then read what it left: row counts, and every outside
 	// edit in a version or in the file.
+	// The figures are kept and printed even if that reading fails.
 	e.release(c)
-	if err := s.inspectSidecar(ctx, res); err != nil {
-		return err
-	}
 	e.rep.Soak = res
+	ierr := s.inspectSidecar(ctx, res)
 	e.rep.printSoak(res)
+	if ierr != nil {
+		return fmt.Errorf("reading the stopped room's sidecar: %w", ierr)
+	}
 	return ctx.Err()
 }
 
