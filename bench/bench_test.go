@@ -62,6 +62,10 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("watch measured nothing: %+v", rep.Watch)
 	case rep.Hostile == nil || len(rep.Hostile.Phases) < 3 || rep.Hostile.Phases[0].SockDuring <= rep.Hostile.Phases[0].SockBefore:
 		t.Errorf("hostile_conns measured nothing: %+v", rep.Hostile)
+	case rep.Soak == nil || len(rep.Soak.Samples) < 10 || len(rep.Soak.Trends) != len(soakQuantities) || rep.Soak.Ops["handoff created"] == 0:
+		t.Errorf("the soak measured nothing: %+v", rep.Soak)
+	case rep.Soak.Trends[0].Samples == 0 || rep.Soak.IdleBefore.Goroutines == 0 || rep.Soak.IdleAfter.FDs == 0:
+		t.Errorf("the soak has no samples after its warm-up or no idle figures: %+v", rep.Soak.Trends[0])
 	}
 	if rep.Lifecycle != nil && rep.Lifecycle.MaxActiveTasks > maxActiveTasks {
 		t.Errorf("max active tasks %d above the cap", rep.Lifecycle.MaxActiveTasks)

@@ -8,6 +8,7 @@
 //
 //	go run ./bench [--scenarios lifecycle,poll,fanout,baselines,preload,hostile_conns] [--duration 20s] [--json] [--smoke]
 //	go run ./bench --scenarios preload --preload 1000000 [--preload-mode bulk|mcp]
+//	go run ./bench --scenarios soak [--soak-duration 30m] [--soak-sample 10s] [--json]
 package main
 
 import (
@@ -36,7 +37,7 @@ const (
 	exitInterrupted = 130
 )
 
-var allScenarios = []string{"baselines", "lifecycle", "poll", "fanout", "preload", "watch", "hostile_conns"}
+var allScenarios = []string{"baselines", "lifecycle", "poll", "fanout", "preload", "watch", "hostile_conns", "soak"}
 
 type config struct {
 	scenarios         []string
@@ -62,6 +63,11 @@ type config struct {
 	waitQuiet         time.Duration
 	hostileBin        string
 	hostileWait       time.Duration
+	soakDuration      time.Duration
+	soakSample        time.Duration
+	soakWarmup        time.Duration
+	soakTaskTTL       time.Duration
+	soakRate          float64
 }
 
 func main() {
@@ -101,6 +107,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (rooms, ce logs) after the run")
 	fs.StringVar(&c.hostileBin, "hostile-bin", "", "the ce binary hostile_conns runs against (default: the one built), to measure another build the same way; it then gets ce's default deadlines")
 	fs.DurationVar(&c.hostileWait, "hostile-wait", 40*time.Second, "how long hostile_conns waits for the server's deadlines (ce's defaults are 30 s) before it counts what is still held")
+	fs.DurationVar(&c.soakDuration, "soak-duration", 30*time.Minute, "length of the soak (only with --scenarios soak, or in --smoke, where it is 25s)")
+	fs.DurationVar(&c.soakSample, "soak-sample", 10*time.Second, "how often the soak samples RSS, goroutines, descriptors and the sidecar")
+	fs.DurationVar(&c.soakWarmup, "soak-warmup", 0, "samples before this are left out of the soak's slopes (0: a tenth of the run, 5s to 2m)")
+	fs.DurationVar(&c.soakTaskTTL, "soak-task-ttl", time.Minute, "ce --task-ttl in the soak, so tasks expire and are purged during the run")
+	fs.Float64Var(&c.soakRate, "soak-rate", 10, "handoff lifecycles per second in the soak, all lanes together")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -116,7 +127,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if *scen == "" || *scen == "all" {
 		for _, s := range allScenarios {
-			if s != "preload" || c.preload > 0 {
+			// The preload needs a size, and the soak is half an hour unless
+			// it is the smoke's short form: both only when asked for.
+			if (s != "preload" || c.preload > 0) && (s != "soak" || c.smoke) {
 				c.scenarios = append(c.scenarios, s)
 			}
 		}
@@ -145,6 +158,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.agents < 1 || c.pollClients < 1 || c.streamsPerSession < 1 || c.fanoutRate <= 0 {
 		return c, errors.New("--agents, --poll-clients, --streams-per-session and --fanout-rate must be positive")
 	}
+	if c.soakSample <= 0 || c.soakRate <= 0 || c.soakWarmup < 0 || c.soakTaskTTL < 4*time.Second || c.soakTaskTTL > 24*time.Hour {
+		return c, errors.New("--soak-sample and --soak-rate must be positive, --soak-warmup 0 or more, --soak-task-ttl 4s to 24h")
+	}
 	if c.smoke {
 		c.duration = min(c.duration, 2*time.Second)
 		c.agents = min(c.agents, 16)
@@ -153,6 +169,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.probeDuration = min(c.probeDuration, time.Second)
 		c.sqliteDuration = min(c.sqliteDuration, time.Second)
 		c.fanLoopDuration = min(c.fanLoopDuration, 500*time.Millisecond)
+		c.soakDuration = min(c.soakDuration, 25*time.Second)
+		c.soakSample = min(c.soakSample, time.Second)
+		c.soakTaskTTL = min(c.soakTaskTTL, 8*time.Second)
 		// Long enough to judge the stall drop against its finding bound
 		// (3 × max-lag after the receive window fills, which takes
 		// milliseconds), short enough that an old build costs seconds.
@@ -161,6 +180,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if len(c.fanoutSizes) == 0 {
 			c.fanoutSizes = []int{100}
 		}
+	}
+	if slices.Contains(c.scenarios, "soak") && c.soakDuration < c.soakTaskTTL+15*time.Second {
+		return c, fmt.Errorf("--soak-duration %s is too short to see a task expire: give it at least --soak-task-ttl + 15s", c.soakDuration)
 	}
 	return c, nil
 }
@@ -211,7 +233,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"fanout_duration": cfg.fanoutDuration.String(), "streams_per_session": cfg.streamsPerSession,
 		"stall_max_lag": cfg.stallMaxLag.String(), "stall_rate": cfg.stallRate, "stall_timeout": cfg.stallTimeout.String(), "preload": cfg.preload, "preload_mode": cfg.preloadMode, "probe_duration": cfg.probeDuration.String(),
 		"smoke": cfg.smoke, "target_file": cfg.targetFile, "wait_quiet": cfg.waitQuiet.String(),
-		"hostile_bin": cfg.hostileBin, "hostile_wait": cfg.hostileWait.String()}
+		"hostile_bin": cfg.hostileBin, "hostile_wait": cfg.hostileWait.String(),
+		"soak_duration": cfg.soakDuration.String(), "soak_sample": cfg.soakSample.String(), "soak_warmup": cfg.soakWarmup.String(),
+		"soak_task_ttl": cfg.soakTaskTTL.String(), "soak_rate": cfg.soakRate}
 	var uts syscall.Utsname
 	syscall.Uname(&uts)
 	rep.Machine = map[string]any{"cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "go": runtime.Version(),
@@ -260,6 +284,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"fanout": scenarioFanout, "preload": scenarioPreload,
 		"watch":         scenarioWatch,
 		"hostile_conns": scenarioHostileConns,
+		"soak":          scenarioSoak,
 	}
 	for _, name := range allScenarios { // fixed order: baselines first, so ratios print as rows arrive
 		if !slices.Contains(cfg.scenarios, name) || ctx.Err() != nil {

@@ -23,6 +23,7 @@ type report struct {
 	Preload       *preloadResult   `json:"preload,omitempty"`
 	Watch         *watchResult     `json:"watch,omitempty"`
 	Hostile       *hostileResult   `json:"hostile_conns,omitempty"`
+	Soak          *soakResult      `json:"soak,omitempty"`
 	Targets       []target         `json:"targets"`
 	Violations    []string         `json:"violations"`
 	Findings      []string         `json:"findings"`

@@ -34,10 +34,19 @@ func openLocal(ctx context.Context, docPath, dbPath, host string, pub actor.Publ
 	return openLocalWith(ctx, docPath, dbPath, host, pub, log, room.Defaults(), 0, actor.WatchConfig{})
 }
 
-// openLocalWith is openLocal with the room's limits, the writer's batch
-// bound and the file watcher chosen by the caller (ce serve). One-shot
-// commands do without the watcher: their one command reads the file anyway.
-func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.Publisher, log *slog.Logger, limits room.Limits, maxBatch int, watch actor.WatchConfig) (*localRoom, error) {
+// storeOption adjusts the opened sidecar before the writer connection is
+// handed to the actor (ce serve's --wal-autocheckpoint).
+type storeOption func(context.Context, *room.Store) error
+
+// withWALAutocheckpoint sets the writer's automatic checkpoint threshold.
+func withWALAutocheckpoint(pages int) storeOption {
+	return func(ctx context.Context, st *room.Store) error { return st.SetWALAutocheckpoint(ctx, pages) }
+}
+
+// openLocalWith is openLocal with the room's limits and the writer's batch
+// bound, the file watcher and store options chosen by the caller (ce serve).
+// One-shot commands do without the watcher: their one command reads the file anyway.
+func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.Publisher, log *slog.Logger, limits room.Limits, maxBatch int, watch actor.WatchConfig, opts ...storeOption) (*localRoom, error) {
 	eng, err := room.NewEngine(docPath, limits)
 	if err != nil {
 		return nil, err
@@ -58,6 +67,12 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 	st, err := room.OpenStore(ctx, dbPath, false)
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range opts {
+		if err := o(ctx, st); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	cfg := actor.Config{Engine: eng, Store: st, Logger: log, HostName: host, MaxBatch: maxBatch, Watch: watch}
 	if pub != nil {

@@ -181,6 +181,7 @@ func rootCommand(env Env) *ffcli.Command {
 		endSessionCommand(env),
 		revokeCommand(env),
 		invitesCommand(env),
+		backupCommand(env),
 	}
 	for _, c := range root.Subcommands {
 		c.FlagSet.SetOutput(env.Stderr)

@@ -44,6 +44,8 @@ type serveFlags struct {
 	ownerMaxConns                  int
 	writeTimeout                   time.Duration
 	bodyTimeout                    time.Duration
+	taskTTL                        time.Duration
+	walCkpt                        int
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -70,6 +72,8 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.IntVar(&f.ownerMaxConns, "owner-max-conns", httpapi.DefaultOwnerMaxConns, "connections the owner listener holds at once")
 	fs.DurationVar(&f.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "drop a response (other than a live stream) not written within this")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpapi.DefaultBodyReadTimeout, "drop a request whose body has not arrived within this")
+	fs.IntVar(&f.walCkpt, "wal-autocheckpoint", 1000, "checkpoint the sidecar's WAL after this many pages; 0 leaves checkpoints to Litestream, which must then be replicating")
+	fs.DurationVar(&f.taskTTL, "task-ttl", room.Defaults().TaskTTL, "a task's time to live, 1s to 24h (shorter only for soak and expiry tests)")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
@@ -127,7 +131,18 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--max-tasks-per-participant: %s", room.AsError(err).Message)}
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	if f.walCkpt < 0 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--wal-autocheckpoint is a number of pages, 0 or more (got %d)", f.walCkpt)}
+	}
+	if f.taskTTL < time.Second || f.taskTTL > room.Defaults().TaskTTL {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--task-ttl must be between 1s and 24h (got %s)", f.taskTTL)}
+	}
 
+	if !f.ephemeral {
+		if err := restoreMissingDocument(ctx, env, file); err != nil {
+			return err
+		}
+	}
 	docPath, err := room.ResolveDocPath(file)
 	if err != nil {
 		return err
@@ -189,7 +204,8 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	limits.MaxSessionsPerInvite = f.maxPerInvite
 	limits.MaxPendingProposals = f.pendingProposals
 	limits.MaxPendingProposalsPerParticipant = f.pendingProposalsPerParticipant
-	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch, actor.WatchConfig{Enabled: true})
+	limits.TaskTTL = f.taskTTL
+	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch, actor.WatchConfig{Enabled: true}, withWALAutocheckpoint(f.walCkpt))
 	if err != nil {
 		hub.Close()
 		return err

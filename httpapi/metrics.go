@@ -35,6 +35,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		out["listen"] = s.hub.Stats()
 	}
 	out["connections"] = s.connStats()
+	out["process"] = processStats()
 	counts, err := actor.Read(r.Context(), s.room, func(q room.Querier) (map[string]int, error) {
 		return s.eng.Counts(context.WithoutCancel(r.Context()), q)
 	})

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -101,5 +102,30 @@ func TestClientGoneIsNotLoggedAsAnError(t *testing.T) {
 	s.logFailure("mcp request failed", room.Internal(errors.New("disk I/O error")))
 	if out := buf.String(); !strings.Contains(out, "level=ERROR") {
 		t.Errorf("internal failure logged as %q, want an error", out)
+	}
+}
+
+// The soak reads the room's goroutines and heap from /debug/metrics (RSS
+// and descriptors come from /proc): a leak of either must be visible there.
+func TestMetricsReportTheProcess(t *testing.T) {
+	h := newHarness(t, "")
+	r := h.doT(t, "GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+	wantOK(t, r)
+	proc, ok := r.JSON(t)["process"].(map[string]any)
+	if !ok {
+		t.Fatalf("no process block in /debug/metrics: %.300s", r.Body)
+	}
+	// The harness serves in this process, so its goroutines are ours.
+	g, _ := proc["goroutines"].(float64)
+	if g < 1 || g > float64(4*runtime.NumGoroutine()+100) {
+		t.Errorf("goroutines = %v, this process has %d", proc["goroutines"], runtime.NumGoroutine())
+	}
+	for _, k := range []string{"heap_live_bytes", "go_mapped_bytes", "gomaxprocs"} {
+		if v, _ := proc[k].(float64); v <= 0 {
+			t.Errorf("%s = %v, want a positive figure", k, proc[k])
+		}
+	}
+	if _, ok := proc["gc_cycles"].(float64); !ok {
+		t.Errorf("gc_cycles missing: %v", proc)
 	}
 }
