@@ -45,20 +45,24 @@ func permOf(t *testing.T, path string) fs.FileMode {
 	return st.Mode().Perm()
 }
 
-// TestServeSidecarPermissions: the sidecar, its -wal and -shm and the lock
-// get the document's read/write bits (they hold the text, or say who serves
-// it); the operator credential is 0600 whatever the document's mode; a
-// sidecar left wider than the document is narrowed at open, with a log line.
+// TestServeSidecarPermissions: the sidecar, its -wal and -shm get the
+// document's read/write bits but never more than 0600 (they hold the text,
+// its history and what only participants see); the lock gets the
+// document's read/write bits (it says only who serves it); the operator
+// credential is 0600 whatever the document's mode; a sidecar left wider
+// than that is narrowed at open, with a log line.
 func TestServeSidecarPermissions(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name    string
-		docMode fs.FileMode
-		want    fs.FileMode
+		docMode  fs.FileMode
+		want     fs.FileMode // the sidecar, -wal and -shm
+		wantLock fs.FileMode
 	}{
-		{"a_0600_document_gives_0600", 0o600, 0o600},
-		{"a_0640_document_gives_0640", 0o640, 0o640},
-		{"an_executable_0750_document_gives_0640", 0o750, 0o640},
+		{"a_0600_document_gives_0600", 0o600, 0o600, 0o600},
+		{"a_0640_document_gives_an_owner_only_sidecar_and_a_0640_lock", 0o640, 0o600, 0o640},
+		{"a_0644_document_gives_an_owner_only_sidecar_and_a_0644_lock", 0o644, 0o600, 0o644},
+		{"an_executable_0750_document_gives_0600_and_a_0640_lock", 0o750, 0o600, 0o640},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -73,10 +77,13 @@ func TestServeSidecarPermissions(t *testing.T) {
 			s := startServe(t, dir, "serve", file, "--json")
 			operatorCommit(t, file, "# Notes\n\ncommitted\n")
 			db := sidecarOf(file)
-			for _, p := range []string{db, db + "-wal", db + "-shm", file + ".commonroom.lock"} {
+			for _, p := range []string{db, db + "-wal", db + "-shm"} {
 				if got := permOf(t, p); got != c.want {
 					t.Errorf("%s: mode %o, want %o", filepath.Base(p), got, c.want)
 				}
+			}
+			if got := permOf(t, file+".commonroom.lock"); got != c.wantLock {
+				t.Errorf("lock: mode %o, want %o", got, c.wantLock)
 			}
 			if got := permOf(t, ownerOf(file)); got != 0o600 {
 				t.Errorf("operator credential: mode %o, want 600", got)
@@ -149,8 +156,12 @@ func TestServeSidecarPermissions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if gid := st.Sys().(*syscall.Stat_t).Gid; gid != 12345 || st.Mode().Perm() != 0o640 {
-				t.Errorf("%s: gid %d mode %o, want 12345 640", filepath.Base(p), gid, st.Mode().Perm())
+			want := fs.FileMode(0o600)
+			if strings.HasSuffix(p, ".lock") {
+				want = 0o640
+			}
+			if gid := st.Sys().(*syscall.Stat_t).Gid; gid != 12345 || st.Mode().Perm() != want {
+				t.Errorf("%s: gid %d mode %o, want 12345 %o", filepath.Base(p), gid, st.Mode().Perm(), want)
 			}
 		}
 		if st, err := os.Stat(file); err != nil || st.Sys().(*syscall.Stat_t).Gid != 12345 {

@@ -27,9 +27,10 @@ var ErrLocked = errors.New("another process is serving this room")
 // AcquireWriterLock takes the writer lock without waiting. It returns
 // ErrLocked (wrapped with the holder's pid when known) if it is held.
 func AcquireWriterLock(docPath string) (*WriterLock, error) {
-	// The lock file gets the document's read/write bits (and group), like
-	// the sidecar: whoever may open the document may see who serves it.
-	perm, gid, haveGid := sidecarBits(docPath)
+	// The lock file gets the document's read/write bits (and group): it
+	// holds only a pid, and whoever may open the document may see who
+	// serves it.
+	perm, gid, haveGid := docBits(docPath)
 	if _, err := createOrNarrow(LockPath(docPath), perm, gid, haveGid); err != nil && !errors.Is(err, fs.ErrPermission) {
 		return nil, Errorf(KindInternal, "cannot create the lock file").wrap(err)
 	}

@@ -9,17 +9,29 @@ import (
 	"path/filepath"
 )
 
-// sidecarBits is the permission the room's files beside the document get:
-// the document's read and write bits, never execute or special bits, so
-// no one reads the sidecar (which holds the whole text and its history)
-// who cannot read the document.
-func sidecarBits(docPath string) (fs.FileMode, uint32, bool) {
+// docBits is the permission the room's files beside the document start
+// from: the document's read and write bits, never execute or special bits,
+// and the document's group (ok false: the document could not be read).
+// The lock file, which says only who serves the room, gets exactly these.
+func docBits(docPath string) (fs.FileMode, uint32, bool) {
 	st, err := os.Stat(docPath)
 	if err != nil {
 		return 0o600, 0, false
 	}
 	m := metaOf(st)
 	return m.mode & 0o666, m.gid, true
+}
+
+// sidecarBits is docBits never wider than 0600: the sidecar, its -wal and
+// -shm hold the whole text and its history, and also what only the room's
+// participants were meant to see (proposals, results, answers, the hashes
+// of their credentials). Reading the document does not make someone a
+// participant, so a group- or world-readable document still gets an
+// owner-only sidecar (DESIGN §12); no one reads it who cannot read the
+// document.
+func sidecarBits(docPath string) (fs.FileMode, uint32, bool) {
+	perm, gid, ok := docBits(docPath)
+	return perm & 0o600, gid, ok
 }
 
 // createOrNarrow makes path exist with at most perm: a missing file is
