@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -269,6 +270,28 @@ func (e *Engine) CurrentDoc(ctx context.Context, q Querier) (*Doc, error) {
 	if err != nil {
 		return nil, Internal(err)
 	}
+	if d := e.docs.get(v); d != nil && d.Hash == h {
+		return d, nil
+	}
+	// Readers that miss the cache together share one read and one parse:
+	// thirty concurrent first reads of a 20 MB document were thirty copies
+	// of it and of its regions (issue 13 item 7). The key holds the hash,
+	// so only the same text is ever shared.
+	res, err, _ := e.parses.Do(strconv.FormatInt(v, 10)+":"+h, func() (any, error) {
+		return e.parseVersion(ctx, q, v, h)
+	})
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// The caller that led the shared parse went away; parse for ourselves.
+		return e.parseVersion(ctx, q, v, h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res.(*Doc), nil
+}
+
+// parseVersion reads and parses one version and caches it.
+func (e *Engine) parseVersion(ctx context.Context, q Querier, v int64, h string) (*Doc, error) {
 	if d := e.docs.get(v); d != nil && d.Hash == h {
 		return d, nil
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Now reads the room's clock.
@@ -34,6 +36,7 @@ type Engine struct {
 	hints    atomic.Pointer[[]Hint]
 	stamp    atomic.Pointer[fileStamp]
 	docs     docCache
+	parses   singleflight.Group // concurrent cache misses of one version share a parse
 	seen     lastSeen
 	sessions sessionCache
 
