@@ -148,6 +148,12 @@ func TestLegacySubscriptionsEndWithSession(t *testing.T) {
 			h.Clock.Advance(h.Eng.Limits.SessionDefault + time.Minute)
 			h.sweep()
 		}},
+		{"the host ending the session drops them", func(t *testing.T, h *roomHarness, p mtParty) {
+			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": p.grant.SessionRef}))
+		}},
+		{"the host ending the participant drops them", func(t *testing.T, h *roomHarness, p mtParty) {
+			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": p.grant.ParticipantID}))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
