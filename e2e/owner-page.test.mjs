@@ -471,7 +471,8 @@ describe('owner page', { concurrency: false }, () => {
     for (const r of flood) assert.equal((await alice.taskGet(r.taskId)).status, 'cancelled');
     assert.equal(await card(theirs).getAttribute('data-status'), 'open', 'bob\'s handoff is untouched');
     await eventually('alice\'s row to drop its count', async () => !/active task/.test(await row.textContent()));
-    assert.equal(await row.getByRole('button').count(), 0);
+    assert.equal(await row.getByRole('button', { name: 'Cancel all open handoffs of alice' }).count(), 0);
+    assert.equal(await row.getByRole('button', { name: 'End the sessions of alice' }).count(), 1, 'ending her sessions stays offered');
     // Her share is free again.
     const again = await alice.tool('handoff_create', { summary: 'One honest request' });
     assert.equal(again.status, 'working');
