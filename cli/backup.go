@@ -98,10 +98,10 @@ func backupRoom(ctx context.Context, docPath, dir string) (_ *backupResult, err 
 		return nil, room.Errorf(room.KindNotFound, "%s has no room yet (no %s): run `ce serve` first", docPath, filepath.Base(liveDB))
 	}
 	// The document copy gets the document's permission bits; the sidecar
-	// copy the same without execute bits, and never wider than the live
-	// sidecar (a 0600 document or sidecar gives a 0600 copy).
+	// copy the same without execute bits, never wider than the live
+	// sidecar and never wider than 0600, like the live one (DESIGN §12).
 	docMode := docInfo.Mode().Perm()
-	dbMode := docMode & dbInfo.Mode().Perm() & 0o666
+	dbMode := docMode & dbInfo.Mode().Perm() & 0o600
 
 	res := &backupResult{}
 	if res.Dir, err = filepath.Abs(dir); err != nil {

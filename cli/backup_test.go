@@ -53,21 +53,21 @@ func backupRO(t testing.TB, path string) *sql.DB {
 }
 
 // checkBackup verifies one backup from the outside: both files where the
-// JSON says, with the document's modes; the sidecar passes integrity_check;
+// JSON says, the document with docMode and the sidecar with dbMode; the sidecar passes integrity_check;
 // the version reported is the copy's newest; the document file holds
 // exactly that version's text; the workspace is the original's.
-func checkBackup(t *testing.T, b backupOut, workspaceID, mode string) {
+func checkBackup(t *testing.T, b backupOut, workspaceID, docMode, dbMode string) {
 	t.Helper()
 	if b.WorkspaceID != workspaceID {
 		t.Errorf("workspace_id %q, want the room's %q", b.WorkspaceID, workspaceID)
 	}
-	for _, f := range []struct{ path, mode string }{{b.Document.Path, b.Document.Mode}, {b.Sidecar.Path, b.Sidecar.Mode}} {
+	for _, f := range []struct{ path, mode, want string }{{b.Document.Path, b.Document.Mode, docMode}, {b.Sidecar.Path, b.Sidecar.Mode, dbMode}} {
 		st, err := os.Stat(f.path)
 		if err != nil {
 			t.Fatalf("the backup names %s: %v", f.path, err)
 		}
-		if got := fmt.Sprintf("%04o", st.Mode().Perm()); got != mode || f.mode != mode {
-			t.Errorf("%s: mode %s (reported %s), want %s", f.path, got, f.mode, mode)
+		if got := fmt.Sprintf("%04o", st.Mode().Perm()); got != f.want || f.mode != f.want {
+			t.Errorf("%s: mode %s (reported %s), want %s", f.path, got, f.mode, f.want)
 		}
 	}
 	for _, p := range []string{"-wal", "-shm", "-journal"} {
@@ -230,7 +230,7 @@ func TestBackupWhileServing(t *testing.T) {
 		t.Fatal("the load committed nothing: the backups were not taken under a write load")
 	}
 	for i, b := range backups {
-		t.Run(fmt.Sprintf("backup_%d_is_consistent", i), func(t *testing.T) { checkBackup(t, b, s.Banner.WorkspaceID, "0600") })
+		t.Run(fmt.Sprintf("backup_%d_is_consistent", i), func(t *testing.T) { checkBackup(t, b, s.Banner.WorkspaceID, "0600", "0600") })
 	}
 	if backups[0].Version == backups[2].Version {
 		t.Errorf("three backups under load all at version %d: the load did not move the room", backups[0].Version)
@@ -281,7 +281,8 @@ func TestBackupWhenNotServing(t *testing.T) {
 			if b.DirCreated || b.Serving || !b.LiveDocumentMatches {
 				t.Errorf("dir_created %v, serving %v, live_document_matches %v; want false, false, true", b.DirCreated, b.Serving, b.LiveDocumentMatches)
 			}
-			checkBackup(t, b, s.Banner.WorkspaceID, "0644")
+			// A 0644 document: its copy is 0644, the sidecar's owner-only.
+			checkBackup(t, b, s.Banner.WorkspaceID, "0644", "0600")
 			db := backupRO(t, b.Sidecar.Path)
 			var n int
 			if err := db.QueryRow("SELECT count(*) FROM handoffs WHERE summary = 'kept'").Scan(&n); err != nil || n != 1 {
