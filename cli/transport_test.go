@@ -525,3 +525,21 @@ func deadPort(t *testing.T) int {
 	ln.Close()
 	return p
 }
+
+// TestExecPluginDiesWithServe: a ce serve killed outright (no graceful
+// stop) takes its plugin child with it.
+func TestExecPluginDiesWithServe(t *testing.T) {
+	pp := newPluginPath(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "idea.md"), []byte("# Idea\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := spawnServe(t, dir, pp.env, "serve", "idea.md", "--json", "--transport", "exec:test")
+	s.ready()
+	pids := pp.childPids(t, "test", "expose")
+	if len(pids) != 1 || syscall.Kill(pids[0], 0) != nil {
+		t.Fatalf("the exposing child is not running: %v", pids)
+	}
+	s.kill9()
+	wantGone(t, pids)
+}
