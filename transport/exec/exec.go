@@ -105,7 +105,7 @@ func (p provider) Open(_ context.Context, opts transport.Options) (transport.Plu
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Plugin{name: p.name, prog: prog, path: path, stateDir: opts.StateDir,
-		log: log.With("transport", p.name), children: map[*child]struct{}{}}, nil
+		log: log, children: map[*child]struct{}{}}, nil
 }
 
 // lookPath finds an executable regular file named prog in the directories
@@ -425,7 +425,7 @@ func parseHint(line, name string) (transport.Hint, error) {
 	case h.Type != name:
 		return h, fmt.Errorf("its hint is of type %q, not %q", h.Type, name)
 	}
-	if !validHost.MatchString(h.Address) {
+	if !validHost.MatchString(h.Address) && net.ParseIP(h.Address) == nil {
 		return h, fmt.Errorf("its hint's address %q is not a host name or IP address", cut(h.Address, 80))
 	}
 	for _, ip := range h.IPs {

@@ -336,6 +336,8 @@ func TestExecHintLine(t *testing.T) {
 	}{
 		{`{"type":"exec:t","address":"a.example","port":80,"mode":"private","encrypted":true}`, ""},
 		{`{"address":"a.example","port":80,"mode":"local","encrypted":false}`, ""},
+		{`{"address":"2001:db8::7","ips":["192.0.2.7"],"port":80,"mode":"public","encrypted":false}`, ""},
+		{`{"address":"[2001:db8::7]","port":80,"mode":"public","encrypted":false}`, "not a host name"},
 		{`{"type":"exec:t","address":"a.example","port":80,"mode":"private","encrypted":true,"secret":"x"}`, "not a JSON hint"},
 		{`{"type":"exec:t","address":"a.example","port":80,"mode":"private"} {}`, "not a JSON hint"},
 		{`{"type":"exec:t","address":"a b","port":80,"mode":"private"}`, "not a host name"},
