@@ -34,7 +34,7 @@ func joinCommand(env Env) *ffcli.Command {
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.BoolVar(&f.hold, "hold", false, "keep a local forward to the room open until interrupted (the default when the hint used is not loopback)")
 	fs.BoolVar(&f.noHold, "no-hold", false, "join and exit, whatever the transport")
-	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultTransportTimeout, "how long each of the invitation's hints may take to answer")
+	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultJoinTimeout, "how long each of the invitation's hints may take to answer")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
 	ts := addTransportFlags(env, fs)
 	return &ffcli.Command{

@@ -16,8 +16,12 @@ import (
 )
 
 // DefaultTransportTimeout bounds how long `ce serve` waits for its
-// transport to be up (a login included) and `ce join` for each hint.
-const DefaultTransportTimeout = 2 * time.Minute
+// transport to be up: long enough for a person to open a login URL.
+const DefaultTransportTimeout = 5 * time.Minute
+
+// DefaultJoinTimeout bounds how long `ce join` gives each hint (opening its
+// plugin, then the join over it) before it tries the next one.
+const DefaultJoinTimeout = 2 * time.Minute
 
 // transports is what a command that uses transports holds: the registry,
 // and a fresh provider of every registered name with its flags on the
