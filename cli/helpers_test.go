@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/internal/cetest"
+	"github.com/commonroom/ce/transport/exec/exectest"
 )
 
 // ceBin is the binary TestMain built; set once before any test runs.
@@ -36,6 +37,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	exectest.RunIfPlugin() // this binary is also the exec transport plugin the tests run
 	os.Exit(cetest.Main(m, "cli", &ceBin))
 }
 

@@ -5,91 +5,230 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/commonroom/ce/room"
+	"github.com/commonroom/ce/transport"
 )
 
+type joinFlags struct {
+	name, kind       string
+	json             bool
+	hold, noHold     bool
+	transportTimeout time.Duration
+	logLevel         string
+}
+
 func joinCommand(env Env) *ffcli.Command {
+	var f joinFlags
 	fs := flag.NewFlagSet("ce join", flag.ContinueOnError)
-	name := fs.String("name", "participant", "your display name in the room")
-	kind := fs.String("kind", "agent", "agent or human")
-	asJSON := fs.Bool("json", false, "print JSON")
+	fs.StringVar(&f.name, "name", "participant", "your display name in the room")
+	fs.StringVar(&f.kind, "kind", "agent", "agent or human")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.BoolVar(&f.hold, "hold", false, "keep a local forward to the room open until interrupted (the default when the hint used is not loopback)")
+	fs.BoolVar(&f.noHold, "no-hold", false, "join and exit, whatever the transport")
+	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultJoinTimeout, "how long each of the invitation's hints may take to answer")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	ts := addTransportFlags(env, fs)
 	return &ffcli.Command{
 		Name:       "join",
-		ShortUsage: "ce join URI --name NAME [--kind agent|human] [--json]",
+		ShortUsage: "ce join URI --name NAME [--kind agent|human] [--hold|--no-hold] [--json]",
 		ShortHelp:  "redeem an invitation for a session (over the invitation's transport hints)",
 		FlagSet:    fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
 				return &exitError{code: exitUsage, err: errors.New("join takes exactly one invitation URI")}
 			}
-			g, err := joinRemote(ctx, args[0], *name, *kind)
+			if f.hold && f.noHold {
+				return &exitError{code: exitUsage, err: errors.New("--hold and --no-hold contradict each other")}
+			}
+			if f.transportTimeout <= 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--transport-timeout must be positive (got %s)", f.transportTimeout)}
+			}
+			level, err := parseLevel(f.logLevel)
 			if err != nil {
-				return err
+				return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
 			}
-			if *asJSON {
-				return printJSON(env.Stdout, map[string]any{"session_token": g.SessionToken, "session_ref": g.SessionRef,
-					"participant_id": g.ParticipantID, "workspace_id": g.WorkspaceID, "capabilities": g.Capabilities,
-					"expires_at": g.ExpiresAt, "url": g.url})
-			}
-			fmt.Fprintf(env.Stdout, "Joined %s as %s (%s).\n", g.WorkspaceID, g.ParticipantID, *name)
-			fmt.Fprintf(env.Stdout, "Room:    %s\n", g.url)
-			fmt.Fprintf(env.Stdout, "Session: %s   (a bearer secret: keep it private; expires %s)\n", g.SessionToken, g.ExpiresAt)
-			fmt.Fprintf(env.Stdout, "Try:     curl -H 'Authorization: Bearer %s' %s/workspace/status\n", g.SessionToken, g.url)
-			return nil
+			log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+			return runJoin(ctx, env, log, f, ts, args[0])
 		},
 	}
 }
 
-type joined struct {
-	room.SessionGrant
-	url string
+func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *transports, uri string) error {
+	g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout)
+	if err != nil {
+		return err
+	}
+	defer g.plugin.Close()
+	hold := f.hold || (!f.noHold && g.hint.Type != transport.LoopbackName)
+	var fwd *forward
+	if hold {
+		if fwd, err = startForward(g.plugin, fromRoomHint(g.hint), f.transportTimeout, log); err != nil {
+			return err
+		}
+		defer fwd.Close()
+		g.url = fwd.url
+	}
+	if f.json {
+		out := map[string]any{"session_token": g.SessionToken, "session_ref": g.SessionRef,
+			"participant_id": g.ParticipantID, "workspace_id": g.WorkspaceID, "capabilities": g.Capabilities,
+			"expires_at": g.ExpiresAt, "url": g.url, "transport": g.hint.Type}
+		if fwd != nil {
+			out["local_url"] = fwd.url
+		}
+		if err := printJSON(env.Stdout, out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(env.Stdout, "Joined %s as %s (%s).\n", g.WorkspaceID, g.ParticipantID, f.name)
+		fmt.Fprintf(env.Stdout, "Transport: %s\n", showHint(g.hint))
+		if fwd != nil {
+			fmt.Fprintf(env.Stdout, "Local:   %s\n", fwd.url)
+		} else {
+			fmt.Fprintf(env.Stdout, "Room:    %s\n", g.url)
+		}
+		fmt.Fprintf(env.Stdout, "Session: %s   (a bearer secret: keep it private; expires %s)\n", g.SessionToken, g.ExpiresAt)
+		fmt.Fprintf(env.Stdout, "Try:     curl -H 'Authorization: Bearer %s' %s/workspace/status\n", g.SessionToken, g.url)
+		fmt.Fprintf(env.Stdout, "MCP:     %s/mcp\n", g.url)
+		if fwd != nil {
+			fmt.Fprintf(env.Stdout, "Holding the forward open; press Ctrl-C to stop.\n")
+		}
+	}
+	if fwd == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+	case <-env.Signals:
+	case err := <-fwd.failed:
+		return room.Errorf(room.KindTransportUnavailable, "the local forward stopped: %v", err)
+	}
+	return nil
 }
 
-// joinRemote dials the invitation's hints in order and joins over the first
-// one this build can use. It checks the room it reached is the one the
-// invitation names, and leaves again if not.
-func joinRemote(ctx context.Context, uri, name, kind string) (joined, error) {
+// joined is a session and the way in it came through.
+type joined struct {
+	room.SessionGrant
+	url    string
+	hint   room.Hint
+	plugin transport.Plugin // open until the caller closes it
+}
+
+// joinRemote walks the invitation's hints in order and joins over the first
+// one that works: the provider its type names opens a plugin, which dials;
+// the join goes over that connection with the hint's address as Host. A
+// hint that cannot be used is skipped with its reason; when none can,
+// the answer is transport_unavailable naming each, and the invitation is
+// not spent. It checks that the room reached is the one invited, and
+// leaves again if not.
+func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, uri, name, kind string, timeout time.Duration) (joined, error) {
 	inv, err := room.DecodeInvitation(uri, room.Defaults().MaxInvitePayload)
 	if err != nil {
 		return joined{}, err
 	}
-	hc := &http.Client{Timeout: 10 * time.Second}
 	var tried []string
+	skip := func(h room.Hint, why string) {
+		tried = append(tried, fmt.Sprintf("%s: %s", hintLabel(h), strings.TrimPrefix(why, transport.ErrUnavailable.Error()+": ")))
+	}
 	for _, h := range inv.Transports {
-		if h.Type != "loopback" || h.Port <= 0 {
-			tried = append(tried, h.Type)
+		prov, err := ts.provider(h.Type)
+		if err != nil {
+			skip(h, err.Error())
 			continue
 		}
-		base := "http://" + net.JoinHostPort(orLoopback(h.Address), strconv.Itoa(h.Port))
-		var g room.SessionGrant
-		err := callRoom(ctx, hc, "POST", base+"/session/join", "", map[string]string{
-			"invite": uri, "name": name, "kind": kind, "transport": h.Type}, &g)
+		th := fromRoomHint(h)
+		if th.Address == "" && th.Type == transport.LoopbackName {
+			th.Address = "127.0.0.1"
+		}
+		if th.Address == "" || th.Port < 1 {
+			skip(h, "the hint names no address and port")
+			continue
+		}
+		stateDir := ""
+		if h.Type != transport.LoopbackName {
+			stateDir = joinStateDir(env, h.Type)
+			if err := makeStateDir(stateDir); err != nil {
+				skip(h, fmt.Sprintf("its state directory: %v", err))
+				continue
+			}
+		}
+		octx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("not open within --transport-timeout (%s)", timeout))
+		plug, err := openPlugin(octx, prov, transportOptions(env, log, h.Type, stateDir, true))
+		cancel()
+		if err != nil {
+			skip(h, err.Error())
+			continue
+		}
+		g, err := joinOver(ctx, plug, th, uri, name, kind, timeout)
 		if room.ErrorKind(err) == room.KindTransportUnavailable {
-			tried = append(tried, h.Type)
+			plug.Close()
+			skip(h, room.AsError(err).Message)
 			continue
 		}
 		if err != nil {
+			plug.Close()
 			return joined{}, err
 		}
 		if g.WorkspaceID != inv.WorkspaceID {
-			callRoom(ctx, hc, "POST", base+"/workspace/leave", g.SessionToken, nil, nil)
+			hc := pluginClient(plug, th, timeout)
+			callRoom(ctx, hc, "POST", "http://"+th.HostPort()+"/workspace/leave", g.SessionToken, nil, nil)
+			plug.Close()
 			return joined{}, room.Errorf(room.KindInvalidRequest, "the room at that address is %s, not the invited %s", g.WorkspaceID, inv.WorkspaceID)
 		}
-		return joined{SessionGrant: g, url: base}, nil
+		return joined{SessionGrant: g, url: "http://" + th.HostPort(), hint: h, plugin: plug}, nil
 	}
-	return joined{}, room.Errorf(room.KindTransportUnavailable, "no transport in the invitation could be reached (tried: %v); is the room being served?", tried)
+	if len(tried) == 0 {
+		tried = append(tried, "the invitation names no transport")
+	}
+	return joined{}, room.Errorf(room.KindTransportUnavailable,
+		"no transport in the invitation could be used, and the invitation was not spent; tried: %s", strings.Join(tried, "; ")).
+		With("tried", tried)
 }
 
-func orLoopback(addr string) string {
-	if addr == "" {
-		return "127.0.0.1"
+// hintLabel names a hint in an error: its type and endpoint.
+func hintLabel(h room.Hint) string {
+	if h.Address == "" && h.Port == 0 {
+		return h.Type
 	}
-	return addr
+	return h.Type + " " + net.JoinHostPort(h.Address, fmt.Sprint(h.Port))
+}
+
+// pluginClient is an HTTP client whose every connection is plug.Dial(h):
+// the URL's host only names the room in the Host header.
+func pluginClient(plug transport.Plugin, h transport.Hint, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return plug.Dial(ctx, h) },
+		DisableKeepAlives: true,
+	}}
+}
+
+// joinOver posts the join through plug to the room the hint names. A dial
+// that fails is reported as the plugin's own reason.
+func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, uri, name, kind string, timeout time.Duration) (room.SessionGrant, error) {
+	var g room.SessionGrant
+	var dialErr atomic.Pointer[error]
+	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c, err := plug.Dial(ctx, h)
+			if err != nil {
+				dialErr.Store(&err)
+			}
+			return c, err
+		},
+		DisableKeepAlives: true,
+	}}
+	err := callRoom(ctx, hc, "POST", "http://"+h.HostPort()+"/session/join", "",
+		map[string]string{"invite": uri, "name": name, "kind": kind, "transport": h.Type}, &g)
+	if de := dialErr.Load(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
+		return g, room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix((*de).Error(), transport.ErrUnavailable.Error()+": "))
+	}
+	return g, err
 }

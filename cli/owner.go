@@ -30,6 +30,21 @@ type ownerFile struct {
 	OwnerURL      string `json:"owner_url"` // base URL of the owner listener (no key)
 	IngressURL    string `json:"ingress_url"`
 	OperatorToken string `json:"operator_token"`
+	// Transport is how other machines reach the room (nil: loopback, as
+	// written by a ce before transports).
+	Transport *ownerTransport `json:"transport,omitempty"`
+}
+
+// ownerTransport is the exposed way in as `ce status` shows it.
+type ownerTransport struct {
+	Type      string `json:"type"`
+	Mode      string `json:"mode"`
+	Encrypted bool   `json:"encrypted"`
+	Describe  string `json:"describe"`
+}
+
+func newOwnerTransport(h room.Hint) *ownerTransport {
+	return &ownerTransport{Type: h.Type, Mode: h.Mode, Encrypted: h.Encrypted, Describe: showHint(h)}
 }
 
 func newOperatorToken() string {

@@ -58,9 +58,13 @@ func participantsCommand(env Env) *ffcli.Command {
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
 			ps, err := eng.Participants(ctx, q, room.Operator(eng.HostID))
 			return ps, func() {
-				printTable(env.Stdout, "no participants", "PARTICIPANT\tKIND\tNAME\tCAPABILITIES\tLAST SEEN\tSESSIONS", ps,
+				printTable(env.Stdout, "no participants", "PARTICIPANT\tKIND\tNAME\tCAPABILITIES\tTRANSPORT\tLAST SEEN\tSESSIONS", ps,
 					func(p room.Participant) string {
-						return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", p.ParticipantID, p.Kind, p.Name, strings.Join(p.Capabilities, ","), p.LastSeen, sessionRefs(p))
+						tr := "-"
+						if p.Transport != nil {
+							tr = *p.Transport
+						}
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", p.ParticipantID, p.Kind, p.Name, strings.Join(p.Capabilities, ","), tr, p.LastSeen, sessionRefs(p))
 					})
 			}, err
 		})

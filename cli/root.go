@@ -17,6 +17,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/commonroom/ce/room"
+	"github.com/commonroom/ce/transport"
 )
 
 // Env is everything a command touches outside its arguments.
@@ -29,6 +30,10 @@ type Env struct {
 	Signals <-chan os.Signal
 	// Exit ends the process at once (the second signal). Tests replace it.
 	Exit func(int)
+	// Transports are the transport plugins `ce serve --transport` and
+	// `ce join` may use; nil means loopback only. The program's main
+	// registers the built-in ones.
+	Transports *transport.Registry
 }
 
 // exitError carries an exit code through ffcli.

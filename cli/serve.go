@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/commonroom/ce/httpapi"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
+	"github.com/commonroom/ce/transport"
 )
 
 type serveFlags struct {
@@ -46,6 +48,9 @@ type serveFlags struct {
 	bodyTimeout                    time.Duration
 	taskTTL                        time.Duration
 	walCkpt                        int
+
+	transport        string        // --transport NAME: how other machines reach the room
+	transportTimeout time.Duration // how long the transport may take to be up
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -74,16 +79,19 @@ func serveCommand(env Env) *ffcli.Command {
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpapi.DefaultBodyReadTimeout, "drop a request whose body has not arrived within this")
 	fs.IntVar(&f.walCkpt, "wal-autocheckpoint", 1000, "checkpoint the sidecar's WAL after this many pages; 0 leaves checkpoints to Litestream, which must then be replicating")
 	fs.DurationVar(&f.taskTTL, "task-ttl", room.Defaults().TaskTTL, "a task's time to live, 1s to 24h (shorter only for soak and expiry tests)")
+	ts := addTransportFlags(env, fs)
+	fs.StringVar(&f.transport, "transport", transport.LoopbackName, "how other machines reach the room's ingress: "+strings.Join(ts.reg.Names(), ", "))
+	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultTransportTimeout, "how long the transport may take to be up (a login included) before serve gives up")
 	return &ffcli.Command{
 		Name:       "serve",
-		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--json] [--ephemeral]",
+		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--transport NAME] [--json] [--ephemeral]",
 		ShortHelp:  "open a room around a Markdown file and serve it until interrupted",
 		FlagSet:    fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
 				return &exitError{code: exitUsage, err: errors.New("serve takes exactly one FILE")}
 			}
-			return serve(ctx, env, f, args[0])
+			return serve(ctx, env, f, args[0], ts)
 		},
 	}
 }
@@ -111,9 +119,16 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, err
 }
 
-func serve(ctx context.Context, env Env, f serveFlags, file string) error {
+func serve(ctx context.Context, env Env, f serveFlags, file string, ts *transports) error {
 	if err := checkLoopback(f.addr); err != nil {
 		return err
+	}
+	prov, err := ts.provider(f.transport)
+	if err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--transport: %v", err)}
+	}
+	if f.transportTimeout <= 0 {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--transport-timeout must be positive (got %s)", f.transportTimeout)}
 	}
 	if err := checkLoopback(f.ingressAddr); err != nil {
 		return err
@@ -172,13 +187,14 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	// lock, so whatever is there is stale.
 	os.Remove(ownerPath(docPath))
 
-	dbPath := ""
+	dbPath, tmpDir := "", ""
 	if f.ephemeral {
 		dir, err := os.MkdirTemp("", "commonroom-*")
 		if err != nil {
 			return room.Internal(err)
 		}
 		defer os.RemoveAll(dir)
+		tmpDir = dir
 		dbPath = filepath.Join(dir, filepath.Base(docPath)+".commonroom.db")
 	}
 
@@ -192,6 +208,25 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		return &exitError{code: exitUsage, err: errors.New("--pending-proposals and --pending-proposals-per-participant must be at least 1")}
 	}
 	fileLimit := raiseFileLimit(log)
+
+	// The listeners and the transport come up before the sidecar is
+	// opened: a transport that fails leaves the room's files untouched.
+	ownerLn, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return room.Errorf(room.KindInvalidRequest, "cannot listen on %s: %v", f.addr, err)
+	}
+	defer ownerLn.Close()
+	ingressLn, err := net.Listen("tcp", f.ingressAddr)
+	if err != nil {
+		return room.Errorf(room.KindInvalidRequest, "cannot listen on %s: %v", f.ingressAddr, err)
+	}
+	defer ingressLn.Close()
+	hints, closeTransport, err := startTransport(ctx, env, log, f, prov, docPath, tmpDir, ingressLn.Addr().(*net.TCPAddr))
+	if err != nil {
+		return err
+	}
+	defer closeTransport()
+
 	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log})
 	host := f.name
 	if host == "" {
@@ -219,21 +254,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		}
 	}
 
-	ownerLn, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		hub.Close()
-		stopRoom()
-		return room.Errorf(room.KindInvalidRequest, "cannot listen on %s: %v", f.addr, err)
-	}
-	ingressLn, err := net.Listen("tcp", f.ingressAddr)
-	if err != nil {
-		ownerLn.Close()
-		hub.Close()
-		stopRoom()
-		return room.Errorf(room.KindInvalidRequest, "cannot listen on %s: %v", f.ingressAddr, err)
-	}
-	ingressPort := ingressLn.Addr().(*net.TCPAddr).Port
-	l.eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressPort, Mode: "local"}})
+	l.eng.SetHints(hints)
 
 	opToken := newOperatorToken()
 	maxConns, ownerMaxConns := connCaps(log, fileLimit, f)
@@ -262,7 +283,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		return err
 	}
 	if err := writeOwnerFile(docPath, ownerFile{PID: os.Getpid(), WorkspaceID: l.eng.WorkspaceID,
-		OwnerURL: ownerURL, IngressURL: ingressURL, OperatorToken: opToken}); err != nil {
+		OwnerURL: ownerURL, IngressURL: ingressURL, OperatorToken: opToken, Transport: newOwnerTransport(hints[0])}); err != nil {
 		ownerLn.Close()
 		ingressLn.Close()
 		hub.Close()
@@ -281,11 +302,11 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 		line, _ := json.Marshal(map[string]any{
 			"workspace_id": l.eng.WorkspaceID, "name": l.eng.Name, "version": version(),
 			"owner_url": pageURL, "ingress_url": ingressURL, "mcp_url": ingressURL + "/mcp",
-			"invite": inv.URI, "pid": os.Getpid(),
+			"invite": inv.URI, "pid": os.Getpid(), "transport": showHint(hints[0]),
 		})
 		fmt.Fprintln(env.Stdout, string(line))
 	} else {
-		printBanner(env, l, pageURL, ingressURL, inv, notes)
+		printBanner(env, l, pageURL, ingressURL, hints[0], inv, notes)
 	}
 	log.Info("serving", "workspace_id", l.eng.WorkspaceID, "pid", os.Getpid())
 
@@ -304,6 +325,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string) error {
 	}()
 	log.Info("stopping")
 	shutdown(servers, hub, log)
+	closeTransport()
 	stopRoom()
 	return serveErr
 }
@@ -346,7 +368,7 @@ func shutdown(servers []*http.Server, hub *listen.Hub, log *slog.Logger) {
 	}
 }
 
-func printBanner(env Env, l *localRoom, pageURL, ingressURL string, inv room.InviteGrant, notes []string) {
+func printBanner(env Env, l *localRoom, pageURL, ingressURL string, exposed room.Hint, inv room.InviteGrant, notes []string) {
 	w := env.Stdout
 	fmt.Fprintf(w, "Commonroom %s\n", version())
 	fmt.Fprintf(w, "Room:        %s (%s)\n", l.eng.Name, l.eng.WorkspaceID)
@@ -356,7 +378,7 @@ func printBanner(env Env, l *localRoom, pageURL, ingressURL string, inv room.Inv
 	}
 	fmt.Fprintf(w, "Owner page:  %s\n", pageURL)
 	fmt.Fprintf(w, "Agents:      %s/mcp (MCP 2026-07-28, bearer session)\n", ingressURL)
-	fmt.Fprintf(w, "Transport:   loopback (local, not encrypted)\n")
+	fmt.Fprintf(w, "Transport:   %s\n", showHint(exposed))
 	fmt.Fprintf(w, "Invitation (one use, expires %s):\n  %s\n", inv.ExpiresAt, inv.URI)
 	fmt.Fprintf(w, "Join from another terminal:\n  ce join '%s' --name agent\n", inv.URI)
 	fmt.Fprintf(w, "Status: READY. Press Ctrl-C to stop.\n")

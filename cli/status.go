@@ -37,7 +37,11 @@ func statusCommand(env Env) *ffcli.Command {
 			// Reading the credential and asking whether its process lives never
 			// touches the writer lock, so status cannot get in a starting serve's way.
 			if of, err := readOwnerFile(eng.DocPath); err == nil && processAlive(of.PID) {
-				serving = map[string]any{"serving": true, "pid": of.PID, "type": "loopback", "mode": "local", "encrypted": false}
+				tr := of.Transport
+				if tr == nil {
+					tr = newOwnerTransport(room.Hint{Type: "loopback", Mode: "local"})
+				}
+				serving = map[string]any{"serving": true, "pid": of.PID, "type": tr.Type, "mode": tr.Mode, "encrypted": tr.Encrypted, "describe": tr.Describe}
 			}
 			if *asJSON {
 				return printJSON(env.Stdout, map[string]any{"status": s, "listener": serving})
@@ -49,7 +53,7 @@ func statusCommand(env Env) *ffcli.Command {
 			fmt.Fprintf(env.Stdout, "workspace=%s version=%d path=%s\n", s.WorkspaceID, s.Version, path)
 			fmt.Fprintf(env.Stdout, "participants=%d active_leases=%d pending_proposals=%d\n", s.Participants, s.ActiveLeases, s.PendingProposals)
 			if serving["serving"] == true {
-				fmt.Fprintf(env.Stdout, "transport=loopback (local, not encrypted) pid=%v\n", serving["pid"])
+				fmt.Fprintf(env.Stdout, "transport=%s pid=%v\n", serving["describe"], serving["pid"])
 			} else {
 				fmt.Fprintln(env.Stdout, "transport=none (not being served)")
 			}

@@ -165,7 +165,8 @@ describe('owner page', { concurrency: false }, () => {
     assert.equal(await page.locator('h1').count(), 1);
     assert.equal((await page.locator('#connection').textContent()).trim(), 'loopback · local · not encrypted');
     const parts = await page.locator('#participants li .who').allTextContents();
-    assert.ok(parts.includes('agent: alice · remote') && parts.includes('agent: bob · remote'), `participants: ${parts}`);
+    // The room labels each session with the transport it saw them come through.
+    assert.ok(parts.includes('agent: alice · loopback') && parts.includes('agent: bob · loopback'), `participants: ${parts}`);
     const outline = await page.locator('#outline li').allTextContents();
     assert.deepEqual(outline, ['Trip plan', 'Goals', 'Plan']);
     await page.getByRole('button', { name: 'Create invitation' }).waitFor();
@@ -489,10 +490,10 @@ describe('owner page', { concurrency: false }, () => {
     await page.locator('#invite-status', { hasText: 'Copied' }).waitFor({ timeout: UI_TIMEOUT });
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), value);
     await join(banner.ingress_url, value, 'carol');
-    await page.locator('#participants li', { hasText: 'agent: carol · remote' }).waitFor({ timeout: UI_TIMEOUT });
+    await page.locator('#participants li', { hasText: 'agent: carol · loopback' }).waitFor({ timeout: UI_TIMEOUT });
     // The extra invitation from `ce invite` still admits too.
     dave = await join(banner.ingress_url, extraInvite.uri, 'dave');
-    await page.locator('#participants li', { hasText: 'agent: dave · remote' }).waitFor({ timeout: UI_TIMEOUT });
+    await page.locator('#participants li', { hasText: 'agent: dave · loopback' }).waitFor({ timeout: UI_TIMEOUT });
     await noReload();
   });
 

@@ -519,7 +519,7 @@ func TestDocumentReads(t *testing.T) {
 	t.Run("diagnostics name the transport, never an address or a port", func(t *testing.T) {
 		r := dtGet(t, h, tok, "/workspace/diagnostics")
 		m := dtOK(t, r)
-		if !reflect.DeepEqual(m["listener"], map[string]any{"type": "loopback", "mode": "local", "encrypted": false}) {
+		if !reflect.DeepEqual(m["listener"], map[string]any{"type": "loopback", "mode": "local", "encrypted": false, "describe": "loopback (local, not encrypted)"}) {
 			t.Errorf("listener = %v", m["listener"])
 		}
 		ps, _ := m["participants"].([]any)

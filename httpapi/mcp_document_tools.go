@@ -74,7 +74,7 @@ func documentTools() []tool {
 				}
 			})},
 		{Name: "workspace_diagnostics", Title: "Diagnostics", ReadOnly: true, Input: noArgs,
-			Description: "How the room is reached (transport type and whether it is encrypted, never an address) and who is connected over what. Needs read.",
+			Description: "How the room is reached (transport type, mode and whether it is encrypted; the endpoint only for an admin) and who is connected over what. Needs read.",
 			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, empty) (room.Diagnostics, error) {
 				return func(ctx context.Context, q room.Querier, p room.Principal, _ empty) (room.Diagnostics, error) {
 					return s.eng.Diagnostics(ctx, q, p)

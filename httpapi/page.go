@@ -67,9 +67,14 @@ type pageView struct {
 	room.RoomView
 }
 
-// Connection is the listener line: type · mode · encrypted|not encrypted.
+// Connection is the listener line: type · mode · encrypted|not encrypted
+// for loopback, the exposed transport's own line (its name, mode,
+// encryption and endpoint) for any other.
 func (v pageView) Connection() string {
 	l := v.Diagnostics.Listener
+	if l.Type != "loopback" && l.Describe != "" {
+		return l.Describe
+	}
 	enc := "not encrypted"
 	if l.Encrypted {
 		enc = "encrypted"

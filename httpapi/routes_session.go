@@ -13,7 +13,9 @@ type joinRequest struct {
 	InviteToken string `json:"invite_token"`
 	Name        string `json:"name"`
 	Kind        string `json:"kind"`
-	Transport   string `json:"transport"`
+	// Transport is what the client says it came through. It is read and
+	// ignored: the room records the transport it saw (transportOf).
+	Transport string `json:"transport"`
 }
 
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +38,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	grant, err := actor.Do(r.Context(), s.room, "join", func(tx *room.Tx) (room.SessionGrant, error) {
-		return s.eng.Join(tx, room.JoinInput{Secret: secret, Name: in.Name, Kind: in.Kind, Transport: in.Transport})
+		return s.eng.Join(tx, room.JoinInput{Secret: secret, Name: in.Name, Kind: in.Kind, Transport: s.transportOf(r)})
 	})
 	if err != nil {
 		s.sendError(w, r, err)

@@ -116,7 +116,7 @@ func (s *Server) routes(l listener) http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.bound)
 	r.Use(s.requestLog)
-	r.Use(LoopbackOnly(s.rejectHost))
+	r.Use(s.hostGuard(l))
 	r.Get("/healthz", s.healthz)
 	if l == ownerListener {
 		r.Get("/", s.ownerIndex)

@@ -79,6 +79,11 @@ type Listener struct {
 	Type      string `json:"type"`
 	Mode      string `json:"mode"`
 	Encrypted bool   `json:"encrypted"`
+	// Describe is the exposed hint's one line, as the banner, ce status
+	// and the owner page show it: "NAME (private, encrypted) host:port"
+	// for an admin (the host, the operator, the owner page), without the
+	// endpoint for everyone else, who never learn an address here.
+	Describe string `json:"describe"`
 }
 
 // DiagnosticParticipant is a participant as diagnostics show it.
@@ -95,14 +100,19 @@ type Diagnostics struct {
 	Participants []DiagnosticParticipant `json:"participants"`
 }
 
-// Diagnostics reports the listener (type, mode, encryption only) and who is
-// in the room with which transport.
+// Diagnostics reports the listener (type, mode, encryption; the endpoint
+// only to an admin) and who is in the room with which transport.
 func (e *Engine) Diagnostics(ctx context.Context, q Querier, p Principal) (Diagnostics, error) {
 	if err := p.Require(CapRead); err != nil {
 		return Diagnostics{}, err
 	}
 	h := e.currentHints()[0]
 	out := Diagnostics{Listener: Listener{Type: h.Type, Mode: h.Mode, Encrypted: h.Encrypted}, Participants: []DiagnosticParticipant{}}
+	if p.IsAdmin() {
+		out.Listener.Describe = h.Describe()
+	} else {
+		out.Listener.Describe = Hint{Type: h.Type, Mode: h.Mode, Encrypted: h.Encrypted}.Describe()
+	}
 	ps, err := e.Participants(ctx, q, p)
 	if err != nil {
 		return Diagnostics{}, err

@@ -138,8 +138,30 @@ func TestDiagnostics_NeverShowTheEndpoint(t *testing.T) {
 	}
 	text := mustJSON(t, diag)
 	t.Run("the_listener_is_type_mode_and_encryption", func(t *testing.T) {
-		if diag.Listener != (room.Listener{Type: "tailnet", Mode: "private", Encrypted: true}) {
+		if diag.Listener != (room.Listener{Type: "tailnet", Mode: "private", Encrypted: true, Describe: "tailnet (private, encrypted)"}) {
 			t.Fatalf("listener %+v", diag.Listener)
+		}
+	})
+	t.Run("an_admin_reads_the_exposed_endpoint", func(t *testing.T) {
+		d.eng.SetHints([]room.Hint{{Type: "tailnet", Address: "room.example.net", IPs: []string{"100.64.9.77"}, Port: 43117, Encrypted: true, Mode: "private"},
+			{Type: "loopback", Address: "127.0.0.1", Port: 5, Mode: "local"}})
+		defer d.eng.SetHints([]room.Hint{{Type: "tailnet", Address: "100.64.9.77", Port: 43117, Encrypted: true, Mode: "private"}})
+		for _, c := range []struct {
+			who  room.Principal
+			want string
+		}{
+			{room.Operator(d.eng.HostID), "tailnet (private, encrypted) room.example.net:43117"},
+			{a, "tailnet (private, encrypted)"},
+		} {
+			got, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.Diagnostics, error) {
+				return eng.Diagnostics(t.Context(), q, c.who)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Listener.Describe != c.want || got.Listener.Type != "tailnet" {
+				t.Errorf("%s: listener %+v, want %q", c.who.ParticipantID, got.Listener, c.want)
+			}
 		}
 	})
 	t.Run("no_address_or_port_in_the_answer", func(t *testing.T) {

@@ -144,7 +144,33 @@ func resolveRegular(abs string) (string, error) {
 
 // SetHints records how joiners reach this room (the ingress listener); new
 // invitations carry them. Endpoint addresses never enter events or logs.
-func (e *Engine) SetHints(h []Hint) { e.hints.Store(&h) }
+func (e *Engine) SetHints(h []Hint) {
+	h = append([]Hint(nil), h...)
+	e.hints.Store(&h)
+}
+
+// Hints returns a copy of the hints new invitations carry, first the one the
+// transport exposed: the ingress accepts exactly their names in Host and
+// labels a session by the one its join came through.
+func (e *Engine) Hints() []Hint {
+	p := e.hints.Load()
+	if p == nil {
+		return nil
+	}
+	out := make([]Hint, len(*p))
+	for i, h := range *p {
+		h.IPs = append([]string(nil), h.IPs...)
+		if h.Params != nil {
+			m := make(map[string]string, len(h.Params))
+			for k, v := range h.Params {
+				m[k] = v
+			}
+			h.Params = m
+		}
+		out[i] = h
+	}
+	return out
+}
 
 func (e *Engine) currentHints() []Hint {
 	if p := e.hints.Load(); p != nil && len(*p) > 0 {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 )
 
@@ -13,12 +16,34 @@ const InvitePrefix = "commonroom://join/"
 
 // Hint says how a joiner may reach the room. Hints are opaque to the engine;
 // the loopback one is {type loopback, address 127.0.0.1, port, mode local}.
+// It mirrors transport.Hint field for field (the cli converts between them),
+// so an invitation carries everything a plugin needs to dial and the room
+// needs no import of the transport layer.
 type Hint struct {
-	Type      string `json:"type"`
-	Address   string `json:"address,omitempty"`
-	Port      int    `json:"port,omitempty"`
-	Encrypted bool   `json:"encrypted"`
-	Mode      string `json:"mode"`
+	Type    string `json:"type"`
+	Address string `json:"address,omitempty"`
+	// IPs are further addresses of the same endpoint; the ingress accepts
+	// them in Host like Address.
+	IPs       []string `json:"ips,omitempty"`
+	Port      int      `json:"port,omitempty"`
+	Encrypted bool     `json:"encrypted"`
+	Mode      string   `json:"mode"`
+	// Params is what else the plugin needs to dial (never a secret).
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// Describe is the hint as a person reads it, the same line as
+// transport.Hint.Describe: "tailnet-plugin (private, encrypted) name:443".
+func (h Hint) Describe() string {
+	enc := "not encrypted"
+	if h.Encrypted {
+		enc = "encrypted"
+	}
+	where := ""
+	if h.Address != "" || h.Port != 0 {
+		where = " " + net.JoinHostPort(h.Address, strconv.Itoa(h.Port))
+	}
+	return fmt.Sprintf("%s (%s, %s)%s", h.Type, h.Mode, enc, where)
 }
 
 // LocalHint is used when no listener is attached (in-process rooms).

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/commonroom/ce/cli"
+	"github.com/commonroom/ce/transport"
+	"github.com/commonroom/ce/transport/exec"
 )
 
 func main() {
@@ -15,5 +17,15 @@ func main() {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	os.Exit(cli.Main(context.Background(), os.Args[1:], cli.Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Signals: sig, Exit: os.Exit,
+		Transports: transports(),
 	}))
+}
+
+// transports is every built-in transport: loopback (always there), and
+// external programs as exec:NAME. Each built-in plugin registers here, and
+// only here, so the core never names one.
+func transports() *transport.Registry {
+	r := transport.NewRegistry()
+	r.RegisterPrefix(exec.Prefix, exec.NewProvider)
+	return r
 }

@@ -231,7 +231,10 @@
 
   function renderConnection(l) {
     if (!l) return;
-    $('connection').textContent = [l.type, l.mode, l.encrypted ? 'encrypted' : 'not encrypted'].filter(Boolean).join(' · ');
+    // Loopback as it always read; any other transport by its own line
+    // (e.g. "NAME (private, encrypted) host:port").
+    $('connection').textContent = l.type !== 'loopback' && l.describe ? l.describe
+      : [l.type, l.mode, l.encrypted ? 'encrypted' : 'not encrypted'].filter(Boolean).join(' · ');
   }
 
   function participantLine(p) {

@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/commonroom/ce/room"
+	"github.com/commonroom/ce/transport"
+)
+
+// DefaultTransportTimeout bounds how long `ce serve` waits for its
+// transport to be up: long enough for a person to open a login URL.
+const DefaultTransportTimeout = 5 * time.Minute
+
+// DefaultJoinTimeout bounds how long `ce join` gives each hint (opening its
+// plugin, then the join over it) before it tries the next one.
+const DefaultJoinTimeout = 2 * time.Minute
+
+// transports is what a command that uses transports holds: the registry,
+// and a fresh provider of every registered name with its flags on the
+// command's flag set (so `--transport NAME` gets the provider whose flags
+// were parsed).
+type transports struct {
+	reg   *transport.Registry
+	provs []transport.Provider
+}
+
+// addTransportFlags gives fs every provider's own flags.
+func addTransportFlags(env Env, fs *flag.FlagSet) *transports {
+	reg := env.Transports
+	if reg == nil {
+		reg = transport.NewRegistry()
+	}
+	ts := &transports{reg: reg, provs: reg.Providers()}
+	for _, p := range ts.provs {
+		p.AddFlags(fs)
+	}
+	return ts
+}
+
+// provider returns the provider of name: the one holding the parsed flags
+// when there is one, else a fresh one of a prefix family (exec:NAME). An
+// unknown name is an error listing the available ones.
+func (ts *transports) provider(name string) (transport.Provider, error) {
+	for _, p := range ts.provs {
+		if p.Name() == name {
+			return p, nil
+		}
+	}
+	return ts.reg.Provider(name)
+}
+
+// toRoomHint and fromRoomHint convert between the transport layer's hint
+// and the room's copy of it (the room does not import the transports).
+func toRoomHint(h transport.Hint) room.Hint {
+	return room.Hint{Type: h.Type, Address: h.Address, IPs: h.IPs, Port: h.Port, Encrypted: h.Encrypted, Mode: h.Mode, Params: h.Params}
+}
+
+func fromRoomHint(h room.Hint) transport.Hint {
+	return transport.Hint{Type: h.Type, Address: h.Address, IPs: h.IPs, Port: h.Port, Encrypted: h.Encrypted, Mode: h.Mode, Params: h.Params}
+}
+
+// showHint is the line a person reads about a way in: loopback as it
+// always read ("loopback (local, not encrypted)"), any other transport
+// with its endpoint.
+func showHint(h room.Hint) string {
+	if h.Type == transport.LoopbackName {
+		return room.Hint{Type: h.Type, Mode: h.Mode, Encrypted: h.Encrypted}.Describe()
+	}
+	return h.Describe()
+}
+
+// stateDirName is a transport's name as a directory name ("exec:relay" →
+// "exec-relay"): letters, digits, '.', '_' and '-' only.
+func stateDirName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, name)
+}
+
+// makeStateDir creates dir and its parent with mode 0700 (narrowing them
+// if they exist): a transport's state may hold its node's keys.
+func makeStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveStateDir is where `ce serve` keeps a transport's state: beside the
+// sidecar (FILE.commonroom.transport/NAME), so a restarted room keeps its
+// name on the network; under the temporary directory with --ephemeral.
+func serveStateDir(docPath, tmpDir, name string) string {
+	if tmpDir != "" {
+		return filepath.Join(tmpDir, "transport", stateDirName(name))
+	}
+	return filepath.Join(docPath+".commonroom.transport", stateDirName(name))
+}
+
+// joinStateDir is where `ce join` keeps a transport's state: under the
+// user's configuration directory ($XDG_CONFIG_HOME or ~/.config on Linux).
+func joinStateDir(env Env, name string) string {
+	base := env.Getenv("XDG_CONFIG_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		if home := env.Getenv("HOME"); home != "" {
+			base = filepath.Join(home, ".config")
+		} else if d, err := os.UserConfigDir(); err == nil {
+			base = d
+		} else {
+			base = filepath.Join(os.TempDir(), fmt.Sprintf("commonroom-%d", os.Getuid()))
+		}
+	}
+	return filepath.Join(base, "commonroom", "transport", stateDirName(name))
+}
+
+// transportOptions are what a plugin opens with: its state directory, a
+// logger naming it, the environment, and a notice that reaches the person
+// at the terminal (stderr) and the log.
+func transportOptions(env Env, log *slog.Logger, name, stateDir string, joining bool) transport.Options {
+	tlog := log.With("transport", name)
+	return transport.Options{StateDir: stateDir, Logger: tlog, Getenv: env.Getenv, Joining: joining,
+		Notice: func(msg string) {
+			fmt.Fprintf(env.Stderr, "Transport %s: %s\n", name, msg)
+			tlog.Info("transport notice", "msg", msg)
+		}}
+}
+
+// openPlugin opens a plugin of prov, bounded by ctx even if the provider
+// ignores it; a plugin that opens after the bound is closed at once.
+func openPlugin(ctx context.Context, prov transport.Provider, opts transport.Options) (transport.Plugin, error) {
+	type res struct {
+		p   transport.Plugin
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		p, err := prov.Open(ctx, opts)
+		ch <- res{p, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err == nil && r.p == nil {
+			r.err = errors.New("the provider opened nothing")
+		}
+		return r.p, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.p != nil {
+				r.p.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// exposeBounded runs plugin.Expose bounded by ctx even if the plugin
+// ignores it (the caller then closes the plugin, which must end Expose).
+func exposeBounded(ctx context.Context, p transport.Plugin, ingressAddr string) (transport.Hint, error) {
+	type res struct {
+		h   transport.Hint
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		h, err := p.Expose(ctx, ingressAddr)
+		ch <- res{h, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.h, r.err
+	case <-ctx.Done():
+		return transport.Hint{}, context.Cause(ctx)
+	}
+}
+
+// checkExposed refuses a hint the invitations could not carry: it must name
+// the plugin's type and a port a Host header can name.
+func checkExposed(name string, h transport.Hint) (transport.Hint, error) {
+	if h.Type == "" {
+		h.Type = name
+	}
+	if h.Type != name {
+		return h, fmt.Errorf("it exposed a hint of type %q, not %q", h.Type, name)
+	}
+	if h.Address == "" || h.Port < 1 || h.Port > 65535 {
+		return h, fmt.Errorf("it exposed a hint without an address and port (%q, %d)", h.Address, h.Port)
+	}
+	return h, nil
+}

@@ -1,0 +1,4 @@
+package exec
+
+// ParseHint is parseHint for the external tests.
+var ParseHint = parseHint
