@@ -116,7 +116,10 @@ func newIngress(t testing.TB) *ingress {
 		<-r.Context().Done() // a stream stays open until the client leaves
 	})
 	in.srv = httptest.NewServer(mux)
-	t.Cleanup(in.srv.Close)
+	t.Cleanup(func() {
+		in.srv.CloseClientConnections() // streams included, so Close does not wait for them
+		in.srv.Close()
+	})
 	return in
 }
 

@@ -30,13 +30,13 @@ const derpWait = 10 * time.Second
 
 // node is one embedded tailnet node, up and running.
 type node struct {
-	srv     *tsnet.Server
-	lc      *local.Client
-	tmpDir  string // an ephemeral node's directory, removed on close
-	started bool   // Start succeeded, so Close must run (and may: never before Start)
-	begun   time.Time
-	dnsName string // the MagicDNS name, without the trailing dot
-	ips     []netip.Addr
+	srv       *tsnet.Server
+	lc        *local.Client
+	tmpDir    string // an ephemeral node's directory, removed on close
+	started   bool   // Start succeeded, so Close must run (and may: never before Start)
+	begun     time.Time
+	dnsName   string // the MagicDNS name, without the trailing dot
+	ips       []netip.Addr
 	closeOnce sync.Once
 }
 

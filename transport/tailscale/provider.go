@@ -164,12 +164,18 @@ func pathErr(err error) error {
 // defaultHostname looks past them to the directory above.
 var genericDirNames = map[string]bool{"tailscale": true, "transport": true, "transports": true, "state": true, "tsnet": true}
 
+// strippedExts are the extensions defaultHostname drops from a state
+// directory's name: a document's, and a state directory's own.
+var strippedExts = map[string]bool{".md": true, ".markdown": true, ".mdown": true, ".txt": true,
+	".tailscale": true, ".tsnet": true, ".state": true, ".d": true}
+
 // defaultHostname is the node's name when --ts-hostname is not given. Options
 // carry no document name, so for `ce serve` it is read from the state
 // directory, which lives beside the document and is named after it: the
 // first directory name (walking up past generic ones such as "tailscale")
-// cut at ".commonroom" and at its last extension, so
-// "/docs/notes.md.commonroom.tailscale" gives "notes". A joiner is
+// cut at ".commonroom" and stripped of the extensions above, so
+// "/docs/notes.md.commonroom.tailscale" and "/docs/notes.md.tailscale"
+// give "notes". A joiner is
 // "ce-join-" and this machine's name.
 func defaultHostname(opts transport.Options) string {
 	if opts.Joining {
@@ -189,7 +195,11 @@ func defaultHostname(opts transport.Options) string {
 			if i := strings.Index(base, ".commonroom"); i > 0 {
 				base = base[:i]
 			}
-			if ext := filepath.Ext(base); ext != "" && ext != base {
+			for {
+				ext := filepath.Ext(base)
+				if ext == base || !strippedExts[strings.ToLower(ext)] {
+					break
+				}
 				base = strings.TrimSuffix(base, ext)
 			}
 			if s := sanitizeLabel(base); s != "" {

@@ -3,11 +3,10 @@ package tailscale
 import (
 	"bufio"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/netip"
-	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,7 +170,7 @@ func newHalfCloseServer(t testing.TB) net.Listener {
 			c.SetDeadline(time.Now().Add(20 * time.Second))
 			n, err := io.Copy(io.Discard, c)
 			if err == nil {
-				io.WriteString(c, "read "+itoa(n)+" bytes to EOF")
+				io.WriteString(c, "read "+strconv.FormatInt(n, 10)+" bytes to EOF")
 			}
 			c.Close()
 		}
@@ -179,20 +178,3 @@ func newHalfCloseServer(t testing.TB) net.Listener {
 	t.Cleanup(func() { ln.Close(); <-done })
 	return ln
 }
-
-func itoa(n int64) string { return strings.TrimSpace(strings.Repeat(" ", 0) + formatInt(n)) }
-
-func formatInt(n int64) string {
-	b := []byte{}
-	if n == 0 {
-		return "0"
-	}
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
-}
-
-var _ = errors.Is
-var _ = os.Getenv
