@@ -19,6 +19,12 @@ const MaxForwards = 1024
 // ingressDialTimeout bounds connecting to the local ingress.
 const ingressDialTimeout = 10 * time.Second
 
+// halfCloseGrace is how long a forward stays open in one direction once the
+// other has ended. The ingress speaks HTTP, which never keeps talking long
+// after either side is done, so a peer that keeps its half open beyond this
+// only holds a forward slot.
+const halfCloseGrace = time.Minute
+
 // forwarder accepts connections on the tailnet listener and copies each,
 // both ways, to the local ingress address. Close stops it and waits for
 // every goroutine it started.
@@ -27,6 +33,7 @@ type forwarder struct {
 	target string // the ingress, host:port on loopback
 	log    *slog.Logger
 	max    int
+	grace  time.Duration // halfCloseGrace; tests shorten it
 
 	ctx    context.Context // ends on close: aborts dials to the ingress
 	cancel context.CancelFunc
@@ -39,9 +46,9 @@ type forwarder struct {
 	atLimit bool // the last arrival found the cap full (logged once per episode)
 }
 
-func newForwarder(ln net.Listener, target string, max int, log *slog.Logger) *forwarder {
+func newForwarder(ln net.Listener, target string, max int, grace time.Duration, log *slog.Logger) *forwarder {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &forwarder{ln: ln, target: target, log: log, max: max, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	f := &forwarder{ln: ln, target: target, log: log, max: max, grace: grace, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go f.acceptLoop()
 	return f
@@ -140,16 +147,18 @@ func (f *forwarder) forward(down net.Conn) {
 
 	var both sync.WaitGroup
 	both.Add(2)
-	go func() { defer both.Done(); pipe(up, down) }()
-	go func() { defer both.Done(); pipe(down, up) }()
+	go func() { defer both.Done(); f.pipe(up, down) }()
+	go func() { defer both.Done(); f.pipe(down, up) }()
 	both.Wait()
 }
 
-// pipe copies src to dst; at src's end of input it half-closes dst, and on
-// an error it closes both, which ends the other direction too.
-func pipe(dst, src net.Conn) {
+// pipe copies src to dst. At src's end of input it half-closes dst and
+// gives the other direction (reading dst) the grace period to finish; on an
+// error it closes both, which ends the other direction too.
+func (f *forwarder) pipe(dst, src net.Conn) {
 	_, err := io.Copy(dst, src)
 	if err == nil && closeWrite(dst) == nil {
+		dst.SetReadDeadline(time.Now().Add(f.grace))
 		return
 	}
 	dst.Close()

@@ -17,7 +17,7 @@ func TestForwardCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := goroutines()
-	f := newForwarder(ln, in.addr(), 2, slog.New(slog.DiscardHandler))
+	f := newForwarder(ln, in.addr(), 2, halfCloseGrace, slog.New(slog.DiscardHandler))
 	closed := make(chan error, 1)
 	closeF := func() { closed <- f.close() }
 	t.Cleanup(func() { go closeF() }) // before the ingress closes: it waits for its streams
@@ -78,4 +78,60 @@ func TestForwardCap(t *testing.T) {
 	b.Close()
 	in.srv.CloseClientConnections()
 	expectNoNewGoroutines(t, before)
+}
+
+// TestForwardHalfOpenPeer: once the ingress has ended a connection, a peer
+// that keeps its own half open holds its forward only for the grace period.
+func TestForwardHalfOpenPeer(t *testing.T) {
+	ingress, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ingress.Close()
+	go func() { // answers at once and closes, as an HTTP server ends a connection
+		for {
+			c, err := ingress.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "bye")
+			c.Close()
+		}
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newForwarder(ln, ingress.Addr().String(), 4, 200*time.Millisecond, slog.New(slog.DiscardHandler))
+	defer f.close()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if b, err := io.ReadAll(c); err != nil || string(b) != "bye" {
+		t.Fatalf("read %q %v", b, err)
+	}
+	// The peer keeps its half open and says nothing more.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		f.mu.Lock()
+		active := f.active
+		f.mu.Unlock()
+		if active == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a half-open peer still holds its forward after the grace period")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// and its connection is now closed from this side
+	if _, err := c.Write([]byte("more")); err == nil {
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Error("the peer's connection is still open")
+		}
+	}
 }

@@ -85,7 +85,7 @@ func (p *Plugin) Expose(ctx context.Context, ingressAddr string) (transport.Hint
 		ln.Close()
 		return transport.Hint{}, fmt.Errorf("%w: tailscale: closed", transport.ErrUnavailable)
 	}
-	p.fwd = newForwarder(ln, ingressAddr, MaxForwards, p.cfg.logger())
+	p.fwd = newForwarder(ln, ingressAddr, MaxForwards, halfCloseGrace, p.cfg.logger())
 	p.mu.Unlock()
 
 	h := transport.Hint{
