@@ -76,6 +76,7 @@ func TestInteractiveLogin(t *testing.T) {
 			t.Fatalf("notices %q, want one with the control server's login URL", msgs)
 		}
 		url := loginURL(msgs[0])
+		t.Logf("the notice: %s\nthe error: %v", msgs[0], err)
 		if !strings.Contains(err.Error(), "login at "+url+" was not completed") || !strings.Contains(err.Error(), "3s") {
 			t.Errorf("error %q does not name the pending login and the timeout", err)
 		}
@@ -135,6 +136,7 @@ func TestControlServerNeverAnswers(t *testing.T) {
 	if err == nil {
 		t.Fatal("exposed through a silent control server")
 	}
+	t.Logf("the error: %v", err)
 	if !errors.Is(err, transport.ErrUnavailable) || !strings.Contains(err.Error(), "control server "+silent+" did not answer") {
 		t.Errorf("error %q does not name the silent control server", err)
 	}

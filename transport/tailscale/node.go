@@ -100,12 +100,12 @@ func startNode(ctx context.Context, nc nodeConfig) (_ *node, err error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("%w: tailscale: starting the %s's node: %s", transport.ErrUnavailable, nc.role, nc.redact(err.Error()))
 	}
+	n.started = true
 	n.lc, err = srv.LocalClient()
 	if err != nil {
 		return nil, fmt.Errorf("%w: tailscale: %s", transport.ErrUnavailable, nc.redact(err.Error()))
 	}
 
-	n.started = true
 	upCtx, cancel := context.WithTimeout(ctx, nc.loginTimeout)
 	defer cancel()
 	if err := n.waitRunning(upCtx, nc, log); err != nil {
@@ -182,8 +182,16 @@ func (n *node) notUpError(ctx context.Context, nc nodeConfig, authURL string, st
 	default:
 		why = fmt.Sprintf("the control server %s did not answer (state %s)", nc.controlName(), state)
 	}
-	if st, serr := n.statusQuick(); serr == nil && len(st.Health) > 0 {
-		why += "; health: " + nc.redact(strings.Join(st.Health, "; "))
+	if st, serr := n.statusQuick(); serr == nil {
+		var health []string
+		for _, h := range st.Health {
+			if !strings.Contains(h, "is starting") { // says nothing the message does not
+				health = append(health, h)
+			}
+		}
+		if len(health) > 0 {
+			why += "; health: " + nc.redact(strings.Join(health, "; "))
+		}
 	}
 	return fmt.Errorf("%w: tailscale: the %s's node did not come up in %s (--ts-login-timeout %s): %s",
 		transport.ErrUnavailable, nc.role, time.Since(n.begun).Round(time.Millisecond), nc.loginTimeout, why)
