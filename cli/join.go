@@ -161,7 +161,7 @@ func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, 
 			}
 		}
 		octx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("not open within --transport-timeout (%s)", timeout))
-		plug, err := openPlugin(octx, prov, transportOptions(env, log, h.Type, stateDir, true))
+		plug, err := openPlugin(octx, prov, transportOptions(env, log, h.Type, stateDir, "", true))
 		cancel()
 		if err != nil {
 			skip(h, err.Error())

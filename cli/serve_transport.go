@@ -47,7 +47,7 @@ func startTransport(ctx context.Context, env Env, log *slog.Logger, f serveFlags
 	defer cancel()
 	stopWatch := watchInterrupt(env.Signals, interrupt)
 
-	plug, err := openPlugin(tctx, prov, transportOptions(env, log, name, stateDir, false))
+	plug, err := openPlugin(tctx, prov, transportOptions(env, log, name, stateDir, roomName(docPath), false))
 	if err != nil {
 		stopWatch()
 		return fail(err)

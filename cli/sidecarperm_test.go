@@ -54,7 +54,7 @@ func permOf(t *testing.T, path string) fs.FileMode {
 func TestServeSidecarPermissions(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name    string
+		name     string
 		docMode  fs.FileMode
 		want     fs.FileMode // the sidecar, -wal and -shm
 		wantLock fs.FileMode

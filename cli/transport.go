@@ -129,11 +129,11 @@ func joinStateDir(env Env, name string) string {
 }
 
 // transportOptions are what a plugin opens with: its state directory, a
-// logger naming it, the environment, and a notice that reaches the person
+// logger naming it, the environment, the room's name (serve), and a notice that reaches the person
 // at the terminal (stderr) and the log.
-func transportOptions(env Env, log *slog.Logger, name, stateDir string, joining bool) transport.Options {
+func transportOptions(env Env, log *slog.Logger, name, stateDir, roomName string, joining bool) transport.Options {
 	tlog := log.With("transport", name)
-	return transport.Options{StateDir: stateDir, Logger: tlog, Getenv: env.Getenv, Joining: joining,
+	return transport.Options{StateDir: stateDir, Logger: tlog, Getenv: env.Getenv, Joining: joining, Room: roomName,
 		Notice: func(msg string) {
 			fmt.Fprintf(env.Stderr, "Transport %s: %s\n", name, msg)
 			tlog.Info("transport notice", "msg", msg)
@@ -201,4 +201,11 @@ func checkExposed(name string, h transport.Hint) (transport.Hint, error) {
 		return h, fmt.Errorf("it exposed a hint without an address and port (%q, %d)", h.Address, h.Port)
 	}
 	return h, nil
+}
+
+// roomName is the document's name without its extension ("notes" for
+// notes.md), as a plugin may name itself on its network.
+func roomName(docPath string) string {
+	base := filepath.Base(docPath)
+	return strings.TrimSuffix(base, filepath.Ext(base))
 }

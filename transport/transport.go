@@ -109,6 +109,10 @@ type Options struct {
 	// Joining is set when the plugin opens to dial (`ce join`) rather than
 	// to expose (`ce serve`); a plugin may then keep less state.
 	Joining bool
+	// Room is a short human name for the room being exposed (the
+	// document's name without its extension), for a plugin that names
+	// itself on its network; empty when joining.
+	Room string
 }
 
 // Provider makes plugins of one kind. Each command that may use transports

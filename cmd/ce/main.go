@@ -10,6 +10,7 @@ import (
 	"github.com/commonroom/ce/cli"
 	"github.com/commonroom/ce/transport"
 	"github.com/commonroom/ce/transport/exec"
+	"github.com/commonroom/ce/transport/tailscale"
 )
 
 func main() {
@@ -21,11 +22,12 @@ func main() {
 	}))
 }
 
-// transports is every built-in transport: loopback (always there), and
-// external programs as exec:NAME. Each built-in plugin registers here, and
+// transports is every built-in transport: loopback (always there),
+// Tailscale (an embedded tailnet node), and external programs as exec:NAME. Each built-in plugin registers here, and
 // only here, so the core never names one.
 func transports() *transport.Registry {
 	r := transport.NewRegistry()
+	r.Register(tailscale.Name, func() transport.Provider { return tailscale.NewProvider() })
 	r.RegisterPrefix(exec.Prefix, exec.NewProvider)
 	return r
 }

@@ -1,0 +1,177 @@
+package tailscale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+
+	"github.com/commonroom/ce/transport"
+)
+
+// Plugin is a running Tailscale transport. It starts at most one embedded
+// node: the room's, on the first Expose, which Dial then also uses; or, for
+// a joiner that is not on the tailnet itself, one on the first Dial that
+// needs it.
+type Plugin struct {
+	cfg config
+
+	closeCtx context.Context // ends on Close: cuts short a node's start
+	cancel   context.CancelFunc
+	busy     sync.WaitGroup // Expose and node starts in progress
+
+	mu       sync.Mutex
+	closed   bool
+	exposed  bool
+	node     *node // the embedded node, once up
+	startErr error // why the node could not start (a later Dial does not retry)
+	fwd      *forwarder
+
+	startMu sync.Mutex // one node start at a time
+
+	// Test hooks for the direct path (this machine's own tailnet
+	// connection): the tailnet addresses of this machine's interfaces, and
+	// how to dial. Nil means the real ones.
+	localTailnetAddrs func() []netip.Addr
+	directDial        func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func newPlugin(cfg config) *Plugin {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Plugin{cfg: cfg, closeCtx: ctx, cancel: cancel}
+}
+
+// Name is "tailscale".
+func (p *Plugin) Name() string { return Name }
+
+// Expose starts the room's node, waits until it is on the tailnet (a login
+// URL goes to Options.Notice), listens on TailnetPort there and forwards
+// every connection to the ingress at ingressAddr. The hint names the node by
+// its MagicDNS name and its tailnet IPs. A plugin exposes one ingress.
+func (p *Plugin) Expose(ctx context.Context, ingressAddr string) (transport.Hint, error) {
+	host, _, err := net.SplitHostPort(ingressAddr)
+	if ip, perr := netip.ParseAddr(host); err != nil || perr != nil || !ip.IsLoopback() {
+		return transport.Hint{}, fmt.Errorf("%w: tailscale: the ingress %q is not a loopback host:port", transport.ErrUnavailable, ingressAddr)
+	}
+	if err := p.enter(); err != nil {
+		return transport.Hint{}, err
+	}
+	defer p.busy.Done()
+	p.mu.Lock()
+	if p.exposed {
+		p.mu.Unlock()
+		return transport.Hint{}, errors.New("tailscale: this plugin already exposes an ingress")
+	}
+	p.exposed = true
+	p.mu.Unlock()
+
+	n, err := p.ensureNode(ctx, "room")
+	if err != nil {
+		p.mu.Lock()
+		p.exposed = false
+		p.mu.Unlock()
+		return transport.Hint{}, err
+	}
+	ln, err := n.srv.Listen("tcp", ":"+strconv.Itoa(TailnetPort))
+	if err != nil {
+		return transport.Hint{}, fmt.Errorf("%w: tailscale: listening on the tailnet: %v", transport.ErrUnavailable, err)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		ln.Close()
+		return transport.Hint{}, fmt.Errorf("%w: tailscale: closed", transport.ErrUnavailable)
+	}
+	p.fwd = newForwarder(ln, ingressAddr, MaxForwards, halfCloseGrace, p.cfg.logger())
+	p.mu.Unlock()
+
+	h := transport.Hint{
+		Type:      Name,
+		Address:   n.dnsName,
+		Port:      TailnetPort,
+		Encrypted: true,
+		Mode:      "private",
+	}
+	for _, ip := range n.ips {
+		h.IPs = append(h.IPs, ip.String())
+	}
+	if h.Address == "" && len(h.IPs) > 0 { // a control server without MagicDNS names
+		h.Address, h.IPs = h.IPs[0], h.IPs[1:]
+	}
+	p.cfg.logger().Info("tailscale: exposing the ingress on the tailnet", "hint", h.Describe(), "ips", h.IPs, "ingress", ingressAddr)
+	return h, nil
+}
+
+// enter registers an operation Close must wait for; it fails once closed.
+func (p *Plugin) enter() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("%w: tailscale: closed", transport.ErrUnavailable)
+	}
+	p.busy.Add(1)
+	return nil
+}
+
+// ensureNode returns the plugin's node, starting it once; a start that
+// failed is not retried (each would wait the whole login timeout again).
+func (p *Plugin) ensureNode(ctx context.Context, role string) (*node, error) {
+	p.startMu.Lock()
+	defer p.startMu.Unlock()
+	p.mu.Lock()
+	n, serr := p.node, p.startErr
+	p.mu.Unlock()
+	if n != nil || serr != nil {
+		return n, serr
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.closeCtx, cancel)
+	defer stop()
+
+	n, err := startNode(ctx, nodeConfig{config: p.cfg, role: role})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err != nil:
+		if ctx.Err() == nil || p.closeCtx.Err() != nil {
+			p.startErr = err // the caller's own cancellation is not the node's fault
+		}
+		return nil, err
+	case p.closed:
+		n.close()
+		return nil, fmt.Errorf("%w: tailscale: closed", transport.ErrUnavailable)
+	}
+	p.node = n
+	return n, nil
+}
+
+// Close stops the forwards and the listener and shuts the node down, cutting
+// short a node that is still starting. Later calls do nothing.
+func (p *Plugin) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.busy.Wait()
+
+	p.mu.Lock()
+	fwd, n := p.fwd, p.node
+	p.fwd, p.node = nil, nil
+	p.mu.Unlock()
+	var errs []error
+	if fwd != nil {
+		errs = append(errs, fwd.close())
+	}
+	if n != nil {
+		errs = append(errs, n.close())
+	}
+	return errors.Join(errs...)
+}
