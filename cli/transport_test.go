@@ -455,7 +455,7 @@ func TestJoinWalksTheHints(t *testing.T) {
 			t.Fatalf("exit %d\n%s", r.code, r.output())
 		}
 		for _, why := range []string{
-			`carrier-pigeon coop.example:1: unknown transport "carrier-pigeon" (available: exec:NAME, loopback)`,
+			`carrier-pigeon coop.example:1: unknown transport "carrier-pigeon" (available: exec:NAME, loopback, tailscale)`,
 			"exec:nosuch x.invalid:1: ce-transport-nosuch is not on PATH",
 			"exec:refuses x.invalid:1:", "no route to the room today",
 			`loopback 192.0.2.1:` + strconv.Itoa(live.Port) + `: a loopback hint names "192.0.2.1", which is not a loopback address`,
