@@ -151,7 +151,14 @@ func (s *server) exited() bool {
 // ready waits for the first line on stdout and decodes it.
 func (s *server) ready() {
 	s.t.Helper()
-	deadline := time.NewTimer(readyTimeout)
+	s.readyWithin(readyTimeout)
+}
+
+// readyWithin is ready with its own bound, for a serve whose transport
+// takes longer to come up than loopback.
+func (s *server) readyWithin(limit time.Duration) {
+	s.t.Helper()
+	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {
 		out := s.stdout.String()
@@ -170,7 +177,7 @@ func (s *server) ready() {
 			}
 			s.t.Fatalf("ce serve exited (%v) before printing its JSON line; stderr:\n%s", s.state, s.stderr.String())
 		case <-deadline.C:
-			s.t.Fatalf("ce serve printed no JSON line within %v; stderr:\n%s", readyTimeout, s.stderr.String())
+			s.t.Fatalf("ce serve printed no JSON line within %v; stderr:\n%s", limit, s.stderr.String())
 		}
 	}
 }

@@ -168,8 +168,16 @@ func openPlugin(ctx context.Context, prov transport.Provider, opts transport.Opt
 	}
 }
 
+// exposeWhyGrace is how long exposeBounded waits, once its bound has passed,
+// for the plugin to say what it was still waiting for.
+const exposeWhyGrace = 3 * time.Second
+
 // exposeBounded runs plugin.Expose bounded by ctx even if the plugin
 // ignores it (the caller then closes the plugin, which must end Expose).
+// When the bound passes, the error is ctx's cause followed by the plugin's
+// own reason if it gives one within exposeWhyGrace (a login nobody
+// completed, a control server that never answered): the timeout alone does
+// not tell the person what to fix.
 func exposeBounded(ctx context.Context, p transport.Plugin, ingressAddr string) (transport.Hint, error) {
 	type res struct {
 		h   transport.Hint
@@ -184,8 +192,18 @@ func exposeBounded(ctx context.Context, p transport.Plugin, ingressAddr string) 
 	case r := <-ch:
 		return r.h, r.err
 	case <-ctx.Done():
-		return transport.Hint{}, context.Cause(ctx)
 	}
+	cause := context.Cause(ctx)
+	grace := time.NewTimer(exposeWhyGrace)
+	defer grace.Stop()
+	select {
+	case r := <-ch:
+		if r.err != nil && !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
+			return transport.Hint{}, fmt.Errorf("%v: %s", cause, strings.TrimPrefix(r.err.Error(), transport.ErrUnavailable.Error()+": "))
+		}
+	case <-grace.C:
+	}
+	return transport.Hint{}, cause
 }
 
 // checkExposed refuses a hint the invitations could not carry: it must name

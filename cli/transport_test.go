@@ -103,8 +103,15 @@ type held struct {
 // startHeldJoin runs `ce join ARGS --json` and waits for its JSON answer.
 func startHeldJoin(t *testing.T, dir string, env []string, args ...string) *held {
 	t.Helper()
+	return startHeldJoinWithin(t, readyTimeout, dir, env, args...)
+}
+
+// startHeldJoinWithin is startHeldJoin with its own bound, for a join whose
+// transport takes longer to come up than loopback.
+func startHeldJoinWithin(t *testing.T, limit time.Duration, dir string, env []string, args ...string) *held {
+	t.Helper()
 	s := spawnServe(t, dir, env, append([]string{"join", "--json"}, args...)...)
-	deadline := time.NewTimer(readyTimeout)
+	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {
 		var out map[string]any
@@ -119,7 +126,7 @@ func startHeldJoin(t *testing.T, dir string, env []string, args ...string) *held
 			}
 			t.Fatalf("ce join exited (%v) before answering; stderr:\n%s", s.state, s.stderr.String())
 		case <-deadline.C:
-			t.Fatalf("ce join answered nothing within %v; stderr:\n%s", readyTimeout, s.stderr.String())
+			t.Fatalf("ce join answered nothing within %v; stderr:\n%s", limit, s.stderr.String())
 		}
 	}
 }

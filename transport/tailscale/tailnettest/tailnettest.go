@@ -59,6 +59,8 @@ type Tailnet struct {
 	Control *testcontrol.Server
 	// DERPMap is the relay map the control server hands out.
 	DERPMap *tailcfg.DERPMap
+
+	authKey string // Options.AuthKey: what Node logs in with
 }
 
 var knobsOnce sync.Once
@@ -91,7 +93,7 @@ func Start(t testing.TB, o Options) *Tailnet {
 	control.HTTPTestServer = httptest.NewUnstartedServer(control)
 	control.HTTPTestServer.Start()
 	t.Cleanup(control.HTTPTestServer.Close)
-	return &Tailnet{ControlURL: control.HTTPTestServer.URL, Control: control, DERPMap: derpMap}
+	return &Tailnet{ControlURL: control.HTTPTestServer.URL, Control: control, DERPMap: derpMap, authKey: o.AuthKey}
 }
 
 // hermeticKnobs keep a node on this machine: no UPnP/NAT-PMP probes of the
@@ -122,7 +124,8 @@ func (tn *Tailnet) CompleteLogin(url string) bool {
 }
 
 // Node starts another machine on the tailnet: an ephemeral node, up and
-// connected to its relay, closed when the test ends.
+// connected to its relay, closed when the test ends. On a tailnet that
+// takes only Options.AuthKey, it logs in with that key.
 func (tn *Tailnet) Node(t testing.TB, ctx context.Context, hostname string) *tsnet.Server {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), hostname)
@@ -135,6 +138,7 @@ func (tn *Tailnet) Node(t testing.TB, ctx context.Context, hostname string) *tsn
 		Hostname:   hostname,
 		Store:      new(mem.Store),
 		Ephemeral:  true,
+		AuthKey:    tn.authKey,
 		Logf:       logger.Discard,
 		UserLogf:   logger.Discard,
 	}
