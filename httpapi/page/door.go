@@ -51,26 +51,21 @@ type Config struct {
 // Handler serves the owner page. Its methods are the page's routes; the
 // front door mounts them (GET /, GET /page/page.css, GET /page/page.js).
 type Handler struct {
-	room      *actor.Room
-	keys      Keys
-	log       *slog.Logger
-	sendError func(http.ResponseWriter, *http.Request, error)
-	requestID func(*http.Request) string
+	cfg Config // with its defaults filled in
 }
 
 // New builds the page's handler from what the front door hands it.
 func New(cfg Config) *Handler {
-	d := &Handler{room: cfg.Room, keys: cfg.Keys, log: cfg.Logger, sendError: cfg.SendError, requestID: cfg.RequestID}
-	if d.sendError == nil {
+	if cfg.SendError == nil {
 		panic("page: Config.SendError is required")
 	}
-	if d.log == nil {
-		d.log = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if d.requestID == nil {
-		d.requestID = func(*http.Request) string { return "" }
+	if cfg.RequestID == nil {
+		cfg.RequestID = func(*http.Request) string { return "" }
 	}
-	return d
+	return &Handler{cfg: cfg}
 }
 
 // Index is GET / on the owner listener: it exchanges a page key for the
@@ -78,7 +73,7 @@ func New(cfg Config) *Handler {
 // the page to a holder of the cookie.
 func (d *Handler) Index(w http.ResponseWriter, r *http.Request) {
 	if key := r.URL.Query().Get("key"); key != "" {
-		c := d.keys.Redeem(key)
+		c := d.cfg.Keys.Redeem(key)
 		if c == nil {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusForbidden)
@@ -89,7 +84,7 @@ func (d *Handler) Index(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	if !d.keys.Valid(r) {
+	if !d.cfg.Keys.Valid(r) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte("Open the owner page through the link `ce serve` printed.\n"))

@@ -91,13 +91,13 @@ func (v pageView) Connection() string {
 // servePage renders the owner's view of the room. Index has already
 // checked the cookie.
 func (d *Handler) servePage(w http.ResponseWriter, r *http.Request) {
-	eng := d.room.Engine()
+	eng := d.cfg.Room.Engine()
 	p := room.Operator(eng.HostID)
-	v, err := actor.Read(r.Context(), d.room, func(q room.Querier) (room.RoomView, error) {
+	v, err := actor.Read(r.Context(), d.cfg.Room, func(q room.Querier) (room.RoomView, error) {
 		return eng.Room(r.Context(), q, p)
 	})
 	if err != nil {
-		d.sendError(w, r, err)
+		d.cfg.SendError(w, r, err)
 		return
 	}
 	h := w.Header()
@@ -108,7 +108,7 @@ func (d *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	if err := pageTmpl.Execute(w, pageView{v}); err != nil {
-		d.log.Error("rendering the owner page", "err", err, "request_id", d.requestID(r))
+		d.cfg.Logger.Error("rendering the owner page", "err", err, "request_id", d.cfg.RequestID(r))
 	}
 }
 
@@ -120,7 +120,7 @@ func (d *Handler) Asset(w http.ResponseWriter, r *http.Request) {
 	name := path.Base(r.URL.Path)
 	a, ok := pageAssets[name]
 	if !ok || r.URL.Path != "/page/"+name {
-		d.sendError(w, r, room.Errorf(room.KindNotFound, "no such page asset: %s", r.URL.Path))
+		d.cfg.SendError(w, r, room.Errorf(room.KindNotFound, "no such page asset: %s", r.URL.Path))
 		return
 	}
 	h := w.Header()
