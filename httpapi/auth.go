@@ -50,7 +50,7 @@ func (s *Server) authenticate(l listener) func(http.Handler) http.Handler {
 
 func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) {
 	token := bearer(r)
-	if l == ownerListener && token == "" && s.ownerCookieValid(r) {
+	if l == ownerListener && token == "" && s.pages.Valid(r) {
 		// The owner page. Its cookie is SameSite=Strict; a write must also
 		// name the page's own origin (D23), so no other site can drive it.
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {

@@ -29,69 +29,51 @@ func randomToken() string {
 }
 
 // NewPageKey mints a one-time key for the owner page URL `ce serve` prints.
-func (s *Server) NewPageKey() string {
-	k := randomToken()
-	s.pages.mu.Lock()
-	s.pages.keys[sha256.Sum256([]byte(k))] = true
-	s.pages.mu.Unlock()
-	return k
+func (s *Server) NewPageKey() string { return s.pages.mint() }
+
+// mint records a fresh one-time page key and returns it.
+func (k *pageKeys) mint() string {
+	key := randomToken()
+	k.mu.Lock()
+	k.keys[sha256.Sum256([]byte(key))] = true
+	k.mu.Unlock()
+	return key
 }
 
-// redeemPageKey spends a key and returns a fresh cookie value, or "" if the
-// key is unknown or was already used.
-func (s *Server) redeemPageKey(key string) string {
+// Redeem spends a key and returns a fresh owner cookie (HttpOnly,
+// SameSite=Strict, a day long), or nil if the key is unknown or was already
+// used. The page door (package page) sets it.
+func (k *pageKeys) Redeem(key string) *http.Cookie {
 	h := sha256.Sum256([]byte(key))
-	s.pages.mu.Lock()
-	defer s.pages.mu.Unlock()
-	if !s.pages.keys[h] {
-		return ""
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.keys[h] {
+		return nil
 	}
-	delete(s.pages.keys, h)
+	delete(k.keys, h)
 	c := randomToken()
-	s.pages.cookies[sha256.Sum256([]byte(c))] = time.Now().Add(24 * time.Hour)
-	return c
+	k.cookies[sha256.Sum256([]byte(c))] = time.Now().Add(24 * time.Hour)
+	return &http.Cookie{Name: ownerCookie, Value: c, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, MaxAge: 24 * 3600}
 }
 
-// ownerCookieValid reports whether the request carries a live owner cookie.
-func (s *Server) ownerCookieValid(r *http.Request) bool {
+// Valid reports whether the request carries a live owner cookie. The page
+// door asks it before showing the room; authenticate before taking the
+// request as the operator's.
+func (k *pageKeys) Valid(r *http.Request) bool {
 	c, err := r.Cookie(ownerCookie)
 	if err != nil || c.Value == "" {
 		return false
 	}
 	h := sha256.Sum256([]byte(c.Value))
-	s.pages.mu.Lock()
-	defer s.pages.mu.Unlock()
-	exp, ok := s.pages.cookies[h]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	exp, ok := k.cookies[h]
 	if ok && time.Now().After(exp) {
-		delete(s.pages.cookies, h)
+		delete(k.cookies, h)
 		return false
 	}
 	return ok
-}
-
-// ownerIndex exchanges a page key for the cookie (then redirects to drop the
-// key from the address bar), or serves the page to a holder of the cookie.
-func (s *Server) ownerIndex(w http.ResponseWriter, r *http.Request) {
-	if key := r.URL.Query().Get("key"); key != "" {
-		c := s.redeemPageKey(key)
-		if c == "" {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte("This owner-page link was already used or is not valid. Restart `ce serve` (or run `ce open`) for a fresh one.\n"))
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: ownerCookie, Value: c, Path: "/", HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, MaxAge: 24 * 3600})
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
-	}
-	if !s.ownerCookieValid(r) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte("Open the owner page through the link `ce serve` printed.\n"))
-		return
-	}
-	s.servePage(w, r)
 }
 
 // newPageKey is POST /owner/key: the operator asks for a fresh one-time page

@@ -1,6 +1,6 @@
 package httpapi
 
-// The owner page (page.go, page/*) on real listeners: served only with the
+// The owner page (package page, page/*) on real listeners: served only with the
 // cookie, under a Content Security Policy that allows no inline script or
 // style, its two static files on the owner listener only, the one-time key
 // spent once, cookie writes refused from any other origin, forged ids
@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -241,7 +243,7 @@ func TestOwnerPageAssets(t *testing.T) {
 	h := newHarness(t, "")
 	for name, ct := range map[string]string{"page.js": "text/javascript; charset=utf-8", "page.css": "text/css; charset=utf-8"} {
 		t.Run(name, func(t *testing.T) {
-			want, err := pageFiles.ReadFile("page/" + name)
+			want, err := os.ReadFile(filepath.Join("page", name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +281,10 @@ func TestOwnerPageAssets(t *testing.T) {
 		}
 	})
 	t.Run("the script builds the page from text and stays same-origin", func(t *testing.T) {
-		js, _ := pageFiles.ReadFile("page/page.js")
+		js, err := os.ReadFile(filepath.Join("page", "page.js"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		src := string(js)
 		for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "credentials: 'include'", "setAttribute('style'", ".style."} {
 			if strings.Contains(src, bad) {

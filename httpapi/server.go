@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/page"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -54,6 +55,7 @@ type Server struct {
 	started time.Time
 	rate    *rateLimiter
 	pages   pageKeys
+	page    *page.Handler // the owner page's door, mounted on the owner listener
 	tools   []tool
 
 	bodyTimeout  time.Duration
@@ -89,6 +91,7 @@ func New(cfg Config) *Server {
 		s.hasOp = true
 	}
 	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}}
+	s.page = page.New(page.Config{Room: cfg.Room, Keys: &s.pages, Logger: s.log, SendError: s.sendError, RequestID: requestID})
 	s.tools = toolCatalog()
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
 	if s.hub != nil {
@@ -119,9 +122,9 @@ func (s *Server) routes(l listener) http.Handler {
 	r.Use(s.hostGuard(l))
 	r.Get("/healthz", s.healthz)
 	if l == ownerListener {
-		r.Get("/", s.ownerIndex)
-		r.Get("/page/page.css", s.pageAsset)
-		r.Get("/page/page.js", s.pageAsset)
+		r.Get("/", s.page.Index)
+		r.Get("/page/page.css", s.page.Asset)
+		r.Get("/page/page.js", s.page.Asset)
 	} else {
 		r.Get("/", s.ingressIndex)
 	}

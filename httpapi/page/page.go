@@ -1,4 +1,4 @@
-package httpapi
+package page
 
 import (
 	"crypto/sha256"
@@ -21,7 +21,7 @@ import (
 // same /workspace routes as every other client; the cookie rides along only
 // on same-origin requests, and the server checks Origin on writes (D23).
 
-//go:embed page/*
+//go:embed index.html page.css page.js
 var pageFiles embed.FS
 
 var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
@@ -31,7 +31,7 @@ var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
 		}
 		return min(level-1, 5)
 	},
-}).ParseFS(pageFiles, "page/index.html"))
+}).ParseFS(pageFiles, "index.html"))
 
 // pageCSP is the page's Content Security Policy: its own script, style and
 // connections only; nothing inline, no frames, no forms posting anywhere.
@@ -51,9 +51,9 @@ var pageAssets = func() map[string]pageAssetFile {
 	types := map[string]string{"page.css": "text/css; charset=utf-8", "page.js": "text/javascript; charset=utf-8"}
 	out := make(map[string]pageAssetFile, len(types))
 	for name, ct := range types {
-		b, err := pageFiles.ReadFile("page/" + name)
+		b, err := pageFiles.ReadFile(name)
 		if err != nil {
-			panic("httpapi: embedded page asset missing: " + name)
+			panic("page: embedded page asset missing: " + name)
 		}
 		sum := sha256.Sum256(b)
 		out[name] = pageAssetFile{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
@@ -88,15 +88,16 @@ func (v pageView) Connection() string {
 	return strings.Join(append(parts, enc), " · ")
 }
 
-// servePage renders the owner's view of the room. ownerIndex has already
+// servePage renders the owner's view of the room. Index has already
 // checked the cookie.
-func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
-	p := room.Operator(s.eng.HostID)
-	v, err := actor.Read(r.Context(), s.room, func(q room.Querier) (room.RoomView, error) {
-		return s.eng.Room(r.Context(), q, p)
+func (d *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+	eng := d.cfg.Room.Engine()
+	p := room.Operator(eng.HostID)
+	v, err := actor.Read(r.Context(), d.cfg.Room, func(q room.Querier) (room.RoomView, error) {
+		return eng.Room(r.Context(), q, p)
 	})
 	if err != nil {
-		s.sendError(w, r, err)
+		d.cfg.SendError(w, r, err)
 		return
 	}
 	h := w.Header()
@@ -107,18 +108,19 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	if err := pageTmpl.Execute(w, pageView{v}); err != nil {
-		s.log.Error("rendering the owner page", "err", err, "request_id", requestID(r))
+		d.cfg.Logger.Error("rendering the owner page", "err", err, "request_id", d.cfg.RequestID(r))
 	}
 }
 
-// pageAsset serves the page's stylesheet and script (GET /page/{name}, owner
-// listener only). They hold no room data, so they need no cookie; they are
-// revalidated on every load so an upgraded binary is picked up at once.
-func (s *Server) pageAsset(w http.ResponseWriter, r *http.Request) {
+// Asset serves the page's stylesheet and script (GET /page/{name}, mounted
+// on the owner listener only). They hold no room data, so they need no
+// cookie; they are revalidated on every load so an upgraded binary is
+// picked up at once.
+func (d *Handler) Asset(w http.ResponseWriter, r *http.Request) {
 	name := path.Base(r.URL.Path)
 	a, ok := pageAssets[name]
 	if !ok || r.URL.Path != "/page/"+name {
-		s.sendError(w, r, room.Errorf(room.KindNotFound, "no such page asset: %s", r.URL.Path))
+		d.cfg.SendError(w, r, room.Errorf(room.KindNotFound, "no such page asset: %s", r.URL.Path))
 		return
 	}
 	h := w.Header()

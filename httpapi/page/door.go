@@ -1,0 +1,94 @@
+// Package page is the owner page's door: the one-time page link exchanged
+// for the owner cookie, the page rendered from the room as the operator sees
+// it, and its stylesheet and script. It is a door of its own so that what
+// the owner's browser is shown can be read and changed without reading the
+// MCP adapter or the plain routes. It decides nothing about who may act:
+// the credential store, what the cookie lets a request do on /workspace
+// routes, the Host/Origin guard and the error shape stay with the front door
+// (package httpapi), which mounts this handler on the owner listener only
+// and hands it what it needs (Config).
+package page
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/commonroom/ce/actor"
+)
+
+// Keys is the front door's owner credential store as the page needs it:
+// spend a one-time page key, check the cookie it was exchanged for. It is an
+// interface so the store (its hashes, expiry and cookie attributes) stays
+// with the front door's auth, which accepts the same cookie on /workspace
+// routes, while the exchange itself is the page's.
+type Keys interface {
+	// Redeem spends a one-time page key and returns the owner cookie to
+	// set, or nil if the key is unknown or was already used.
+	Redeem(key string) *http.Cookie
+	// Valid reports whether the request carries a live owner cookie.
+	Valid(r *http.Request) bool
+}
+
+// Config is what the page needs from the running room and the front door.
+// The error writer and request ids are injected, not imported, so the page
+// answers refusals in the front door's one error shape and logs under its
+// correlation id without an import cycle.
+type Config struct {
+	// Room is the running room; the page reads it through the read pool.
+	Room *actor.Room
+	// Keys is the owner credential store.
+	Keys Keys
+	// Logger receives failures to render the page (default: discarded).
+	Logger *slog.Logger
+	// SendError answers a request with the front door's error body
+	// (required).
+	SendError func(http.ResponseWriter, *http.Request, error)
+	// RequestID returns the request's correlation id, for log lines
+	// (default: none).
+	RequestID func(*http.Request) string
+}
+
+// Handler serves the owner page. Its methods are the page's routes; the
+// front door mounts them (GET /, GET /page/page.css, GET /page/page.js).
+type Handler struct {
+	cfg Config // with its defaults filled in
+}
+
+// New builds the page's handler from what the front door hands it.
+func New(cfg Config) *Handler {
+	if cfg.SendError == nil {
+		panic("page: Config.SendError is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RequestID == nil {
+		cfg.RequestID = func(*http.Request) string { return "" }
+	}
+	return &Handler{cfg: cfg}
+}
+
+// Index is GET / on the owner listener: it exchanges a page key for the
+// cookie (then redirects to drop the key from the address bar), or serves
+// the page to a holder of the cookie.
+func (d *Handler) Index(w http.ResponseWriter, r *http.Request) {
+	if key := r.URL.Query().Get("key"); key != "" {
+		c := d.cfg.Keys.Redeem(key)
+		if c == nil {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte("This owner-page link was already used or is not valid. Restart `ce serve` (or run `ce open`) for a fresh one.\n"))
+			return
+		}
+		http.SetCookie(w, c)
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if !d.cfg.Keys.Valid(r) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte("Open the owner page through the link `ce serve` printed.\n"))
+		return
+	}
+	d.servePage(w, r)
+}
