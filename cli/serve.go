@@ -52,7 +52,25 @@ type serveFlags struct {
 }
 
 func serveCommand(env Env) *ffcli.Command {
-	var f serveFlags
+	fs, f, ts := newServeFlagSet(env)
+	return &ffcli.Command{
+		Name:       "serve",
+		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--transport NAME] [--json] [--ephemeral]",
+		ShortHelp:  "open a room around a Markdown file and serve it until interrupted",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return &exitError{code: exitUsage, err: errors.New("serve takes exactly one FILE")}
+			}
+			return runServe(ctx, env, *f, args[0], ts)
+		},
+	}
+}
+
+// newServeFlagSet is ce serve's flags with their defaults, the transports'
+// own among them (the tests open a serveApp from it, too).
+func newServeFlagSet(env Env) (*flag.FlagSet, *serveFlags, *transports) {
+	f := new(serveFlags)
 	fs := flag.NewFlagSet("ce serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "owner listener (loopback only): the page and the local operator")
 	fs.StringVar(&f.ingressAddr, "ingress-addr", "127.0.0.1:0", "session-only ingress listener (loopback only): what invitations point at")
@@ -80,18 +98,7 @@ func serveCommand(env Env) *ffcli.Command {
 	ts := addTransportFlags(env, fs)
 	fs.StringVar(&f.transport, "transport", transport.LoopbackName, "how other machines reach the room's ingress: "+strings.Join(ts.reg.Names(), ", "))
 	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultTransportTimeout, "how long the transport may take to be up (a login included) before serve gives up")
-	return &ffcli.Command{
-		Name:       "serve",
-		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--transport NAME] [--json] [--ephemeral]",
-		ShortHelp:  "open a room around a Markdown file and serve it until interrupted",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) != 1 {
-				return &exitError{code: exitUsage, err: errors.New("serve takes exactly one FILE")}
-			}
-			return runServe(ctx, env, f, args[0], ts)
-		},
-	}
+	return fs, f, ts
 }
 
 // checkLoopback refuses a bind address another machine could reach: remote
