@@ -150,15 +150,7 @@ func TestServeAppOpenFailsLate(t *testing.T) {
 		}
 		wantReleased(t, file, owner)
 		wantNoNewGoroutines(t, before)
-		after := roomFiles(t, file)
-		if len(after) != len(files) {
-			t.Errorf("files %v, want %v", keysOf(after), keysOf(files))
-		}
-		for k, v := range files {
-			if after[k] != v {
-				t.Errorf("%s changed", k)
-			}
-		}
+		wantSameFiles(t, file, files)
 		if err := app.Close(); err != nil {
 			t.Errorf("a second Close: %v", err)
 		}
