@@ -10,14 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -54,7 +52,25 @@ type serveFlags struct {
 }
 
 func serveCommand(env Env) *ffcli.Command {
-	var f serveFlags
+	fs, f, ts := newServeFlagSet(env)
+	return &ffcli.Command{
+		Name:       "serve",
+		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--transport NAME] [--json] [--ephemeral]",
+		ShortHelp:  "open a room around a Markdown file and serve it until interrupted",
+		FlagSet:    fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return &exitError{code: exitUsage, err: errors.New("serve takes exactly one FILE")}
+			}
+			return runServe(ctx, env, *f, args[0], ts)
+		},
+	}
+}
+
+// newServeFlagSet is ce serve's flags with their defaults, the transports'
+// own among them (the tests open a serveApp from it, too).
+func newServeFlagSet(env Env) (*flag.FlagSet, *serveFlags, *transports) {
+	f := new(serveFlags)
 	fs := flag.NewFlagSet("ce serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "owner listener (loopback only): the page and the local operator")
 	fs.StringVar(&f.ingressAddr, "ingress-addr", "127.0.0.1:0", "session-only ingress listener (loopback only): what invitations point at")
@@ -82,18 +98,7 @@ func serveCommand(env Env) *ffcli.Command {
 	ts := addTransportFlags(env, fs)
 	fs.StringVar(&f.transport, "transport", transport.LoopbackName, "how other machines reach the room's ingress: "+strings.Join(ts.reg.Names(), ", "))
 	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultTransportTimeout, "how long the transport may take to be up (a login included) before serve gives up")
-	return &ffcli.Command{
-		Name:       "serve",
-		ShortUsage: "ce serve FILE [--addr 127.0.0.1:0] [--ingress-addr 127.0.0.1:0] [--transport NAME] [--json] [--ephemeral]",
-		ShortHelp:  "open a room around a Markdown file and serve it until interrupted",
-		FlagSet:    fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) != 1 {
-				return &exitError{code: exitUsage, err: errors.New("serve takes exactly one FILE")}
-			}
-			return serve(ctx, env, f, args[0], ts)
-		},
-	}
+	return fs, f, ts
 }
 
 // checkLoopback refuses a bind address another machine could reach: remote
@@ -119,203 +124,37 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, err
 }
 
-func serve(ctx context.Context, env Env, f serveFlags, file string, ts *transports) error {
-	if err := checkLoopback(f.addr); err != nil {
-		return err
-	}
-	prov, err := ts.provider(f.transport)
-	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--transport: %v", err)}
-	}
-	if f.transportTimeout <= 0 {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--transport-timeout must be positive (got %s)", f.transportTimeout)}
-	}
-	if err := checkLoopback(f.ingressAddr); err != nil {
-		return err
-	}
-	if err := checkConnFlags(f); err != nil {
-		return err
-	}
-	level, err := parseLevel(f.logLevel)
-	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
-	}
-	share := room.Defaults()
-	share.MaxTasksPerParticipant = f.maxTasksPerParticipant
-	if err := share.ValidateTaskShare(); err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--max-tasks-per-participant: %s", room.AsError(err).Message)}
-	}
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-	if f.walCkpt < 0 {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--wal-autocheckpoint is a number of pages, 0 or more (got %d)", f.walCkpt)}
-	}
-	if f.taskTTL < time.Second || f.taskTTL > room.Defaults().TaskTTL {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--task-ttl must be between 1s and 24h (got %s)", f.taskTTL)}
-	}
-
-	if !f.ephemeral {
-		if err := restoreMissingDocument(ctx, env, file); err != nil {
-			return err
-		}
-	}
-	docPath, err := room.ResolveDocPath(file)
+// runServe checks the flags, opens the room as a serveApp, says it is ready
+// and serves until a signal, the context's end or a failed listener; then
+// it closes the app. A second signal forces the exit.
+func runServe(ctx context.Context, env Env, f serveFlags, file string, ts *transports) error {
+	prov, log, err := checkServeFlags(env, f, ts)
 	if err != nil {
 		return err
 	}
-	// Decide at open whether a commit could keep the file's owner and group.
-	if err := room.CheckDocOwner(docPath); err != nil {
+	app := &serveApp{env: env, f: f, file: file, prov: prov, log: log}
+	if err := app.Open(ctx); err != nil {
 		return err
 	}
-	var notes []string
-	if n := room.DocLinks(docPath); n > 1 {
-		notes = append(notes, fmt.Sprintf("%s has %d hard links; a commit replaces the file, so the other names keep the old text", file, n))
-		log.Warn("the document has other hard links; a commit replaces the file, so the other names keep the old text", "links", n)
-	}
-	lock, err := room.AcquireWriterLock(docPath)
-	if err != nil {
-		if errors.Is(err, room.ErrLocked) {
-			msg := err.Error()
-			if of, ferr := readOwnerFile(docPath); ferr == nil {
-				msg = describeServing(of)
-			}
-			return room.Errorf(room.KindRoomBusy, "%s is already being served: %s", file, msg)
-		}
-		return err
-	}
-	defer lock.Release()
-	// A credential left by a killed process is never trusted: we hold the
-	// lock, so whatever is there is stale.
-	os.Remove(ownerPath(docPath))
-
-	dbPath, tmpDir := "", ""
-	if f.ephemeral {
-		dir, err := os.MkdirTemp("", "commonroom-*")
-		if err != nil {
-			return room.Internal(err)
-		}
-		defer os.RemoveAll(dir)
-		tmpDir = dir
-		dbPath = filepath.Join(dir, filepath.Base(docPath)+".commonroom.db")
-	}
-
-	if f.queueLen < 1 || f.streams < 1 || f.rateLimit < 0 || f.maxSessions < 1 || f.maxBatch < 1 || f.maxLag <= 0 {
-		return &exitError{code: exitUsage, err: errors.New("--listen-queue, --streams-per-session, --max-sessions and --max-batch must be at least 1, --listen-max-lag positive, --rate-limit 0 or more")}
-	}
-	if f.maxPerInvite < 1 {
-		return &exitError{code: exitUsage, err: errors.New("--max-sessions-per-invite must be at least 1")}
-	}
-	if f.pendingProposals < 1 || f.pendingProposalsPerParticipant < 1 {
-		return &exitError{code: exitUsage, err: errors.New("--pending-proposals and --pending-proposals-per-participant must be at least 1")}
-	}
-	fileLimit := raiseFileLimit(log)
-
-	// The listeners and the transport come up before the sidecar is
-	// opened: a transport that fails leaves the room's files untouched.
-	ownerLn, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return room.Errorf(room.KindInvalidRequest, "cannot listen on %s: %v", f.addr, err)
-	}
-	defer ownerLn.Close()
-	ingressLn, err := net.Listen("tcp", f.ingressAddr)
-	if err != nil {
-		return room.Errorf(room.KindInvalidRequest, "cannot listen on %s: %v", f.ingressAddr, err)
-	}
-	defer ingressLn.Close()
-	hints, closeTransport, err := startTransport(ctx, env, log, f, prov, docPath, tmpDir, ingressLn.Addr().(*net.TCPAddr))
-	if err != nil {
-		return err
-	}
-	defer closeTransport()
-
-	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log})
-	host := f.name
-	if host == "" {
-		host = hostName(env)
-	}
-	limits := room.Defaults()
-	limits.MaxTasksPerParticipant = f.maxTasksPerParticipant
-	limits.RateLimitPerMinute = f.rateLimit
-	limits.MaxLiveSessions = f.maxSessions
-	limits.MaxSessionsPerInvite = f.maxPerInvite
-	limits.MaxPendingProposals = f.pendingProposals
-	limits.MaxPendingProposalsPerParticipant = f.pendingProposalsPerParticipant
-	limits.TaskTTL = f.taskTTL
-	l, err := openLocalWith(ctx, docPath, dbPath, host, hub, log, limits, f.maxBatch, actor.WatchConfig{Enabled: true}, withWALAutocheckpoint(f.walCkpt))
-	if err != nil {
-		hub.Close()
-		return err
-	}
-	stopRoom := func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		actor.Do(cctx, l.room, "stopped", func(tx *room.Tx) (struct{}, error) { return struct{}{}, l.eng.MarkStopped(tx) })
-		if err := l.Close(cctx); err != nil {
-			log.Error("closing the room", "err", err)
-		}
-	}
-
-	l.eng.SetHints(hints)
-
-	opToken := newOperatorToken()
-	maxConns, ownerMaxConns := connCaps(log, fileLimit, f)
-	api := httpapi.New(httpapi.Config{Room: l.room, Hub: hub, Logger: log, OperatorToken: opToken, Version: version(),
-		BodyReadTimeout: f.bodyTimeout, WriteTimeout: f.writeTimeout, MaxConns: maxConns, OwnerMaxConns: ownerMaxConns})
-	ownerURL := "http://" + ownerLn.Addr().String()
-	ingressURL := "http://" + ingressLn.Addr().String()
-
-	if _, err := actor.Do(ctx, l.room, "started", func(tx *room.Tx) (struct{}, error) {
-		return struct{}{}, l.eng.MarkStarted(tx)
-	}); err != nil {
-		ownerLn.Close()
-		ingressLn.Close()
-		hub.Close()
-		stopRoom()
-		return err
-	}
-	inv, err := actor.Do(ctx, l.room, "invite", func(tx *room.Tx) (room.InviteGrant, error) {
-		return l.eng.CreateInvite(tx, room.Operator(l.eng.HostID), room.InviteInput{})
-	})
-	if err != nil {
-		ownerLn.Close()
-		ingressLn.Close()
-		hub.Close()
-		stopRoom()
-		return err
-	}
-	if err := writeOwnerFile(docPath, ownerFile{PID: os.Getpid(), WorkspaceID: l.eng.WorkspaceID,
-		OwnerURL: ownerURL, IngressURL: ingressURL, OperatorToken: opToken, Transport: newOwnerTransport(hints[0])}); err != nil {
-		ownerLn.Close()
-		ingressLn.Close()
-		hub.Close()
-		stopRoom()
-		return room.Errorf(room.KindInternal, "cannot write the operator credential %s: %v", ownerPath(docPath), err)
-	}
-	defer os.Remove(ownerPath(docPath))
-
-	servers := []*http.Server{httpapi.NewHTTPServer(api.OwnerHandler(), log), httpapi.NewHTTPServer(api.IngressHandler(), log)}
-	errc := make(chan error, 2)
-	go func() { errc <- servers[0].Serve(api.OwnerListener(ownerLn)) }()
-	go func() { errc <- servers[1].Serve(api.IngressListener(ingressLn)) }()
-
-	pageURL := ownerURL + "/?key=" + api.NewPageKey()
+	l := app.local
+	ingressURL := app.ingressURL()
+	pageURL := app.ownerURL() + "/?key=" + app.api.NewPageKey()
 	if f.json {
 		line, _ := json.Marshal(map[string]any{
 			"workspace_id": l.eng.WorkspaceID, "name": l.eng.Name, "version": version(),
 			"owner_url": pageURL, "ingress_url": ingressURL, "mcp_url": ingressURL + "/mcp",
-			"invite": inv.URI, "pid": os.Getpid(), "transport": showHint(hints[0]),
+			"invite": app.inv.URI, "pid": os.Getpid(), "transport": showHint(app.hints[0]),
 		})
 		fmt.Fprintln(env.Stdout, string(line))
 	} else {
-		printBanner(env, l, pageURL, ingressURL, hints[0], inv, notes)
+		printBanner(env, l, pageURL, ingressURL, app.hints[0], app.inv, app.notes)
 	}
 	log.Info("serving", "workspace_id", l.eng.WorkspaceID, "pid", os.Getpid())
 
-	var serveErr error
 	select {
 	case <-ctx.Done():
 	case <-env.Signals:
-	case err := <-errc:
-		serveErr = room.Errorf(room.KindInternal, "a listener failed: %v", err)
+	case <-app.Done():
 	}
 	// A second signal forces the exit; the first one is a graceful stop.
 	go func() {
@@ -324,10 +163,69 @@ func serve(ctx context.Context, env Env, f serveFlags, file string, ts *transpor
 		env.Exit(1)
 	}()
 	log.Info("stopping")
-	shutdown(servers, hub, log)
-	closeTransport()
-	stopRoom()
-	return serveErr
+	return app.Close()
+}
+
+// checkServeFlags refuses flags that could not work before anything is
+// opened, and returns the --transport provider and the logger.
+func checkServeFlags(env Env, f serveFlags, ts *transports) (transport.Provider, *slog.Logger, error) {
+	usage := func(format string, a ...any) (transport.Provider, *slog.Logger, error) {
+		return nil, nil, &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+	}
+	if err := checkLoopback(f.addr); err != nil {
+		return nil, nil, err
+	}
+	prov, err := ts.provider(f.transport)
+	if err != nil {
+		return usage("--transport: %v", err)
+	}
+	if f.transportTimeout <= 0 {
+		return usage("--transport-timeout must be positive (got %s)", f.transportTimeout)
+	}
+	if err := checkLoopback(f.ingressAddr); err != nil {
+		return nil, nil, err
+	}
+	if err := checkConnFlags(f); err != nil {
+		return nil, nil, err
+	}
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		return usage("--log-level: %v", err)
+	}
+	share := room.Defaults()
+	share.MaxTasksPerParticipant = f.maxTasksPerParticipant
+	if err := share.ValidateTaskShare(); err != nil {
+		return usage("--max-tasks-per-participant: %s", room.AsError(err).Message)
+	}
+	if f.walCkpt < 0 {
+		return usage("--wal-autocheckpoint is a number of pages, 0 or more (got %d)", f.walCkpt)
+	}
+	if f.taskTTL < time.Second || f.taskTTL > room.Defaults().TaskTTL {
+		return usage("--task-ttl must be between 1s and 24h (got %s)", f.taskTTL)
+	}
+	if f.queueLen < 1 || f.streams < 1 || f.rateLimit < 0 || f.maxSessions < 1 || f.maxBatch < 1 || f.maxLag <= 0 {
+		return usage("--listen-queue, --streams-per-session, --max-sessions and --max-batch must be at least 1, --listen-max-lag positive, --rate-limit 0 or more")
+	}
+	if f.maxPerInvite < 1 {
+		return usage("--max-sessions-per-invite must be at least 1")
+	}
+	if f.pendingProposals < 1 || f.pendingProposalsPerParticipant < 1 {
+		return usage("--pending-proposals and --pending-proposals-per-participant must be at least 1")
+	}
+	return prov, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})), nil
+}
+
+// limits are the room's limits with the flags' values in them.
+func (f serveFlags) limits() room.Limits {
+	limits := room.Defaults()
+	limits.MaxTasksPerParticipant = f.maxTasksPerParticipant
+	limits.RateLimitPerMinute = f.rateLimit
+	limits.MaxLiveSessions = f.maxSessions
+	limits.MaxSessionsPerInvite = f.maxPerInvite
+	limits.MaxPendingProposals = f.pendingProposals
+	limits.MaxPendingProposalsPerParticipant = f.pendingProposalsPerParticipant
+	limits.TaskTTL = f.taskTTL
+	return limits
 }
 
 // raiseFileLimit lifts the soft open-file limit to the hard one: every live

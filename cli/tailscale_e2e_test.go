@@ -919,15 +919,7 @@ func TestTailnetServeBadInput(t *testing.T) {
 					t.Errorf("a failed serve left %s", name)
 				}
 			}
-			after := roomFiles(t, file)
-			if len(after) != len(before) {
-				t.Errorf("files %v, want %v", keysOf(after), keysOf(before))
-			}
-			for k, v := range before {
-				if after[k] != v {
-					t.Errorf("%s changed", k)
-				}
-			}
+			wantSameFiles(t, file, before)
 		})
 	}
 	t.Run("the rooms still serve afterwards", func(t *testing.T) {

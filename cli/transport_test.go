@@ -340,6 +340,21 @@ func roomFiles(t *testing.T, file string) map[string]string {
 	return out
 }
 
+// wantSameFiles: the document and its sidecar files are as before (from
+// roomFiles), none added or gone.
+func wantSameFiles(t *testing.T, file string, before map[string]string) {
+	t.Helper()
+	after := roomFiles(t, file)
+	if len(after) != len(before) {
+		t.Errorf("files %v, want %v", keysOf(after), keysOf(before))
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed", k)
+		}
+	}
+}
+
 // TestServeTransportFailures: an unknown transport is a usage error listing
 // the available ones; a plugin that is missing, prints garbage, dies at
 // start, names another type or never becomes ready makes serve exit
@@ -394,15 +409,7 @@ func TestServeTransportFailures(t *testing.T) {
 			if strings.Contains(r.stderr, "kTESTSECRET") {
 				t.Errorf("the plugin's secret reached ce's output:\n%s", r.stderr)
 			}
-			after := roomFiles(t, file)
-			if len(after) != len(before) {
-				t.Errorf("files %v, want %v", keysOf(after), keysOf(before))
-			}
-			for k, v := range before {
-				if after[k] != v {
-					t.Errorf("%s changed", k)
-				}
-			}
+			wantSameFiles(t, file, before)
 			if c.mode != "nosuch" {
 				wantGone(t, pp.childPids(t, c.mode, "expose"))
 			}
