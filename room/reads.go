@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/commonroom/ce/room/markdown"
 )
 
 // Status is the room at a glance (workspace_status, GET /workspace/status).
@@ -100,7 +102,7 @@ func (e *Engine) Summary(ctx context.Context, q Querier, p Principal, in Summary
 		}
 		out.Outline = append(out.Outline, OutlineEntry{Title: r.Title, Level: r.Level, Line: r.Line, Path: r.Path})
 	}
-	out.Excerpt, out.Truncated = Truncate(d.Content, lines, bytes)
+	out.Excerpt, out.Truncated = markdown.Truncate(d.Content, lines, bytes)
 	return out, nil
 }
 
@@ -189,8 +191,8 @@ func (e *Engine) Read(ctx context.Context, q Querier, p Principal, in ReadInput)
 		out.Section = &s
 	}
 	rest := text[out.Offset:]
-	lines, lineCut := Truncate(rest, in.MaxLines, 0)
-	content, _ := Truncate(lines, 0, maxBytes)
+	lines, lineCut := markdown.Truncate(rest, in.MaxLines, 0)
+	content, _ := markdown.Truncate(lines, 0, maxBytes)
 	out.Truncated = len(content) < len(rest)
 	if out.Truncated {
 		next := out.Offset + len(content)
