@@ -48,12 +48,6 @@ type VersionChange struct {
 // staleChanges is how many versions a stale_version error lists.
 const staleChanges = 10
 
-// SetAfterFileWrite installs a hook that runs right after the document has
-// been renamed into place and before the version row is written. It exists
-// for crash tests (a hook error stands for a crash between the file write and
-// COMMIT); production rooms leave it nil. Set it before sending commands.
-func (e *Engine) SetAfterFileWrite(f func() error) { e.afterFileWrite = f }
-
 // Commit writes a new version of the document: the file first (atomically,
 // owner, group and mode kept, symlink target resolved at open, and only
 // while the file holds the text the commit is based on), then the version
