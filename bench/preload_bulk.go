@@ -82,7 +82,7 @@ type column struct {
 }
 
 // bulkShape is, as code, what the mcp fill leaves behind for one handoff:
-// handoff_create (room/handoff.go CreateHandoff: an open handoff and a
+// handoff_create (room/handoff_create.go CreateHandoff: an open handoff and a
 // working task, no assignee) followed by the owner's tasks/cancel
 // (CancelTask: task cancelled "on request", handoff cancelled with reason
 // "requested" by its owner). Every column not listed is NULL, as ce leaves

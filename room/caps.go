@@ -1,6 +1,7 @@
 package room
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -100,4 +101,17 @@ func (p Principal) Require(c Capability) error {
 		return nil
 	}
 	return Errorf(KindPermissionDenied, "session is missing the %s capability", c).With("required", string(c))
+}
+
+func capsJSON(c Caps) string {
+	b, _ := json.Marshal(c.Strings())
+	return string(b)
+}
+
+func capsFromJSON(s string) (Caps, error) {
+	var names []string
+	if err := json.Unmarshal([]byte(s), &names); err != nil {
+		return nil, Internal(err)
+	}
+	return ParseCaps(names)
 }

@@ -3,7 +3,176 @@ package room
 import (
 	"context"
 	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/commonroom/ce/room/markdown"
 )
+
+// OutlineEntry is one heading in a summary.
+type OutlineEntry struct {
+	Title string `json:"title"`
+	Level int    `json:"level"`
+	Line  int    `json:"line"`
+	Path  string `json:"path"`
+}
+
+// SummaryInput bounds a summary. Zero values take the defaults (20 lines,
+// 2,048 bytes, every depth).
+type SummaryInput struct {
+	MaxLines, MaxBytes, MaxDepth int
+}
+
+// Summary is a bounded first look at the document.
+type Summary struct {
+	WorkspaceID string         `json:"workspace_id"`
+	Version     int64          `json:"version"`
+	Outline     []OutlineEntry `json:"outline"`
+	Excerpt     string         `json:"excerpt"`
+	Truncated   bool           `json:"truncated"`
+}
+
+// Summary returns the first ten outline entries and an excerpt.
+func (e *Engine) Summary(ctx context.Context, q Querier, p Principal, in SummaryInput) (Summary, error) {
+	if err := p.Require(CapRead); err != nil {
+		return Summary{}, err
+	}
+	if in.MaxLines < 0 || in.MaxBytes < 0 || in.MaxDepth < 0 {
+		return Summary{}, Errorf(KindInvalidRequest, "max_lines, max_bytes and max_depth must not be negative")
+	}
+	d, err := e.CurrentDoc(ctx, q)
+	if err != nil {
+		return Summary{}, err
+	}
+	lines, bytes := orDefault(in.MaxLines, 20), orDefault(in.MaxBytes, 2048)
+	out := Summary{WorkspaceID: e.WorkspaceID, Version: d.Version, Outline: []OutlineEntry{}}
+	for _, r := range d.Regions {
+		if in.MaxDepth > 0 && r.Level > in.MaxDepth {
+			continue
+		}
+		if len(out.Outline) == 10 {
+			break
+		}
+		out.Outline = append(out.Outline, OutlineEntry{Title: r.Title, Level: r.Level, Line: r.Line, Path: r.Path})
+	}
+	out.Excerpt, out.Truncated = markdown.Truncate(d.Content, lines, bytes)
+	return out, nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Regions lists the document's headings.
+func (e *Engine) Regions(ctx context.Context, q Querier, p Principal) ([]Region, error) {
+	if err := p.Require(CapRead); err != nil {
+		return nil, err
+	}
+	d, err := e.CurrentDoc(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(d.Regions), nil
+}
+
+// ReadInput selects and bounds a read. An empty Section is the whole document.
+type ReadInput struct {
+	Section            string
+	MaxLines, MaxBytes int
+	// Offset is where the read starts: a byte offset into the section's (or
+	// the document's) text, as a previous answer's NextOffset gives it. An
+	// offset inside a character is moved back to that character's start.
+	Offset int
+}
+
+// ReadResult is a bounded piece of the current version.
+type ReadResult struct {
+	WorkspaceID string  `json:"workspace_id"`
+	Version     int64   `json:"version"`
+	Section     *string `json:"section"`
+	Content     string  `json:"content"`
+	Truncated   bool    `json:"truncated"`
+	// Offset is where Content starts in the section's text, when not 0.
+	Offset int `json:"offset,omitempty"`
+	// NextOffset is set when Truncated: read again with offset=NextOffset
+	// (same section, same version) for what follows. When the page was cut
+	// after a line (max_lines), the line ending dropped from the page is
+	// skipped, so the next page starts on the next line.
+	NextOffset *int `json:"next_offset,omitempty"`
+}
+
+// Read returns a section (or the document), bounded by lines then bytes,
+// from Offset on. Without explicit bounds a read is still capped at the
+// request body limit so one call can never return an unbounded answer;
+// NextOffset says where to go on.
+func (e *Engine) Read(ctx context.Context, q Querier, p Principal, in ReadInput) (ReadResult, error) {
+	if err := p.Require(CapRead); err != nil {
+		return ReadResult{}, err
+	}
+	if in.MaxLines < 0 || in.MaxBytes < 0 {
+		return ReadResult{}, Errorf(KindInvalidRequest, "max_lines and max_bytes must not be negative")
+	}
+	if in.Offset < 0 {
+		return ReadResult{}, Errorf(KindInvalidRequest, "offset must not be negative").With("field", "offset")
+	}
+	d, err := e.CurrentDoc(ctx, q)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	text := d.Content
+	r, whole, err := d.FindSection(in.Section)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	if !whole {
+		text = d.Content[r.Start:r.End]
+	}
+	if in.Offset > len(text) {
+		return ReadResult{}, Errorf(KindInvalidRequest, "offset %d is past the end of the text (%d bytes)", in.Offset, len(text)).
+			With("field", "offset")
+	}
+	maxBytes := in.MaxBytes
+	if maxBytes == 0 || int64(maxBytes) > e.Limits.MaxBodyBytes {
+		maxBytes = int(e.Limits.MaxBodyBytes)
+	}
+	out := ReadResult{WorkspaceID: e.WorkspaceID, Version: d.Version, Offset: runeStart(text, in.Offset)}
+	if in.Section != "" {
+		s := in.Section
+		out.Section = &s
+	}
+	rest := text[out.Offset:]
+	lines, lineCut := markdown.Truncate(rest, in.MaxLines, 0)
+	content, _ := markdown.Truncate(lines, 0, maxBytes)
+	out.Truncated = len(content) < len(rest)
+	if out.Truncated {
+		next := out.Offset + len(content)
+		if lineCut && len(content) == len(lines) {
+			// The page ends where a line did; its line ending was dropped.
+			next += strings.IndexByte(rest[len(lines):], '\n') + 1
+		}
+		out.NextOffset = &next
+	}
+	if len(content) < len(d.Content) && e.docs.get(d.Version) != d {
+		// This read parsed the document itself (a read racing another on a
+		// new version): a piece of its private copy would keep all of it in
+		// memory for as long as the answer takes to send. A piece of the
+		// cached document costs nothing more than the cache already holds.
+		content = strings.Clone(content)
+	}
+	out.Content = content
+	return out, nil
+}
+
+// runeStart moves i back to the start of the character it falls in.
+func runeStart(s string, i int) int {
+	for back := 0; i > 0 && i < len(s) && back < utf8.UTFMax-1 && !utf8.RuneStart(s[i]); back++ {
+		i--
+	}
+	return i
+}
 
 // DiffResult is the unified diff from one version to the current one.
 type DiffResult struct {
@@ -71,56 +240,4 @@ func (e *Engine) ChangesSince(ctx context.Context, q Querier, p Principal, versi
 		return Changes{}, err
 	}
 	return Changes{WorkspaceID: e.WorkspaceID, FromVersion: version, ToVersion: cur, Changes: list}, nil
-}
-
-// Listener describes how joiners reach the room, without the endpoint:
-// addresses and ports never leave the host (spec §0).
-type Listener struct {
-	Type      string `json:"type"`
-	Mode      string `json:"mode"`
-	Encrypted bool   `json:"encrypted"`
-	// Describe is the exposed hint's one line, as the banner, ce status
-	// and the owner page show it: "NAME (private, encrypted) host:port"
-	// for an admin (the host, the operator, the owner page), without the
-	// endpoint for everyone else, who never learn an address here.
-	Describe string `json:"describe"`
-}
-
-// DiagnosticParticipant is a participant as diagnostics show it.
-type DiagnosticParticipant struct {
-	ParticipantID string  `json:"participant_id"`
-	Name          string  `json:"name"`
-	Kind          string  `json:"kind"`
-	Transport     *string `json:"transport"`
-}
-
-// Diagnostics is the redacted connection picture.
-type Diagnostics struct {
-	Listener     Listener                `json:"listener"`
-	Participants []DiagnosticParticipant `json:"participants"`
-}
-
-// Diagnostics reports the listener (type, mode, encryption; the endpoint
-// only to an admin) and who is in the room with which transport.
-func (e *Engine) Diagnostics(ctx context.Context, q Querier, p Principal) (Diagnostics, error) {
-	if err := p.Require(CapRead); err != nil {
-		return Diagnostics{}, err
-	}
-	h := e.currentHints()[0]
-	out := Diagnostics{Listener: Listener{Type: h.Type, Mode: h.Mode, Encrypted: h.Encrypted}, Participants: []DiagnosticParticipant{}}
-	if p.IsAdmin() {
-		out.Listener.Describe = h.Describe()
-	} else {
-		out.Listener.Describe = Hint{Type: h.Type, Mode: h.Mode, Encrypted: h.Encrypted}.Describe()
-	}
-	ps, err := e.Participants(ctx, q, p)
-	if err != nil {
-		return Diagnostics{}, err
-	}
-	for _, pt := range ps {
-		out.Participants = append(out.Participants, DiagnosticParticipant{
-			ParticipantID: pt.ParticipantID, Name: pt.Name, Kind: pt.Kind, Transport: pt.Transport,
-		})
-	}
-	return out, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/commonroom/ce/room/markdown"
 )
 
 // fileStamp is the cheap identity of the file on disk. When it changes, the
@@ -174,7 +176,7 @@ func (e *Engine) addVersion(tx *Tx, content, summary, source, participantID, pro
 	}
 	// Parse the new text once: for the section notices now, and as the
 	// cached current version once the batch commits.
-	next := &Doc{Version: v, Content: content, Hash: hash, Regions: ParseRegions(content)}
+	next := &Doc{Version: v, Content: content, Hash: hash, Regions: markdown.ParseRegions(content)}
 	tx.after = append(tx.after, func() { e.docs.put(next) })
 	tx.resources = append(tx.resources, e.DocumentURI())
 	for _, path := range changedSections(prev, next) {
@@ -221,6 +223,11 @@ func sectionTexts(d *Doc) sections {
 	}
 	return s
 }
+
+// Region is a heading-delimited span of the document as the room's reads
+// return it. The parser lives in package markdown; the alias keeps the
+// room's API (and its callers) spelling it room.Region.
+type Region = markdown.Region
 
 // Doc is one parsed version of the document. Versions never change, so a
 // parsed one can be shared by every reader.
@@ -299,7 +306,7 @@ func (e *Engine) parseVersion(ctx context.Context, q Querier, v int64, h string)
 	if err != nil {
 		return nil, err
 	}
-	d := &Doc{Version: r.version, Content: r.content, Hash: r.hash, Regions: ParseRegions(r.content)}
+	d := &Doc{Version: r.version, Content: r.content, Hash: r.hash, Regions: markdown.ParseRegions(r.content)}
 	e.docs.put(d)
 	return d, nil
 }
@@ -310,10 +317,10 @@ func (d *Doc) FindSection(selector string) (r Region, whole bool, err error) {
 	if err := checkSelector(selector); err != nil {
 		return Region{}, false, err
 	}
-	if WholeDocument(selector) {
+	if markdown.WholeDocument(selector) {
 		return Region{}, true, nil
 	}
-	r, ok := FindRegion(d.Regions, selector)
+	r, ok := markdown.FindRegion(d.Regions, selector)
 	if !ok {
 		return Region{}, false, Errorf(KindInvalidRegion, "section %q not found", selector).With("region", selector)
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/commonroom/ce/room/markdown"
 	"github.com/pmezard/go-difflib/difflib"
 )
 
@@ -46,12 +47,6 @@ type VersionChange struct {
 
 // staleChanges is how many versions a stale_version error lists.
 const staleChanges = 10
-
-// SetAfterFileWrite installs a hook that runs right after the document has
-// been renamed into place and before the version row is written. It exists
-// for crash tests (a hook error stands for a crash between the file write and
-// COMMIT); production rooms leave it nil. Set it before sending commands.
-func (e *Engine) SetAfterFileWrite(f func() error) { e.afterFileWrite = f }
 
 // Commit writes a new version of the document: the file first (atomically,
 // owner, group and mode kept, symlink target resolved at open, and only
@@ -100,13 +95,13 @@ func (e *Engine) commitProposal(tx *Tx, p Principal, id string) (CommitResult, e
 	text := pr.Change.Content
 	edit := docEdit{content: pr.Change.Content}
 	if pr.Change.Section != "" {
-		r, ok := FindRegion(d.Regions, pr.Change.Section)
+		r, ok := markdown.FindRegion(d.Regions, pr.Change.Section)
 		if !ok {
 			return CommitResult{}, Errorf(KindInvalidRegion, "section %q is no longer in the document", pr.Change.Section).
 				With("region", pr.Change.Section).With("proposal_id", pr.ProposalID)
 		}
 		edit.section = r.Path
-		text = ReplaceRegion(d.Content, r, pr.Change.Content)
+		text = markdown.ReplaceRegion(d.Content, r, pr.Change.Content)
 	}
 	summary := pr.Summary
 	if summary == "" {
@@ -223,11 +218,11 @@ func (e *Engine) commitRaw(tx *Tx, p Principal, in CommitInput) (CommitResult, e
 		if err != nil {
 			return CommitResult{}, err
 		}
-		canon := mdWorkspace
+		canon := markdown.Workspace
 		if !whole {
 			canon = r.Path
 			edit.section = r.Path
-			text = ReplaceRegion(d.Content, r, content)
+			text = markdown.ReplaceRegion(d.Content, r, content)
 		}
 		target = &canon
 	}
@@ -257,18 +252,18 @@ func (e *Engine) commitRaw(tx *Tx, p Principal, in CommitInput) (CommitResult, e
 // applied to the base it read (a section missing there is looked up in the
 // current text; failing both, the content stands alone).
 func (e *Engine) attemptedText(tx *Tx, base int64, cur *Doc, section, content string) (string, error) {
-	if section == "" || WholeDocument(section) {
+	if section == "" || markdown.WholeDocument(section) {
 		return content, nil
 	}
 	b, err := e.versionRow(tx.ctx, tx.q, base)
 	if err != nil {
 		return "", err
 	}
-	if r, ok := FindRegion(ParseRegions(b.content), section); ok {
-		return ReplaceRegion(b.content, r, content), nil
+	if r, ok := markdown.FindRegion(markdown.ParseRegions(b.content), section); ok {
+		return markdown.ReplaceRegion(b.content, r, content), nil
 	}
-	if r, ok := FindRegion(cur.Regions, section); ok {
-		return ReplaceRegion(cur.Content, r, content), nil
+	if r, ok := markdown.FindRegion(cur.Regions, section); ok {
+		return markdown.ReplaceRegion(cur.Content, r, content), nil
 	}
 	return content, nil
 }
@@ -397,7 +392,7 @@ func (ed docEdit) rebase(base, cur *Doc) (string, bool) {
 	if !ok1 || !ok2 || base.Content[was.Start:was.End] != cur.Content[now.Start:now.End] {
 		return "", false
 	}
-	return ReplaceRegion(cur.Content, now, ed.content), true
+	return markdown.ReplaceRegion(cur.Content, now, ed.content), true
 }
 
 // regionByPath finds a region by its exact path (first match, as selectors).

@@ -242,7 +242,7 @@ func TestCommit_CrashBetweenFileWriteAndCommit(t *testing.T) {
 	d.mustApprove(pr.ProposalID)
 	want := strings.Replace(testDoc, "## Goals\n\nship it\n\n", goalsEdit, 1)
 	crash := errors.New("simulated crash")
-	d.eng.SetAfterFileWrite(func() error { return crash })
+	room.SetAfterFileWrite(d.eng, func() error { return crash })
 	before, mark := d.docDump(), d.lastEventID()
 	_, err := d.commitProposal(a, pr.ProposalID)
 	t.Run("the_command_fails", func(t *testing.T) {

@@ -205,6 +205,25 @@ func (tx *Tx) setMeta(key, value string) error {
 	return nil
 }
 
+// Load reads the room's identity (workspace id, host) for a process that
+// only reads the sidecar and so never runs Bootstrap.
+func (e *Engine) Load(ctx context.Context, q Querier) error {
+	id, ok, err := getMeta(ctx, q, "workspace_id")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return Errorf(KindNotFound, "this sidecar holds no room yet")
+	}
+	e.WorkspaceID = id
+	var host string
+	err = q.QueryRowContext(ctx, `SELECT participant_id FROM participants WHERE is_host = 1 AND left_at IS NULL ORDER BY joined_at LIMIT 1`).Scan(&host)
+	if err == nil {
+		e.HostID = host
+	}
+	return nil
+}
+
 // Bootstrap opens the room inside the actor's first transaction: on a new
 // sidecar it creates the workspace and version 1 from the file; on every open
 // it records an out-of-band edit as a version and makes sure the host exists.

@@ -49,6 +49,8 @@ type Error struct {
 	cause   error
 }
 
+// Error makes a domain error an ordinary Go error, so it travels through
+// plain error returns and errors.As; it reads "kind: message[: cause]".
 func (e *Error) Error() string {
 	if e.cause != nil {
 		return fmt.Sprintf("%s: %s: %v", e.Kind, e.Message, e.cause)

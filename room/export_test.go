@@ -1,8 +1,8 @@
 package room
 
-// Test seams of the guarded replace, reachable from this package's external
-// tests only (this file is compiled into tests alone). Call them from inside
-// a command, on the writer goroutine.
+// Test seams of the guarded replace and of a commit, reachable from this
+// package's external tests only (this file is compiled into tests alone).
+// Call them from inside a command, on the writer goroutine.
 
 // SetSwapHook runs f at the named points of every document replacement:
 // "read" (before the document is read for the check), "swap" (after the
@@ -13,3 +13,10 @@ func SetSwapHook(e *Engine, f func(stage string)) { e.swapHook = f }
 // SetNoExchange makes replacements use the check-then-rename fallback, as
 // where RENAME_EXCHANGE is missing.
 func SetNoExchange(e *Engine, on bool) { e.noExchange = on }
+
+// SetAfterFileWrite installs a hook that runs right after the document has
+// been renamed into place and before the version row is written: a hook
+// error stands for a crash between the file write and COMMIT. Production
+// rooms leave it nil, so it lives here rather than in the Engine's API. Set
+// it before sending commands.
+func SetAfterFileWrite(e *Engine, f func() error) { e.afterFileWrite = f }

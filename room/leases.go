@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/commonroom/ce/room/markdown"
 )
 
 // Lease is an advisory reservation of a region (or the whole document) by one
@@ -80,14 +82,14 @@ func (e *Engine) leaseMinutes(m *int) (time.Duration, error) {
 // the whole document (D24).
 func canonicalTarget(d *Doc, selector string) (string, error) {
 	if selector == "" {
-		return "", invalid("target", "target is required (a section, or %q for the whole document)", mdWorkspace)
+		return "", invalid("target", "target is required (a section, or %q for the whole document)", markdown.Workspace)
 	}
 	r, whole, err := d.FindSection(selector)
 	if err != nil {
 		return "", err
 	}
 	if whole {
-		return mdWorkspace, nil
+		return markdown.Workspace, nil
 	}
 	return r.Path, nil
 }
@@ -140,7 +142,7 @@ func (e *Engine) Checkout(tx *Tx, p Principal, in CheckoutInput) (Lease, error) 
 	}
 	var mine *leaseRow
 	for _, l := range live {
-		if !Overlaps(l.target, target) {
+		if !markdown.Overlaps(l.target, target) {
 			continue
 		}
 		if l.pid != p.ParticipantID {

@@ -1,7 +1,6 @@
 package room
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -72,23 +71,4 @@ func (l *WriterLock) Release() error {
 	err := l.f.Close()
 	l.f = nil
 	return err
-}
-
-// Load reads the room's identity (workspace id, host) for a process that
-// only reads the sidecar and so never runs Bootstrap.
-func (e *Engine) Load(ctx context.Context, q Querier) error {
-	id, ok, err := getMeta(ctx, q, "workspace_id")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return Errorf(KindNotFound, "this sidecar holds no room yet")
-	}
-	e.WorkspaceID = id
-	var host string
-	err = q.QueryRowContext(ctx, `SELECT participant_id FROM participants WHERE is_host = 1 AND left_at IS NULL ORDER BY joined_at LIMIT 1`).Scan(&host)
-	if err == nil {
-		e.HostID = host
-	}
-	return nil
 }

@@ -44,8 +44,6 @@ func (e *Engine) lapseInvites(tx *Tx) error {
 	return nil
 }
 
-// NextDue returns when the next time-based rule falls due, so the actor can
-// arm one timer instead of polling. ok is false when nothing is scheduled.
 // nextDueQuery asks for the earliest moment any time-based rule falls due.
 // It runs after every write batch, so each branch must be answered from an
 // index (migration 0002 indexes the task expressions); sweep_plan_test.go
@@ -58,6 +56,8 @@ const nextDueQuery = `SELECT min(t) FROM (
 		UNION ALL SELECT min(last_updated_at + ttl_ms) FROM tasks WHERE status IN ('completed','failed','cancelled')
 	)`
 
+// NextDue returns when the next time-based rule falls due, so the actor can
+// arm one timer instead of polling. ok is false when nothing is scheduled.
 func (e *Engine) NextDue(ctx context.Context, q Querier) (time.Time, bool, error) {
 	var next sql.NullInt64
 	err := q.QueryRowContext(ctx, nextDueQuery).Scan(&next)

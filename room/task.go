@@ -86,4 +86,148 @@ const taskByIDQuery = `SELECT task_id, status, status_message, created_at, last_
 			FROM task_inputs WHERE task_inputs.task_id = tasks.task_id AND closed_at IS NULL) END
 	FROM tasks WHERE task_id = ?`
 
+// GetTask is tasks/get, GET /workspace/task and ce task: the detailed task,
+// the same object notifications/tasks carries. Only the owner, the assignee
+// and admins may read it; everyone else gets exactly the answer an unknown id
+// gets, because a task id is not a bearer token.
+func (e *Engine) GetTask(ctx context.Context, q Querier, p Principal, taskID string) (DetailedTask, error) {
+	t, err := e.TaskRecord(ctx, q, taskID)
+	if err == nil {
+		err = TaskVisibleTo(p, t)
+	}
+	if err != nil {
+		return DetailedTask{}, err
+	}
+	return t, nil
+}
+
+// TaskRecord reads a task as tasks/get shows it, without asking who reads:
+// for the actor's task cache, which applies TaskVisibleTo per reader. It is
+// one statement, so it needs no read transaction.
+func (e *Engine) TaskRecord(ctx context.Context, q Querier, taskID string) (DetailedTask, error) {
+	t, err := e.taskByID(ctx, q, taskID)
+	if ErrorKind(err) == KindTaskNotFound {
+		return DetailedTask{}, taskNotFound(taskID)
+	}
+	return t, err
+}
+
+// TaskVisibleTo is tasks/get's visibility rule for a task read by
+// TaskRecord: an invisible task is reported exactly like an unknown one.
+func TaskVisibleTo(p Principal, t DetailedTask) error {
+	if !taskVisible(p, t.OwnerID, t.AssigneeID) {
+		return taskNotFound(t.TaskID)
+	}
+	return nil
+}
+
+// CancelTask is tasks/cancel, POST /workspace/task/cancel and ce task-cancel:
+// the owner, or an admin, stops the work. A terminal task acknowledges and
+// stays as it was; a live one is cancelled, its open questions closed, and its
+// open or accepted handoff cancelled, all before the acknowledgement.
+// Cancelling records a decision; it cannot undo what the assignee already did.
+func (e *Engine) CancelTask(tx *Tx, p Principal, taskID string) error {
+	t, err := e.taskForWrite(tx, p, taskID)
+	if err != nil {
+		return err
+	}
+	if !p.IsAdmin() && p.ParticipantID != t.owner {
+		return Errorf(KindPermissionDenied, "only the task's owner can cancel it").With("task_id", t.id)
+	}
+	if t.status != TaskWorking && t.status != TaskInputRequired {
+		return nil
+	}
+	_, err = cancelLiveTask(tx, p.ParticipantID, t.id, t.handoffID)
+	return err
+}
+
+// cancelLiveTask is the one way a request cancels work, shared by CancelTask
+// and CancelParticipantHandoffs so both write the same rows, events and
+// notifications: the task becomes cancelled, its open questions close, its
+// open or accepted handoff is cancelled by actor. It reports false when the
+// task had already reached a terminal state (nothing changed).
+func cancelLiveTask(tx *Tx, actor, taskID, handoffID string) (bool, error) {
+	now := tx.nowMS()
+	n, err := tx.execN(`UPDATE tasks SET status = 'cancelled', status_message = 'cancelled on request', last_updated_at = ?
+		WHERE task_id = ? AND status IN ('working','input_required')`, now, taskID)
+	if err != nil {
+		return false, Internal(err)
+	}
+	if n != 1 {
+		return false, nil // it reached a terminal state first: the ack is still true
+	}
+	if _, err := tx.exec(`UPDATE task_inputs SET closed_at = ?, close_reason = 'cancelled' WHERE task_id = ? AND closed_at IS NULL`,
+		now, taskID); err != nil {
+		return false, Internal(err)
+	}
+	if err := tx.handoffEvent("task.cancelled", actor, handoffID, taskID, map[string]any{
+		"status": TaskCancelled, "reason": "requested",
+	}); err != nil {
+		return false, err
+	}
+	n, err = tx.execN(`UPDATE handoffs SET status = 'cancelled', cancelled_at = ?, cancelled_by = ?, cancel_reason = 'requested', updated_at = ?
+		WHERE handoff_id = ? AND status IN ('open','accepted')`, now, nullStr(actor), now, handoffID)
+	if err != nil {
+		return false, Internal(err)
+	}
+	if n == 1 {
+		if err := tx.handoffEvent("handoff.cancelled", actor, handoffID, taskID, map[string]any{
+			"status": HandoffCancelled, "reason": "requested",
+		}); err != nil {
+			return false, err
+		}
+	}
+	tx.taskChanged(taskID)
+	return true, nil
+}
+
+// taskRow is the part of a task the write rules look at.
+type taskRow struct {
+	id, owner, handoffID, status string
+	assignee                     sql.NullString
+}
+
+func loadTask(tx *Tx, id string) (*taskRow, error) {
+	var t taskRow
+	err := tx.q.QueryRowContext(tx.ctx, `SELECT task_id, owner_id, assignee_id, correlation_id, status FROM tasks WHERE task_id = ?`, id).
+		Scan(&t.id, &t.owner, &t.assignee, &t.handoffID, &t.status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, taskNotFound(id)
+	}
+	if err != nil {
+		return nil, Internal(err)
+	}
+	return &t, nil
+}
+
+// taskForWrite loads a task for tasks/update or tasks/cancel: expiry first
+// (as for handoffs), then the party rule, with unknown and invisible alike.
+func (e *Engine) taskForWrite(tx *Tx, p Principal, id string) (*taskRow, error) {
+	if err := e.expireTaskIfDue(tx, id); err != nil {
+		return nil, err
+	}
+	t, err := loadTask(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !taskVisible(p, t.owner, t.assignee.String) {
+		return nil, taskNotFound(id)
+	}
+	return t, nil
+}
+
+// taskVisible is D2's one predicate for tasks: owner, assignee, or admin.
+func taskVisible(p Principal, owner, assignee string) bool {
+	if p.IsAdmin() {
+		return true
+	}
+	return p.ParticipantID != "" && (p.ParticipantID == owner || p.ParticipantID == assignee)
+}
+
+// taskNotFound is the one answer for unknown and invisible tasks. It must not
+// depend on anything but the id asked for, so it cannot be used to probe.
+func taskNotFound(id string) *Error {
+	return Errorf(KindTaskNotFound, "unknown task").With("task_id", id)
+}
+
 // sweepTasks is completed by the handoff lifecycle; see handoff_sweep.go.

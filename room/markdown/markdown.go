@@ -1,4 +1,8 @@
-package room
+// Package markdown finds the heading-delimited regions of a Markdown file and
+// edits one region without touching the bytes around it. It is the part of
+// the room domain that knows Markdown syntax, kept apart so that it depends
+// on nothing of the room (only goldmark) and can be read and fuzzed alone.
+package markdown
 
 import (
 	"strings"
@@ -24,9 +28,9 @@ type Region struct {
 	End    int    `json:"-"` // byte offset where the region ends (exclusive)
 }
 
-// mdWorkspace is the canonical target for the whole document, so that
+// Workspace is the canonical target for the whole document, so that
 // leases and reads over the whole file share one spelling with region paths.
-const mdWorkspace = "workspace"
+const Workspace = "workspace"
 
 // mdAsciiSpace is what surrounds a title and is not part of it. Only ASCII
 // whitespace is trimmed so that a title keeps any non-ASCII bytes the user
@@ -232,7 +236,7 @@ func mdHeadingTitle(lines *text.Segments, src string) (title string, first int, 
 // Callers need it to decide between a region lookup and a whole-file
 // operation before they parse anything.
 func WholeDocument(selector string) bool {
-	return selector == "" || selector == mdWorkspace || selector == "*"
+	return selector == "" || selector == Workspace || selector == "*"
 }
 
 // FindRegion returns the first region matching selector, and false if none does.

@@ -1,4 +1,4 @@
-package room
+package markdown
 
 import (
 	"bytes"
@@ -690,7 +690,7 @@ func TestMarkdownGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test ./room -run Golden -update to create it)", err)
+				t.Fatalf("%v (run go test ./room/markdown -run Golden -update to create it)", err)
 			}
 			if !bytes.Equal(js, want) {
 				t.Errorf("regions differ from %s (run with -update if the change is intended)\n got %s", golden, js)

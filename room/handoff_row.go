@@ -1,0 +1,246 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+)
+
+// handoffRow is a handoff as stored, with its task's status (NULL once the
+// task row is purged) and the task times the expiry rule needs.
+type handoffRow struct {
+	id, status, owner   string
+	requested, assignee sql.NullString
+	summary             string
+	constraints, target sql.NullString
+	baseVersion         sql.NullInt64
+	follows, artifacts  sql.NullString
+	taskID              string
+	result              sql.NullString
+	created, updated    int64
+	acceptedAt          sql.NullInt64
+	resultAt            sql.NullInt64
+	decidedAt           sql.NullInt64
+	decidedBy, note     sql.NullString
+	cancelledAt         sql.NullInt64
+	cancelledBy, reason sql.NullString
+	taskStatus          sql.NullString
+	taskDueAt           sql.NullInt64 // created_at + ttl_ms of the task
+}
+
+const handoffSelect = `SELECT h.handoff_id, h.status, h.owner_id, h.requested_assignee_id, h.assignee_id, h.summary,
+	h.constraints_text, h.target, h.base_version, h.follows_handoff_id, h.artifacts_json, h.task_id, h.result_json,
+	h.created_at, h.updated_at, h.accepted_at, h.result_at, h.decided_at, h.decided_by, h.decision_note,
+	h.cancelled_at, h.cancelled_by, h.cancel_reason, t.status, t.created_at + t.ttl_ms
+	FROM handoffs h LEFT JOIN tasks t ON t.task_id = h.task_id`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanHandoff(s scanner) (*handoffRow, error) {
+	var h handoffRow
+	err := s.Scan(&h.id, &h.status, &h.owner, &h.requested, &h.assignee, &h.summary,
+		&h.constraints, &h.target, &h.baseVersion, &h.follows, &h.artifacts, &h.taskID, &h.result,
+		&h.created, &h.updated, &h.acceptedAt, &h.resultAt, &h.decidedAt, &h.decidedBy, &h.note,
+		&h.cancelledAt, &h.cancelledBy, &h.reason, &h.taskStatus, &h.taskDueAt)
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+func loadHandoff(ctx context.Context, q Querier, id string) (*handoffRow, error) {
+	h, err := scanHandoff(q.QueryRowContext(ctx, handoffSelect+` WHERE h.handoff_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, handoffNotFound(id)
+	}
+	if err != nil {
+		return nil, Internal(err)
+	}
+	return h, nil
+}
+
+// isParty: the owner, the assignee, or the participant the handoff is addressed to.
+func (h *handoffRow) isParty(p Principal) bool {
+	id := p.ParticipantID
+	return id != "" && (id == h.owner || id == h.assignee.String || id == h.requested.String)
+}
+
+func (h *handoffRow) isAssignee(p Principal) bool {
+	return p.ParticipantID != "" && h.assignee.Valid && h.assignee.String == p.ParticipantID
+}
+
+// visibleTo is D2's predicate for handoffs: parties, approvers (they must
+// read results to decide) and admins; plus, while a handoff is an open call
+// for work addressed to nobody, anyone holding checkout, because D3 lets any
+// of them accept it and one cannot accept what one cannot see.
+func (h *handoffRow) visibleTo(p Principal) bool {
+	switch {
+	case p.IsAdmin(), h.isParty(p), p.Caps.Has(CapApprove):
+		return true
+	case h.status == HandoffOpen && !h.requested.Valid && p.Caps.Has(CapCheckout):
+		return true
+	}
+	return false
+}
+
+// seesInputs: the questions and answers are between owner and assignee
+// (and admins); approvers and open-call readers do not see them.
+func (h *handoffRow) seesInputs(p Principal) bool {
+	if p.IsAdmin() {
+		return true
+	}
+	id := p.ParticipantID
+	return id != "" && (id == h.owner || id == h.assignee.String)
+}
+
+func (h *handoffRow) taskLive() bool {
+	return h.taskStatus.String == TaskWorking || h.taskStatus.String == TaskInputRequired
+}
+
+// taskDue reports a live task whose TTL has run out (D34: expiry is measured
+// from creation, and never before ttlMs).
+func (h *handoffRow) taskDue(now int64) bool {
+	return h.taskLive() && h.taskDueAt.Valid && h.taskDueAt.Int64 <= now
+}
+
+func (h *handoffRow) conflict(format string, args ...any) *Error {
+	return Errorf(KindHandoffConflict, format, args...).With("handoff_id", h.id).With("status", h.status)
+}
+
+func strPtr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	v := s.String
+	return &v
+}
+
+func timePtr(v sql.NullInt64) *string {
+	if !v.Valid {
+		return nil
+	}
+	s := WireTime(v.Int64)
+	return &s
+}
+
+// view renders the handoff for p. Callers have checked visibility.
+func (h *handoffRow) view(ctx context.Context, q Querier, p Principal) (Handoff, error) {
+	out := Handoff{
+		HandoffID: h.id, Status: h.status, OwnerID: h.owner,
+		AssigneeID: strPtr(h.assignee), RequestedAssigneeID: strPtr(h.requested),
+		Summary: h.summary, Constraints: strPtr(h.constraints), Target: strPtr(h.target),
+		FollowsHandoffID: strPtr(h.follows), Artifacts: []Artifact{},
+		TaskID: h.taskID, TaskStatus: strPtr(h.taskStatus),
+		CreatedAt: WireTime(h.created), UpdatedAt: WireTime(h.updated),
+		AcceptedAt: timePtr(h.acceptedAt), ResultAt: timePtr(h.resultAt),
+		DecidedAt: timePtr(h.decidedAt), DecidedBy: strPtr(h.decidedBy), DecisionNote: strPtr(h.note),
+		CancelledAt: timePtr(h.cancelledAt), CancelledBy: strPtr(h.cancelledBy), CancelReason: strPtr(h.reason),
+	}
+	if h.baseVersion.Valid {
+		v := h.baseVersion.Int64
+		out.BaseVersion = &v
+	}
+	if h.artifacts.Valid {
+		if err := json.Unmarshal([]byte(h.artifacts.String), &out.Artifacts); err != nil {
+			return Handoff{}, Internal(err)
+		}
+	}
+	if h.result.Valid {
+		var r ResultInput
+		if err := json.Unmarshal([]byte(h.result.String), &r); err != nil {
+			return Handoff{}, Internal(err)
+		}
+		r.Artifacts = nonNilArtifacts(r.Artifacts)
+		out.Result = &r
+	}
+	if h.seesInputs(p) {
+		in, err := readInputs(ctx, q, h.taskID)
+		if err != nil {
+			return Handoff{}, err
+		}
+		out.Inputs = in
+	}
+	return out, nil
+}
+
+// readInputs lists a task's input requests, oldest first. After the task row
+// is purged they are gone with it (the handoff keeps only the result).
+func readInputs(ctx context.Context, q Querier, taskID string) ([]HandoffInput, error) {
+	rows, err := q.QueryContext(ctx, `SELECT request_key, request_json, response_json, close_reason, requested_at, closed_at
+		FROM task_inputs WHERE task_id = ? ORDER BY requested_at, request_key`, taskID)
+	if err != nil {
+		return nil, Internal(err)
+	}
+	defer rows.Close()
+	out := []HandoffInput{}
+	for rows.Next() {
+		var in HandoffInput
+		var req string
+		var resp, reason sql.NullString
+		var requested int64
+		var closed sql.NullInt64
+		if err := rows.Scan(&in.Key, &req, &resp, &reason, &requested, &closed); err != nil {
+			return nil, Internal(err)
+		}
+		var r struct {
+			Params struct {
+				Message         string          `json:"message"`
+				RequestedSchema json.RawMessage `json:"requestedSchema"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(req), &r); err != nil {
+			return nil, Internal(err)
+		}
+		in.Message, in.RequestedSchema = r.Params.Message, r.Params.RequestedSchema
+		in.RequestedAt = WireTime(requested)
+		in.Status = InputOpen
+		if reason.Valid {
+			in.Status = reason.String
+		}
+		if resp.Valid {
+			in.Response = json.RawMessage(resp.String)
+			in.AnsweredAt = timePtr(closed)
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+// handoffForWrite loads a handoff inside the command, applying a TTL expiry
+// that fell due before the sweeper ran (§5.3 step 2), and hides it from
+// principals who may not see it. If the command then fails, the expiry rolls
+// back with it and the sweeper applies it moments later; the caller has
+// already been answered from the expired state.
+func (e *Engine) handoffForWrite(tx *Tx, p Principal, id string) (*handoffRow, error) {
+	h, err := loadHandoff(tx.ctx, tx.q, id)
+	if err != nil {
+		return nil, err
+	}
+	if h.taskDue(tx.nowMS()) {
+		if err := e.expireTask(tx, h.taskID, h.id); err != nil {
+			return nil, err
+		}
+		if h, err = loadHandoff(tx.ctx, tx.q, id); err != nil {
+			return nil, err
+		}
+	}
+	if !h.visibleTo(p) {
+		return nil, handoffNotFound(id)
+	}
+	return h, nil
+}
+
+// handoffInTx is the handoff as p sees it, read inside the command.
+func (e *Engine) handoffInTx(tx *Tx, p Principal, id string) (Handoff, error) {
+	h, err := loadHandoff(tx.ctx, tx.q, id)
+	if err != nil {
+		return Handoff{}, err
+	}
+	return h.view(tx.ctx, tx.q, p)
+}
+
+// handoffNotFound is the one answer for unknown and invisible handoffs.
+func handoffNotFound(id string) *Error {
+	return Errorf(KindHandoffNotFound, "unknown handoff").With("handoff_id", id)
+}
