@@ -7,33 +7,6 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// Argument shapes of the handoff tools (json names = the tool's fields).
-type handoffIDArgs struct {
-	HandoffID string `json:"handoff_id"`
-}
-
-type requestInputArgs struct {
-	HandoffID string                  `json:"handoff_id"`
-	Requests  []room.InputRequestSpec `json:"requests"`
-}
-
-type completeArgs struct {
-	HandoffID     string           `json:"handoff_id"`
-	Result        room.ResultInput `json:"result"`
-	StatusMessage string           `json:"status_message"`
-}
-
-type decideArgs struct {
-	HandoffID string `json:"handoff_id"`
-	Note      string `json:"note"`
-}
-
-type handoffEventsArgs struct {
-	HandoffID    string `json:"handoff_id"`
-	SinceEventID *int64 `json:"since_event_id"`
-	Limit        int    `json:"limit"`
-}
-
 var artifactSchema = obj(map[string]any{
 	"uri":        str("what the artifact is: a commonroom:// URI, a proposal id, a version, or a URL (stored, never fetched)"),
 	"title":      str("a short label"),
@@ -53,28 +26,6 @@ func (s *Server) createHandoff(ctx context.Context, p room.Principal, in room.Cr
 			"handoff_id", res.Handoff.HandoffID, "participant_id", p.ParticipantID)
 	}
 	return res, err
-}
-
-// The handoff actions with their argument shapes, shared by the tools and
-// the HTTP routes so both call the engine in exactly one way.
-func (s *Server) acceptHandoff(tx *room.Tx, p room.Principal, in handoffIDArgs) (room.Handoff, error) {
-	return s.eng.AcceptHandoff(tx, p, in.HandoffID)
-}
-
-func (s *Server) requestInput(tx *room.Tx, p room.Principal, in requestInputArgs) (room.Handoff, error) {
-	return s.eng.RequestInput(tx, p, in.HandoffID, in.Requests)
-}
-
-func (s *Server) completeHandoff(tx *room.Tx, p room.Principal, in completeArgs) (room.Handoff, error) {
-	return s.eng.CompleteHandoff(tx, p, in.HandoffID, in.Result, in.StatusMessage)
-}
-
-func (s *Server) approveHandoff(tx *room.Tx, p room.Principal, in decideArgs) (room.Handoff, error) {
-	return s.eng.ApproveHandoff(tx, p, in.HandoffID, in.Note)
-}
-
-func (s *Server) rejectHandoff(tx *room.Tx, p room.Principal, in decideArgs) (room.Handoff, error) {
-	return s.eng.RejectHandoff(tx, p, in.HandoffID, in.Note)
 }
 
 func handoffTools() []tool {
@@ -115,9 +66,7 @@ func handoffTools() []tool {
 		{Name: "handoff_accept", Title: "Accept a handoff",
 			Input:       obj(map[string]any{"handoff_id": handoffID}, "handoff_id"),
 			Description: "Take on an open handoff. You become its assignee; its task stays working. Only the requested assignee may accept a targeted handoff; the owner never can. Needs checkout.",
-			run: writeTool("handoff.accept", func(s *Server) func(*room.Tx, room.Principal, handoffIDArgs) (room.Handoff, error) {
-				return s.acceptHandoff
-			})},
+			run:         writeTool("handoff.accept", (*room.Engine).AcceptHandoff)},
 		{Name: "handoff_request_input", Title: "Ask the owner a question",
 			Input: obj(map[string]any{
 				"handoff_id": handoffID,
@@ -128,9 +77,7 @@ func handoffTools() []tool {
 				}, "key", "message")),
 			}, "handoff_id", "requests"),
 			Description: "As the assignee, pause for the owner's input: the task becomes input_required with these inputRequests. The owner answers with tasks/update (or the owner page); read the answers with handoff_get. Needs checkout.",
-			run: writeTool("handoff.request_input", func(s *Server) func(*room.Tx, room.Principal, requestInputArgs) (room.Handoff, error) {
-				return s.requestInput
-			})},
+			run:         writeTool("handoff.request_input", (*room.Engine).RequestInput)},
 		{Name: "handoff_complete", Title: "Deliver the result",
 			Input: obj(map[string]any{
 				"handoff_id": handoffID,
@@ -142,17 +89,11 @@ func handoffTools() []tool {
 				"status_message": str("a short status for the task"),
 			}, "handoff_id", "result"),
 			Description: "As the assignee, deliver the result: the task completes and the handoff waits for approval (result_ready). A second completion keeps the first result. Needs checkout.",
-			run: writeTool("handoff.complete", func(s *Server) func(*room.Tx, room.Principal, completeArgs) (room.Handoff, error) {
-				return s.completeHandoff
-			})},
+			run:         writeTool("handoff.complete", (*room.Engine).CompleteHandoff)},
 		{Name: "handoff_get", Title: "Read a handoff", ReadOnly: true,
 			Input:       obj(map[string]any{"handoff_id": handoffID}, "handoff_id"),
 			Description: "The handoff as it stands: status, parties, result, and for its parties the input requests with their answers. This is the authority after any gap. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, handoffIDArgs) (room.Handoff, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in handoffIDArgs) (room.Handoff, error) {
-					return s.eng.GetHandoff(ctx, q, p, in.HandoffID)
-				}
-			})},
+			run:         readTool((*room.Engine).GetHandoff)},
 		{Name: "handoff_events", Title: "A handoff's events", ReadOnly: true,
 			Input: obj(map[string]any{
 				"handoff_id":     handoffID,
@@ -160,22 +101,14 @@ func handoffTools() []tool {
 				"limit":          integer("at most this many (default 50, at most 200)", 0),
 			}, "handoff_id"),
 			Description: "The handoff's and its task's events still in the room's ring, oldest first. Use it to catch up after a gap; oldest_event_id says whether part of the gap is gone. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, handoffEventsArgs) (room.HandoffEventsResult, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in handoffEventsArgs) (room.HandoffEventsResult, error) {
-					return s.eng.HandoffEvents(ctx, q, p, in.HandoffID, in.SinceEventID, in.Limit)
-				}
-			})},
+			run:         readTool((*room.Engine).HandoffEvents)},
 		{Name: "handoff_approve", Title: "Approve a result",
 			Input:       obj(map[string]any{"handoff_id": handoffID, "note": str("why (optional)")}, "handoff_id"),
 			Description: "Accept a delivered result (handoff result_ready → approved). The task is not changed. The assignee cannot approve their own result. Needs approve.",
-			run: writeTool("handoff.approve", func(s *Server) func(*room.Tx, room.Principal, decideArgs) (room.Handoff, error) {
-				return s.approveHandoff
-			})},
+			run:         writeTool("handoff.approve", (*room.Engine).ApproveHandoff)},
 		{Name: "handoff_reject", Title: "Reject a result",
 			Input:       obj(map[string]any{"handoff_id": handoffID, "note": str("why (optional)")}, "handoff_id"),
 			Description: "Turn down a delivered result (handoff result_ready → rejected, final). The task is not changed; re-work is a new handoff with follows_handoff_id. Needs approve.",
-			run: writeTool("handoff.reject", func(s *Server) func(*room.Tx, room.Principal, decideArgs) (room.Handoff, error) {
-				return s.rejectHandoff
-			})},
+			run:         writeTool("handoff.reject", (*room.Engine).RejectHandoff)},
 	}
 }

@@ -56,39 +56,33 @@ func array(desc string, items map[string]any) map[string]any {
 var noArgs = map[string]any{"type": "object", "additionalProperties": false}
 
 // readTool wraps a read method whose arguments decode into I.
-func readTool[I any, O any](fn func(s *Server) func(ctx context.Context, q room.Querier, p room.Principal, in I) (O, error)) func(s *Server, c *toolCall) (any, error) {
+func readTool[I any, O any](fn func(e *room.Engine, ctx context.Context, q room.Querier, p room.Principal, in I) (O, error)) func(s *Server, c *toolCall) (any, error) {
 	return func(s *Server, c *toolCall) (any, error) {
 		var in I
 		if err := decodeArgs(c.args, &in); err != nil {
 			return nil, err
 		}
-		return actor.Read(c.ctx, s.room, func(q room.Querier) (O, error) { return fn(s)(c.ctx, q, c.p, in) })
+		return actor.Read(c.ctx, s.room, func(q room.Querier) (O, error) { return fn(s.eng, c.ctx, q, c.p, in) })
 	}
 }
 
 // writeTool wraps a mutation whose arguments decode into I.
-func writeTool[I any, O any](name string, fn func(s *Server) func(tx *room.Tx, p room.Principal, in I) (O, error)) func(s *Server, c *toolCall) (any, error) {
+func writeTool[I any, O any](name string, fn func(e *room.Engine, tx *room.Tx, p room.Principal, in I) (O, error)) func(s *Server, c *toolCall) (any, error) {
 	return func(s *Server, c *toolCall) (any, error) {
 		var in I
 		if err := decodeArgs(c.args, &in); err != nil {
 			return nil, err
 		}
-		return actor.Do(c.ctx, s.room, name, func(tx *room.Tx) (O, error) { return fn(s)(tx, c.p, in) })
+		return actor.Do(c.ctx, s.room, name, func(tx *room.Tx) (O, error) { return fn(s.eng, tx, c.p, in) })
 	}
 }
-
-type empty struct{}
 
 // toolCatalog lists every tool; it is static for the life of the process.
 func toolCatalog() []tool {
 	tools := []tool{
 		{Name: "workspace_status", Title: "Room status", ReadOnly: true, Input: noArgs,
 			Description: "The room at a glance: workspace id, current version, counts of participants, leases and pending proposals, and the heading outline. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, empty) (room.Status, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, _ empty) (room.Status, error) {
-					return s.eng.Status(ctx, q, p)
-				}
-			})},
+			run:         readTool((*room.Engine).Status)},
 		{Name: "workspace_summary", Title: "Document summary", ReadOnly: true,
 			Input: obj(map[string]any{
 				"max_lines": integer("lines of excerpt (default 20)", 0),
@@ -96,19 +90,10 @@ func toolCatalog() []tool {
 				"max_depth": integer("deepest heading level in the outline", 0),
 			}),
 			Description: "The first ten outline entries and a bounded excerpt of the current version. Start here before reading sections. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, summaryArgs) (room.Summary, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in summaryArgs) (room.Summary, error) {
-					return s.eng.Summary(ctx, q, p, room.SummaryInput(in))
-				}
-			})},
+			run:         readTool((*room.Engine).Summary)},
 		{Name: "workspace_regions", Title: "Document regions", ReadOnly: true, Input: noArgs,
 			Description: "Every heading of the current version with its level, line and path; a path or title is a selector for workspace_read and leases. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, empty) (map[string]any, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, _ empty) (map[string]any, error) {
-					rs, err := s.eng.Regions(ctx, q, p)
-					return map[string]any{"regions": rs}, err
-				}
-			})},
+			run:         readTool((*room.Engine).Regions)},
 		{Name: "workspace_read", Title: "Read the document", ReadOnly: true,
 			Input: obj(map[string]any{
 				"section":   str("a heading title or path (e.g. \"Plan/Risks\"); omit for the whole document"),
@@ -117,30 +102,17 @@ func toolCatalog() []tool {
 				"offset":    integer("start this many bytes into the section (a truncated answer's next_offset)", 0),
 			}),
 			Description: "Read one section (or the document) of the current version, bounded by lines then bytes (at most 1 MiB). A truncated answer carries next_offset: read again with offset=next_offset for the rest. The answer carries the version to propose against. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, readArgs) (room.ReadResult, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in readArgs) (room.ReadResult, error) {
-					return s.eng.Read(ctx, q, p, room.ReadInput(in))
-				}
-			})},
+			run:         readTool((*room.Engine).Read)},
 		{Name: "workspace_history", Title: "Room history", ReadOnly: true,
 			Input: obj(map[string]any{
 				"limit":          integer("how many events (default 50, at most 200)", 0),
 				"since_event_id": integer("return events after this id, oldest first (recovery after a gap)", 0),
 			}),
 			Description: "Events from the room's ring (the newest 2,000): newest first, or ascending after since_event_id. oldest_event_id tells whether a gap fell off the ring. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, historyArgs) (room.History, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in historyArgs) (room.History, error) {
-					return s.eng.History(ctx, q, p, room.HistoryInput(in))
-				}
-			})},
+			run:         readTool((*room.Engine).History)},
 		{Name: "workspace_participants", Title: "Participants", ReadOnly: true, Input: noArgs,
 			Description: "Who is in the room (people and agents that have not left), oldest first. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, empty) (map[string]any, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, _ empty) (map[string]any, error) {
-					ps, err := s.eng.Participants(ctx, q, p)
-					return map[string]any{"participants": ps}, err
-				}
-			})},
+			run:         readTool((*room.Engine).Participants)},
 		{Name: "workspace_invite", Title: "Create an invitation",
 			Input: obj(map[string]any{
 				"capabilities":       array("capabilities to grant (at most your own unless you are admin); leave it out for read, observe, propose, checkout, commit; an empty list is refused", str("read, observe, propose, checkout, commit, approve, invite, admin or *")),
@@ -150,37 +122,13 @@ func toolCatalog() []tool {
 				"max_live_sessions":  integer("live sessions its joiners may hold at once (default: the room's; only an admin may raise it)", 1),
 			}),
 			Description: "Create a commonroom://join/… invitation. The secret is shown only in this answer. Needs invite.",
-			run: writeTool("invite", func(s *Server) func(*room.Tx, room.Principal, room.InviteInput) (room.InviteGrant, error) {
-				return s.eng.CreateInvite
-			})},
+			run:         writeTool("invite", (*room.Engine).CreateInvite)},
 		{Name: "workspace_leave", Title: "Leave the room", Input: noArgs,
 			Description: "End your participation: your sessions end and your leases are released. Handoffs you own or work on are not changed.",
-			run: writeTool("leave", func(s *Server) func(*room.Tx, room.Principal, empty) (map[string]string, error) {
-				return func(tx *room.Tx, p room.Principal, _ empty) (map[string]string, error) {
-					return map[string]string{"status": "ok"}, s.eng.Leave(tx, p)
-				}
-			})},
+			run:         writeTool("leave", (*room.Engine).Leave)},
 	}
 	tools = append(tools, documentTools()...)
 	return append(tools, handoffTools()...)
-}
-
-type summaryArgs struct {
-	MaxLines int `json:"max_lines"`
-	MaxBytes int `json:"max_bytes"`
-	MaxDepth int `json:"max_depth"`
-}
-
-type readArgs struct {
-	Section  string `json:"section"`
-	MaxLines int    `json:"max_lines"`
-	MaxBytes int    `json:"max_bytes"`
-	Offset   int    `json:"offset"`
-}
-
-type historyArgs struct {
-	Limit        int    `json:"limit"`
-	SinceEventID *int64 `json:"since_event_id"`
 }
 
 func (s *Server) toolByName(name string) (tool, bool) {

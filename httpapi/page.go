@@ -93,7 +93,7 @@ func (v pageView) Connection() string {
 func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	p := room.Operator(s.eng.HostID)
 	v, err := actor.Read(r.Context(), s.room, func(q room.Querier) (room.RoomView, error) {
-		return s.eng.Room(r.Context(), q, p)
+		return s.eng.Room(r.Context(), q, p, room.Empty{})
 	})
 	if err != nil {
 		s.sendError(w, r, err)

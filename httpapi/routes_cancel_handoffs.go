@@ -26,6 +26,6 @@ func (s *Server) postCancelParticipantHandoffs(w http.ResponseWriter, r *http.Re
 		return
 	}
 	write(s, w, r, "participant.cancel_handoffs", func(tx *room.Tx, p room.Principal) (room.CancelHandoffsResult, error) {
-		return s.eng.CancelParticipantHandoffs(tx, p, in.ParticipantID)
+		return s.eng.CancelParticipantHandoffs(tx, p, room.CancelHandoffsInput(in))
 	})
 }

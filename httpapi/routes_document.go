@@ -21,7 +21,7 @@ func (s *Server) getDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.DiffResult, error) {
-		return s.eng.Diff(ctx, q, p, *base)
+		return s.eng.Diff(ctx, q, p, room.DiffInput{BaseVersion: *base})
 	})
 }
 
@@ -45,11 +45,16 @@ func (s *Server) getChangesSince(w http.ResponseWriter, r *http.Request) {
 		limit = maxItems
 	}
 	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.Changes, error) {
-		return s.eng.ChangesSince(ctx, q, p, *v, limit)
+		return s.eng.ChangesSince(ctx, q, p, room.ChangesInput{Version: *v, Limit: limit})
 	})
 }
 
-func (s *Server) getLeases(w http.ResponseWriter, r *http.Request) { read(s, w, r, s.eng.Leases) }
+func (s *Server) getLeases(w http.ResponseWriter, r *http.Request) {
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) ([]room.Lease, error) {
+		res, err := s.eng.Leases(ctx, q, p, room.Empty{})
+		return res.Leases, err
+	})
+}
 
 // getProposals answers one page of the listing, without the proposed
 // text: {proposals, next_cursor?} (see room.ProposalPage).
@@ -69,15 +74,21 @@ func (s *Server) getProposals(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getProposal(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("proposal_id")
 	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.Proposal, error) {
-		return s.eng.GetProposal(ctx, q, p, id)
+		return s.eng.GetProposal(ctx, q, p, room.ProposalInput{ProposalID: id})
 	})
 }
 
 func (s *Server) getDiagnostics(w http.ResponseWriter, r *http.Request) {
-	read(s, w, r, s.eng.Diagnostics)
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.Diagnostics, error) {
+		return s.eng.Diagnostics(ctx, q, p, room.Empty{})
+	})
 }
 
-func (s *Server) getRoom(w http.ResponseWriter, r *http.Request) { read(s, w, r, s.eng.Room) }
+func (s *Server) getRoom(w http.ResponseWriter, r *http.Request) {
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.RoomView, error) {
+		return s.eng.Room(ctx, q, p, room.Empty{})
+	})
+}
 
 // postJSON serves a POST route whose body decodes into I and whose answer is
 // what fn returns.
@@ -90,9 +101,4 @@ func postJSON[I, O any](s *Server, name string, fn func(tx *room.Tx, p room.Prin
 		}
 		write(s, w, r, name, func(tx *room.Tx, p room.Principal) (O, error) { return fn(tx, p, in) })
 	}
-}
-
-// release answers {status: ok} like the original.
-func (s *Server) release(tx *room.Tx, p room.Principal, in room.ReleaseInput) (map[string]string, error) {
-	return map[string]string{"status": "ok"}, s.eng.Release(tx, p, in)
 }

@@ -29,7 +29,7 @@ func (s *Server) postHandoff(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getHandoff(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("handoff_id")
 	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.Handoff, error) {
-		return s.eng.GetHandoff(ctx, q, p, id)
+		return s.eng.GetHandoff(ctx, q, p, room.HandoffIDInput{HandoffID: id})
 	})
 }
 
@@ -45,7 +45,7 @@ func (s *Server) getHandoffEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.HandoffEventsResult, error) {
-		return s.eng.HandoffEvents(ctx, q, p, id, since, limit)
+		return s.eng.HandoffEvents(ctx, q, p, room.HandoffEventsInput{HandoffID: id, SinceEventID: since, Limit: limit})
 	})
 }
 
@@ -82,8 +82,8 @@ func (s *Server) postTaskUpdate(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, err)
 		return
 	}
-	write(s, w, r, "task.update", func(tx *room.Tx, p room.Principal) (struct{}, error) {
-		return struct{}{}, s.eng.UpdateTask(tx, p, in.TaskID, in.InputResponses)
+	write(s, w, r, "task.update", func(tx *room.Tx, p room.Principal) (room.Empty, error) {
+		return s.eng.UpdateTask(tx, p, room.UpdateTaskInput(in))
 	})
 }
 
@@ -95,7 +95,7 @@ func (s *Server) postTaskCancel(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, err)
 		return
 	}
-	write(s, w, r, "task.cancel", func(tx *room.Tx, p room.Principal) (struct{}, error) {
-		return struct{}{}, s.eng.CancelTask(tx, p, in.TaskID)
+	write(s, w, r, "task.cancel", func(tx *room.Tx, p room.Principal) (room.Empty, error) {
+		return s.eng.CancelTask(tx, p, room.TaskIDInput{TaskID: in.TaskID})
 	})
 }

@@ -49,8 +49,8 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) postLeave(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r)
-	if _, err := actor.Do(r.Context(), s.room, "leave", func(tx *room.Tx) (struct{}, error) {
-		return struct{}{}, s.eng.Leave(tx, p)
+	if _, err := actor.Do(r.Context(), s.room, "leave", func(tx *room.Tx) (room.Ack, error) {
+		return s.eng.Leave(tx, p, room.Empty{})
 	}); err != nil {
 		s.sendError(w, r, err)
 		return

@@ -31,19 +31,29 @@ func write[T any](s *Server, w http.ResponseWriter, r *http.Request, name string
 }
 
 func (s *Server) getStatus(w http.ResponseWriter, r *http.Request) {
-	read(s, w, r, s.eng.Status)
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) (room.Status, error) {
+		return s.eng.Status(ctx, q, p, room.Empty{})
+	})
 }
 
 func (s *Server) getRegions(w http.ResponseWriter, r *http.Request) {
-	read(s, w, r, s.eng.Regions)
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) ([]room.Region, error) {
+		res, err := s.eng.Regions(ctx, q, p, room.Empty{})
+		return res.Regions, err
+	})
 }
 
 func (s *Server) getParticipants(w http.ResponseWriter, r *http.Request) {
-	read(s, w, r, s.eng.Participants)
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) ([]room.Participant, error) {
+		res, err := s.eng.Participants(ctx, q, p, room.Empty{})
+		return res.Participants, err
+	})
 }
 
 func (s *Server) getInvites(w http.ResponseWriter, r *http.Request) {
-	read(s, w, r, s.eng.ListInvites)
+	read(s, w, r, func(ctx context.Context, q room.Querier, p room.Principal) ([]room.InviteInfo, error) {
+		return s.eng.ListInvites(ctx, q, p, room.Empty{})
+	})
 }
 
 func (s *Server) getSummary(w http.ResponseWriter, r *http.Request) {

@@ -16,8 +16,14 @@ type DiffResult struct {
 	DiffTruncated bool `json:"diff_truncated,omitempty"`
 }
 
+// DiffInput names the version a diff starts from.
+type DiffInput struct {
+	BaseVersion int64 `json:"base_version" jsonschema:"the version you read before" schema:"required,minimum=1" query:",required"`
+}
+
 // Diff returns the unified diff from v<base> to v<current>.
-func (e *Engine) Diff(ctx context.Context, q Querier, p Principal, base int64) (DiffResult, error) {
+func (e *Engine) Diff(ctx context.Context, q Querier, p Principal, in DiffInput) (DiffResult, error) {
+	base := in.BaseVersion
 	if err := p.Require(CapRead); err != nil {
 		return DiffResult{}, err
 	}
@@ -48,10 +54,23 @@ type Changes struct {
 	Changes     []VersionChange `json:"changes"`
 }
 
+// ChangesInput selects the versions ChangesSince lists.
+type ChangesInput struct {
+	Version int64 `json:"version" jsonschema:"list the versions after this one" schema:"required,minimum=0" query:",required"`
+	Limit   int   `json:"limit,omitempty" jsonschema:"at most this many (default 20, at most 200)" schema:"minimum=0"`
+	// MaxItems is the plain HTTP route's other name for a smaller limit
+	// (the bounds /protocol advertises); the tool has only limit.
+	MaxItems int `json:"-" query:"max_items"`
+}
+
 // ChangesSince lists up to limit versions after version (default 20, bounded
 // by the list limit). Version 0 lists from the first version; a version past
 // the current one is version_not_found.
-func (e *Engine) ChangesSince(ctx context.Context, q Querier, p Principal, version int64, limit int) (Changes, error) {
+func (e *Engine) ChangesSince(ctx context.Context, q Querier, p Principal, in ChangesInput) (Changes, error) {
+	version, limit := in.Version, in.Limit
+	if in.MaxItems > 0 && (limit == 0 || in.MaxItems < limit) {
+		limit = in.MaxItems
+	}
 	if err := p.Require(CapRead); err != nil {
 		return Changes{}, err
 	}
@@ -102,7 +121,7 @@ type Diagnostics struct {
 
 // Diagnostics reports the listener (type, mode, encryption; the endpoint
 // only to an admin) and who is in the room with which transport.
-func (e *Engine) Diagnostics(ctx context.Context, q Querier, p Principal) (Diagnostics, error) {
+func (e *Engine) Diagnostics(ctx context.Context, q Querier, p Principal, _ Empty) (Diagnostics, error) {
 	if err := p.Require(CapRead); err != nil {
 		return Diagnostics{}, err
 	}
@@ -113,7 +132,7 @@ func (e *Engine) Diagnostics(ctx context.Context, q Querier, p Principal) (Diagn
 	} else {
 		out.Listener.Describe = Hint{Type: h.Type, Mode: h.Mode, Encrypted: h.Encrypted}.Describe()
 	}
-	ps, err := e.Participants(ctx, q, p)
+	ps, err := e.participants(ctx, q, p)
 	if err != nil {
 		return Diagnostics{}, err
 	}

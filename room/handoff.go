@@ -54,42 +54,42 @@ const defaultInputSchema = `{"type":"object","properties":{"answer":{"type":"str
 // stored as given and never fetched (the brief), so the room never becomes a
 // proxy to other hosts.
 type Artifact struct {
-	URI       string `json:"uri"`
-	Title     string `json:"title,omitempty"`
-	MediaType string `json:"media_type,omitempty"`
-	Digest    string `json:"digest,omitempty"`
+	URI       string `json:"uri" jsonschema:"what the artifact is: a commonroom:// URI, a proposal id, a version, or a URL (stored, never fetched)" schema:"required"`
+	Title     string `json:"title,omitempty" jsonschema:"a short label"`
+	MediaType string `json:"media_type,omitempty" jsonschema:"e.g. text/markdown"`
+	Digest    string `json:"digest,omitempty" jsonschema:"e.g. sha256:…"`
 }
 
 // CreateHandoffInput is what handoff_create, POST /workspace/handoff and
 // in-process callers send. The json tags are the tool's field names so every
 // front door can decode straight into it.
 type CreateHandoffInput struct {
-	Summary          string     `json:"summary"`
-	Constraints      string     `json:"constraints,omitempty"`
-	Assignee         string     `json:"assignee,omitempty"` // requested assignee, a participant id (D3)
-	Target           string     `json:"target,omitempty"`   // a region, context only, never enforced
-	BaseVersion      *int64     `json:"base_version,omitempty"`
-	FollowsHandoffID string     `json:"follows_handoff_id,omitempty"` // D6: re-work links to what it follows
-	IdempotencyKey   string     `json:"idempotency_key,omitempty"`    // D9: scoped to the calling participant
-	Artifacts        []Artifact `json:"artifacts,omitempty"`
+	Summary          string     `json:"summary" jsonschema:"what needs doing (at most 2,000 characters)" schema:"required"`
+	Constraints      string     `json:"constraints,omitempty" jsonschema:"how it must be done, limits, acceptance criteria (at most 8,000 characters)"`
+	Assignee         string     `json:"assignee,omitempty" jsonschema:"participant id of who should do it; omit to let anyone with checkout accept"` // requested assignee, a participant id (D3)
+	Target           string     `json:"target,omitempty" jsonschema:"a region of the document this is about (context only)"`                         // a region, context only, never enforced
+	BaseVersion      *int64     `json:"base_version,omitempty" jsonschema:"the document version this refers to" schema:"minimum=1"`
+	FollowsHandoffID string     `json:"follows_handoff_id,omitempty" jsonschema:"the handoff this re-does (e.g. after a rejection)"`                // D6: re-work links to what it follows
+	IdempotencyKey   string     `json:"idempotency_key,omitempty" jsonschema:"repeat-safe key: the same key returns the original handoff and task"` // D9: scoped to the calling participant
+	Artifacts        []Artifact `json:"artifacts,omitempty" jsonschema:"references the work starts from (at most 32)"`
 }
 
 // ResultInput is what the assignee delivers (D8). A tool-level failure is a
 // completed task with IsError, never a failed one (the Tasks spec). It is also
 // the shape of the copy kept on the handoff, which outlives the task row.
 type ResultInput struct {
-	Text      string     `json:"text"`
-	Artifacts []Artifact `json:"artifacts"`
-	IsError   bool       `json:"is_error"`
+	Text      string     `json:"text" jsonschema:"the result (the whole result is at most 256 KiB)" schema:"required"`
+	Artifacts []Artifact `json:"artifacts" jsonschema:"what you produced: proposal ids, versions, URIs (at most 32)"`
+	IsError   bool       `json:"is_error" jsonschema:"true if the work could not be done; the task still completes"`
 }
 
 // InputRequestSpec is one question the assignee asks the owner
 // (handoff_request_input). RequestedSchema is an MCP elicitation form schema;
 // empty means one free-text "answer".
 type InputRequestSpec struct {
-	Key             string          `json:"key"`
-	Message         string          `json:"message"`
-	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
+	Key             string          `json:"key" jsonschema:"1..64 characters, never reused on this task" schema:"required"`
+	Message         string          `json:"message" jsonschema:"the question (at most 2,000 characters)" schema:"required"`
+	RequestedSchema json.RawMessage `json:"requested_schema,omitempty" jsonschema:"an MCP elicitation form schema for the answer; default: one string field \"answer\""`
 }
 
 // HandoffInput is an input request as the handoff's parties see it: the
@@ -448,7 +448,8 @@ func (e *Engine) validateCreate(tx *Tx, p Principal, in CreateHandoffInput) erro
 // never accept, and a handoff addressed to someone can be accepted only by
 // them. The task stays working (there is no "accepted" task status) and
 // records the assignee, which makes the task visible to them.
-func (e *Engine) AcceptHandoff(tx *Tx, p Principal, handoffID string) (Handoff, error) {
+func (e *Engine) AcceptHandoff(tx *Tx, p Principal, in HandoffIDInput) (Handoff, error) {
+	handoffID := in.HandoffID
 	if err := p.Require(CapCheckout); err != nil {
 		return Handoff{}, err
 	}
@@ -507,7 +508,8 @@ func (e *Engine) AcceptHandoff(tx *Tx, p Principal, handoffID string) (Handoff, 
 // (D11). Each request becomes an MCP elicitation/create form request on the
 // task, which turns input_required; the owner answers with tasks/update.
 // Keys are unique for the task's whole lifetime, as the Tasks spec requires.
-func (e *Engine) RequestInput(tx *Tx, p Principal, handoffID string, reqs []InputRequestSpec) (Handoff, error) {
+func (e *Engine) RequestInput(tx *Tx, p Principal, in RequestInputInput) (Handoff, error) {
+	handoffID, reqs := in.HandoffID, in.Requests
 	if err := p.Require(CapCheckout); err != nil {
 		return Handoff{}, err
 	}
@@ -651,7 +653,11 @@ func normaliseSchema(field string, raw json.RawMessage) (json.RawMessage, error)
 // outstanding are ignored, as the Tasks spec requires; a partial answer keeps
 // the task input_required and the last one returns it to working. A terminal
 // task acknowledges and changes nothing.
-func (e *Engine) UpdateTask(tx *Tx, p Principal, taskID string, responses map[string]json.RawMessage) error {
+func (e *Engine) UpdateTask(tx *Tx, p Principal, in UpdateTaskInput) (Empty, error) {
+	return Empty{}, e.updateTask(tx, p, in.TaskID, in.InputResponses)
+}
+
+func (e *Engine) updateTask(tx *Tx, p Principal, taskID string, responses map[string]json.RawMessage) error {
 	t, err := e.taskForWrite(tx, p, taskID)
 	if err != nil {
 		return err
@@ -752,7 +758,8 @@ func (e *Engine) UpdateTask(tx *Tx, p Principal, taskID string, responses map[st
 // the result, which outlives the task row. Outstanding questions are closed
 // as superseded. A second completion by the assignee changes nothing and
 // says so (already_completed, D10): the first result stands.
-func (e *Engine) CompleteHandoff(tx *Tx, p Principal, handoffID string, result ResultInput, statusMessage string) (Handoff, error) {
+func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff, error) {
+	handoffID, result, statusMessage := in.HandoffID, in.Result, in.StatusMessage
 	if err := p.Require(CapCheckout); err != nil {
 		return Handoff{}, err
 	}
@@ -845,14 +852,14 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, handoffID string, result R
 // ApproveHandoff accepts the delivered result. It is a decision on the
 // handoff only: the task stays completed and is never rewritten. The assignee
 // may not judge their own work even when they hold approve (D12).
-func (e *Engine) ApproveHandoff(tx *Tx, p Principal, handoffID, note string) (Handoff, error) {
-	return e.decide(tx, p, handoffID, note, HandoffApproved)
+func (e *Engine) ApproveHandoff(tx *Tx, p Principal, in DecideInput) (Handoff, error) {
+	return e.decide(tx, p, in.HandoffID, in.Note, HandoffApproved)
 }
 
 // RejectHandoff refuses the delivered result. Rejected is final; re-work is
 // a new handoff that names this one in follows_handoff_id (D6).
-func (e *Engine) RejectHandoff(tx *Tx, p Principal, handoffID, note string) (Handoff, error) {
-	return e.decide(tx, p, handoffID, note, HandoffRejected)
+func (e *Engine) RejectHandoff(tx *Tx, p Principal, in DecideInput) (Handoff, error) {
+	return e.decide(tx, p, in.HandoffID, in.Note, HandoffRejected)
 }
 
 func (e *Engine) decide(tx *Tx, p Principal, handoffID, note, status string) (Handoff, error) {
@@ -894,7 +901,11 @@ func (e *Engine) decide(tx *Tx, p Principal, handoffID, note, status string) (Ha
 // stays as it was; a live one is cancelled, its open questions closed, and its
 // open or accepted handoff cancelled, all before the acknowledgement.
 // Cancelling records a decision; it cannot undo what the assignee already did.
-func (e *Engine) CancelTask(tx *Tx, p Principal, taskID string) error {
+func (e *Engine) CancelTask(tx *Tx, p Principal, in TaskIDInput) (Empty, error) {
+	return Empty{}, e.cancelTask(tx, p, in.TaskID)
+}
+
+func (e *Engine) cancelTask(tx *Tx, p Principal, taskID string) error {
 	t, err := e.taskForWrite(tx, p, taskID)
 	if err != nil {
 		return err

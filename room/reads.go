@@ -22,7 +22,7 @@ type Status struct {
 }
 
 // Status reads the room's summary counts and outline.
-func (e *Engine) Status(ctx context.Context, q Querier, p Principal) (Status, error) {
+func (e *Engine) Status(ctx context.Context, q Querier, p Principal, _ Empty) (Status, error) {
 	if err := p.Require(CapRead); err != nil {
 		return Status{}, err
 	}
@@ -65,7 +65,9 @@ type OutlineEntry struct {
 // SummaryInput bounds a summary. Zero values take the defaults (20 lines,
 // 2,048 bytes, every depth).
 type SummaryInput struct {
-	MaxLines, MaxBytes, MaxDepth int
+	MaxLines int `json:"max_lines,omitempty" jsonschema:"lines of excerpt (default 20)" schema:"minimum=0"`
+	MaxBytes int `json:"max_bytes,omitempty" jsonschema:"bytes of excerpt (default 2048)" schema:"minimum=0"`
+	MaxDepth int `json:"max_depth,omitempty" jsonschema:"deepest heading level in the outline" schema:"minimum=0"`
 }
 
 // Summary is a bounded first look at the document.
@@ -111,8 +113,19 @@ func orDefault(v, def int) int {
 	return v
 }
 
+// RegionsResult is the answer to a regions read: an object, so an MCP tool
+// result can carry it as structured content.
+type RegionsResult struct {
+	Regions []Region `json:"regions"`
+}
+
 // Regions lists the document's headings.
-func (e *Engine) Regions(ctx context.Context, q Querier, p Principal) ([]Region, error) {
+func (e *Engine) Regions(ctx context.Context, q Querier, p Principal, _ Empty) (RegionsResult, error) {
+	rs, err := e.regions(ctx, q, p)
+	return RegionsResult{Regions: rs}, err
+}
+
+func (e *Engine) regions(ctx context.Context, q Querier, p Principal) ([]Region, error) {
 	if err := p.Require(CapRead); err != nil {
 		return nil, err
 	}
@@ -125,12 +138,13 @@ func (e *Engine) Regions(ctx context.Context, q Querier, p Principal) ([]Region,
 
 // ReadInput selects and bounds a read. An empty Section is the whole document.
 type ReadInput struct {
-	Section            string
-	MaxLines, MaxBytes int
+	Section  string `json:"section,omitempty" jsonschema:"a heading title or path (e.g. \"Plan/Risks\"); omit for the whole document"`
+	MaxLines int    `json:"max_lines,omitempty" jsonschema:"at most this many lines" schema:"minimum=0"`
+	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"at most this many bytes (cut on a character boundary)" schema:"minimum=0"`
 	// Offset is where the read starts: a byte offset into the section's (or
 	// the document's) text, as a previous answer's NextOffset gives it. An
 	// offset inside a character is moved back to that character's start.
-	Offset int
+	Offset int `json:"offset,omitempty" jsonschema:"start this many bytes into the section (a truncated answer's next_offset)" schema:"minimum=0"`
 }
 
 // ReadResult is a bounded piece of the current version.
