@@ -124,7 +124,8 @@ func TestAuthenticate_CacheNeverOutlivesTheSession(t *testing.T) {
 		t.Fatalf("first authentication: %v %v", p, err)
 	}
 	if _, err := Do(ctx, tr.Room, "leave", func(tx *room.Tx) (struct{}, error) {
-		return struct{}{}, tr.Engine().Leave(tx, p)
+		_, err := tr.Engine().Leave(tx, p, room.Empty{})
+		return struct{}{}, err
 	}); err != nil {
 		t.Fatal(err)
 	}

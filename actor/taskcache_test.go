@@ -96,7 +96,8 @@ func TestRoomTaskServesTheLatestCommit(t *testing.T) {
 		t.Fatalf("a stranger reading a cached task gets %v, want task_not_found", err)
 	}
 	if _, err := Do(ctx, tr.Room, "cancel", func(tx *room.Tx) (struct{}, error) {
-		return struct{}{}, eng.CancelTask(tx, owner, id)
+		_, err := eng.CancelTask(tx, owner, room.TaskIDInput{TaskID: id})
+		return struct{}{}, err
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func cancelHandoffsCommand(env Env) *ffcli.Command {
 			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
 				var err error
 				res, err = actor.Do(ctx, l.room, "participant.cancel_handoffs", func(tx *room.Tx) (room.CancelHandoffsResult, error) {
-					return l.eng.CancelParticipantHandoffs(tx, room.Operator(l.eng.HostID), *participant)
+					return l.eng.CancelParticipantHandoffs(tx, room.Operator(l.eng.HostID), room.CancelHandoffsInput{ParticipantID: *participant})
 				})
 				return err
 			})

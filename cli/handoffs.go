@@ -33,7 +33,7 @@ func handoffsCommand(env Env) *ffcli.Command {
 				return usageErr("handoffs takes no arguments")
 			}
 			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
-				hs, err := eng.ListHandoffs(ctx, q, room.Operator(eng.HostID), *status)
+				hs, err := eng.ListHandoffs(ctx, q, room.Operator(eng.HostID), room.ListHandoffsInput{Status: *status})
 				if err != nil {
 					return err
 				}
@@ -83,7 +83,7 @@ func handoffCommand(env Env) *ffcli.Command {
 				return usageErr("handoff takes exactly one HANDOFF_ID")
 			}
 			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
-				h, err := eng.GetHandoff(ctx, q, room.Operator(eng.HostID), args[0])
+				h, err := eng.GetHandoff(ctx, q, room.Operator(eng.HostID), room.HandoffIDInput{HandoffID: args[0]})
 				if err != nil {
 					return err
 				}
@@ -149,7 +149,7 @@ func handoffEventsCommand(env Env) *ffcli.Command {
 				sincePtr = since
 			}
 			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
-				evs, err := eng.HandoffEvents(ctx, q, room.Operator(eng.HostID), args[0], sincePtr, *limit)
+				evs, err := eng.HandoffEvents(ctx, q, room.Operator(eng.HostID), room.HandoffEventsInput{HandoffID: args[0], SinceEventID: sincePtr, Limit: *limit})
 				if err != nil {
 					return err
 				}
@@ -191,7 +191,7 @@ func taskCommand(env Env) *ffcli.Command {
 				if err != nil {
 					return err
 				}
-				t, err := eng.GetTask(ctx, q, p, args[0])
+				t, err := eng.GetTask(ctx, q, p, room.TaskIDInput{TaskID: args[0]})
 				if err != nil {
 					return err
 				}
@@ -231,12 +231,12 @@ func taskCancelCommand(env Env) *ffcli.Command {
 			}
 			taskID := args[0]
 			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
-				_, err := actor.Do(ctx, l.room, "task.cancel", func(tx *room.Tx) (struct{}, error) {
+				_, err := actor.Do(ctx, l.room, "task.cancel", func(tx *room.Tx) (room.Empty, error) {
 					p, err := l.eng.PrincipalFor(tx.Context(), tx.Querier(), *participant)
 					if err != nil {
-						return struct{}{}, err
+						return room.Empty{}, err
 					}
-					return struct{}{}, l.eng.CancelTask(tx, p, taskID)
+					return l.eng.CancelTask(tx, p, room.TaskIDInput{TaskID: taskID})
 				})
 				return err
 			})

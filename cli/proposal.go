@@ -29,7 +29,7 @@ func proposalCommand(env Env) *ffcli.Command {
 				return usageErr("proposal takes exactly one PROPOSAL_ID")
 			}
 			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
-				p, err := eng.GetProposal(ctx, q, room.Operator(eng.HostID), args[0])
+				p, err := eng.GetProposal(ctx, q, room.Operator(eng.HostID), room.ProposalInput{ProposalID: args[0]})
 				if err != nil {
 					return err
 				}

@@ -56,7 +56,8 @@ func readCommand(env Env, name, usage, help string, extra func(fs *flag.FlagSet)
 func participantsCommand(env Env) *ffcli.Command {
 	return readCommand(env, "participants", "ce participants --workspace FILE [--json]", "who is in the room", nil,
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
-			ps, err := eng.Participants(ctx, q, room.Operator(eng.HostID))
+			r, err := eng.Participants(ctx, q, room.Operator(eng.HostID), room.Empty{})
+			ps := r.Participants
 			return ps, func() {
 				printTable(env.Stdout, "no participants", "PARTICIPANT\tKIND\tNAME\tCAPABILITIES\tTRANSPORT\tLAST SEEN\tSESSIONS", ps,
 					func(p room.Participant) string {
@@ -73,7 +74,8 @@ func participantsCommand(env Env) *ffcli.Command {
 func leasesCommand(env Env) *ffcli.Command {
 	return readCommand(env, "leases", "ce leases --workspace FILE [--json]", "who works on which section now", nil,
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
-			ls, err := eng.Leases(ctx, q, room.Operator(eng.HostID))
+			r, err := eng.Leases(ctx, q, room.Operator(eng.HostID), room.Empty{})
+			ls := r.Leases
 			return ls, func() {
 				printTable(env.Stdout, "no live leases", "LEASE\tTARGET\tHOLDER\tUNTIL", ls, func(l room.Lease) string {
 					return fmt.Sprintf("%s\t%s\t%s\t%s", l.LeaseID, l.Target, l.ParticipantID, l.ExpiresAt)
@@ -156,7 +158,7 @@ func diffCommand(env Env) *ffcli.Command {
 			}
 		},
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
-			d, err := eng.Diff(ctx, q, room.Operator(eng.HostID), *base)
+			d, err := eng.Diff(ctx, q, room.Operator(eng.HostID), room.DiffInput{BaseVersion: *base})
 			return d, func() {
 				if d.Diff == "" {
 					fmt.Fprintf(env.Stdout, "no changes between v%d and v%d\n", d.BaseVersion, d.CurrentVersion)

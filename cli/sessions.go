@@ -119,7 +119,7 @@ func revokeCommand(env Env) *ffcli.Command {
 func invitesCommand(env Env) *ffcli.Command {
 	return readCommand(env, "invites", "ce invites --workspace FILE [--json]", "invitations, newest first (handles only, never secrets)", nil,
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
-			is, err := eng.ListInvites(ctx, q, room.Operator(eng.HostID))
+			is, err := eng.ListInvites(ctx, q, room.Operator(eng.HostID), room.Empty{})
 			return is, func() {
 				printTable(env.Stdout, "no invitations", "INVITE\tCAPABILITIES\tUSED\tLIVE SESSIONS\tUNTIL\tREVOKED", is,
 					func(i room.InviteInfo) string {

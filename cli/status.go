@@ -29,7 +29,7 @@ func statusCommand(env Env) *ffcli.Command {
 				return err
 			}
 			defer st.Close()
-			s, err := eng.Status(ctx, st.Reader, room.Operator(eng.HostID))
+			s, err := eng.Status(ctx, st.Reader, room.Operator(eng.HostID), room.Empty{})
 			if err != nil {
 				return err
 			}

@@ -596,14 +596,14 @@ func (m *azMatrix) handoff(t testing.TB, r *azRec, subject string, role azRole, 
 			return res, err
 		}
 		id := res.Handoff.HandoffID
-		if _, err := h.Eng.AcceptHandoff(tx, azP(assignee), id); err != nil {
+		if _, err := h.Eng.AcceptHandoff(tx, azP(assignee), room.HandoffIDInput{HandoffID: id}); err != nil {
 			return res, err
 		}
 		switch fix {
 		case azFixInput:
-			_, err = h.Eng.RequestInput(tx, azP(assignee), id, []room.InputRequestSpec{{Key: "k", Message: "which?"}})
+			_, err = h.Eng.RequestInput(tx, azP(assignee), room.RequestInputInput{HandoffID: id, Requests: []room.InputRequestSpec{{Key: "k", Message: "which?"}}})
 		case azFixResult:
-			_, err = h.Eng.CompleteHandoff(tx, azP(assignee), id, room.ResultInput{Text: "the result"}, "")
+			_, err = h.Eng.CompleteHandoff(tx, azP(assignee), room.CompleteInput{HandoffID: id, Result: room.ResultInput{Text: "the result"}})
 		}
 		return res, err
 	})

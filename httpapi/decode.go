@@ -91,19 +91,7 @@ func jsonProblem(err error) string {
 	return "invalid JSON"
 }
 
-// queryInt reads an optional integer query parameter.
-func queryInt(r *http.Request, name string) (int, bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return 0, false, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, false, room.Errorf(room.KindInvalidRequest, "%s must be an integer", name).With("field", name)
-	}
-	return n, true, nil
-}
-
+// queryInt64 reads an optional integer query parameter.
 func queryInt64(r *http.Request, name string) (*int64, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {

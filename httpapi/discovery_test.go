@@ -180,6 +180,22 @@ func TestDiscoveryOperationsMatchTheRouter(t *testing.T) {
 				}
 			}
 		})
+		t.Run(tc.name+": only the routes that are not one engine call are wired by hand", func(t *testing.T) {
+			var byHand []string
+			for _, op := range operations {
+				if !op.Call.Routed() {
+					byHand = append(byHand, op.Name)
+				} else if op.Call.Input() == nil {
+					t.Errorf("operation %s has a call without an input type", op.Name)
+				}
+				if op.Tool != "" && !op.Call.Routed() {
+					t.Errorf("tool %s has no engine call", op.Tool)
+				}
+			}
+			if want := []string{"session.join", "observe", "mcp", "mcp.legacy_stream"}; !slices.Equal(byHand, want) {
+				t.Errorf("operations without a call = %v, want %v", byHand, want)
+			}
+		})
 		t.Run(tc.name+": every /workspace and /session route is an operation", func(t *testing.T) {
 			n := 0
 			for _, r := range routes {

@@ -9,40 +9,67 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/commonroom/ce/room"
 )
 
-// httpStatus is the one mapping of error kinds to HTTP statuses
-// (spec/domain.md §1.11 and §6.5).
-var httpStatus = map[room.Kind]int{
-	room.KindUnauthorized:         http.StatusUnauthorized,
-	room.KindSessionExpired:       http.StatusUnauthorized,
-	room.KindPermissionDenied:     http.StatusForbidden,
-	room.KindInvitationExpired:    http.StatusForbidden,
-	room.KindInvitationRevoked:    http.StatusForbidden,
-	room.KindInvitationRedeemed:   http.StatusForbidden,
-	room.KindUnsupportedVersion:   http.StatusBadRequest,
-	room.KindLeaseConflict:        http.StatusConflict,
-	room.KindStaleVersion:         http.StatusConflict,
-	room.KindProposalNotFound:     http.StatusNotFound,
-	room.KindProposalConflict:     http.StatusConflict,
-	room.KindInvalidRegion:        http.StatusBadRequest,
-	room.KindVersionNotFound:      http.StatusNotFound,
-	room.KindTransportUnavailable: http.StatusServiceUnavailable,
-	room.KindLimitExceeded:        http.StatusTooManyRequests,
-	room.KindBodyTooLarge:         http.StatusRequestEntityTooLarge,
-	room.KindInvalidRequest:       http.StatusBadRequest,
-	room.KindHandoffNotFound:      http.StatusNotFound,
-	room.KindHandoffConflict:      http.StatusConflict,
-	room.KindTaskNotFound:         http.StatusNotFound,
-	room.KindNotFound:             http.StatusNotFound,
-	room.KindOverloaded:           http.StatusServiceUnavailable,
-	room.KindUnavailable:          http.StatusServiceUnavailable,
-	room.KindRoomBusy:             http.StatusConflict,
-	room.KindInternal:             http.StatusInternalServerError,
+// kindStatus is the one mapping of error kinds to HTTP statuses
+// (spec/domain.md §1.11 and §6.5), in the order /protocol lists the codes.
+var kindStatus = []struct {
+	kind   room.Kind
+	status int
+}{
+	{room.KindUnauthorized, http.StatusUnauthorized},
+	{room.KindSessionExpired, http.StatusUnauthorized},
+	{room.KindPermissionDenied, http.StatusForbidden},
+	{room.KindInvitationExpired, http.StatusForbidden},
+	{room.KindInvitationRevoked, http.StatusForbidden},
+	{room.KindInvitationRedeemed, http.StatusForbidden},
+	{room.KindUnsupportedVersion, http.StatusBadRequest},
+	{room.KindLeaseConflict, http.StatusConflict},
+	{room.KindStaleVersion, http.StatusConflict},
+	{room.KindProposalNotFound, http.StatusNotFound},
+	{room.KindProposalConflict, http.StatusConflict},
+	{room.KindInvalidRegion, http.StatusBadRequest},
+	{room.KindVersionNotFound, http.StatusNotFound},
+	{room.KindTransportUnavailable, http.StatusServiceUnavailable},
+	{room.KindLimitExceeded, http.StatusTooManyRequests},
+	{room.KindBodyTooLarge, http.StatusRequestEntityTooLarge},
+	{room.KindInvalidRequest, http.StatusBadRequest},
+	{room.KindHandoffNotFound, http.StatusNotFound},
+	{room.KindHandoffConflict, http.StatusConflict},
+	{room.KindTaskNotFound, http.StatusNotFound},
+	{room.KindNotFound, http.StatusNotFound},
+	{room.KindOverloaded, http.StatusServiceUnavailable},
+	{room.KindUnavailable, http.StatusServiceUnavailable},
+	{room.KindRoomBusy, http.StatusConflict},
+	{room.KindInternal, http.StatusInternalServerError},
 }
+
+// httpStatus is kindStatus for lookups.
+var httpStatus = func() map[room.Kind]int {
+	m := make(map[room.Kind]int, len(kindStatus))
+	for _, ks := range kindStatus {
+		m[ks.kind] = ks.status
+	}
+	return m
+}()
+
+// errorCodes are the codes a client of the room can see, as /protocol and
+// /.well-known list them: every kind of kindStatus under its wire name,
+// once. room_busy is left out: it answers a second writer process (the
+// CLI), never a request to the serving room.
+var errorCodes = func() []string {
+	var out []string
+	for _, ks := range kindStatus {
+		if c := wireKind(ks.kind); ks.kind != room.KindRoomBusy && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}()
 
 // wireKind is the error code a client sees. A body over the limit is the
 // original's limit_exceeded, sent with 413.

@@ -828,11 +828,12 @@ func TestHostileSSEBacklog(t *testing.T) {
 		}
 		key := fmt.Sprintf("q%d", i)
 		azDo(t, h, func(tx *room.Tx) (room.Handoff, error) {
-			return h.Eng.RequestInput(tx, azP(a.id()), x.HandoffID, []room.InputRequestSpec{{Key: key, Message: question}})
+			return h.Eng.RequestInput(tx, azP(a.id()), room.RequestInputInput{HandoffID: x.HandoffID, Requests: []room.InputRequestSpec{{Key: key, Message: question}}})
 		})
 		healthy.expectTask(t, x.TaskID, room.TaskInputRequired)
 		azDo(t, h, func(tx *room.Tx) (struct{}, error) {
-			return struct{}{}, h.Eng.UpdateTask(tx, azP(o.id()), x.TaskID, map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept"}`)})
+			_, err := h.Eng.UpdateTask(tx, azP(o.id()), room.UpdateTaskInput{TaskID: x.TaskID, InputResponses: map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept"}`)}})
+			return struct{}{}, err
 		})
 		healthy.expectTask(t, x.TaskID, room.TaskWorking)
 		published += 2
@@ -868,7 +869,7 @@ func TestHostileSSEBacklog(t *testing.T) {
 	t.Run("the room and the healthy stream go on", func(t *testing.T) {
 		o.ext.taskGet(t, x.TaskID)
 		azDo(t, h, func(tx *room.Tx) (room.Handoff, error) {
-			return h.Eng.RequestInput(tx, azP(a.id()), x.HandoffID, []room.InputRequestSpec{{Key: "last", Message: "?"}})
+			return h.Eng.RequestInput(tx, azP(a.id()), room.RequestInputInput{HandoffID: x.HandoffID, Requests: []room.InputRequestSpec{{Key: "last", Message: "?"}}})
 		})
 		healthy.expectTask(t, x.TaskID, room.TaskInputRequired)
 		if st := h.Hub.Stats(); st.Dropped != 2 || st.Subscribers != 1 {

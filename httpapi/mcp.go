@@ -8,25 +8,43 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// mcpMethods are the methods POST /mcp serves, with the params field that
-// Mcp-Name must equal. initialize, ping, logging/setLevel, tasks/list and
-// tasks/result are absent on purpose: they answer 404 -32601.
-var mcpMethods = map[string]methodInfo{
-	"server/discover":          {},
-	"tools/list":               {},
-	"tools/call":               {NameField: "name"},
-	"resources/list":           {},
-	"resources/templates/list": {},
-	"resources/read":           {NameField: "uri"},
-	"resources/subscribe":      {}, // legacy, kept by the brief
-	"resources/unsubscribe":    {}, // legacy, kept by the brief
-	"prompts/list":             {},
-	"prompts/get":              {NameField: "name"},
-	"subscriptions/listen":     {},
-	"tasks/get":                {NameField: "taskId"},
-	"tasks/update":             {NameField: "taskId"},
-	"tasks/cancel":             {NameField: "taskId"},
+// mcpMethod is one row of the MCP method table: what the envelope decoder
+// needs (the params field Mcp-Name must equal) and the handler dispatch
+// calls.
+type mcpMethod struct {
+	methodInfo
+	run func(s *Server, c *mcpCall) (any, *rpcError)
 }
+
+// mcpMethods are the methods POST /mcp serves. initialize, ping,
+// logging/setLevel, tasks/list and tasks/result are absent on purpose: they
+// answer 404 -32601.
+var mcpMethods = map[string]mcpMethod{
+	"server/discover":          {run: func(s *Server, _ *mcpCall) (any, *rpcError) { return s.mcpDiscover(), nil }},
+	"tools/list":               {run: (*Server).mcpToolsList},
+	"tools/call":               {methodInfo{NameField: "name"}, (*Server).mcpToolsCall},
+	"resources/list":           {run: (*Server).mcpResourcesList},
+	"resources/templates/list": {run: (*Server).mcpTemplatesList},
+	"resources/read":           {methodInfo{NameField: "uri"}, (*Server).mcpResourcesRead},
+	// legacy, kept by the brief
+	"resources/subscribe":   {run: func(s *Server, c *mcpCall) (any, *rpcError) { return s.mcpSubscribe(c, true) }},
+	"resources/unsubscribe": {run: func(s *Server, c *mcpCall) (any, *rpcError) { return s.mcpSubscribe(c, false) }},
+	"prompts/list":          {run: (*Server).mcpPromptsList},
+	"prompts/get":           {methodInfo{NameField: "name"}, (*Server).mcpPromptsGet},
+	"subscriptions/listen":  {run: (*Server).mcpListen},
+	"tasks/get":             {methodInfo{NameField: "taskId"}, (*Server).mcpTasks},
+	"tasks/update":          {methodInfo{NameField: "taskId"}, (*Server).mcpTasks},
+	"tasks/cancel":          {methodInfo{NameField: "taskId"}, (*Server).mcpTasks},
+}
+
+// mcpMethodInfo is the envelope decoder's view of mcpMethods.
+var mcpMethodInfo = func() map[string]methodInfo {
+	m := make(map[string]methodInfo, len(mcpMethods))
+	for name, row := range mcpMethods {
+		m[name] = row.methodInfo
+	}
+	return m
+}()
 
 // Application error codes, outside JSON-RPC's reserved -32768…-32000. They
 // carry data.error, the Commonroom code, so clients branch on one vocabulary.
@@ -63,7 +81,7 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, nil, &rpcError{Status: status, Code: codeInvalidRequest, Message: room.AsError(err).Message})
 		return
 	}
-	req, notification, rerr := decodeRPC(r.Header, body, mcpMethods)
+	req, notification, rerr := decodeRPC(r.Header, body, mcpMethodInfo)
 	if rerr != nil {
 		writeRPCError(w, req.ID, rerr)
 		return
@@ -147,31 +165,8 @@ func (s *Server) rpcErrorOf(err error) *rpcError {
 }
 
 func (s *Server) mcpDispatch(c *mcpCall) (any, *rpcError) {
-	switch c.req.Method {
-	case "server/discover":
-		return s.mcpDiscover(), nil
-	case "tools/list":
-		return s.mcpToolsList(c)
-	case "tools/call":
-		return s.mcpToolsCall(c)
-	case "resources/list":
-		return s.mcpResourcesList(c)
-	case "resources/templates/list":
-		return s.mcpTemplatesList(c)
-	case "resources/read":
-		return s.mcpResourcesRead(c)
-	case "resources/subscribe":
-		return s.mcpSubscribe(c, true)
-	case "resources/unsubscribe":
-		return s.mcpSubscribe(c, false)
-	case "prompts/list":
-		return s.mcpPromptsList(c)
-	case "prompts/get":
-		return s.mcpPromptsGet(c)
-	case "subscriptions/listen":
-		return s.mcpListen(c)
-	case "tasks/get", "tasks/update", "tasks/cancel":
-		return s.mcpTasks(c)
+	if m, ok := mcpMethods[c.req.Method]; ok {
+		return m.run(s, c)
 	}
 	return nil, &rpcError{Status: http.StatusNotFound, Code: codeMethodNotFound, Message: "method not found"}
 }

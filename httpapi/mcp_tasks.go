@@ -35,14 +35,14 @@ func (s *Server) mcpTasks(c *mcpCall) (any, *rpcError) {
 		}
 		return s.taskResult(t), nil
 	case "tasks/update":
-		if _, err := actor.Do(c.ctx, s.room, "task.update", func(tx *room.Tx) (struct{}, error) {
-			return struct{}{}, s.eng.UpdateTask(tx, c.p, in.TaskID, in.InputResponses)
+		if _, err := actor.Do(c.ctx, s.room, "task.update", func(tx *room.Tx) (room.Empty, error) {
+			return s.eng.UpdateTask(tx, c.p, room.UpdateTaskInput{TaskID: in.TaskID, InputResponses: in.InputResponses})
 		}); err != nil {
 			return nil, s.rpcErrorOf(err)
 		}
 	case "tasks/cancel":
-		if _, err := actor.Do(c.ctx, s.room, "task.cancel", func(tx *room.Tx) (struct{}, error) {
-			return struct{}{}, s.eng.CancelTask(tx, c.p, in.TaskID)
+		if _, err := actor.Do(c.ctx, s.room, "task.cancel", func(tx *room.Tx) (room.Empty, error) {
+			return s.eng.CancelTask(tx, c.p, room.TaskIDInput{TaskID: in.TaskID})
 		}); err != nil {
 			return nil, s.rpcErrorOf(err)
 		}

@@ -1,31 +1,23 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 
-	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
 
-// tool is one entry of the static MCP tool catalog. run calls the same
-// engine method as the matching HTTP route.
+// tool is one entry of the static MCP tool catalog: a row of the
+// operations table with its input schema rendered once.
 type tool struct {
 	Name        string
 	Title       string
 	Description string
-	Input       map[string]any
-	ReadOnly    bool
-	run         func(s *Server, c *toolCall) (any, error)
-}
-
-// toolCall is what a tool handler gets: the caller, its arguments and
-// whether this request declared the Tasks extension.
-type toolCall struct {
-	ctx   context.Context
-	p     room.Principal
-	args  json.RawMessage
-	tasks bool
+	// Input is the JSON Schema of the arguments, generated from the row's
+	// input type (ops.InputSchema) and kept as plain JSON values.
+	Input    map[string]any
+	ReadOnly bool
+	op       ops.Op
 }
 
 // taskHandle is a tool answer that becomes a CreateTaskResult.
@@ -33,154 +25,45 @@ type taskHandle struct {
 	task room.DetailedTask
 }
 
-// Schema helpers keep the catalog readable.
-func obj(props map[string]any, required ...string) map[string]any {
-	m := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
-		m["required"] = required
-	}
-	return m
-}
-
-func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
-func integer(desc string, minimum int) map[string]any {
-	return map[string]any{"type": "integer", "description": desc, "minimum": minimum}
-}
-func boolean(desc string) map[string]any {
-	return map[string]any{"type": "boolean", "description": desc}
-}
-func array(desc string, items map[string]any) map[string]any {
-	return map[string]any{"type": "array", "description": desc, "items": items}
-}
-
-var noArgs = map[string]any{"type": "object", "additionalProperties": false}
-
-// readTool wraps a read method whose arguments decode into I.
-func readTool[I any, O any](fn func(s *Server) func(ctx context.Context, q room.Querier, p room.Principal, in I) (O, error)) func(s *Server, c *toolCall) (any, error) {
-	return func(s *Server, c *toolCall) (any, error) {
-		var in I
-		if err := decodeArgs(c.args, &in); err != nil {
-			return nil, err
-		}
-		return actor.Read(c.ctx, s.room, func(q room.Querier) (O, error) { return fn(s)(c.ctx, q, c.p, in) })
-	}
-}
-
-// writeTool wraps a mutation whose arguments decode into I.
-func writeTool[I any, O any](name string, fn func(s *Server) func(tx *room.Tx, p room.Principal, in I) (O, error)) func(s *Server, c *toolCall) (any, error) {
-	return func(s *Server, c *toolCall) (any, error) {
-		var in I
-		if err := decodeArgs(c.args, &in); err != nil {
-			return nil, err
-		}
-		return actor.Do(c.ctx, s.room, name, func(tx *room.Tx) (O, error) { return fn(s)(tx, c.p, in) })
-	}
-}
-
-type empty struct{}
-
 // toolCatalog lists every tool; it is static for the life of the process.
+// A schema that cannot be generated is a programming error every test that
+// starts a server catches.
 func toolCatalog() []tool {
-	tools := []tool{
-		{Name: "workspace_status", Title: "Room status", ReadOnly: true, Input: noArgs,
-			Description: "The room at a glance: workspace id, current version, counts of participants, leases and pending proposals, and the heading outline. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, empty) (room.Status, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, _ empty) (room.Status, error) {
-					return s.eng.Status(ctx, q, p)
-				}
-			})},
-		{Name: "workspace_summary", Title: "Document summary", ReadOnly: true,
-			Input: obj(map[string]any{
-				"max_lines": integer("lines of excerpt (default 20)", 0),
-				"max_bytes": integer("bytes of excerpt (default 2048)", 0),
-				"max_depth": integer("deepest heading level in the outline", 0),
-			}),
-			Description: "The first ten outline entries and a bounded excerpt of the current version. Start here before reading sections. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, summaryArgs) (room.Summary, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in summaryArgs) (room.Summary, error) {
-					return s.eng.Summary(ctx, q, p, room.SummaryInput(in))
-				}
-			})},
-		{Name: "workspace_regions", Title: "Document regions", ReadOnly: true, Input: noArgs,
-			Description: "Every heading of the current version with its level, line and path; a path or title is a selector for workspace_read and leases. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, empty) (map[string]any, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, _ empty) (map[string]any, error) {
-					rs, err := s.eng.Regions(ctx, q, p)
-					return map[string]any{"regions": rs}, err
-				}
-			})},
-		{Name: "workspace_read", Title: "Read the document", ReadOnly: true,
-			Input: obj(map[string]any{
-				"section":   str("a heading title or path (e.g. \"Plan/Risks\"); omit for the whole document"),
-				"max_lines": integer("at most this many lines", 0),
-				"max_bytes": integer("at most this many bytes (cut on a character boundary)", 0),
-				"offset":    integer("start this many bytes into the section (a truncated answer's next_offset)", 0),
-			}),
-			Description: "Read one section (or the document) of the current version, bounded by lines then bytes (at most 1 MiB). A truncated answer carries next_offset: read again with offset=next_offset for the rest. The answer carries the version to propose against. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, readArgs) (room.ReadResult, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in readArgs) (room.ReadResult, error) {
-					return s.eng.Read(ctx, q, p, room.ReadInput(in))
-				}
-			})},
-		{Name: "workspace_history", Title: "Room history", ReadOnly: true,
-			Input: obj(map[string]any{
-				"limit":          integer("how many events (default 50, at most 200)", 0),
-				"since_event_id": integer("return events after this id, oldest first (recovery after a gap)", 0),
-			}),
-			Description: "Events from the room's ring (the newest 2,000): newest first, or ascending after since_event_id. oldest_event_id tells whether a gap fell off the ring. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, historyArgs) (room.History, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, in historyArgs) (room.History, error) {
-					return s.eng.History(ctx, q, p, room.HistoryInput(in))
-				}
-			})},
-		{Name: "workspace_participants", Title: "Participants", ReadOnly: true, Input: noArgs,
-			Description: "Who is in the room (people and agents that have not left), oldest first. Needs read.",
-			run: readTool(func(s *Server) func(context.Context, room.Querier, room.Principal, empty) (map[string]any, error) {
-				return func(ctx context.Context, q room.Querier, p room.Principal, _ empty) (map[string]any, error) {
-					ps, err := s.eng.Participants(ctx, q, p)
-					return map[string]any{"participants": ps}, err
-				}
-			})},
-		{Name: "workspace_invite", Title: "Create an invitation",
-			Input: obj(map[string]any{
-				"capabilities":       array("capabilities to grant (at most your own unless you are admin); leave it out for read, observe, propose, checkout, commit; an empty list is refused", str("read, observe, propose, checkout, commit, approve, invite, admin or *")),
-				"target":             str("a region the invitation is meant for (recorded, not enforced)"),
-				"expires_in_minutes": integer("minutes until it expires (default 60, at most 10080)", 1),
-				"max_uses":           integer("how many joins it admits (default 1, 0 = unlimited)", 0),
-				"max_live_sessions":  integer("live sessions its joiners may hold at once (default: the room's; only an admin may raise it)", 1),
-			}),
-			Description: "Create a commonroom://join/… invitation. The secret is shown only in this answer. Needs invite.",
-			run: writeTool("invite", func(s *Server) func(*room.Tx, room.Principal, room.InviteInput) (room.InviteGrant, error) {
-				return s.eng.CreateInvite
-			})},
-		{Name: "workspace_leave", Title: "Leave the room", Input: noArgs,
-			Description: "End your participation: your sessions end and your leases are released. Handoffs you own or work on are not changed.",
-			run: writeTool("leave", func(s *Server) func(*room.Tx, room.Principal, empty) (map[string]string, error) {
-				return func(tx *room.Tx, p room.Principal, _ empty) (map[string]string, error) {
-					return map[string]string{"status": "ok"}, s.eng.Leave(tx, p)
-				}
-			})},
+	var tools []tool
+	for _, op := range ops.Tools() {
+		schema, err := ops.InputSchema(op.Call.Input())
+		if err != nil {
+			panic(err)
+		}
+		b, err := json.Marshal(schema)
+		if err != nil {
+			panic(err)
+		}
+		var input map[string]any
+		if err := json.Unmarshal(b, &input); err != nil {
+			panic(err)
+		}
+		tools = append(tools, tool{Name: op.Tool, Title: op.Title, Description: op.Description,
+			Input: input, ReadOnly: !op.Call.Writes(), op: op})
 	}
-	tools = append(tools, documentTools()...)
-	return append(tools, handoffTools()...)
+	return tools
 }
 
-type summaryArgs struct {
-	MaxLines int `json:"max_lines"`
-	MaxBytes int `json:"max_bytes"`
-	MaxDepth int `json:"max_depth"`
-}
-
-type readArgs struct {
-	Section  string `json:"section"`
-	MaxLines int    `json:"max_lines"`
-	MaxBytes int    `json:"max_bytes"`
-	Offset   int    `json:"offset"`
-}
-
-type historyArgs struct {
-	Limit        int    `json:"limit"`
-	SinceEventID *int64 `json:"since_event_id"`
+// handoffToolResult is handoff_create's answer on MCP: with the Tasks
+// extension declared on the request, the task handle (a CreateTaskResult);
+// without it, the handoff and its task_id.
+func handoffToolResult(res room.CreateHandoffResult, tasks bool) any {
+	if tasks && res.Task != nil && !res.TaskPurged {
+		return taskHandle{task: *res.Task}
+	}
+	out := map[string]any{"handoff": res.Handoff, "task_id": res.Handoff.TaskID}
+	if res.Replayed {
+		out["replayed"] = true
+	}
+	if res.TaskPurged {
+		out["task_purged"] = true
+	}
+	return out
 }
 
 func (s *Server) toolByName(name string) (tool, bool) {
@@ -224,7 +107,7 @@ func (s *Server) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if !ok {
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
-	out, err := t.run(s, &toolCall{ctx: c.ctx, p: c.p, args: in.Arguments, tasks: c.req.Meta.Tasks})
+	out, err := t.op.Run(c.ctx, s.opEnv(), c.p, func(v any) error { return decodeArgs(in.Arguments, v) })
 	if err != nil {
 		switch room.ErrorKind(err) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
@@ -237,6 +120,9 @@ func (s *Server) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 			"structuredContent": body,
 			"isError":           true,
 		}), nil
+	}
+	if res, ok := out.(room.CreateHandoffResult); ok {
+		out = handoffToolResult(res, c.req.Meta.Tasks)
 	}
 	if h, ok := out.(taskHandle); ok {
 		return s.createTaskResult(h.task), nil

@@ -46,14 +46,3 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	}
 	sendJSON(w, http.StatusOK, grant)
 }
-
-func (s *Server) postLeave(w http.ResponseWriter, r *http.Request) {
-	p := principalOf(r)
-	if _, err := actor.Do(r.Context(), s.room, "leave", func(tx *room.Tx) (struct{}, error) {
-		return struct{}{}, s.eng.Leave(tx, p)
-	}); err != nil {
-		s.sendError(w, r, err)
-		return
-	}
-	sendJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}

@@ -10,46 +10,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
 
-// toolArgTypes names the argument type every tool of toolCatalog decodes
-// into, plus the HTTP bodies that go through the same decodeArgs. Keys are
-// tool names; "http:" entries are HTTP-only bodies.
-var toolArgTypes = map[string]func() any{
-	"workspace_status":        func() any { return new(empty) },
-	"workspace_summary":       func() any { return new(summaryArgs) },
-	"workspace_regions":       func() any { return new(empty) },
-	"workspace_read":          func() any { return new(readArgs) },
-	"workspace_history":       func() any { return new(historyArgs) },
-	"workspace_participants":  func() any { return new(empty) },
-	"workspace_invite":        func() any { return new(room.InviteInput) },
-	"workspace_leave":         func() any { return new(empty) },
-	"workspace_diff":          func() any { return new(diffArgs) },
-	"workspace_changes_since": func() any { return new(changesArgs) },
-	"workspace_leases":        func() any { return new(empty) },
-	"workspace_proposals":     func() any { return new(room.ProposalsInput) },
-	"workspace_proposal":      func() any { return new(proposalArgs) },
-	"workspace_diagnostics":   func() any { return new(empty) },
-	"workspace_checkout":      func() any { return new(room.CheckoutInput) },
-	"workspace_renew":         func() any { return new(room.RenewInput) },
-	"workspace_release":       func() any { return new(room.ReleaseInput) },
-	"workspace_propose":       func() any { return new(room.ProposeInput) },
-	"workspace_review":        func() any { return new(room.ReviewInput) },
-	"workspace_commit":        func() any { return new(room.CommitInput) },
-	"handoff_create":          func() any { return new(room.CreateHandoffInput) },
-	"handoff_accept":          func() any { return new(handoffIDArgs) },
-	"handoff_request_input":   func() any { return new(requestInputArgs) },
-	"handoff_complete":        func() any { return new(completeArgs) },
-	"handoff_get":             func() any { return new(handoffIDArgs) },
-	"handoff_events":          func() any { return new(handoffEventsArgs) },
-	"handoff_approve":         func() any { return new(decideArgs) },
-	"handoff_reject":          func() any { return new(decideArgs) },
-	"http:task_update":        func() any { return new(taskUpdateBody) },
-	"http:join":               func() any { return new(joinRequest) },
-	"http:revoke":             func() any { return new(room.RevokeInput) },
-	"http:end_session":        func() any { return new(room.EndSessionInput) },
-}
+// toolArgTypes names the argument type every operation of the table
+// decodes into (keyed by tool name, or "op:" and the operation's name for
+// the routes without a tool), plus the HTTP bodies outside the table that go
+// through the same decodeArgs ("http:" entries).
+var toolArgTypes = func() map[string]func() any {
+	m := map[string]func() any{
+		"http:join": func() any { return new(joinRequest) },
+	}
+	for _, op := range ops.Table {
+		if !op.Call.Routed() {
+			continue
+		}
+		key := "op:" + op.Name
+		if op.Tool != "" {
+			key = op.Tool
+		}
+		typ := op.Call.Input()
+		m[key] = func() any { return reflect.New(typ).Interface() }
+	}
+	return m
+}()
 
 // FuzzDecodeToolArguments decodes arbitrary bytes with decodeArgs into every
 // argument type the tools (and the HTTP bodies) use.
@@ -59,10 +44,10 @@ var toolArgTypes = map[string]func() any{
 // JSON object (nothing after it); a decoded value re-encodes to JSON, and that
 // encoding decodes again to the same encoding (a fixed point).
 //
-// Before fuzzing it checks the table above against toolCatalog: every tool
+// Before fuzzing it checks the types above against toolCatalog: every tool
 // has an entry, and for every top-level field of the entry's type, the
-// tool's own run function refuses a wrongly typed value for that field with
-// invalid_request naming it (so the table cannot drift from the catalog).
+// tool's own operation refuses a wrongly typed value for that field with
+// invalid_request naming it (so the types cannot drift from the catalog).
 // Seeds live in testdata/fuzz/FuzzDecodeToolArguments (one per argument
 // shape, plus malformed and boundary inputs).
 func FuzzDecodeToolArguments(f *testing.F) {
@@ -127,16 +112,16 @@ func checkToolArgTypes(f *testing.F) {
 }
 
 // runDecodeOnly runs a tool with arguments that must fail to decode. The
-// tool decodes before it touches the server, so a nil server is never used;
-// if decoding unexpectedly succeeds, the nil server panics and that is
-// reported as an error.
+// operation decodes before it touches the room, so an empty environment is
+// never used; if decoding unexpectedly succeeds, the nil room panics and
+// that is reported as an error.
 func runDecodeOnly(tl tool, args json.RawMessage) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the arguments decoded (the tool went on and panicked: %v)", p)
 		}
 	}()
-	_, err = tl.run(nil, &toolCall{ctx: context.Background(), args: args})
+	_, err = tl.op.Run(context.Background(), ops.Env{}, room.Principal{}, func(v any) error { return decodeArgs(args, v) })
 	return err
 }
 

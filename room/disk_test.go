@@ -140,7 +140,7 @@ func TestDiskHelperProcess(t *testing.T) {
 			answer(start, dkReply{ID: res.Handoff.TaskID}, err)
 		case "read": // the reads a client makes: status, the document, proposals, a task
 			n, err := actor.Read(cctx, r, func(q room.Querier) (int64, error) {
-				s, err := eng.Status(cctx, q, op)
+				s, err := eng.Status(cctx, q, op, room.Empty{})
 				if err != nil {
 					return 0, err
 				}
@@ -152,7 +152,7 @@ func TestDiskHelperProcess(t *testing.T) {
 					return 0, err
 				}
 				if len(f) > 1 {
-					if _, err := eng.GetTask(cctx, q, op, f[1]); err != nil {
+					if _, err := eng.GetTask(cctx, q, op, room.TaskIDInput{TaskID: f[1]}); err != nil {
 						return 0, err
 					}
 				}

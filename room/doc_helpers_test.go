@@ -76,7 +76,8 @@ func (d docRoom) renew(p room.Principal, id string, minutes *int) (room.Lease, e
 
 func (d docRoom) release(p room.Principal, id string) error {
 	_, err := do(d.env, func(eng *room.Engine, tx *room.Tx) (none, error) {
-		return none{}, eng.Release(tx, p, room.ReleaseInput{LeaseID: id})
+		_, err := eng.Release(tx, p, room.ReleaseInput{LeaseID: id})
+		return none{}, err
 	})
 	return err
 }
@@ -84,7 +85,8 @@ func (d docRoom) release(p room.Principal, id string) error {
 func (d docRoom) liveLeases(p room.Principal) []room.Lease {
 	d.tb.Helper()
 	ls, err := read(d.env, func(eng *room.Engine, q room.Querier) ([]room.Lease, error) {
-		return eng.Leases(context.Background(), q, p)
+		r, err := eng.Leases(context.Background(), q, p, room.Empty{})
+		return r.Leases, err
 	})
 	if err != nil {
 		d.tb.Fatal(err)

@@ -20,7 +20,9 @@ type OutlineEntry struct {
 // SummaryInput bounds a summary. Zero values take the defaults (20 lines,
 // 2,048 bytes, every depth).
 type SummaryInput struct {
-	MaxLines, MaxBytes, MaxDepth int
+	MaxLines int `json:"max_lines,omitempty" jsonschema:"lines of excerpt (default 20)" schema:"minimum=0"`
+	MaxBytes int `json:"max_bytes,omitempty" jsonschema:"bytes of excerpt (default 2048)" schema:"minimum=0"`
+	MaxDepth int `json:"max_depth,omitempty" jsonschema:"deepest heading level in the outline" schema:"minimum=0"`
 }
 
 // Summary is a bounded first look at the document.
@@ -66,8 +68,19 @@ func orDefault(v, def int) int {
 	return v
 }
 
+// RegionsResult is the answer to a regions read: an object, so an MCP tool
+// result can carry it as structured content.
+type RegionsResult struct {
+	Regions []Region `json:"regions"`
+}
+
 // Regions lists the document's headings.
-func (e *Engine) Regions(ctx context.Context, q Querier, p Principal) ([]Region, error) {
+func (e *Engine) Regions(ctx context.Context, q Querier, p Principal, _ Empty) (RegionsResult, error) {
+	rs, err := e.regions(ctx, q, p)
+	return RegionsResult{Regions: rs}, err
+}
+
+func (e *Engine) regions(ctx context.Context, q Querier, p Principal) ([]Region, error) {
 	if err := p.Require(CapRead); err != nil {
 		return nil, err
 	}
@@ -80,12 +93,13 @@ func (e *Engine) Regions(ctx context.Context, q Querier, p Principal) ([]Region,
 
 // ReadInput selects and bounds a read. An empty Section is the whole document.
 type ReadInput struct {
-	Section            string
-	MaxLines, MaxBytes int
+	Section  string `json:"section,omitempty" jsonschema:"a heading title or path (e.g. \"Plan/Risks\"); omit for the whole document"`
+	MaxLines int    `json:"max_lines,omitempty" jsonschema:"at most this many lines" schema:"minimum=0"`
+	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"at most this many bytes (cut on a character boundary)" schema:"minimum=0"`
 	// Offset is where the read starts: a byte offset into the section's (or
 	// the document's) text, as a previous answer's NextOffset gives it. An
 	// offset inside a character is moved back to that character's start.
-	Offset int
+	Offset int `json:"offset,omitempty" jsonschema:"start this many bytes into the section (a truncated answer's next_offset)" schema:"minimum=0"`
 }
 
 // ReadResult is a bounded piece of the current version.
@@ -185,8 +199,14 @@ type DiffResult struct {
 	DiffTruncated bool `json:"diff_truncated,omitempty"`
 }
 
+// DiffInput names the version a diff starts from.
+type DiffInput struct {
+	BaseVersion int64 `json:"base_version" jsonschema:"the version you read before" schema:"required,minimum=1" query:",required"`
+}
+
 // Diff returns the unified diff from v<base> to v<current>.
-func (e *Engine) Diff(ctx context.Context, q Querier, p Principal, base int64) (DiffResult, error) {
+func (e *Engine) Diff(ctx context.Context, q Querier, p Principal, in DiffInput) (DiffResult, error) {
+	base := in.BaseVersion
 	if err := p.Require(CapRead); err != nil {
 		return DiffResult{}, err
 	}
@@ -217,10 +237,23 @@ type Changes struct {
 	Changes     []VersionChange `json:"changes"`
 }
 
+// ChangesInput selects the versions ChangesSince lists.
+type ChangesInput struct {
+	Version int64 `json:"version" jsonschema:"list the versions after this one" schema:"required,minimum=0" query:",required"`
+	Limit   int   `json:"limit,omitempty" jsonschema:"at most this many (default 20, at most 200)" schema:"minimum=0"`
+	// MaxItems is the plain HTTP route's other name for a smaller limit
+	// (the bounds /protocol advertises); the tool has only limit.
+	MaxItems int `json:"-" query:"max_items"`
+}
+
 // ChangesSince lists up to limit versions after version (default 20, bounded
 // by the list limit). Version 0 lists from the first version; a version past
 // the current one is version_not_found.
-func (e *Engine) ChangesSince(ctx context.Context, q Querier, p Principal, version int64, limit int) (Changes, error) {
+func (e *Engine) ChangesSince(ctx context.Context, q Querier, p Principal, in ChangesInput) (Changes, error) {
+	version, limit := in.Version, in.Limit
+	if in.MaxItems > 0 && (limit == 0 || in.MaxItems < limit) {
+		limit = in.MaxItems
+	}
 	if err := p.Require(CapRead); err != nil {
 		return Changes{}, err
 	}

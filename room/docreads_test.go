@@ -17,7 +17,7 @@ func TestDiff(t *testing.T) {
 	d.rawCommit(strings.Replace(testDoc, "ship it", "ship it soon", 1))
 	diff := func(p room.Principal, base int64) (room.DiffResult, error) {
 		return read(d.env, func(eng *room.Engine, q room.Querier) (room.DiffResult, error) {
-			return eng.Diff(t.Context(), q, p, base)
+			return eng.Diff(t.Context(), q, p, room.DiffInput{BaseVersion: base})
 		})
 	}
 	t.Run("diff_from_a_base_is_unified_and_labelled", func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestDiff(t *testing.T) {
 		d := newDocRoom(t, withLimits(func(l *room.Limits) { l.MaxBodyBytes = 200 }))
 		d.rawCommit(strings.Repeat("a new line of text\n", 50))
 		res, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.DiffResult, error) {
-			return eng.Diff(t.Context(), q, d.op(), 1)
+			return eng.Diff(t.Context(), q, d.op(), room.DiffInput{BaseVersion: 1})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestChangesSince(t *testing.T) {
 	}
 	changes := func(version int64, limit int) (room.Changes, error) {
 		return read(d.env, func(eng *room.Engine, q room.Querier) (room.Changes, error) {
-			return eng.ChangesSince(t.Context(), q, a, version, limit)
+			return eng.ChangesSince(t.Context(), q, a, room.ChangesInput{Version: version, Limit: limit})
 		})
 	}
 	versions := func(c room.Changes) []int64 {
@@ -131,7 +131,7 @@ func TestDiagnostics_NeverShowTheEndpoint(t *testing.T) {
 	a := d.join("a", agentCaps...)
 	d.eng.SetHints([]room.Hint{{Type: "tailnet", Address: "100.64.9.77", Port: 43117, Encrypted: true, Mode: "private"}})
 	diag, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.Diagnostics, error) {
-		return eng.Diagnostics(t.Context(), q, a)
+		return eng.Diagnostics(t.Context(), q, a, room.Empty{})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestDiagnostics_NeverShowTheEndpoint(t *testing.T) {
 			{a, "tailnet (private, encrypted)"},
 		} {
 			got, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.Diagnostics, error) {
-				return eng.Diagnostics(t.Context(), q, c.who)
+				return eng.Diagnostics(t.Context(), q, c.who, room.Empty{})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -179,7 +179,7 @@ func TestDiagnostics_NeverShowTheEndpoint(t *testing.T) {
 	})
 	t.Run("diagnostics_need_read", func(t *testing.T) {
 		_, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.Diagnostics, error) {
-			return eng.Diagnostics(t.Context(), q, room.Principal{ParticipantID: a.ParticipantID})
+			return eng.Diagnostics(t.Context(), q, room.Principal{ParticipantID: a.ParticipantID}, room.Empty{})
 		})
 		wantKind(t, err, room.KindPermissionDenied)
 	})
@@ -201,7 +201,9 @@ func TestRoomView(t *testing.T) {
 	open2 := d.mustPropose(a, "Risks", "## Risks\n\nmore\n")
 	view := func(p room.Principal) (room.RoomView, map[string]json.RawMessage) {
 		t.Helper()
-		v, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.RoomView, error) { return eng.Room(t.Context(), q, p) })
+		v, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.RoomView, error) {
+			return eng.Room(t.Context(), q, p, room.Empty{})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +260,7 @@ func TestRoomView(t *testing.T) {
 	})
 	t.Run("the_view_needs_read", func(t *testing.T) {
 		_, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.RoomView, error) {
-			return eng.Room(t.Context(), q, room.Principal{ParticipantID: a.ParticipantID, Caps: room.Caps{room.CapPropose}})
+			return eng.Room(t.Context(), q, room.Principal{ParticipantID: a.ParticipantID, Caps: room.Caps{room.CapPropose}}, room.Empty{})
 		})
 		wantKind(t, err, room.KindPermissionDenied)
 	})

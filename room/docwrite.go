@@ -21,11 +21,11 @@ import (
 // the region) in the current text; without one, or with "workspace", content
 // replaces the whole document.
 type CommitInput struct {
-	ProposalID  string  `json:"proposal_id,omitempty"`
-	BaseVersion *int64  `json:"base_version,omitempty"`
-	Summary     string  `json:"summary,omitempty"`
-	Content     *string `json:"content,omitempty"`
-	Target      string  `json:"target,omitempty"`
+	ProposalID  string  `json:"proposal_id,omitempty" jsonschema:"the approved proposal to write into the file"`
+	BaseVersion *int64  `json:"base_version,omitempty" jsonschema:"raw commit only (admin): the version the content is based on" schema:"minimum=1"`
+	Summary     string  `json:"summary,omitempty" jsonschema:"raw commit only (admin): what changed"`
+	Content     *string `json:"content,omitempty" jsonschema:"raw commit only (admin): the new text"`
+	Target      string  `json:"target,omitempty" jsonschema:"raw commit only (admin): replace only this section"`
 }
 
 // CommitResult names the version a commit created. Target (canonical) is set

@@ -101,8 +101,8 @@ func scanEvents(rows *sql.Rows) ([]Event, error) {
 // HistoryInput selects events: newest first by default, or ascending from
 // SinceEventID when it is set (D28).
 type HistoryInput struct {
-	Limit        int
-	SinceEventID *int64
+	Limit        int    `json:"limit,omitempty" jsonschema:"how many events (default 50, at most 200)" schema:"minimum=0"`
+	SinceEventID *int64 `json:"since_event_id,omitempty" jsonschema:"return events after this id, oldest first (recovery after a gap)" schema:"minimum=0"`
 }
 
 // History is the answer to a history read. OldestEventID lets a client tell

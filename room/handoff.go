@@ -36,42 +36,42 @@ const HandoffOperation = "handoff.execute"
 // stored as given and never fetched (the brief), so the room never becomes a
 // proxy to other hosts.
 type Artifact struct {
-	URI       string `json:"uri"`
-	Title     string `json:"title,omitempty"`
-	MediaType string `json:"media_type,omitempty"`
-	Digest    string `json:"digest,omitempty"`
+	URI       string `json:"uri" jsonschema:"what the artifact is: a commonroom:// URI, a proposal id, a version, or a URL (stored, never fetched)" schema:"required"`
+	Title     string `json:"title,omitempty" jsonschema:"a short label"`
+	MediaType string `json:"media_type,omitempty" jsonschema:"e.g. text/markdown"`
+	Digest    string `json:"digest,omitempty" jsonschema:"e.g. sha256:…"`
 }
 
 // CreateHandoffInput is what handoff_create, POST /workspace/handoff and
 // in-process callers send. The json tags are the tool's field names so every
 // front door can decode straight into it.
 type CreateHandoffInput struct {
-	Summary          string     `json:"summary"`
-	Constraints      string     `json:"constraints,omitempty"`
-	Assignee         string     `json:"assignee,omitempty"` // requested assignee, a participant id (D3)
-	Target           string     `json:"target,omitempty"`   // a region, context only, never enforced
-	BaseVersion      *int64     `json:"base_version,omitempty"`
-	FollowsHandoffID string     `json:"follows_handoff_id,omitempty"` // D6: re-work links to what it follows
-	IdempotencyKey   string     `json:"idempotency_key,omitempty"`    // D9: scoped to the calling participant
-	Artifacts        []Artifact `json:"artifacts,omitempty"`
+	Summary          string     `json:"summary" jsonschema:"what needs doing (at most 2,000 characters)" schema:"required"`
+	Constraints      string     `json:"constraints,omitempty" jsonschema:"how it must be done, limits, acceptance criteria (at most 8,000 characters)"`
+	Assignee         string     `json:"assignee,omitempty" jsonschema:"participant id of who should do it; omit to let anyone with checkout accept"` // requested assignee, a participant id (D3)
+	Target           string     `json:"target,omitempty" jsonschema:"a region of the document this is about (context only)"`                         // a region, context only, never enforced
+	BaseVersion      *int64     `json:"base_version,omitempty" jsonschema:"the document version this refers to" schema:"minimum=1"`
+	FollowsHandoffID string     `json:"follows_handoff_id,omitempty" jsonschema:"the handoff this re-does (e.g. after a rejection)"`                // D6: re-work links to what it follows
+	IdempotencyKey   string     `json:"idempotency_key,omitempty" jsonschema:"repeat-safe key: the same key returns the original handoff and task"` // D9: scoped to the calling participant
+	Artifacts        []Artifact `json:"artifacts,omitempty" jsonschema:"references the work starts from (at most 32)"`
 }
 
 // ResultInput is what the assignee delivers (D8). A tool-level failure is a
 // completed task with IsError, never a failed one (the Tasks spec). It is also
 // the shape of the copy kept on the handoff, which outlives the task row.
 type ResultInput struct {
-	Text      string     `json:"text"`
-	Artifacts []Artifact `json:"artifacts"`
-	IsError   bool       `json:"is_error"`
+	Text      string     `json:"text" jsonschema:"the result (the whole result is at most 256 KiB)" schema:"required"`
+	Artifacts []Artifact `json:"artifacts" jsonschema:"what you produced: proposal ids, versions, URIs (at most 32)"`
+	IsError   bool       `json:"is_error" jsonschema:"true if the work could not be done; the task still completes"`
 }
 
 // InputRequestSpec is one question the assignee asks the owner
 // (handoff_request_input). RequestedSchema is an MCP elicitation form schema;
 // empty means one free-text "answer".
 type InputRequestSpec struct {
-	Key             string          `json:"key"`
-	Message         string          `json:"message"`
-	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
+	Key             string          `json:"key" jsonschema:"1..64 characters, never reused on this task" schema:"required"`
+	Message         string          `json:"message" jsonschema:"the question (at most 2,000 characters)" schema:"required"`
+	RequestedSchema json.RawMessage `json:"requested_schema,omitempty" jsonschema:"an MCP elicitation form schema for the answer; default: one string field \"answer\""`
 }
 
 // HandoffInput is an input request as the handoff's parties see it: the

@@ -222,7 +222,7 @@ func TestLimits_ResultSize(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before, events := e.stateDump(), e.lastEventID()
 			_, err := do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) {
-				return eng.CompleteHandoff(tx, c.worker, id, r, status)
+				return eng.CompleteHandoff(tx, c.worker, room.CompleteInput{HandoffID: id, Result: r, StatusMessage: status})
 			})
 			wantKind(t, err, kind)
 			if e.stateDump() != before || e.lastEventID() != events {

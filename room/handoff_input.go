@@ -25,7 +25,8 @@ const defaultInputSchema = `{"type":"object","properties":{"answer":{"type":"str
 // (D11). Each request becomes an MCP elicitation/create form request on the
 // task, which turns input_required; the owner answers with tasks/update.
 // Keys are unique for the task's whole lifetime, as the Tasks spec requires.
-func (e *Engine) RequestInput(tx *Tx, p Principal, handoffID string, reqs []InputRequestSpec) (Handoff, error) {
+func (e *Engine) RequestInput(tx *Tx, p Principal, in RequestInputInput) (Handoff, error) {
+	handoffID, reqs := in.HandoffID, in.Requests
 	if err := p.Require(CapCheckout); err != nil {
 		return Handoff{}, err
 	}
@@ -169,7 +170,11 @@ func normaliseSchema(field string, raw json.RawMessage) (json.RawMessage, error)
 // outstanding are ignored, as the Tasks spec requires; a partial answer keeps
 // the task input_required and the last one returns it to working. A terminal
 // task acknowledges and changes nothing.
-func (e *Engine) UpdateTask(tx *Tx, p Principal, taskID string, responses map[string]json.RawMessage) error {
+func (e *Engine) UpdateTask(tx *Tx, p Principal, in UpdateTaskInput) (Empty, error) {
+	return Empty{}, e.updateTask(tx, p, in.TaskID, in.InputResponses)
+}
+
+func (e *Engine) updateTask(tx *Tx, p Principal, taskID string, responses map[string]json.RawMessage) error {
 	t, err := e.taskForWrite(tx, p, taskID)
 	if err != nil {
 		return err

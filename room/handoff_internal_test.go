@@ -138,7 +138,10 @@ func TestInCommandExpiry_RefusedCommandSeesTheExpiryAndRollsItBack(t *testing.T)
 	worker := d.join("read", "propose", "checkout")
 	res := d.create(owner, CreateHandoffInput{Summary: "x", Assignee: worker.ParticipantID})
 	d.advance(d.e.Limits.TaskTTL)
-	_, err := d.run(func(tx *Tx) error { _, err := d.e.AcceptHandoff(tx, worker, res.Handoff.HandoffID); return err })
+	_, err := d.run(func(tx *Tx) error {
+		_, err := d.e.AcceptHandoff(tx, worker, HandoffIDInput{HandoffID: res.Handoff.HandoffID})
+		return err
+	})
 	if ErrorKind(err) != KindHandoffConflict || AsError(err).Fields["status"] != HandoffCancelled {
 		t.Fatalf("accept after the TTL: %v, want handoff_conflict with status cancelled", err)
 	}
@@ -163,17 +166,20 @@ func TestInCommandExpiry_SuccessfulCommandCommitsTheExpiry(t *testing.T) {
 	cancelled := d.create(owner, CreateHandoffInput{Summary: "to cancel"})
 	answered := d.create(owner, CreateHandoffInput{Summary: "to answer", Assignee: worker.ParticipantID})
 	if _, err := d.run(func(tx *Tx) error {
-		if _, err := d.e.AcceptHandoff(tx, worker, answered.Handoff.HandoffID); err != nil {
+		if _, err := d.e.AcceptHandoff(tx, worker, HandoffIDInput{HandoffID: answered.Handoff.HandoffID}); err != nil {
 			return err
 		}
-		_, err := d.e.RequestInput(tx, worker, answered.Handoff.HandoffID, []InputRequestSpec{{Key: "k", Message: "?"}})
+		_, err := d.e.RequestInput(tx, worker, RequestInputInput{HandoffID: answered.Handoff.HandoffID, Requests: []InputRequestSpec{{Key: "k", Message: "?"}}})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	d.advance(d.e.Limits.TaskTTL)
 
-	out, err := d.run(func(tx *Tx) error { return d.e.CancelTask(tx, owner, cancelled.Task.TaskID) })
+	out, err := d.run(func(tx *Tx) error {
+		_, err := d.e.CancelTask(tx, owner, TaskIDInput{TaskID: cancelled.Task.TaskID})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +199,8 @@ func TestInCommandExpiry_SuccessfulCommandCommitsTheExpiry(t *testing.T) {
 	}
 
 	out, err = d.run(func(tx *Tx) error {
-		return d.e.UpdateTask(tx, owner, answered.Task.TaskID, map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)})
+		_, err := d.e.UpdateTask(tx, owner, UpdateTaskInput{TaskID: answered.Task.TaskID, InputResponses: map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)}})
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

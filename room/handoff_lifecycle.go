@@ -8,7 +8,8 @@ import (
 // never accept, and a handoff addressed to someone can be accepted only by
 // them. The task stays working (there is no "accepted" task status) and
 // records the assignee, which makes the task visible to them.
-func (e *Engine) AcceptHandoff(tx *Tx, p Principal, handoffID string) (Handoff, error) {
+func (e *Engine) AcceptHandoff(tx *Tx, p Principal, in HandoffIDInput) (Handoff, error) {
+	handoffID := in.HandoffID
 	if err := p.Require(CapCheckout); err != nil {
 		return Handoff{}, err
 	}
@@ -66,7 +67,8 @@ func (e *Engine) AcceptHandoff(tx *Tx, p Principal, handoffID string) (Handoff, 
 // the result, which outlives the task row. Outstanding questions are closed
 // as superseded. A second completion by the assignee changes nothing and
 // says so (already_completed, D10): the first result stands.
-func (e *Engine) CompleteHandoff(tx *Tx, p Principal, handoffID string, result ResultInput, statusMessage string) (Handoff, error) {
+func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff, error) {
+	handoffID, result, statusMessage := in.HandoffID, in.Result, in.StatusMessage
 	if err := p.Require(CapCheckout); err != nil {
 		return Handoff{}, err
 	}
@@ -157,14 +159,14 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, handoffID string, result R
 // ApproveHandoff accepts the delivered result. It is a decision on the
 // handoff only: the task stays completed and is never rewritten. The assignee
 // may not judge their own work even when they hold approve (D12).
-func (e *Engine) ApproveHandoff(tx *Tx, p Principal, handoffID, note string) (Handoff, error) {
-	return e.decide(tx, p, handoffID, note, HandoffApproved)
+func (e *Engine) ApproveHandoff(tx *Tx, p Principal, in DecideInput) (Handoff, error) {
+	return e.decide(tx, p, in.HandoffID, in.Note, HandoffApproved)
 }
 
 // RejectHandoff refuses the delivered result. Rejected is final; re-work is
 // a new handoff that names this one in follows_handoff_id (D6).
-func (e *Engine) RejectHandoff(tx *Tx, p Principal, handoffID, note string) (Handoff, error) {
-	return e.decide(tx, p, handoffID, note, HandoffRejected)
+func (e *Engine) RejectHandoff(tx *Tx, p Principal, in DecideInput) (Handoff, error) {
+	return e.decide(tx, p, in.HandoffID, in.Note, HandoffRejected)
 }
 
 func (e *Engine) decide(tx *Tx, p Principal, handoffID, note, status string) (Handoff, error) {

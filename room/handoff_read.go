@@ -8,7 +8,8 @@ import (
 // GetHandoff is handoff_get, GET /workspace/handoff and ce handoff. It needs
 // read and visibility (D2); unknown and invisible handoffs give the same
 // handoff_not_found. Parties also see the input requests and their answers.
-func (e *Engine) GetHandoff(ctx context.Context, q Querier, p Principal, handoffID string) (Handoff, error) {
+func (e *Engine) GetHandoff(ctx context.Context, q Querier, p Principal, in HandoffIDInput) (Handoff, error) {
+	handoffID := in.HandoffID
 	if err := p.Require(CapRead); err != nil {
 		return Handoff{}, err
 	}
@@ -36,7 +37,8 @@ type HandoffEventsResult struct {
 // handoff and its task still in the ring, always oldest first. With
 // sinceEventID it returns the first limit events after that id (the recovery
 // read after a gap); without it, the newest limit events.
-func (e *Engine) HandoffEvents(ctx context.Context, q Querier, p Principal, handoffID string, sinceEventID *int64, limit int) (HandoffEventsResult, error) {
+func (e *Engine) HandoffEvents(ctx context.Context, q Querier, p Principal, in HandoffEventsInput) (HandoffEventsResult, error) {
+	handoffID, sinceEventID, limit := in.HandoffID, in.SinceEventID, in.Limit
 	if err := p.Require(CapRead); err != nil {
 		return HandoffEventsResult{}, err
 	}
@@ -75,7 +77,8 @@ func (e *Engine) HandoffEvents(ctx context.Context, q Querier, p Principal, hand
 // ListHandoffs is ce handoffs (the local operator) and the handoffs part of
 // GET /workspace/room (D29): the handoffs p may see, newest first, at most
 // MaxListItems. status filters when it is not empty.
-func (e *Engine) ListHandoffs(ctx context.Context, q Querier, p Principal, status string) ([]Handoff, error) {
+func (e *Engine) ListHandoffs(ctx context.Context, q Querier, p Principal, in ListHandoffsInput) ([]Handoff, error) {
+	status := in.Status
 	if err := p.Require(CapRead); err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func mustTask(t *testing.T, e *env, p room.Principal, id string) room.DetailedTa
 func handoffEventTypes(t *testing.T, e *env, p room.Principal, id string) []string {
 	t.Helper()
 	res, err := read(e, func(eng *room.Engine, q room.Querier) (room.HandoffEventsResult, error) {
-		return eng.HandoffEvents(context.Background(), q, p, id, nil, 0)
+		return eng.HandoffEvents(context.Background(), q, p, room.HandoffEventsInput{HandoffID: id, SinceEventID: nil, Limit: 0})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,10 @@ func TestCreate_Validation(t *testing.T) {
 	e := newEnv(t)
 	c := newCast(e)
 	left := e.join("leaver", agentCaps...)
-	if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) { return none{}, eng.Leave(tx, left) }); err != nil {
+	if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) {
+		_, err := eng.Leave(tx, left, room.Empty{})
+		return none{}, err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	v0 := int64(0)
@@ -660,7 +663,7 @@ func TestAuthorization_HandoffVisibility(t *testing.T) {
 			t.Fatalf("\n%s\n%s", a, b)
 		}
 		_, errEvents := read(e, func(eng *room.Engine, q room.Querier) (room.HandoffEventsResult, error) {
-			return eng.HandoffEvents(context.Background(), q, c.other, taken, nil, 0)
+			return eng.HandoffEvents(context.Background(), q, c.other, room.HandoffEventsInput{HandoffID: taken, SinceEventID: nil, Limit: 0})
 		})
 		if errorBytes(t, errEvents) != errorBytes(t, errInvisible) {
 			t.Fatalf("handoff_events leaks what handoff_get hides: %v", errEvents)
@@ -669,7 +672,7 @@ func TestAuthorization_HandoffVisibility(t *testing.T) {
 	t.Run("list_shows_exactly_the_visible_handoffs", func(t *testing.T) {
 		ids := func(p room.Principal, status string) []string {
 			list, err := read(e, func(eng *room.Engine, q room.Querier) ([]room.Handoff, error) {
-				return eng.ListHandoffs(context.Background(), q, p, status)
+				return eng.ListHandoffs(context.Background(), q, p, room.ListHandoffsInput{Status: status})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -698,7 +701,7 @@ func TestAuthorization_HandoffVisibility(t *testing.T) {
 			t.Fatalf("approver sees %d", got)
 		}
 		_, err := read(e, func(eng *room.Engine, q room.Querier) ([]room.Handoff, error) {
-			return eng.ListHandoffs(context.Background(), q, e.op(), "nonsense")
+			return eng.ListHandoffs(context.Background(), q, e.op(), room.ListHandoffsInput{Status: "nonsense"})
 		})
 		wantKind(t, err, room.KindInvalidRequest)
 	})
@@ -753,7 +756,10 @@ func TestAuthorization_PrincipalForUsesTheParticipantsOwnRights(t *testing.T) {
 	wantKind(t, err, room.KindTaskNotFound)
 	_, err = pf("participant_unknown")
 	wantKind(t, err, room.KindInvalidRequest)
-	if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) { return none{}, eng.Leave(tx, c.other) }); err != nil {
+	if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) {
+		_, err := eng.Leave(tx, c.other, room.Empty{})
+		return none{}, err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = pf(c.other.ParticipantID)
@@ -789,7 +795,7 @@ func TestEvents_PayloadsNeverCarryTextBodies(t *testing.T) {
 			return
 		}
 		if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) {
-			return eng.CompleteHandoff(tx, c.worker, id, room.ResultInput{Text: markers[7], Artifacts: []room.Artifact{{URI: markers[8]}}}, markers[9])
+			return eng.CompleteHandoff(tx, c.worker, room.CompleteInput{HandoffID: id, Result: room.ResultInput{Text: markers[7], Artifacts: []room.Artifact{{URI: markers[8]}}}, StatusMessage: markers[9]})
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -828,7 +834,7 @@ func TestHandoffEvents_OldestFirstWithSinceAndLimit(t *testing.T) {
 	okH(t)(e.complete(c.worker, id, room.ResultInput{Text: "r"}))
 	events := func(since *int64, limit int) room.HandoffEventsResult {
 		r, err := read(e, func(eng *room.Engine, q room.Querier) (room.HandoffEventsResult, error) {
-			return eng.HandoffEvents(context.Background(), q, c.approver, id, since, limit)
+			return eng.HandoffEvents(context.Background(), q, c.approver, room.HandoffEventsInput{HandoffID: id, SinceEventID: since, Limit: limit})
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -195,48 +195,59 @@ func (e *env) create(p room.Principal, in room.CreateHandoffInput) (room.CreateH
 }
 
 func (e *env) accept(p room.Principal, id string) (room.Handoff, error) {
-	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) { return eng.AcceptHandoff(tx, p, id) })
+	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) {
+		return eng.AcceptHandoff(tx, p, room.HandoffIDInput{HandoffID: id})
+	})
 }
 
 func (e *env) requestInput(p room.Principal, id string, reqs ...room.InputRequestSpec) (room.Handoff, error) {
-	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) { return eng.RequestInput(tx, p, id, reqs) })
+	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) {
+		return eng.RequestInput(tx, p, room.RequestInputInput{HandoffID: id, Requests: reqs})
+	})
 }
 
 func (e *env) answer(p room.Principal, taskID string, responses map[string]json.RawMessage) error {
 	_, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) {
-		return none{}, eng.UpdateTask(tx, p, taskID, responses)
+		return eng.UpdateTask(tx, p, room.UpdateTaskInput{TaskID: taskID, InputResponses: responses})
 	})
 	return err
 }
 
 func (e *env) complete(p room.Principal, id string, res room.ResultInput) (room.Handoff, error) {
 	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) {
-		return eng.CompleteHandoff(tx, p, id, res, "")
+		return eng.CompleteHandoff(tx, p, room.CompleteInput{HandoffID: id, Result: res})
 	})
 }
 
 func (e *env) approve(p room.Principal, id, note string) (room.Handoff, error) {
-	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) { return eng.ApproveHandoff(tx, p, id, note) })
+	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) {
+		return eng.ApproveHandoff(tx, p, room.DecideInput{HandoffID: id, Note: note})
+	})
 }
 
 func (e *env) reject(p room.Principal, id, note string) (room.Handoff, error) {
-	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) { return eng.RejectHandoff(tx, p, id, note) })
+	return do(e, func(eng *room.Engine, tx *room.Tx) (room.Handoff, error) {
+		return eng.RejectHandoff(tx, p, room.DecideInput{HandoffID: id, Note: note})
+	})
 }
 
 func (e *env) cancel(p room.Principal, taskID string) error {
-	_, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) { return none{}, eng.CancelTask(tx, p, taskID) })
+	_, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) {
+		_, err := eng.CancelTask(tx, p, room.TaskIDInput{TaskID: taskID})
+		return none{}, err
+	})
 	return err
 }
 
 func (e *env) getHandoff(p room.Principal, id string) (room.Handoff, error) {
 	return read(e, func(eng *room.Engine, q room.Querier) (room.Handoff, error) {
-		return eng.GetHandoff(context.Background(), q, p, id)
+		return eng.GetHandoff(context.Background(), q, p, room.HandoffIDInput{HandoffID: id})
 	})
 }
 
 func (e *env) getTask(p room.Principal, id string) (room.DetailedTask, error) {
 	return read(e, func(eng *room.Engine, q room.Querier) (room.DetailedTask, error) {
-		return eng.GetTask(context.Background(), q, p, id)
+		return eng.GetTask(context.Background(), q, p, room.TaskIDInput{TaskID: id})
 	})
 }
 

@@ -133,7 +133,7 @@ func TestInvites_ScopedToTheirCreator(t *testing.T) {
 	list := func(p room.Principal) []string {
 		t.Helper()
 		is, err := read(e, func(eng *room.Engine, q room.Querier) ([]room.InviteInfo, error) {
-			return eng.ListInvites(context.Background(), q, p)
+			return eng.ListInvites(context.Background(), q, p, room.Empty{})
 		})
 		if err != nil {
 			t.Fatal(err)

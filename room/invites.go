@@ -15,14 +15,14 @@ import (
 // invitation that grants nothing is a mistake, never a request for the
 // default (issue 13, item 12).
 type InviteInput struct {
-	Capabilities     []string `json:"capabilities,omitzero"`
-	Permissions      *string  `json:"permissions,omitempty"`
-	Target           string   `json:"target"`
-	ExpiresInMinutes *int     `json:"expires_in_minutes"`
-	MaxUses          *int     `json:"max_uses"` // 0 = unlimited; absent = 1
+	Capabilities     []string `json:"capabilities,omitzero" jsonschema:"capabilities to grant (at most your own unless you are admin); leave it out for read, observe, propose, checkout, commit; an empty list is refused" schemaitems:"read, observe, propose, checkout, commit, approve, invite, admin or *"`
+	Permissions      *string  `json:"permissions,omitempty" schema:"hidden"`
+	Target           string   `json:"target" jsonschema:"a region the invitation is meant for (recorded, not enforced)"`
+	ExpiresInMinutes *int     `json:"expires_in_minutes" jsonschema:"minutes until it expires (default 60, at most 10080)" schema:"minimum=1"`
+	MaxUses          *int     `json:"max_uses" jsonschema:"how many joins it admits (default 1, 0 = unlimited)" schema:"minimum=0"` // 0 = unlimited; absent = 1
 	// MaxLiveSessions caps the live sessions of this invitation's joiners;
 	// absent = the room's MaxSessionsPerInvite.
-	MaxLiveSessions *int `json:"max_live_sessions,omitempty"`
+	MaxLiveSessions *int `json:"max_live_sessions,omitempty" jsonschema:"live sessions its joiners may hold at once (default: the room's; only an admin may raise it)" schema:"minimum=1"`
 }
 
 // InviteGrant is a new invitation. The secret and URI exist only in this
@@ -142,7 +142,7 @@ type InviteInfo struct {
 // ListInvites returns the newest invitations first. The host and admins see
 // every invitation; anyone else holding invite sees only those it created
 // (issue 13, item 13), so `invite` is no window on the host's invitations.
-func (e *Engine) ListInvites(ctx context.Context, q Querier, p Principal) ([]InviteInfo, error) {
+func (e *Engine) ListInvites(ctx context.Context, q Querier, p Principal, _ Empty) ([]InviteInfo, error) {
 	if err := p.Require(CapInvite); err != nil {
 		return nil, err
 	}

@@ -23,19 +23,19 @@ type Lease struct {
 
 // CheckoutInput asks for a lease. Minutes absent means the default (15).
 type CheckoutInput struct {
-	Target  string `json:"target"`
-	Minutes *int   `json:"minutes,omitempty"`
+	Target  string `json:"target" jsonschema:"a section title or path, or \"workspace\" for the whole document" schema:"required"`
+	Minutes *int   `json:"minutes,omitempty" jsonschema:"how long (default 15, at most 120)" schema:"minimum=1"`
 }
 
 // RenewInput extends a lease the caller holds. Minutes absent means the default.
 type RenewInput struct {
-	LeaseID string `json:"lease_id"`
-	Minutes *int   `json:"minutes,omitempty"`
+	LeaseID string `json:"lease_id" jsonschema:"the lease you hold" schema:"required"`
+	Minutes *int   `json:"minutes,omitempty" jsonschema:"new length from now (capped at 120 minutes after acquisition)" schema:"minimum=1"`
 }
 
 // ReleaseInput ends a lease.
 type ReleaseInput struct {
-	LeaseID string `json:"lease_id"`
+	LeaseID string `json:"lease_id" jsonschema:"the lease to end" schema:"required"`
 }
 
 type leaseRow struct {
@@ -235,7 +235,11 @@ func (e *Engine) Renew(tx *Tx, p Principal, in RenewInput) (Lease, error) {
 
 // Release ends a lease. The holder may release its own; an admin may release
 // anyone's (recorded as such). Releasing an ended lease changes nothing.
-func (e *Engine) Release(tx *Tx, p Principal, in ReleaseInput) error {
+func (e *Engine) Release(tx *Tx, p Principal, in ReleaseInput) (Ack, error) {
+	return ack(e.release(tx, p, in))
+}
+
+func (e *Engine) release(tx *Tx, p Principal, in ReleaseInput) error {
 	if err := p.Require(CapCheckout); err != nil {
 		return err
 	}
@@ -260,8 +264,19 @@ func (e *Engine) Release(tx *Tx, p Principal, in ReleaseInput) error {
 	return e.releaseLeases(tx, `lease_id = ?`, []any{l.id}, reason, "lease.released")
 }
 
+// LeasesResult is the answer to a leases read: an object, so an MCP tool
+// result can carry it as structured content.
+type LeasesResult struct {
+	Leases []Lease `json:"leases"`
+}
+
 // Leases lists the live leases (not released, not past their expiry), oldest first.
-func (e *Engine) Leases(ctx context.Context, q Querier, p Principal) ([]Lease, error) {
+func (e *Engine) Leases(ctx context.Context, q Querier, p Principal, _ Empty) (LeasesResult, error) {
+	ls, err := e.leases(ctx, q, p)
+	return LeasesResult{Leases: ls}, err
+}
+
+func (e *Engine) leases(ctx context.Context, q Querier, p Principal) ([]Lease, error) {
 	if err := p.Require(CapRead); err != nil {
 		return nil, err
 	}

@@ -371,7 +371,8 @@ func TestLeases_ListingShape(t *testing.T) {
 	})
 	t.Run("listing_needs_read", func(t *testing.T) {
 		_, err := read(d.env, func(eng *room.Engine, q room.Querier) ([]room.Lease, error) {
-			return eng.Leases(t.Context(), q, room.Principal{ParticipantID: a.ParticipantID, Caps: room.Caps{room.CapCheckout}})
+			r, err := eng.Leases(t.Context(), q, room.Principal{ParticipantID: a.ParticipantID, Caps: room.Caps{room.CapCheckout}}, room.Empty{})
+			return r.Leases, err
 		})
 		wantKind(t, err, room.KindPermissionDenied)
 	})

@@ -55,8 +55,19 @@ func (e *Engine) ensureHost(tx *Tx, name string) error {
 	return nil
 }
 
+// ParticipantsResult is the answer to a participants read: an object, so an
+// MCP tool result can carry it as structured content.
+type ParticipantsResult struct {
+	Participants []Participant `json:"participants"`
+}
+
 // Participants lists the participants who have not left, oldest first.
-func (e *Engine) Participants(ctx context.Context, q Querier, p Principal) ([]Participant, error) {
+func (e *Engine) Participants(ctx context.Context, q Querier, p Principal, _ Empty) (ParticipantsResult, error) {
+	ps, err := e.participants(ctx, q, p)
+	return ParticipantsResult{Participants: ps}, err
+}
+
+func (e *Engine) participants(ctx context.Context, q Querier, p Principal) ([]Participant, error) {
 	if err := p.Require(CapRead); err != nil {
 		return nil, err
 	}
@@ -127,7 +138,11 @@ func (e *Engine) attachSessions(ctx context.Context, q Querier, out []Participan
 
 // Leave ends the caller's participation: its sessions end, its leases are
 // released. Handoffs and tasks are untouched (D32).
-func (e *Engine) Leave(tx *Tx, p Principal) error {
+func (e *Engine) Leave(tx *Tx, p Principal, _ Empty) (Ack, error) {
+	return ack(e.leave(tx, p))
+}
+
+func (e *Engine) leave(tx *Tx, p Principal) error {
 	if p.SessionRef == "" {
 		// The local operator acts as the host but holds no session; the host
 		// leaving would orphan the room's owner.

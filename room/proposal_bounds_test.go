@@ -23,7 +23,7 @@ func (d docRoom) list(p room.Principal, in room.ProposalsInput) (room.ProposalPa
 
 func (d docRoom) getProposal(p room.Principal, id string) (room.Proposal, error) {
 	return read(d.env, func(eng *room.Engine, q room.Querier) (room.Proposal, error) {
-		return eng.GetProposal(d.tb.(*testing.T).Context(), q, p, id)
+		return eng.GetProposal(d.tb.(*testing.T).Context(), q, p, room.ProposalInput{ProposalID: id})
 	})
 }
 
@@ -284,7 +284,7 @@ func TestProposals_ListViewHasNoTextAndGetProposalHasIt(t *testing.T) {
 	})
 	t.Run("the room view gives the size, never the text", func(t *testing.T) {
 		v, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.RoomView, error) {
-			return eng.Room(t.Context(), q, reader)
+			return eng.Room(t.Context(), q, reader, room.Empty{})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -376,7 +376,8 @@ func TestResourceURI(t *testing.T) {
 func mustRegions(t *testing.T, d docRoom, p room.Principal) []room.Region {
 	t.Helper()
 	rs, err := read(d.env, func(eng *room.Engine, q room.Querier) ([]room.Region, error) {
-		return eng.Regions(t.Context(), q, p)
+		r, err := eng.Regions(t.Context(), q, p, room.Empty{})
+		return r.Regions, err
 	})
 	if err != nil {
 		t.Fatal(err)

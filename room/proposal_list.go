@@ -40,9 +40,9 @@ type ChangeInfo struct {
 // MaxListItems), and Cursor continues after the previous page (its
 // NextCursor).
 type ProposalsInput struct {
-	Status string `json:"status"`
-	Limit  int    `json:"limit"`
-	Cursor string `json:"cursor"`
+	Status string `json:"status" jsonschema:"only this status: pending, approved, rejected, committed, conflicted or superseded"`
+	Limit  int    `json:"limit" jsonschema:"at most this many (default 50, at most 200)" schema:"minimum=0"`
+	Cursor string `json:"cursor" jsonschema:"next_cursor from the previous page, to continue the listing (same status)"`
 }
 
 // ProposalPage is one page of proposals, newest first. NextCursor is set
@@ -192,7 +192,8 @@ func (e *Engine) proposalCursor(ctx context.Context, q Querier, cursor, status s
 
 // GetProposal reads one proposal with its proposed text. The rule is the
 // listing's (read): whoever may list proposals may read each of them.
-func (e *Engine) GetProposal(ctx context.Context, q Querier, p Principal, proposalID string) (Proposal, error) {
+func (e *Engine) GetProposal(ctx context.Context, q Querier, p Principal, in ProposalInput) (Proposal, error) {
+	proposalID := in.ProposalID
 	if err := p.Require(CapRead); err != nil {
 		return Proposal{}, err
 	}

@@ -26,16 +26,16 @@ var proposalStatuses = []string{ProposalPending, ProposalApproved, ProposalRejec
 // section, the whole document. Content is a pointer so that a missing
 // content (a client mistake) differs from an empty one (delete the section).
 type ChangeInput struct {
-	Content *string `json:"content"`
-	Section string  `json:"section,omitempty"`
+	Content *string `json:"content" jsonschema:"the new text of the section (heading line included) or of the whole document" schema:"required"`
+	Section string  `json:"section,omitempty" jsonschema:"the section to replace (a title or path); omit to replace the whole document"`
 }
 
 // ProposeInput asks for a change against the version the caller read.
 type ProposeInput struct {
-	Target      string      `json:"target"`
-	BaseVersion int64       `json:"base_version"`
-	Summary     string      `json:"summary"`
-	Change      ChangeInput `json:"change"`
+	Target      string      `json:"target" jsonschema:"the section this is about (title or path), or \"workspace\"" schema:"required"`
+	BaseVersion int64       `json:"base_version" jsonschema:"the version you read" schema:"required,minimum=1"`
+	Summary     string      `json:"summary" jsonschema:"one line saying what the change does"`
+	Change      ChangeInput `json:"change" schema:"required"`
 }
 
 // Change is a stored proposal body.
@@ -66,8 +66,8 @@ type Proposal struct {
 // ReviewInput approves (true) or rejects (false) a pending proposal. Approve
 // is required: a missing decision must not reject by default.
 type ReviewInput struct {
-	ProposalID string `json:"proposal_id"`
-	Approve    *bool  `json:"approve"`
+	ProposalID string `json:"proposal_id" jsonschema:"the pending proposal" schema:"required"`
+	Approve    *bool  `json:"approve" jsonschema:"true approves, false rejects" schema:"required"`
 }
 
 // ReviewResult is the answer to a review.

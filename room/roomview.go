@@ -30,19 +30,19 @@ type RoomView struct {
 }
 
 // Room assembles the room view for p.
-func (e *Engine) Room(ctx context.Context, q Querier, p Principal) (RoomView, error) {
+func (e *Engine) Room(ctx context.Context, q Querier, p Principal, _ Empty) (RoomView, error) {
 	if err := p.Require(CapRead); err != nil {
 		return RoomView{}, err
 	}
 	var v RoomView
 	var err error
-	if v.Status, err = e.Status(ctx, q, p); err != nil {
+	if v.Status, err = e.Status(ctx, q, p, Empty{}); err != nil {
 		return RoomView{}, err
 	}
-	if v.Participants, err = e.Participants(ctx, q, p); err != nil {
+	if v.Participants, err = e.participants(ctx, q, p); err != nil {
 		return RoomView{}, err
 	}
-	if v.Leases, err = e.Leases(ctx, q, p); err != nil {
+	if v.Leases, err = e.leases(ctx, q, p); err != nil {
 		return RoomView{}, err
 	}
 	if v.Proposals, err = e.roomProposals(ctx, q); err != nil {
@@ -56,16 +56,16 @@ func (e *Engine) Room(ctx context.Context, q Querier, p Principal) (RoomView, er
 	if v.Summary, err = e.Summary(ctx, q, p, SummaryInput{}); err != nil {
 		return RoomView{}, err
 	}
-	if v.Diagnostics, err = e.Diagnostics(ctx, q, p); err != nil {
+	if v.Diagnostics, err = e.Diagnostics(ctx, q, p, Empty{}); err != nil {
 		return RoomView{}, err
 	}
-	hs, err := e.ListHandoffs(ctx, q, p, "")
+	hs, err := e.ListHandoffs(ctx, q, p, ListHandoffsInput{})
 	if err != nil {
 		return RoomView{}, err
 	}
 	v.Handoffs = nonNil(hs)
 	if p.Require(CapInvite) == nil {
-		inv, err := e.ListInvites(ctx, q, p)
+		inv, err := e.ListInvites(ctx, q, p, Empty{})
 		if err != nil {
 			return RoomView{}, err
 		}

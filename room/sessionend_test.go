@@ -63,7 +63,8 @@ func (e *env) authenticate(token string) (room.Principal, error) {
 func (e *env) participantIDs() []string {
 	e.tb.Helper()
 	ps, err := read(e, func(eng *room.Engine, q room.Querier) ([]room.Participant, error) {
-		return eng.Participants(context.Background(), q, room.Operator(eng.HostID))
+		r, err := eng.Participants(context.Background(), q, room.Operator(eng.HostID), room.Empty{})
+		return r.Participants, err
 	})
 	if err != nil {
 		e.tb.Fatal(err)
@@ -406,7 +407,7 @@ func TestJoin_PerInvitationSessionCap(t *testing.T) {
 	})
 	t.Run("listing_shows_live_sessions_against_the_cap", func(t *testing.T) {
 		list, err := read(e, func(eng *room.Engine, q room.Querier) ([]room.InviteInfo, error) {
-			return eng.ListInvites(context.Background(), q, room.Operator(eng.HostID))
+			return eng.ListInvites(context.Background(), q, room.Operator(eng.HostID), room.Empty{})
 		})
 		if err != nil {
 			t.Fatal(err)

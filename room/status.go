@@ -20,7 +20,7 @@ type Status struct {
 }
 
 // Status reads the room's summary counts and outline.
-func (e *Engine) Status(ctx context.Context, q Querier, p Principal) (Status, error) {
+func (e *Engine) Status(ctx context.Context, q Querier, p Principal, _ Empty) (Status, error) {
 	if err := p.Require(CapRead); err != nil {
 		return Status{}, err
 	}
@@ -112,7 +112,7 @@ type Diagnostics struct {
 
 // Diagnostics reports the listener (type, mode, encryption; the endpoint
 // only to an admin) and who is in the room with which transport.
-func (e *Engine) Diagnostics(ctx context.Context, q Querier, p Principal) (Diagnostics, error) {
+func (e *Engine) Diagnostics(ctx context.Context, q Querier, p Principal, _ Empty) (Diagnostics, error) {
 	if err := p.Require(CapRead); err != nil {
 		return Diagnostics{}, err
 	}
@@ -123,7 +123,7 @@ func (e *Engine) Diagnostics(ctx context.Context, q Querier, p Principal) (Diagn
 	} else {
 		out.Listener.Describe = Hint{Type: h.Type, Mode: h.Mode, Encrypted: h.Encrypted}.Describe()
 	}
-	ps, err := e.Participants(ctx, q, p)
+	ps, err := e.participants(ctx, q, p)
 	if err != nil {
 		return Diagnostics{}, err
 	}

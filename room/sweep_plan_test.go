@@ -81,7 +81,7 @@ func TestPurgeRunsInBoundedChunks(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := d.e.CancelTask(tx, owner, res.Task.TaskID); err != nil {
+			if _, err := d.e.CancelTask(tx, owner, TaskIDInput{TaskID: res.Task.TaskID}); err != nil {
 				return err
 			}
 		}

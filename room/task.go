@@ -90,7 +90,8 @@ const taskByIDQuery = `SELECT task_id, status, status_message, created_at, last_
 // the same object notifications/tasks carries. Only the owner, the assignee
 // and admins may read it; everyone else gets exactly the answer an unknown id
 // gets, because a task id is not a bearer token.
-func (e *Engine) GetTask(ctx context.Context, q Querier, p Principal, taskID string) (DetailedTask, error) {
+func (e *Engine) GetTask(ctx context.Context, q Querier, p Principal, in TaskIDInput) (DetailedTask, error) {
+	taskID := in.TaskID
 	t, err := e.TaskRecord(ctx, q, taskID)
 	if err == nil {
 		err = TaskVisibleTo(p, t)
@@ -126,7 +127,11 @@ func TaskVisibleTo(p Principal, t DetailedTask) error {
 // stays as it was; a live one is cancelled, its open questions closed, and its
 // open or accepted handoff cancelled, all before the acknowledgement.
 // Cancelling records a decision; it cannot undo what the assignee already did.
-func (e *Engine) CancelTask(tx *Tx, p Principal, taskID string) error {
+func (e *Engine) CancelTask(tx *Tx, p Principal, in TaskIDInput) (Empty, error) {
+	return Empty{}, e.cancelTask(tx, p, in.TaskID)
+}
+
+func (e *Engine) cancelTask(tx *Tx, p Principal, taskID string) error {
 	t, err := e.taskForWrite(tx, p, taskID)
 	if err != nil {
 		return err

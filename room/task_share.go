@@ -85,7 +85,8 @@ type CancelHandoffsResult struct {
 // decision (result_ready) are not touched: they hold no slot and the state
 // machine never cancels them. A participant who has left is still cleared
 // (leaving changes no handoff, D32). Admin only.
-func (e *Engine) CancelParticipantHandoffs(tx *Tx, p Principal, participantID string) (CancelHandoffsResult, error) {
+func (e *Engine) CancelParticipantHandoffs(tx *Tx, p Principal, in CancelHandoffsInput) (CancelHandoffsResult, error) {
+	participantID := in.ParticipantID
 	if err := p.Require(CapAdmin); err != nil {
 		return CancelHandoffsResult{}, err
 	}

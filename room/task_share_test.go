@@ -158,7 +158,7 @@ func TestTaskShare_ValidateTaskShare(t *testing.T) {
 
 func (e *env) cancelAll(p room.Principal, participantID string) (room.CancelHandoffsResult, error) {
 	return do(e, func(eng *room.Engine, tx *room.Tx) (room.CancelHandoffsResult, error) {
-		return eng.CancelParticipantHandoffs(tx, p, participantID)
+		return eng.CancelParticipantHandoffs(tx, p, room.CancelHandoffsInput{ParticipantID: participantID})
 	})
 }
 
@@ -386,7 +386,10 @@ func TestCancelParticipantHandoffs_ClearsAParticipantWhoLeft(t *testing.T) {
 	e := newEnv(t)
 	c := newCast(e)
 	fill(t, e, c.owner, 3)
-	if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) { return none{}, eng.Leave(tx, c.owner) }); err != nil {
+	if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) {
+		_, err := eng.Leave(tx, c.owner, room.Empty{})
+		return none{}, err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := e.cancelAll(e.op(), c.owner.ParticipantID)
@@ -426,7 +429,9 @@ func TestActiveTaskShares_CountsPerOwnerForAdminsOnly(t *testing.T) {
 	if err := e.cancel(c.other, done.Task.TaskID); err != nil {
 		t.Fatal(err)
 	}
-	v, err := read(e, func(eng *room.Engine, q room.Querier) (room.RoomView, error) { return eng.Room(t.Context(), q, e.op()) })
+	v, err := read(e, func(eng *room.Engine, q room.Querier) (room.RoomView, error) {
+		return eng.Room(t.Context(), q, e.op(), room.Empty{})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +441,7 @@ func TestActiveTaskShares_CountsPerOwnerForAdminsOnly(t *testing.T) {
 		t.Fatalf("task shares %+v", ts)
 	}
 	v, err = read(e, func(eng *room.Engine, q room.Querier) (room.RoomView, error) {
-		return eng.Room(t.Context(), q, c.approver)
+		return eng.Room(t.Context(), q, c.approver, room.Empty{})
 	})
 	if err != nil || v.TaskShares != nil {
 		t.Fatalf("a non-admin sees task shares: %+v %v", v.TaskShares, err)

@@ -94,7 +94,7 @@ func (d *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	eng := d.cfg.Room.Engine()
 	p := room.Operator(eng.HostID)
 	v, err := actor.Read(r.Context(), d.cfg.Room, func(q room.Querier) (room.RoomView, error) {
-		return eng.Room(r.Context(), q, p)
+		return eng.Room(r.Context(), q, p, room.Empty{})
 	})
 	if err != nil {
 		d.cfg.SendError(w, r, err)

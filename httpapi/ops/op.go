@@ -1,0 +1,145 @@
+// Package ops is the room's operations table: every operation the front
+// doors serve, declared once with its name, HTTP route, capability, MCP tool
+// (name, title, hand-written description), input type and the engine method
+// it calls. The plain HTTP routes, the MCP tools/list and tools/call, and the
+// operation lists of GET /protocol and /.well-known/agent-workspace are all
+// built from Table, so adding an operation is one row plus its engine method.
+//
+// The package imports only actor and room (and jsonschema-go for the tool
+// schemas) so that every door — plain HTTP in httpapi, the MCP adapter, the
+// CLI — can import it without a cycle.
+package ops
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"strings"
+
+	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/room"
+)
+
+// Op is one row of the operations table. The three tagged fields are what
+// /protocol publishes for it.
+type Op struct {
+	Name       string `json:"name"`
+	HTTP       string `json:"http"` // "METHOD /path"
+	Capability string `json:"capability"`
+
+	// Tool is the MCP tool name, empty when the operation is not a tool
+	// (the tool catalog is the seed's, D4; host moderation stays off it).
+	Tool        string `json:"-"`
+	Title       string `json:"-"`
+	Description string `json:"-"`
+
+	// Call is how the operation runs. It is zero for the routes that are
+	// not one engine call (join, the observe stream, /mcp): the router
+	// wires those by hand and the table only advertises them.
+	Call Call `json:"-"`
+
+	// Bare, when set, is what plain HTTP answers in place of the result:
+	// the bare list the original protocol sent, where an MCP tool result
+	// has to be an object.
+	Bare func(result any) any `json:"-"`
+
+	// Audit, when set, sees every successful result, to tell the operator
+	// about something the caller was not refused for.
+	Audit func(log *slog.Logger, p room.Principal, result any) `json:"-"`
+}
+
+// Method is the HTTP method of the operation's route.
+func (o Op) Method() string { m, _, _ := strings.Cut(o.HTTP, " "); return m }
+
+// Path is the operation's HTTP route.
+func (o Op) Path() string { _, p, _ := strings.Cut(o.HTTP, " "); return p }
+
+// Env is what running an operation needs from the door.
+type Env struct {
+	Room *actor.Room
+	Log  *slog.Logger
+}
+
+// Run decodes the input with decode (each door reads its own wire form into
+// the same tagged struct) and calls the engine: a write through the actor,
+// a read on the read pool.
+func (o Op) Run(ctx context.Context, env Env, p room.Principal, decode func(v any) error) (any, error) {
+	out, err := o.Call.run(ctx, env.Room, o.Name, p, decode)
+	if err == nil && o.Audit != nil {
+		o.Audit(env.Log, p, out)
+	}
+	return out, err
+}
+
+// Call is the typed glue between a row and its engine method: it knows the
+// input type to decode into and whether the call writes.
+type Call struct {
+	in    reflect.Type
+	write bool
+	run   func(ctx context.Context, r *actor.Room, name string, p room.Principal, decode func(v any) error) (any, error)
+}
+
+// Routed reports whether the router serves the operation from the table
+// (false for the hand-wired routes).
+func (c Call) Routed() bool { return c.run != nil }
+
+// Input is the tagged struct the operation's arguments decode into.
+func (c Call) Input() reflect.Type { return c.in }
+
+// Writes reports whether the operation changes the room (it runs through
+// the actor); a read runs on a snapshot and is marked read-only on MCP.
+func (c Call) Writes() bool { return c.write }
+
+// ReadFunc is an engine read method as a method expression, e.g.
+// (*room.Engine).Status.
+type ReadFunc[I, O any] func(e *room.Engine, ctx context.Context, q room.Querier, p room.Principal, in I) (O, error)
+
+// WriteFunc is an engine write method as a method expression, e.g.
+// (*room.Engine).Checkout.
+type WriteFunc[I, O any] func(e *room.Engine, tx *room.Tx, p room.Principal, in I) (O, error)
+
+// Read is a row's call to an engine read method.
+func Read[I, O any](fn ReadFunc[I, O]) Call {
+	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, r *actor.Room, _ string, p room.Principal, decode func(any) error) (any, error) {
+		var in I
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return actor.Read(ctx, r, func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
+	}}
+}
+
+// Write is a row's call to an engine write method; the actor command is
+// named after the operation.
+func Write[I, O any](fn WriteFunc[I, O]) Call {
+	return Call{in: reflect.TypeFor[I](), write: true, run: func(ctx context.Context, r *actor.Room, name string, p room.Principal, decode func(any) error) (any, error) {
+		var in I
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return actor.Do(ctx, r, name, func(tx *room.Tx) (O, error) { return fn(r.Engine(), tx, p, in) })
+	}}
+}
+
+// RoomRead is a row's read answered by the room runtime rather than the
+// engine (the task cache).
+func RoomRead[I, O any](fn func(ctx context.Context, r *actor.Room, p room.Principal, in I) (O, error)) Call {
+	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, r *actor.Room, _ string, p room.Principal, decode func(any) error) (any, error) {
+		var in I
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return fn(ctx, r, p, in)
+	}}
+}
+
+// Tools returns the rows that are MCP tools, in table order.
+func Tools() []Op {
+	var out []Op
+	for _, o := range Table {
+		if o.Tool != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// InputSchema is the JSON Schema of an MCP tool's arguments, generated from
+// the operation's tagged input struct so it cannot drift from what the
+// decoder reads. jsonschema-go gives the properties, types, nesting and
+// additionalProperties:false; its "jsonschema" tag the hand-written
+// descriptions. Three things it cannot say come from a "schema" tag:
+//
+//   - required: the engine refuses the call without the field. Not taken
+//     from omitempty, because several input types are also stored or sent
+//     (ResultInput, Artifact) and their omitempty is a wire decision.
+//   - minimum=N: the smallest value the engine accepts.
+//   - hidden: a field the decoder still reads for old clients but agents are
+//     not shown (InviteInput.Permissions).
+//
+// A "schemaitems" tag describes an array's items. Optional values are not
+// nullable: the schema keeps the plain type even where Go uses a pointer
+// to tell absent from zero.
+func InputSchema(t reflect.Type) (*jsonschema.Schema, error) {
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		// An elicitation form schema: any JSON object.
+		reflect.TypeFor[json.RawMessage](): {Type: "object"},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if err := refine(s, t); err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", t, err)
+	}
+	return s, nil
+}
+
+// refine applies the schema tags of t's fields to s, recursively.
+func refine(s *jsonschema.Schema, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	notNull(s)
+	if t == reflect.TypeFor[json.RawMessage]() {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		return refine(s.Items, t.Elem())
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	s.Required = nil
+	for _, f := range reflect.VisibleFields(t) {
+		name := jsonName(f)
+		if name == "" {
+			continue
+		}
+		p := s.Properties[name]
+		if p == nil {
+			return fmt.Errorf("field %s has no property %q", f.Name, name)
+		}
+		opts := strings.Split(f.Tag.Get("schema"), ",")
+		if slices.Contains(opts, "hidden") {
+			delete(s.Properties, name)
+			s.PropertyOrder = slices.DeleteFunc(s.PropertyOrder, func(n string) bool { return n == name })
+			continue
+		}
+		for _, opt := range opts {
+			k, v, _ := strings.Cut(opt, "=")
+			switch k {
+			case "":
+			case "required":
+				s.Required = append(s.Required, name)
+			case "minimum":
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return fmt.Errorf("field %s: minimum %q", f.Name, v)
+				}
+				p.Minimum = &n
+			default:
+				return fmt.Errorf("field %s: unknown schema option %q", f.Name, opt)
+			}
+		}
+		if d := f.Tag.Get("schemaitems"); d != "" {
+			p.Items.Description = d
+		}
+		if err := refine(p, f.Type); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notNull drops the "null" jsonschema-go allows for pointers and slices:
+// the tools never documented null as a value.
+func notNull(s *jsonschema.Schema) {
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+}
+
+// jsonName is the wire name of an exported field, "" when it is not on the
+// wire.
+func jsonName(f reflect.StructField) string {
+	if !f.IsExported() || f.Anonymous {
+		return ""
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return ""
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
