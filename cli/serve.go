@@ -227,7 +227,7 @@ func serve(ctx context.Context, env Env, f serveFlags, file string, ts *transpor
 	}
 	defer closeTransport()
 
-	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log})
+	hub := listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: log, Encode: httpapi.EncodeChange})
 	host := f.name
 	if host == "" {
 		host = hostName(env)
