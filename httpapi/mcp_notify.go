@@ -43,7 +43,7 @@ func EncodeChange(m listen.Message) (listen.Frame, bool) {
 func notification(change any) (method string, params json.RawMessage, err error) {
 	switch c := change.(type) {
 	case room.TaskNotice:
-		params, err = json.Marshal(c.Task)
+		params, err = json.Marshal(MCPTask(c.Task))
 		return methodTaskStatus, params, err
 	case actor.ResourceChanged:
 		params, err = json.Marshal(map[string]string{"uri": c.URI})

@@ -23,6 +23,10 @@ func (s *Server) postHandoff(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, err)
 		return
 	}
+	if res.Task != nil { // a replay may find its task failed
+		t := MCPTask(*res.Task)
+		res.Task = &t
+	}
 	sendJSON(w, http.StatusOK, res)
 }
 
@@ -68,7 +72,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, err)
 		return
 	}
-	sendJSON(w, http.StatusOK, t)
+	sendJSON(w, http.StatusOK, MCPTask(t))
 }
 
 type taskUpdateBody struct {
