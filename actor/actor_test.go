@@ -36,11 +36,9 @@ func (r *recorder) events(t *testing.T) []int64 {
 			if m.Topic != EventsTopic {
 				continue
 			}
-			var ev struct {
-				ID int64 `json:"event_id"`
-			}
-			if err := jsonUnmarshal(m.Params, &ev); err != nil {
-				t.Fatal(err)
+			ev, ok := m.Change.(room.Event)
+			if !ok {
+				t.Fatalf("change %#v on the events topic, want a room.Event", m.Change)
 			}
 			ids = append(ids, ev.ID)
 		}

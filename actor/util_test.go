@@ -1,13 +1,10 @@
 package actor
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/commonroom/ce/room"
 )
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // fakeClock is a clock tests move by hand; safe for the writer to read.
 type fakeClock = room.ManualClock

@@ -44,7 +44,7 @@ func watchedRoom(t *testing.T, mod func(*Config)) (*testRoom, *listen.Hub) {
 	if err := os.WriteFile(doc, []byte(watchDoc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	hub := listen.NewHub(listen.Config{})
+	hub := listen.NewHub(listen.Config{Encode: encodeResourceURI})
 	t.Cleanup(hub.Close) // after the room's cleanup, registered below
 	tr := openRoomAt(t, doc, func(c *Config) {
 		c.Publisher = hub
@@ -57,9 +57,30 @@ func watchedRoom(t *testing.T, mod func(*Config)) (*testRoom, *listen.Hub) {
 	return tr, hub
 }
 
+// uriFrame is a frame that is just a resource URI, as JSON.
+type uriFrame []byte
+
+func (f uriFrame) AppendTo(dst, _ []byte) []byte {
+	dst = append(dst, "data: "...)
+	dst = append(dst, f...)
+	return append(dst, "\n\n"...)
+}
+
+// encodeResourceURI is the test hub's encoder: it sends the URI of each
+// ResourceChanged and nothing else, so the tests see what the actor
+// published without any front door's wire format.
+func encodeResourceURI(m listen.Message) (listen.Frame, bool) {
+	c, ok := m.Change.(ResourceChanged)
+	if !ok {
+		return nil, true // not what these tests follow
+	}
+	b, err := json.Marshal(c.URI)
+	return uriFrame(b), err == nil
+}
+
 // resourceFrames opens a real SSE stream from the hub, subscribed to uri's
-// updates, and returns the uri of every notifications/resources/updated
-// frame it reads, in order.
+// updates, and returns the uri of every ResourceChanged frame it reads, in
+// order.
 func resourceFrames(t *testing.T, hub *listen.Hub, uri string) <-chan string {
 	t.Helper()
 	sub, err := hub.Subscribe(listen.SubscribeRequest{Topics: []string{ResourceTopic(uri)}})
@@ -92,17 +113,12 @@ func resourceFrames(t *testing.T, hub *listen.Hub, uri string) <-chan string {
 			if !ok {
 				continue
 			}
-			var m struct {
-				Method string `json:"method"`
-				Params struct {
-					URI string `json:"uri"`
-				} `json:"params"`
-			}
-			if json.Unmarshal([]byte(data), &m) != nil || m.Method != "notifications/resources/updated" {
+			var uri string
+			if json.Unmarshal([]byte(data), &uri) != nil {
 				continue
 			}
 			select {
-			case out <- m.Params.URI:
+			case out <- uri:
 			case <-ctx.Done():
 				return
 			}

@@ -219,7 +219,7 @@ func (a *serveApp) openTransport(ctx context.Context) error {
 // invitation.
 func (a *serveApp) openRoom(ctx context.Context) error {
 	f := a.f
-	a.hub = listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: a.log})
+	a.hub = listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: a.log, Encode: httpapi.EncodeChange})
 	host := f.name
 	if host == "" {
 		host = hostName(a.env)

@@ -86,7 +86,7 @@ func newBenchServer(b *testing.B) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hub := listen.NewHub(listen.Config{})
+	hub := listen.NewHub(listen.Config{Encode: EncodeChange})
 	rm, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: hub, HostName: "bench"})
 	if err != nil {
 		b.Fatal(err)

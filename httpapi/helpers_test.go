@@ -164,6 +164,9 @@ func (h *roomHarness) start() {
 	if cfg.Now == nil {
 		cfg.Now = h.Clock.Now
 	}
+	if cfg.Encode == nil {
+		cfg.Encode = EncodeChange
+	}
 	hub := listen.NewHub(cfg)
 	var pub actor.Publisher = hub
 	if o.Gate != nil {

@@ -100,9 +100,9 @@ func (s *Server) mcpListen(c *mcpCall) (any, *rpcError) {
 		"_meta":      map[string]any{subscriptionIDKey: c.req.ID, "io.modelcontextprotocol/serverInfo": s.serverInfo()["io.modelcontextprotocol/serverInfo"]},
 	}})
 	why := sub.Serve(c.w, c.r, listen.ServeOptions{
-		SubscriptionID: c.req.ID,
-		First:          listen.EncodeFrame("notifications/subscriptions/acknowledged", ackParams, c.req.ID),
-		Final:          listen.EncodeData(json.RawMessage(strings.TrimSpace(string(final)))),
+		Tag:   subscriptionTag(c.req.ID),
+		First: encodeFrame(methodListenAck, ackParams, c.req.ID),
+		Final: encodeData(json.RawMessage(strings.TrimSpace(string(final)))),
 	})
 	if !why.Graceful() && why != listen.EndClientGone {
 		s.log.Warn("listen stream dropped", "session_ref", c.p.SessionRef, "reason", why.String())

@@ -59,7 +59,7 @@ func (s *Server) taskResult(t room.DetailedTask) any {
 	maps.Copy(meta, t.Meta)
 	maps.Copy(meta, info)
 	t.Meta = meta
-	return taskGetResult{DetailedTask: t, ResultType: "complete"}
+	return taskGetResult{DetailedTask: MCPTask(t), ResultType: "complete"}
 }
 
 // taskGetResult is the detailed task with the result's resultType.

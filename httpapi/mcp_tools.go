@@ -121,6 +121,7 @@ func (s *Server) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 			"isError":           true,
 		}), nil
 	}
+	out = presentResult(out)
 	if res, ok := out.(room.CreateHandoffResult); ok {
 		out = handoffToolResult(res, c.req.Meta.Tasks)
 	}

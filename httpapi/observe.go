@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/commonroom/ce/actor"
@@ -50,8 +49,10 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, ev := range h.Events {
-			b, _ := json.Marshal(ev)
-			first = append(first, listen.EncodeFrame(actor.EventMethod, b, nil)...)
+			// The backlog is encoded as the hub encodes the live events.
+			if f, _ := EncodeChange(listen.Message{Change: ev}); f != nil {
+				first = f.AppendTo(first, nil)
+			}
 		}
 		if len(h.Events) < s.limits.MaxListItems {
 			break

@@ -49,6 +49,7 @@ func (s *Server) serveOp(op ops.Op) http.HandlerFunc {
 			s.sendError(w, r, err)
 			return
 		}
+		out = presentResult(out)
 		if op.Bare != nil {
 			out = op.Bare(out)
 		}

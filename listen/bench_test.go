@@ -1,9 +1,13 @@
 package listen
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 )
+
+// benchParams is a task snapshot of typical size.
+var benchParams = json.RawMessage(`{"taskId":"task_01J9ZK3M4N5P6Q7R8S9T0V1W2X","status":"input_required","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:05:00Z","ttlMs":3600000,"statusMessage":"waiting for review of section 2","inputRequests":{"confirm":{"method":"elicitation/create","params":{"mode":"form","message":"Accept the handoff?","requestedSchema":{"type":"object","properties":{"confirm":{"type":"boolean"}}}}}}}`)
 
 // BenchmarkPublishFanout is the bare fan-out loop: one message to N
 // subscribers of the same topic, timed from Publish until the broadcaster has
@@ -30,7 +34,7 @@ func BenchmarkPublishOneOfMany(b *testing.B) {
 func benchFanout(b *testing.B, n int, topicOf func(int) string, target string) {
 	const drainEvery = 256 // the default QueueLen
 	done := make(chan uint64, 1)
-	h := newHub(Config{QueueLen: drainEvery, MaxStreamsPerSession: -1}, hooks{afterBatch: func(seq uint64) { done <- seq }})
+	h := newHub(Config{QueueLen: drainEvery, MaxStreamsPerSession: -1, Encode: testEncode}, hooks{afterBatch: func(seq uint64) { done <- seq }})
 	defer h.Close()
 	subs := make([]*Subscription, n)
 	for i := range subs {
@@ -40,7 +44,7 @@ func benchFanout(b *testing.B, n int, topicOf func(int) string, target string) {
 		}
 		subs[i] = s
 	}
-	batch := Batch{Messages: []Message{{Topic: target, Method: testMethod, Params: benchParams}}}
+	batch := Batch{Messages: []Message{{Topic: target, Change: testChange{testMethod, benchParams}}}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

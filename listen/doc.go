@@ -1,12 +1,14 @@
 // Package listen fans committed room changes out to live subscribers. It knows
-// nothing of SQL or of the room's records: it moves pre-encoded messages from
-// one publisher to many bounded per-subscriber queues and writes them as
-// server-sent events, dropping any subscriber that cannot keep up.
+// nothing of SQL, of the room's records or of any wire protocol: it moves
+// opaque changes from one publisher to many bounded per-subscriber queues,
+// has them encoded once each by the Encoder the front door supplies, and
+// writes the frames as server-sent events, dropping any subscriber that
+// cannot keep up.
 //
 // Three kinds of goroutine touch a Hub. The room's writer calls Publish once
 // per commit; Publish only appends to a queue, so the writer never waits for a
 // subscriber. The hub's broadcaster drains that queue in commit order, encodes
-// each message once and offers it to the subscribers of its topic with
+// each message once (Config.Encode) and offers it to the subscribers of its topic with
 // non-blocking sends; a full queue drops that subscriber. Each stream's HTTP
 // handler runs Subscription.Serve, the only writer of its response: it writes
 // every frame already queued before one flush, under a write deadline.

@@ -1,169 +1,31 @@
 package listen
 
-import (
-	"bytes"
-	"encoding/json"
-)
-
-const (
-	framePrefix = "data: "
-	frameEnd    = "\n\n"
-	// idKey is the _meta member that ties a frame to its listen request; the
-	// spec requires it on every frame of a subscriptions/listen stream.
-	idKey      = `"io.modelcontextprotocol/subscriptionId":`
-	notifyHead = framePrefix + `{"jsonrpc":"2.0","method":`
-	keepAlive  = ": keepalive\n\n"
-)
-
-// frame is one published message encoded once and shared by every subscriber
-// it goes to. Only the _meta member differs between streams, so the encoding is
-// kept split just inside the params object where each stream splices its own.
-type frame struct {
-	buf   []byte // data: {"jsonrpc":"2.0","method":M,"params":{ | members}}\n\n
-	split int    // buf[:split] ends with the opening brace of params, or of params._meta when inMeta
-	empty bool   // nothing follows the split brace, so the spliced member needs no comma
-	// inMeta: params carries its own _meta object (a task's handoff id), so
-	// the subscription id goes inside it rather than in a second _meta.
-	inMeta bool
-	at     int64 // Config.Now in Unix ns when queued: the lag rule measures from here
+// Frame is one published change as the wire carries it, encoded once by the
+// hub's Encoder however many streams it reaches. The hub never looks inside:
+// what a change means and how it is spelled on the wire belong to the front
+// door that serves the streams.
+type Frame interface {
+	// AppendTo appends the frame as one stream writes it. tag is that
+	// stream's ServeOptions.Tag, bytes the door encoded once per stream (the
+	// listen request id, say), or nil. It runs on the stream's own goroutine
+	// for every frame it writes, so it must be a copy, not an encode.
+	AppendTo(dst, tag []byte) []byte
 }
 
-// newFrame encodes a notification once. ok is false when params is neither
-// empty nor a JSON object; the frame then carries an empty params object,
-// because one malformed message must not break the framing of every stream it
-// reaches.
-func newFrame(method string, params json.RawMessage) (f *frame, ok bool) {
-	m, _ := json.Marshal(method) // a string cannot fail; invalid UTF-8 becomes U+FFFD
-	b := bytes.NewBuffer(make([]byte, 0, len(notifyHead)+len(m)+len(`,"params":`)+len(params)+len("}"+frameEnd)))
-	b.WriteString(notifyHead)
-	b.Write(m)
-	b.WriteString(`,"params":`)
-	p := b.Len()
-	ok = true
-	if len(bytes.TrimSpace(params)) == 0 {
-		b.WriteString("{}")
-	} else if err := json.Compact(b, params); err != nil || b.Bytes()[p] != '{' {
-		// Compact leaves b untouched on error; a valid non-object must go too.
-		b.Truncate(p)
-		b.WriteString("{}")
-		ok = false
-	}
-	if ok && bytes.Contains(b.Bytes()[p:], []byte(`"_meta"`)) {
-		if f := metaFirst(b.Bytes()[:p], b.Bytes()[p:]); f != nil {
-			return f, ok
-		}
-	}
-	b.WriteString("}" + frameEnd)
-	buf := b.Bytes()
-	return &frame{buf: buf, split: p + 1, empty: buf[p+1] == '}'}, ok
+// Encoder turns a published Message into its Frame. The broadcaster calls
+// it once per message that has at least one subscriber, never once per
+// subscriber, so the cost of encoding does not grow with the audience.
+// ok=false means the change could not be encoded as published and f is a
+// stand-in (counted in Stats.Malformed and logged); a nil f is not sent.
+type Encoder func(m Message) (f Frame, ok bool)
+
+// queued is a frame on its way to the streams it was offered to, shared by
+// all of them, with the time it was queued: the lag rule measures from it.
+type queued struct {
+	Frame
+	at int64 // Config.Now in Unix ns
 }
 
-// metaFirst re-encodes params whose top level has a _meta object so that
-// _meta comes first, and splits the frame just inside it. head is the frame
-// up to params; params is its compact JSON object. It returns nil when _meta
-// is absent at the top level. A _meta that is not an object is dropped: the
-// spec makes _meta an object, and a frame must never carry the key twice.
-func metaFirst(head, params []byte) *frame {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(params, &members) != nil {
-		return nil
-	}
-	meta, ok := members["_meta"]
-	if !ok {
-		return nil
-	}
-	if len(meta) < 2 || meta[0] != '{' {
-		meta = json.RawMessage(`{}`)
-	}
-	delete(members, "_meta")
-	rest, err := json.Marshal(members) // sorted keys: stable frames
-	if err != nil {
-		return nil
-	}
-	b := bytes.NewBuffer(make([]byte, 0, len(head)+len(params)+16))
-	b.Write(head)
-	b.WriteString(`{"_meta":{`)
-	split := b.Len()
-	inner := bytes.TrimSpace(meta[1 : len(meta)-1])
-	b.Write(inner)
-	b.WriteByte('}')
-	if len(rest) > 2 {
-		b.WriteByte(',')
-		b.Write(rest[1 : len(rest)-1])
-	}
-	b.WriteString("}}" + frameEnd)
-	return &frame{buf: b.Bytes(), split: split, empty: len(inner) == 0, inMeta: true}
-}
-
-// appendTo appends the frame as one stream sees it. meta is that stream's
-// subscription-id member from appendMeta, or nil for streams whose frames
-// carry none.
-func (f *frame) appendTo(dst, meta []byte) []byte {
-	dst = append(dst, f.buf[:f.split]...)
-	if meta != nil {
-		if !f.inMeta {
-			dst = append(dst, `"_meta":{`...)
-		}
-		dst = append(dst, meta...)
-		if !f.inMeta {
-			dst = append(dst, '}')
-		}
-		if !f.empty {
-			dst = append(dst, ',')
-		}
-	}
-	return append(dst, f.buf[f.split:]...)
-}
-
-// appendMeta builds a stream's subscription-id member once (the inside of
-// _meta), so that delivering a frame costs a copy rather than an encode. The id keeps its JSON type (a number
-// stays a number); an id that is not JSON at all is sent as a JSON string so
-// the frame stays parseable. An empty id means no _meta.
-func appendMeta(dst []byte, id json.RawMessage) []byte {
-	if len(bytes.TrimSpace(id)) == 0 {
-		return nil
-	}
-	b := bytes.NewBuffer(dst)
-	b.WriteString(idKey)
-	if err := json.Compact(b, id); err != nil {
-		s, _ := json.Marshal(string(id))
-		b.Write(s)
-	}
-	return b.Bytes()
-}
-
-// EncodeFrame exists so the handler can build the acknowledgement (and tests
-// their expectations) byte-for-byte the way the hub builds every later frame:
-// one SSE event holding one compact JSON-RPC notification. With a non-nil
-// subscriptionID the _meta member is spliced in as the first member of params,
-// where the spec requires it; when params carries its own _meta object the id
-// joins that object instead. params that is not a JSON object is replaced by
-// {} so the event stays well-formed.
-func EncodeFrame(method string, params json.RawMessage, subscriptionID json.RawMessage) []byte {
-	f, _ := newFrame(method, params)
-	meta := appendMeta(nil, subscriptionID)
-	return f.appendTo(make([]byte, 0, len(f.buf)+len(meta)+1), meta)
-}
-
-// EncodeData frames JSON the caller encoded itself, such as the listen
-// request's final result, which is a response rather than a notification. The
-// JSON is compacted so it fits on the single data: line the stream framing
-// relies on; input that is not valid JSON has its line breaks replaced by
-// spaces, which keeps the stream intact and leaves the bad event for the client
-// to reject.
-func EncodeData(v json.RawMessage) []byte {
-	b := bytes.NewBuffer(make([]byte, 0, len(framePrefix)+len(v)+len(frameEnd)))
-	b.WriteString(framePrefix)
-	if err := json.Compact(b, v); err != nil {
-		start := b.Len()
-		b.Write(v)
-		raw := b.Bytes()[start:]
-		for i, c := range raw {
-			if c == '\n' || c == '\r' {
-				raw[i] = ' '
-			}
-		}
-	}
-	b.WriteString(frameEnd)
-	return b.Bytes()
-}
+// keepAlive is the SSE comment a quiet stream gets, so proxies keep it open
+// and a dead peer shows up as a write error.
+const keepAlive = ": keepalive\n\n"

@@ -161,6 +161,9 @@ func newTestServer(t *testing.T, cfg Config) *testServer {
 // their sockets.
 func newTestServerHooks(t *testing.T, cfg Config, hk hooks) *testServer {
 	t.Helper()
+	if cfg.Encode == nil {
+		cfg.Encode = testEncode
+	}
 	ts := &testServer{
 		t:    t,
 		hub:  newHub(cfg, hk),
@@ -196,11 +199,11 @@ func (ts *testServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ts.mu.Unlock()
 	var opts ServeOptions
 	if id != "" {
-		opts.SubscriptionID = json.RawMessage(id)
-		opts.Final = EncodeData(json.RawMessage(`{"jsonrpc":"2.0","id":` + id +
-			`,"result":{"resultType":"complete","_meta":{"` + subIDKey + `":` + id + `}}}`))
+		opts.Tag = testTag(id)
+		opts.Final = testData(`{"jsonrpc":"2.0","id":` + id +
+			`,"result":{"resultType":"complete","_meta":{"` + subIDKey + `":` + id + `}}}`)
 	}
-	opts.First = EncodeFrame(ackMethod, json.RawMessage(`{"notifications":{}}`), opts.SubscriptionID)
+	opts.First = testFrameBytes(ackMethod, `{"notifications":{}}`, id)
 	reason := sub.Serve(w, r, opts)
 	ts.ends <- streamEnd{session: session, key: id, reason: reason}
 }
@@ -408,12 +411,12 @@ func (ts *testServer) waitEnd(ctx context.Context) streamEnd {
 }
 
 func msg(topic string, seq int) Message {
-	return Message{Topic: topic, Method: testMethod, Params: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`)}
+	return Message{Topic: topic, Change: testChange{testMethod, json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `}`)}}
 }
 
 func bigMsg(topic string, seq, size int) Message {
-	return Message{Topic: topic, Method: testMethod,
-		Params: json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `,"blob":"` + strings.Repeat("x", size) + `"}`)}
+	return Message{Topic: topic, Change: testChange{testMethod,
+		json.RawMessage(`{"seq":` + strconv.Itoa(seq) + `,"blob":"` + strings.Repeat("x", size) + `"}`)}}
 }
 
 func testCtx(t *testing.T) context.Context {

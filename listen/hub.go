@@ -1,7 +1,6 @@
 package listen
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -10,13 +9,16 @@ import (
 	"time"
 )
 
-// Message is one notification to deliver to the subscribers of Topic. The hub
-// never looks inside it: the room decides what a change means and which topic
-// names it, the hub only routes and frames it.
+// Message is one committed change to deliver to the subscribers of Topic.
+// The hub never looks inside it: the room decides what changed and which
+// topic names it, the Encoder the front door gave the hub decides how it is
+// spelled on the wire, and the hub only routes it.
 type Message struct {
-	Topic  string          // e.g. "task:task_0123…", "resource:commonroom://workspace/…", "events"
-	Method string          // JSON-RPC notification method, e.g. "notifications/tasks"
-	Params json.RawMessage // a JSON object without "_meta"; each stream adds its own _meta
+	Topic string // e.g. "task:task_0123…", "resource:commonroom://workspace/…", "events"
+	// Change is what happened, as the publisher describes it (a task's
+	// snapshot, a resource that changed, an event). It is shared by every
+	// subscriber and must not be modified after Publish.
+	Change any
 }
 
 // Batch is everything one commit published, in commit order. Publishing a
@@ -60,6 +62,11 @@ type Config struct {
 	// Logger receives one Warn per dropped subscriber (session ref and
 	// reason, never topics or secrets); default discards.
 	Logger *slog.Logger
+	// Encode turns each published change into its frame, once per message
+	// however many streams receive it. The front door that serves the
+	// streams supplies it, because the hub knows no wire format. nil means
+	// every Message.Change is already a Frame.
+	Encode Encoder
 }
 
 // Errors from Subscribe, distinct so the handler can answer each correctly.
@@ -82,7 +89,7 @@ type Stats struct {
 	DroppedSlow      uint64 `json:"dropped_slow"`       // lagging in time, write deadline passed, or write failed
 	Ended            uint64 `json:"ended"`              // ended gracefully: Cancel, EndSession (or Batch.EndSessions), Close
 	Disconnected     uint64 `json:"disconnected"`       // client went away, or Subscription.Close
-	Malformed        uint64 `json:"malformed"`          // messages whose params were not a JSON object, sent as {}
+	Malformed        uint64 `json:"malformed"`          // changes the Encoder could not encode as published (sent as its stand-in, if any)
 }
 
 // Hub fans committed batches out to subscribers. The room's writer must never
@@ -250,7 +257,7 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Subscription, error) {
 		h:       h,
 		session: req.Session,
 		key:     req.Key,
-		q:       make(chan *frame, qlen),
+		q:       make(chan *queued, qlen),
 		done:    make(chan struct{}),
 		topics:  uniq(req.Topics),
 	}
@@ -415,11 +422,14 @@ func (h *Hub) deliver(pb *pendingBatch) {
 		if len(set) == 0 {
 			continue
 		}
-		f, ok := newFrame(m.Method, m.Params)
+		enc, ok := h.encode(*m)
 		if !ok {
 			malformed++
 		}
-		f.at = at
+		if enc == nil {
+			continue
+		}
+		f := &queued{Frame: enc, at: at}
 		for s, after := range set {
 			if after >= pb.seq {
 				continue // published before s took this topic
@@ -452,11 +462,21 @@ func (h *Hub) deliver(pb *pendingBatch) {
 	}
 	if malformed > 0 {
 		h.malformedParams.Add(uint64(malformed))
-		h.log.Error("listen: published params not a JSON object; sent as {}", "messages", malformed)
+		h.log.Error("listen: published changes could not be encoded as given; sent as the encoder's stand-in", "messages", malformed)
 	}
 	if h.hooks.afterBatch != nil {
 		h.hooks.afterBatch(pb.seq)
 	}
+}
+
+// encode is the hub's one place where a change becomes bytes: Config.Encode,
+// or the change itself when it is already a Frame.
+func (h *Hub) encode(m Message) (Frame, bool) {
+	if h.cfg.Encode != nil {
+		return h.cfg.Encode(m)
+	}
+	f, ok := m.Change.(Frame)
+	return f, ok
 }
 
 // endLocked removes s from every index and tells its stream why it ended.
@@ -550,7 +570,7 @@ type Subscription struct {
 	h       *Hub
 	session string
 	key     string
-	q       chan *frame // bounded: full means the stream is too far behind
+	q       chan *queued // bounded: full means the stream is too far behind
 	done    chan struct{}
 
 	// Guarded by h.mu. reason is written before done is closed, so after

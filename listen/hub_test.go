@@ -8,13 +8,14 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
 // frameSeq decodes params.seq from a queued frame.
-func frameSeq(t *testing.T, f *frame) int {
+func frameSeq(t *testing.T, f *queued) int {
 	t.Helper()
-	b := f.appendTo(nil, nil)
+	b := f.AppendTo(nil, nil)
 	var m rpc
 	if err := json.Unmarshal(bytes.TrimSuffix(bytes.TrimPrefix(b, []byte("data: ")), []byte("\n\n")), &m); err != nil {
 		t.Fatalf("frame %q: %v", b, err)
@@ -115,7 +116,7 @@ func TestSubscribeLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := NewHub(Config{MaxStreamsPerSession: tt.max})
+			h := NewHub(Config{Encode: testEncode, MaxStreamsPerSession: tt.max})
 			defer h.Close()
 			if err := tt.run(t, h); !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
@@ -126,7 +127,7 @@ func TestSubscribeLimits(t *testing.T) {
 
 func TestDeliveryFollowsPublishOrder(t *testing.T) {
 	const batches = 1000
-	h := NewHub(Config{QueueLen: 3 * batches})
+	h := NewHub(Config{Encode: testEncode, QueueLen: 3 * batches})
 	a := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}})
 	both := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t", "u", "t"}})
 	for i := range batches {
@@ -165,7 +166,7 @@ func slicesEqual(a, b []int) bool {
 // broadcaster gets to it later; one published after is.
 func TestRegistrationIsEffectiveWhenSubscribeReturns(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	h := newHub(Config{}, hooks{beforeBatch: func(seq uint64) {
+	h := newHub(Config{Encode: testEncode}, hooks{beforeBatch: func(seq uint64) {
 		if seq == 1 {
 			close(entered)
 			<-release
@@ -211,7 +212,7 @@ func TestPublishNeverBlocks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := NewHub(Config{MaxStreamsPerSession: -1})
+			h := NewHub(Config{Encode: testEncode, MaxStreamsPerSession: -1})
 			after := tt.setup(t, h)
 			b := Batch{Messages: []Message{msg("t", 1)}}
 			for range n {
@@ -233,7 +234,7 @@ func TestPublishNeverBlocks(t *testing.T) {
 func TestTopicIndexDeliversOnlyToMatching(t *testing.T) {
 	const n = 10_000
 	w := newBatchWaiter()
-	h := newHub(Config{MaxStreamsPerSession: -1}, hooks{afterBatch: w.hook})
+	h := newHub(Config{Encode: testEncode, MaxStreamsPerSession: -1}, hooks{afterBatch: w.hook})
 	defer h.Close()
 	subs := make([]*Subscription, n)
 	for i := range subs {
@@ -252,7 +253,7 @@ func TestTopicIndexDeliversOnlyToMatching(t *testing.T) {
 }
 
 func TestBatchEndSessionsComeAfterItsMessages(t *testing.T) {
-	h := NewHub(Config{})
+	h := NewHub(Config{Encode: testEncode})
 	defer h.Close()
 	a := mustSubscribe(t, h, SubscribeRequest{Session: "a", Topics: []string{"t"}})
 	b := mustSubscribe(t, h, SubscribeRequest{Session: "b", Topics: []string{"t"}})
@@ -291,7 +292,7 @@ func (s *syncBuffer) String() string {
 
 func TestDropIsCountedAndLoggedOnce(t *testing.T) {
 	var logs syncBuffer
-	h := NewHub(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := NewHub(Config{Encode: testEncode, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	s := mustSubscribe(t, h, SubscribeRequest{Session: "ses_ref1", Key: "9", Topics: []string{"task:secret-topic"}, QueueLen: 1})
 	for i := range 5 {
 		h.Publish(Batch{Messages: []Message{msg("task:secret-topic", i)}})
@@ -318,14 +319,14 @@ func TestDropIsCountedAndLoggedOnce(t *testing.T) {
 	}
 }
 
-func TestMalformedParamsAreSentAsEmptyObject(t *testing.T) {
+func TestMalformedChangeIsCountedAndSentAsTheStandIn(t *testing.T) {
 	var logs syncBuffer
-	h := NewHub(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := NewHub(Config{Encode: testEncode, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	s := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}})
-	h.Publish(Batch{Messages: []Message{{Topic: "t", Method: testMethod, Params: json.RawMessage(`[1,2]`)}}})
+	h.Publish(Batch{Messages: []Message{{Topic: "t", Change: testChange{testMethod, json.RawMessage(`[1,2]`)}}}})
 	h.Close()
 	f := <-s.q
-	if got, want := string(f.appendTo(nil, nil)), `data: {"jsonrpc":"2.0","method":"notifications/tasks","params":{}}`+"\n\n"; got != want {
+	if got, want := string(f.AppendTo(nil, nil)), `data: {"jsonrpc":"2.0","method":"notifications/tasks","params":{}}`+"\n\n"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	if st := h.Stats(); st.Malformed != 1 || !strings.Contains(logs.String(), "level=ERROR") {
@@ -333,8 +334,56 @@ func TestMalformedParamsAreSentAsEmptyObject(t *testing.T) {
 	}
 }
 
+// TestChangeTheEncoderRefusesIsNotSent: a change with no frame at all (nil
+// from the encoder, or a non-Frame with no encoder) is counted and skipped,
+// and the stream goes on with the next one.
+func TestChangeTheEncoderRefusesIsNotSent(t *testing.T) {
+	h := NewHub(Config{Logger: slog.New(slog.DiscardHandler)})
+	s := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}})
+	f, _ := newTestFrame(testMethod, json.RawMessage(`{"seq":2}`))
+	h.Publish(Batch{Messages: []Message{{Topic: "t", Change: "not a frame"}, {Topic: "t", Change: f}}})
+	h.Close()
+	if len(s.q) != 1 {
+		t.Fatalf("%d frames queued, want only the encodable one", len(s.q))
+	}
+	if got := frameSeq(t, <-s.q); got != 2 {
+		t.Fatalf("queued seq %d, want 2", got)
+	}
+	if st := h.Stats(); st.Malformed != 1 || st.Delivered != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestEncodeOncePerMessage pins the fan-out's cost model: the encoder runs
+// once per published message that has subscribers, however many there are,
+// and never for a message nobody follows.
+func TestEncodeOncePerMessage(t *testing.T) {
+	var calls atomic.Int64
+	h := NewHub(Config{MaxStreamsPerSession: -1, Encode: func(m Message) (Frame, bool) {
+		calls.Add(1)
+		return testEncode(m)
+	}})
+	subs := make([]*Subscription, 50)
+	for i := range subs {
+		subs[i] = mustSubscribe(t, h, SubscribeRequest{Topics: []string{"busy"}})
+	}
+	h.Publish(Batch{Messages: []Message{msg("busy", 1), msg("nobody", 2), msg("busy", 3)}})
+	h.Close()
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("encoder called %d times for 2 followed messages and 50 subscribers, want 2", n)
+	}
+	for i, s := range subs {
+		if len(s.q) != 2 {
+			t.Fatalf("subscriber %d has %d frames queued, want 2", i, len(s.q))
+		}
+	}
+	if a, b := <-subs[0].q, <-subs[1].q; a.Frame != b.Frame {
+		t.Fatal("subscribers of one message got different frames: encoded per subscriber")
+	}
+}
+
 func TestCloseIsIdempotentAndStopsPublish(t *testing.T) {
-	h := NewHub(Config{})
+	h := NewHub(Config{Encode: testEncode})
 	s := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}})
 	h.Close()
 	h.Close()
@@ -348,7 +397,7 @@ func TestCloseIsIdempotentAndStopsPublish(t *testing.T) {
 }
 
 func TestCancelMatchesSessionAndKey(t *testing.T) {
-	h := NewHub(Config{})
+	h := NewHub(Config{Encode: testEncode})
 	defer h.Close()
 	a1 := mustSubscribe(t, h, SubscribeRequest{Session: "a", Key: "1"})
 	aStr := mustSubscribe(t, h, SubscribeRequest{Session: "a", Key: `"1"`})
@@ -390,7 +439,7 @@ func TestCancelMatchesSessionAndKey(t *testing.T) {
 }
 
 func TestSubscriptionCloseUnregisters(t *testing.T) {
-	h := NewHub(Config{})
+	h := NewHub(Config{Encode: testEncode})
 	defer h.Close()
 	s := mustSubscribe(t, h, SubscribeRequest{Session: "a", Topics: []string{"t"}})
 	s.Close()

@@ -1,7 +1,6 @@
 package listen
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -66,13 +65,13 @@ func (r EndReason) String() string {
 	return "unknown"
 }
 
-// ServeOptions carries what the protocol layer encodes and the hub must not
-// know about: the request id and the first and last frames.
+// ServeOptions carries what the front door encodes and the hub must not
+// know about: the stream's own tag and the first and last frames.
 type ServeOptions struct {
-	// SubscriptionID is the listen request id as raw JSON (number or string,
-	// kept as sent); every queued frame carries it in params._meta. nil means
-	// frames carry no _meta (the legacy GET /mcp stream).
-	SubscriptionID json.RawMessage
+	// Tag is handed to Frame.AppendTo for every queued frame this stream
+	// writes: what the door encoded once for this stream alone (for MCP, the
+	// listen request id that goes into each frame's _meta). nil for none.
+	Tag []byte
 	// First is an encoded frame written and flushed before anything else
 	// (the acknowledgement); nil for none.
 	First []byte
@@ -121,7 +120,7 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 	hdr.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	st := &stream{w: w, rc: rc, maxLag: h.cfg.MaxLag, meta: appendMeta(nil, opts.SubscriptionID)}
+	st := &stream{w: w, rc: rc, maxLag: h.cfg.MaxLag, tag: opts.Tag}
 	if !st.begin(s) {
 		return s.reason
 	}
@@ -221,12 +220,12 @@ func (s *Subscription) dropped() bool {
 const writeChunk = 64 << 10
 
 // stream is the per-Serve write state: one reusable buffer, the stream's
-// pre-encoded _meta member, and the first error of the current burst.
+// tag, and the first error of the current burst.
 type stream struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	maxLag time.Duration
-	meta   []byte
+	tag    []byte
 	buf    []byte
 	err    error
 	// deadline is the write deadline last set. It is left in place between
@@ -255,8 +254,8 @@ func (st *stream) begin(s *Subscription) bool {
 	return !s.dropped()
 }
 
-func (st *stream) frame(f *frame) {
-	st.buf = f.appendTo(st.buf, st.meta)
+func (st *stream) frame(f *queued) {
+	st.buf = f.AppendTo(st.buf, st.tag)
 	if len(st.buf) >= writeChunk {
 		st.out()
 	}
@@ -271,7 +270,7 @@ func (st *stream) write(b []byte) {
 
 // queued appends every frame already waiting, up to the queue's capacity so
 // a fast publisher cannot keep one burst going forever.
-func (st *stream) queued(q chan *frame) {
+func (st *stream) queued(q chan *queued) {
 	for range cap(q) {
 		if st.err != nil {
 			return

@@ -2,7 +2,6 @@ package listen
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,9 +16,9 @@ import (
 func served(s *Subscription, fw *fakeWriter, ctx context.Context, id string) <-chan EndReason {
 	r := httptest.NewRequest(http.MethodPost, "/mcp", nil).WithContext(ctx)
 	opts := ServeOptions{
-		SubscriptionID: json.RawMessage(id),
-		First:          EncodeFrame(ackMethod, json.RawMessage(`{}`), json.RawMessage(id)),
-		Final:          EncodeData(json.RawMessage(`{"jsonrpc":"2.0","id":` + id + `,"result":{"resultType":"complete"}}`)),
+		Tag:   testTag(id),
+		First: testFrameBytes(ackMethod, `{}`, id),
+		Final: testData(`{"jsonrpc":"2.0","id":` + id + `,"result":{"resultType":"complete"}}`),
 	}
 	done := make(chan EndReason, 1)
 	go func() { done <- s.Serve(fw, r, opts) }()
@@ -37,7 +36,7 @@ func fakeFrame(seq string) string {
 
 func TestKeepAliveOnQuietStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := NewHub(Config{KeepAlive: 15 * time.Second})
+		h := NewHub(Config{Encode: testEncode, KeepAlive: 15 * time.Second})
 		s := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}})
 		fw := newFakeWriter()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -96,7 +95,7 @@ func TestLagInTime(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var now atomic.Int64
 				now.Store(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-				h := NewHub(Config{MaxLag: 10 * time.Second, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+				h := NewHub(Config{Encode: testEncode, MaxLag: 10 * time.Second, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 				s := mustSubscribe(t, h, SubscribeRequest{Session: "a", Topics: []string{"t"}})
 				fw := newFakeWriter()
 				fw.gate = make(chan struct{})
@@ -134,7 +133,7 @@ func TestLagInTime(t *testing.T) {
 // graceful end writes what is queued before the final frame.
 func TestCoalescingAndGracefulEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := NewHub(Config{})
+		h := NewHub(Config{Encode: testEncode})
 		defer h.Close()
 		s := mustSubscribe(t, h, SubscribeRequest{Session: "a", Key: "1", Topics: []string{"t"}})
 		fw := newFakeWriter()
@@ -196,7 +195,7 @@ func TestServeEnds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := NewHub(Config{})
+				h := NewHub(Config{Encode: testEncode})
 				defer h.Close()
 				s := mustSubscribe(t, h, SubscribeRequest{Session: "a", Key: "1", Topics: []string{"t"}, QueueLen: 1})
 				ctx, cancel := context.WithCancel(context.Background())

@@ -46,7 +46,7 @@ func TestOnSessionEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := NewHub(Config{})
+			h := NewHub(Config{Encode: testEncode})
 			defer h.Close()
 			var log1, log2 endLog
 			var streamEndedFirst []bool

@@ -32,7 +32,7 @@ const (
 	KindHandoffConflict      Kind = "handoff_conflict"
 	KindTaskNotFound         Kind = "task_not_found"
 	KindNotFound             Kind = "not_found"
-	KindBodyTooLarge         Kind = "body_too_large" // limit_exceeded on the wire, but 413
+	KindBodyTooLarge         Kind = "body_too_large" // over Limits.MaxBodyBytes: unlike limit_exceeded, no retry of it can fit; sent as limit_exceeded
 	KindOverloaded           Kind = "overloaded"
 	KindUnavailable          Kind = "unavailable" // the room is stopping or stopped
 	KindRoomBusy             Kind = "room_busy"   // another process is the writer

@@ -186,12 +186,11 @@ func TestInCommandExpiry_SuccessfulCommandCommitsTheExpiry(t *testing.T) {
 	if got := eventTypes(out); !slices.Equal(got, []string{"task.failed", "handoff.cancelled"}) {
 		t.Fatalf("cancel after the TTL wrote %v, want the expiry only", got)
 	}
-	if len(out.Tasks) != 1 || !json.Valid(out.Tasks[0].Task) {
+	if len(out.Tasks) != 1 || out.Tasks[0].TaskID != cancelled.Task.TaskID {
 		t.Fatalf("task notices %+v", out.Tasks)
 	}
-	var notice DetailedTask
-	_ = json.Unmarshal(out.Tasks[0].Task, &notice)
-	if notice.Status != TaskFailed || notice.StatusMessage != "task expired" {
+	notice := out.Tasks[0].Task
+	if notice.TaskID != cancelled.Task.TaskID || notice.Status != TaskFailed || notice.StatusMessage != "task expired" {
 		t.Fatalf("published task %+v", notice)
 	}
 	if got := d.status(`SELECT cancel_reason FROM handoffs WHERE handoff_id = ?`, cancelled.Handoff.HandoffID); got != "task_expired" {

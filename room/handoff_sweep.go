@@ -5,9 +5,10 @@ import (
 	"errors"
 )
 
-// expiredTaskError is the JSON-RPC error a task carries when its TTL ran out
-// before it finished (D34).
-const expiredTaskError = `{"code":-32603,"message":"task expired"}`
+// expiredTaskFailure is what a task's error_json records when its TTL ran
+// out before it finished: the reason, which front doors render in their own
+// words (for MCP, D34's error object; see failureOf for older rows).
+const expiredTaskFailure = `{"reason":"` + TaskFailureExpired + `"}`
 
 // expiredTaskMessage is the statusMessage of a task failed by its TTL (D34).
 const expiredTaskMessage = "task expired"
@@ -98,7 +99,7 @@ func (e *Engine) expireTaskIfDue(tx *Tx, taskID string) error {
 func (e *Engine) expireTask(tx *Tx, taskID, handoffID string) error {
 	now := tx.nowMS()
 	n, err := tx.execN(`UPDATE tasks SET status = 'failed', status_message = ?, error_json = ?, last_updated_at = ?
-		WHERE task_id = ? AND status IN ('working','input_required')`, expiredTaskMessage, expiredTaskError, now, taskID)
+		WHERE task_id = ? AND status IN ('working','input_required')`, expiredTaskMessage, expiredTaskFailure, now, taskID)
 	if err != nil {
 		return Internal(err)
 	}
@@ -110,7 +111,7 @@ func (e *Engine) expireTask(tx *Tx, taskID, handoffID string) error {
 		return Internal(err)
 	}
 	if err := tx.handoffEvent("task.failed", "", handoffID, taskID, map[string]any{
-		"status": TaskFailed, "reason": "task_expired",
+		"status": TaskFailed, "reason": TaskFailureExpired,
 	}); err != nil {
 		return err
 	}

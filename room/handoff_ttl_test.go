@@ -87,7 +87,7 @@ func TestTTL_ExpiryAndPurgeAtTheirExactTimes(t *testing.T) {
 		for _, res := range []room.CreateHandoffResult{openRes, waitRes} {
 			task := mustTask(t, e, c.owner, res.Task.TaskID)
 			if task.Status != room.TaskFailed || task.StatusMessage != "task expired" ||
-				string(task.Error) != `{"code":-32603,"message":"task expired"}` || task.Result != nil || task.InputRequests != nil {
+				task.Failure != room.TaskFailureExpired || task.Error != nil || task.Result != nil || task.InputRequests != nil {
 				t.Fatalf("expired task = %+v", task)
 			}
 			h := okH(t)(e.getHandoff(c.owner, res.Handoff.HandoffID))

@@ -36,8 +36,8 @@ func (r *recorder) Publish(b listen.Batch) {
 	r.mu.Unlock()
 }
 
-// taskNotices returns the params of every notifications/tasks frame
-// published for taskID, in publish order.
+// taskNotices returns, JSON-encoded, every task snapshot published for
+// taskID, in publish order.
 func (r *recorder) taskNotices(taskID string) []json.RawMessage {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -45,10 +45,15 @@ func (r *recorder) taskNotices(taskID string) []json.RawMessage {
 	for _, b := range r.batches {
 		for _, m := range b.Messages {
 			if m.Topic == actor.TaskTopic(taskID) {
-				if m.Method != "notifications/tasks" {
-					panic("unexpected method " + m.Method)
+				n, ok := m.Change.(room.TaskNotice)
+				if !ok || n.TaskID != taskID {
+					panic(fmt.Sprintf("unexpected change %#v on a task topic", m.Change))
 				}
-				out = append(out, m.Params)
+				b, err := json.Marshal(n.Task)
+				if err != nil {
+					panic(err)
+				}
+				out = append(out, b)
 			}
 		}
 	}

@@ -29,11 +29,37 @@ type DetailedTask struct {
 	PollIntervalMs int64                      `json:"pollIntervalMs"`
 	InputRequests  map[string]json.RawMessage `json:"inputRequests,omitempty"`
 	Result         json.RawMessage            `json:"result,omitempty"`
-	Error          json.RawMessage            `json:"error,omitempty"`
-	Meta           map[string]any             `json:"_meta"`
+	// Error is the protocol's error object of a failed task. The room never
+	// fills it: it records why the task failed (Failure), and the front
+	// door renders that in its protocol's words before sending the task.
+	Error json.RawMessage `json:"error,omitempty"`
+	Meta  map[string]any  `json:"_meta"`
 
 	OwnerID    string `json:"-"`
 	AssigneeID string `json:"-"`
+	// Failure says why a failed task failed (TaskFailureExpired); "" for a
+	// task that has not failed.
+	Failure string `json:"-"`
+}
+
+// TaskFailureExpired is the Failure of a task its TTL ran out on before it
+// finished (D34); it is also the reason its event and its handoff's
+// cancellation carry.
+const TaskFailureExpired = "task_expired"
+
+// failureOf reads why a failed task failed from its error_json column,
+// which holds {"reason": …}. Sidecars written before the reason was stored
+// hold the JSON-RPC error object instead ({"code":-32603,"message":"task
+// expired"}) and no reason; only the TTL failed tasks then, so a failed row
+// without a reason expired.
+func failureOf(stored string) string {
+	var f struct {
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal([]byte(stored), &f) != nil || f.Reason == "" {
+		return TaskFailureExpired
+	}
+	return f.Reason
 }
 
 // HandoffMetaKey is the _meta key that lets a client holding only a task
@@ -64,7 +90,7 @@ func (e *Engine) taskByID(ctx context.Context, q Querier, id string) (DetailedTa
 		t.Result = json.RawMessage(result.String)
 	}
 	if errJSON.Valid {
-		t.Error = json.RawMessage(errJSON.String)
+		t.Failure = failureOf(errJSON.String)
 	}
 	t.Meta = map[string]any{HandoffMetaKey: handoffID}
 	if t.Status == TaskInputRequired {

@@ -3,7 +3,6 @@ package room
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"time"
 )
 
@@ -87,11 +86,13 @@ type Outcome struct {
 	Err error
 }
 
-// TaskNotice carries a task's detailed representation as it stood when the
-// command finished, so a live subscriber sees exactly what tasks/get would.
+// TaskNotice carries a task as it stood when the command finished, so a
+// live subscriber sees exactly what tasks/get would. It is a snapshot, read
+// in the command's transaction; encoding it is the front door's business,
+// done off the writer and only when someone follows the task.
 type TaskNotice struct {
 	TaskID string
-	Task   json.RawMessage
+	Task   DetailedTask
 }
 
 func (tx *Tx) taskChanged(id string) {
@@ -137,11 +138,7 @@ func (tx *Tx) Finish() (Outcome, error) {
 			}
 			return Outcome{}, err
 		}
-		b, err := json.Marshal(t)
-		if err != nil {
-			return Outcome{}, Internal(err)
-		}
-		out.Tasks = append(out.Tasks, TaskNotice{TaskID: id, Task: b})
+		out.Tasks = append(out.Tasks, TaskNotice{TaskID: id, Task: t})
 	}
 	return out, nil
 }
