@@ -211,44 +211,21 @@ dbs:
 	}
 
 	// litestream replicate -exec "ce serve FILE --json --wal-autocheckpoint 0 ..."
-	stdout, stderr := newLogBuffer(0), newLogBuffer(4<<20)
 	execLine := fmt.Sprintf("%s serve %s --json --rate-limit 0 --max-sessions 256 --wal-autocheckpoint 0", shellQuote(ceBin), shellQuote(file))
-	ls := exec.Command(bin, "replicate", "-config", cfg, "-exec", execLine)
-	ls.Env = cetest.ChildEnv()
-	ls.Stdout, ls.Stderr = stdout, stderr
-	if err := ls.Start(); err != nil {
-		t.Fatalf("starting litestream: %v", err)
-	}
-	lsDone := make(chan struct{})
-	go func() { ls.Wait(); close(lsDone) }()
+	ls := cetest.Spawn(t, bin, "", nil, 4<<20, stopTimeout, "replicate", "-config", cfg, "-exec", execLine)
 	var cePID int
 	t.Cleanup(func() {
-		ls.Process.Kill()
-		<-lsDone
 		if cePID > 0 {
 			syscall.Kill(cePID, syscall.SIGKILL)
 		}
-		if t.Failed() {
-			t.Logf("litestream and ce stderr (tail):\n%s", stderr.String())
-		}
 	})
 	var b banner
-	deadline := time.After(readyTimeout)
-	for {
-		out := stdout.String()
-		if i := strings.IndexByte(out, '\n'); i >= 0 {
-			if err := json.Unmarshal([]byte(out[:i]), &b); err != nil || b.PID == 0 {
-				t.Fatalf("the first line on stdout is not ce's banner (%v): %s", err, out[:i])
-			}
-			break
-		}
-		select {
-		case <-stdout.notify:
-		case <-lsDone:
-			t.Fatalf("litestream exited before ce was ready:\n%s", stderr.String())
-		case <-deadline:
-			t.Fatalf("no banner within %s:\n%s", readyTimeout, stderr.String())
-		}
+	line, err := ls.FirstLine(readyTimeout)
+	if err != nil {
+		t.Fatalf("ce was not ready under litestream: %v", err)
+	}
+	if err := json.Unmarshal([]byte(line), &b); err != nil || b.PID == 0 {
+		t.Fatalf("the first line on stdout is not ce's banner (%v): %s", err, line)
 	}
 	cePID = b.PID
 	of, err := readOwnerFile(file + ".commonroom.owner")
@@ -381,10 +358,10 @@ dbs:
 	// The disaster: both processes die at once, Litestream first so that
 	// nothing ce acknowledges from here on can reach the replica.
 	killAt := time.Now()
-	ls.Process.Signal(syscall.SIGKILL)
+	ls.Cmd.Process.Signal(syscall.SIGKILL)
 	syscall.Kill(cePID, syscall.SIGKILL)
 	close(stop)
-	<-lsDone
+	<-ls.Done()
 	waitGone(t, cePID)
 	wg.Wait()
 	for _, u := range unexpected {
