@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // NoID as Request.ID sends a notification (no id member).
@@ -31,6 +32,7 @@ type Request struct {
 	URL        string // "" = the client's /mcp URL
 	HTTPMethod string // "" = POST; GET and DELETE send no body
 	Opts       []ReqOpt
+	Timeout    time.Duration // bounds the exchange (0: only the caller's context does)
 }
 
 // Client speaks MCP on one endpoint as one session. Copies made with
@@ -183,6 +185,11 @@ func (c *Client) body(q Request, version string) ([]byte, json.RawMessage, error
 
 // Do sends q and reads the whole answer; only a transport failure is an error.
 func (c *Client) Do(ctx context.Context, q Request) (Response, error) {
+	if q.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, q.Timeout)
+		defer cancel()
+	}
 	req, id, err := c.NewRequest(ctx, q)
 	if err != nil {
 		return Response{}, err

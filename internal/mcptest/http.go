@@ -14,6 +14,15 @@ import (
 // cookie, a context).
 type ReqOpt = func(*http.Request)
 
+// WithBearer sends token as the bearer ("" sends none).
+func WithBearer(token string) ReqOpt {
+	return func(r *http.Request) {
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+	}
+}
+
 // WithHeader sets one header.
 func WithHeader(k, v string) ReqOpt { return func(r *http.Request) { r.Header.Set(k, v) } }
 

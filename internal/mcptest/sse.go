@@ -209,6 +209,16 @@ func (s *Stream) Ended() bool {
 	}
 }
 
+// Done is closed when the stream has ended and its reader has stopped.
+func (s *Stream) Done() <-chan struct{} { return s.done }
+
+// Frames is every frame received so far, read or not.
+func (s *Stream) Frames() []Frame {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.frames)
+}
+
 // Comments is how many comment lines (keep-alives) arrived.
 func (s *Stream) Comments() int {
 	s.mu.Lock()
