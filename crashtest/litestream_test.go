@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/internal/cetest"
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // TestLitestreamRecovery is the disaster-recovery recipe of issue 13 item 16,
@@ -130,52 +130,28 @@ type lsAPI struct {
 }
 
 func (a *lsAPI) do(ctx context.Context, method, url, token string, body, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	r, err := mcptest.Do(ctx, a.hc, method, url, token, body)
 	if err != nil {
-		return 0, err
+		return r.Status, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := a.hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, b)
+	if r.Status/100 != 2 {
+		return r.Status, fmt.Errorf("%s %s: HTTP %d: %s", method, url, r.Status, r.Raw)
 	}
 	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: %v: %s", method, url, err, b)
+		if err := json.Unmarshal(r.Raw, out); err != nil {
+			return r.Status, fmt.Errorf("%s %s: %v: %s", method, url, err, r.Raw)
 		}
 	}
-	return resp.StatusCode, nil
+	return r.Status, nil
 }
 
 // participant joins one participant with these capabilities.
 func (a *lsAPI) participant(ctx context.Context, name string, caps ...string) (sessionGrant, error) {
-	var inv inviteGrant
-	if _, err := a.do(ctx, "POST", a.owner+"/workspace/invite", a.opToken,
-		map[string]any{"capabilities": caps, "max_uses": 1, "expires_in_minutes": 60}, &inv); err != nil {
+	inv, err := mcptest.Invite(ctx, a.hc, a.owner, a.opToken, map[string]any{"capabilities": caps, "max_uses": 1, "expires_in_minutes": 60})
+	if err != nil {
 		return sessionGrant{}, err
 	}
-	var g sessionGrant
-	_, err := a.do(ctx, "POST", a.ingress+"/session/join", "", map[string]any{"invite": inv.URI, "name": name, "kind": "agent"}, &g)
-	return g, err
+	return mcptest.Join(ctx, a.hc, a.ingress, inv.URI, name, "agent")
 }
 
 // litestreamRun is one serve–load–kill–restore–serve cycle.
