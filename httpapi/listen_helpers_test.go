@@ -191,18 +191,11 @@ func lsOK(t testing.TB, h *roomHarness, token, method string, params map[string]
 	return r.Result
 }
 
-// lsTool calls a tool and returns its structuredContent; a tool error fails.
+// lsTool calls a tool and returns its structuredContent; a tool error fails
+// (mtClient.toolOK's checks).
 func lsTool(t testing.TB, h *roomHarness, token, name string, args map[string]any) map[string]any {
 	t.Helper()
-	res := lsOK(t, h, token, "tools/call", map[string]any{"name": name, "arguments": args}, false)
-	if res["isError"] == true {
-		t.Fatalf("tool %s %v failed: %v", name, args, res["structuredContent"])
-	}
-	sc, _ := res["structuredContent"].(map[string]any)
-	if sc == nil {
-		t.Fatalf("tool %s: no structuredContent in %v", name, res)
-	}
-	return sc
+	return mcpClient(h, token, false).toolOK(t, name, args)
 }
 
 // lsNotify sends a client notification (no id) and requires 202.
@@ -229,17 +222,7 @@ type lsTaskRef struct{ HandoffID, TaskID string }
 // returns the handle's ids.
 func lsCreateTask(t testing.TB, h *roomHarness, token, summary string) lsTaskRef {
 	t.Helper()
-	res := lsOK(t, h, token, "tools/call", map[string]any{"name": "handoff_create",
-		"arguments": map[string]any{"summary": summary}}, true)
-	if res["resultType"] != "task" {
-		t.Fatalf("handoff_create with the extension: resultType %v, want task: %v", res["resultType"], res)
-	}
-	tid, _ := res["taskId"].(string)
-	meta, _ := res["_meta"].(map[string]any)
-	hid, _ := meta["commonroom/handoff_id"].(string)
-	if tid == "" || hid == "" {
-		t.Fatalf("task handle without taskId or handoff id: %v", res)
-	}
+	tid, hid := mcpClient(h, token, true).createTask(t, map[string]any{"summary": summary})
 	return lsTaskRef{HandoffID: hid, TaskID: tid}
 }
 
@@ -272,13 +255,13 @@ func lsComplete(t testing.TB, h *roomHarness, token string, x lsTaskRef, text st
 
 func lsCancelTask(t testing.TB, h *roomHarness, token string, x lsTaskRef) {
 	t.Helper()
-	lsOK(t, h, token, "tasks/cancel", map[string]any{"taskId": x.TaskID}, true)
+	mtWantAck(t, mcpClient(h, token, true).taskCall(t, "tasks/cancel", x.TaskID, nil))
 }
 
 // lsTaskGet is tasks/get's result.
 func lsTaskGet(t testing.TB, h *roomHarness, token string, x lsTaskRef) map[string]any {
 	t.Helper()
-	return lsOK(t, h, token, "tasks/get", map[string]any{"taskId": x.TaskID}, true)
+	return mcpClient(h, token, true).taskGet(t, x.TaskID)
 }
 
 // lsSameTask checks that a notifications/tasks frame's params, without
@@ -562,12 +545,7 @@ func (s *lsStream) nextCtx(ctx context.Context) (lsFrame, error) {
 // next returns the next frame or fails t after lsWait.
 func (s *lsStream) next(t testing.TB) lsFrame {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
-	defer cancel()
-	f, err := s.nextCtx(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := lsParseFrame(s.Wait(t, lsWait).Data)
 	if f.Err != nil {
 		t.Fatalf("%s: frame is not JSON: %v: %s", s.name, f.Err, f)
 	}
@@ -577,26 +555,22 @@ func (s *lsStream) next(t testing.TB) lsFrame {
 // endCtx waits for the stream to end and returns the frames not yet read.
 func (s *lsStream) endCtx(ctx context.Context) ([]lsFrame, error) {
 	rest, err := s.End(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]lsFrame, len(rest))
-	for i, f := range rest {
-		out[i] = lsParseFrame(f.Data)
-	}
-	return out, nil
+	return lsParseFrames(rest), err
 }
 
 // end waits (up to lsWait) for the stream to end; it returns the unread frames.
 func (s *lsStream) end(t testing.TB) []lsFrame {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
-	defer cancel()
-	rest, err := s.endCtx(ctx)
-	if err != nil {
-		t.Fatal(err)
+	return lsParseFrames(s.WaitEnd(t, lsWait))
+}
+
+// lsParseFrames decodes frames in order.
+func lsParseFrames(raw []mcptest.Frame) []lsFrame {
+	out := make([]lsFrame, len(raw))
+	for i, f := range raw {
+		out[i] = lsParseFrame(f.Data)
 	}
-	return rest
+	return out
 }
 
 // close abandons the stream from the client side. It is idempotent.
@@ -738,28 +712,8 @@ func lsSameSet(got, want []string) bool {
 func lsSessions(t testing.TB, h *roomHarness, n int, caps ...string) []sessionGrant {
 	t.Helper()
 	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n, "max_live_sessions": n})
-	out := make([]sessionGrant, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r, err := h.send("POST", h.ingressURL("/session/join"), "", map[string]any{"invite": inv.URI, "name": fmt.Sprintf("s%03d", i)})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if r.Status != http.StatusOK {
-				errs[i] = fmt.Errorf("join %d: %d %s", i, r.Status, r.Body)
-				return
-			}
-			errs[i] = json.Unmarshal(r.Body, &out[i])
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	out, err := mcptest.JoinMany(context.Background(), h.client, h.Ingress.URL, inv.URI, "s%03d", "", n)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out
