@@ -2,8 +2,10 @@ package cetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,46 +56,100 @@ func (b *Output) String() string {
 // Notify receives after a write, so a waiter need not poll.
 func (b *Output) Notify() <-chan struct{} { return b.notify }
 
-// Proc is one running ce child: the cli and crash tests start `ce serve`
-// (and a few other long-running commands) this one way, wait for its
-// first line, signal it and reap it.
+// Proc is one running child: the cli and crash tests start `ce serve` (and
+// a few other long-running commands), the bench its rooms and its bare SSE
+// server, this one way; they wait for its first line, signal it and reap it.
 type Proc struct {
 	Cmd    *exec.Cmd
 	Args   []string
 	Stdout *Output
-	Stderr *Output
+	Stderr *Output        // nil when Options.Stderr took it
+	Stdin  io.WriteCloser // nil unless Options.Stdin
 
-	name  string        // "ce serve", "litestream replicate": for messages
-	done  chan struct{} // closed once the child has been waited for
-	state *os.ProcessState
+	name    string // "ce serve", "litestream replicate": for messages
+	done    chan struct{}
+	state   *os.ProcessState
+	waitErr error
 }
 
 // ErrNoLine is FirstLine's error when the child exited without printing a line.
 var ErrNoLine = errors.New("exited before printing a line")
 
+// Options are the ways a start differs from a test's plain one.
+type Options struct {
+	Dir       string
+	Env       []string // added to the environment
+	StderrMax int      // Proc.Stderr keeps about the last StderrMax bytes (0: all)
+	// Stderr, when set, receives the child's stderr (a log file) instead
+	// of Proc.Stderr.
+	Stderr io.Writer
+	// InheritEnv passes the caller's whole environment on, CE_* included
+	// (the bench: whoever runs it may tune its rooms); otherwise ChildEnv.
+	InheritEnv bool
+	// Stdin gives the child a stdin pipe (Proc.Stdin); closing it ends a
+	// child that waits on it.
+	Stdin bool
+	// DieWithParent has the kernel SIGKILL the child when this process
+	// dies (Linux), so an interrupted run leaves nothing behind.
+	DieWithParent bool
+}
+
 // Start runs bin args in dir with ChildEnv(env...); stderr keeps about
 // the last stderrMax bytes (0: all). Reap it with Wait, Stop or Kill9.
 func Start(bin, dir string, env []string, stderrMax int, args ...string) (*Proc, error) {
-	p := &Proc{Args: args, Stdout: NewOutput(0), Stderr: NewOutput(stderrMax), done: make(chan struct{})}
+	return StartWith(bin, Options{Dir: dir, Env: env, StderrMax: stderrMax}, args...)
+}
+
+// StartWith is Start with every option.
+func StartWith(bin string, o Options, args ...string) (*Proc, error) {
+	p := &Proc{Args: args, Stdout: NewOutput(0), done: make(chan struct{})}
 	p.name = filepath.Base(bin)
 	if len(args) > 0 {
 		p.name += " " + args[0]
 	}
 	p.Cmd = exec.Command(bin, args...)
-	p.Cmd.Dir = dir
-	p.Cmd.Env = ChildEnv(env...)
+	p.Cmd.Dir = o.Dir
+	if o.InheritEnv {
+		p.Cmd.Env = append(os.Environ(), o.Env...)
+	} else {
+		p.Cmd.Env = ChildEnv(o.Env...)
+	}
 	p.Cmd.Stdout = p.Stdout
-	p.Cmd.Stderr = p.Stderr
+	if o.Stderr != nil {
+		p.Cmd.Stderr = o.Stderr
+	} else {
+		p.Stderr = NewOutput(o.StderrMax)
+		p.Cmd.Stderr = p.Stderr
+	}
+	if o.DieWithParent {
+		dieWithParent(p.Cmd)
+	}
+	if o.Stdin {
+		in, err := p.Cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		p.Stdin = in
+	}
 	p.Cmd.WaitDelay = 5 * time.Second
 	if err := p.Cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s %v: %w", bin, args, err)
 	}
 	go func() {
-		p.Cmd.Wait()
+		p.waitErr = p.Cmd.Wait()
 		p.state = p.Cmd.ProcessState
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// stderr is what the child wrote to stderr, for messages ("" when it went
+// elsewhere).
+func (p *Proc) stderr() string {
+	if p.Stderr == nil {
+		return ""
+	}
+	return p.Stderr.String()
 }
 
 // Spawn is Start for a test: a failure to start fails t, and t.Cleanup
@@ -115,7 +171,7 @@ func Spawn(t testing.TB, bin, dir string, env []string, stderrMax int, stopTimeo
 			}
 		}
 		if t.Failed() {
-			t.Logf("%s %v (pid %d) stdout:\n%s\nstderr:\n%s", filepath.Base(bin), args, p.Pid(), p.Stdout.String(), p.Stderr.String())
+			t.Logf("%s %v (pid %d) stdout:\n%s\nstderr:\n%s", filepath.Base(bin), args, p.Pid(), p.Stdout.String(), p.stderr())
 		}
 	})
 	return p
@@ -149,6 +205,11 @@ func (p *Proc) State() *os.ProcessState {
 // first line on stdout. A child that exits without one gives ErrNoLine
 // (wrapped with its stderr).
 func (p *Proc) FirstLine(limit time.Duration) (string, error) {
+	return p.FirstLineCtx(context.Background(), limit)
+}
+
+// FirstLineCtx is FirstLine that also gives up when ctx ends.
+func (p *Proc) FirstLineCtx(ctx context.Context, limit time.Duration) (string, error) {
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {
@@ -162,9 +223,11 @@ func (p *Proc) FirstLine(limit time.Duration) (string, error) {
 			if strings.Contains(p.Stdout.String(), "\n") {
 				continue
 			}
-			return "", fmt.Errorf("%s (%v) %w; stderr:\n%s", p.name, p.state, ErrNoLine, p.Stderr.String())
+			return "", fmt.Errorf("%s (%v) %w; stderr:\n%s", p.name, p.state, ErrNoLine, p.stderr())
 		case <-deadline.C:
-			return "", fmt.Errorf("%s printed no line within %v; stderr:\n%s", p.name, limit, p.Stderr.String())
+			return "", fmt.Errorf("%s printed no line within %v; stderr:\n%s", p.name, limit, p.stderr())
+		case <-ctx.Done():
+			return "", ctx.Err()
 		}
 	}
 }
@@ -176,8 +239,15 @@ func (p *Proc) Wait(limit time.Duration) (int, error) {
 	case <-p.done:
 		return p.state.ExitCode(), nil
 	case <-time.After(limit):
-		return -1, fmt.Errorf("%s (pid %d) did not exit within %v; stderr:\n%s", p.name, p.Pid(), limit, p.Stderr.String())
+		return -1, fmt.Errorf("%s (pid %d) did not exit within %v; stderr:\n%s", p.name, p.Pid(), limit, p.stderr())
 	}
+}
+
+// Err is the child's exit as exec reports it (nil for exit 0); valid once
+// Done is closed.
+func (p *Proc) Err() error {
+	<-p.done
+	return p.waitErr
 }
 
 // Stop sends sig and waits up to limit for the exit.
@@ -195,7 +265,7 @@ func (p *Proc) Kill9(limit time.Duration) error {
 		return err
 	}
 	if ws, ok := p.state.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		return fmt.Errorf("%s did not die of SIGKILL: %v\nstderr:\n%s", p.name, p.state, p.Stderr.String())
+		return fmt.Errorf("%s did not die of SIGKILL: %v\nstderr:\n%s", p.name, p.state, p.stderr())
 	}
 	return nil
 }
