@@ -29,6 +29,7 @@ type Output struct {
 // NewOutput keeps everything (max 0) or about the last max bytes.
 func NewOutput(max int) *Output { return &Output{max: max, notify: make(chan struct{}, 1)} }
 
+// Write keeps p (trimming to the tail when bounded) and wakes a waiter.
 func (b *Output) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	b.buf.Write(p)

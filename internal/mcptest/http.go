@@ -130,6 +130,7 @@ type RPCError struct {
 	Body    string         `json:"-"`
 }
 
+// Error says what failed: the JSON-RPC code and message, or the HTTP status and body.
 func (e *RPCError) Error() string {
 	if e.Code != 0 {
 		return fmt.Sprintf("HTTP %d, JSON-RPC %d %s", e.Status, e.Code, e.Message)

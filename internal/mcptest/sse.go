@@ -22,6 +22,7 @@ type Frame struct {
 	Data  []byte // the data: lines joined by "\n"
 }
 
+// String is the frame's data, shortened for a failure message.
 func (f Frame) String() string { return Clip(f.Data) }
 
 // Stream is one open SSE response. Its reader goroutine (started by Start,

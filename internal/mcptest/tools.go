@@ -36,6 +36,7 @@ type ToolError struct {
 	Tool, Code, Body string
 }
 
+// Error names the tool and the Commonroom error code it answered.
 func (e *ToolError) Error() string { return fmt.Sprintf("%s: isError %s: %s", e.Tool, e.Code, e.Body) }
 
 // Tool calls a tool. An isError result comes back as a *ToolError together
