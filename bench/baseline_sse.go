@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,14 +10,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/commonroom/ce/internal/cetest"
 )
 
 // The bare SSE fan-out is the fair baseline for the room's fan-out figures.
@@ -278,9 +277,7 @@ func bareSSEMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // bareSSEProc is the bare server child, seen from the bench.
 type bareSSEProc struct {
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	waitErr chan error
+	proc    *cetest.Proc
 	addr    string
 	hc      *http.Client
 	logPath string
@@ -303,33 +300,18 @@ func startBareSSE(ctx context.Context, e *env, name string, tasks []bareTask) (*
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, args...)
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	proc, err := cetest.StartWith(exe, cetest.Options{Stderr: logf, InheritEnv: true, DieWithParent: true, Stdin: true}, args...)
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &bareSSEProc{cmd: cmd, stdin: stdin, waitErr: make(chan error, 1), hc: newLoadClient(2 * fanoutTasks), logPath: logPath}
-	ready := make(chan error, 1)
-	go func() {
-		line, err := bufio.NewReader(stdout).ReadString('\n')
+	p := &bareSSEProc{proc: proc, hc: newLoadClient(2 * fanoutTasks), logPath: logPath}
+	err = awaitReady(ctx, proc, "the bare SSE server", logPath, func(line string) error {
 		p.addr = strings.TrimSpace(line)
-		if _, _, aerr := net.SplitHostPort(p.addr); err == nil && aerr != nil {
-			err = fmt.Errorf("%q is not an address", p.addr)
+		if _, _, err := net.SplitHostPort(p.addr); err != nil {
+			return fmt.Errorf("%q is not an address", p.addr)
 		}
-		ready <- err
-		io.Copy(io.Discard, stdout)
-	}()
-	go func() { p.waitErr <- cmd.Wait() }()
-	err = awaitReady(ctx, ready, p.waitErr, "the bare SSE server", logPath)
+		return nil
+	})
 	if err != nil {
 		p.stop()
 		return nil, err
@@ -340,18 +322,18 @@ func startBareSSE(ctx context.Context, e *env, name string, tasks []bareTask) (*
 // stop closes the server's stdin, which ends it, and kills it if it has not
 // exited within 5s.
 func (p *bareSSEProc) stop() {
-	if p.cmd == nil {
+	if p.proc == nil {
 		return
 	}
-	cmd := p.cmd
-	p.cmd = nil
+	proc := p.proc
+	p.proc = nil
 	p.hc.CloseIdleConnections()
-	p.stdin.Close()
+	proc.Stdin.Close()
 	select {
-	case <-p.waitErr:
+	case <-proc.Done():
 	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		<-p.waitErr
+		proc.Cmd.Process.Kill()
+		<-proc.Done()
 	}
 }
 
@@ -433,7 +415,7 @@ func baselineBareSSE(ctx context.Context, e *env, n int) (*bareSSEBaseline, erro
 		return nil, err
 	}
 	defer p.stop()
-	proc := &ceServer{pid: p.cmd.Process.Pid, ingressURL: "http://" + p.addr}
+	proc := &ceServer{pid: p.proc.Pid(), ingressURL: "http://" + p.addr}
 	f := &fanRoom{e: e, c: proc, listeners: []session{{Token: "bare"}}, perSess: n, taskIDs: ids}
 	for i := range tasks {
 		f.drivers = append(f.drivers, &bareDriver{p: p, task: i})

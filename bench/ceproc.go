@@ -1,21 +1,20 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/commonroom/ce/internal/cetest"
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // ceServer is one `ce serve` the bench talks to: either a child it started
@@ -23,8 +22,7 @@ import (
 // knows comes from the scriptable contract (DESIGN.md §10): the --json
 // banner and the operator credential file.
 type ceServer struct {
-	cmd        *exec.Cmd // nil for a --target-file room: never ours to stop
-	waitErr    chan error
+	proc       *cetest.Proc // nil for a --target-file room: never ours to stop
 	pid        int
 	file       string
 	bin        string   // the binary and flags it was started with, so it can be served again
@@ -86,34 +84,24 @@ func serveCE(ctx context.Context, bin, file, logPath string, flags ...string) (*
 	}
 	defer logf.Close() // the child holds its own descriptor
 	args := append([]string{"serve", file, "--json", "--log-level", "warn"}, flags...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
+	p, err := cetest.StartWith(bin, cetest.Options{Stderr: logf, InheritEnv: true, DieWithParent: true}, args...)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &ceServer{cmd: cmd, file: file, bin: bin, flags: flags, logPath: logPath, pid: cmd.Process.Pid, waitErr: make(chan error, 1),
+	c := &ceServer{proc: p, file: file, bin: bin, flags: flags, logPath: logPath, pid: p.Pid(),
 		hc: &http.Client{Timeout: 30 * time.Second}}
-	banner := make(chan error, 1)
-	go func() {
-		line, err := bufio.NewReader(stdout).ReadBytes('\n')
-		if err == nil {
-			var b struct {
-				PID int `json:"pid"`
-			}
-			if err = json.Unmarshal(line, &b); err == nil && b.PID != c.pid {
-				err = fmt.Errorf("banner pid %d is not the child's %d", b.PID, c.pid)
-			}
+	err = awaitReady(ctx, p, "ce serve", logPath, func(line string) error {
+		var b struct {
+			PID int `json:"pid"`
 		}
-		banner <- err
-		io.Copy(io.Discard, stdout) // keep the pipe drained until the child exits
-	}()
-	go func() { c.waitErr <- cmd.Wait() }()
-	err = awaitReady(ctx, banner, c.waitErr, "ce serve", logPath)
+		if err := json.Unmarshal([]byte(line), &b); err != nil {
+			return err
+		}
+		if b.PID != c.pid {
+			return fmt.Errorf("banner pid %d is not the child's %d", b.PID, c.pid)
+		}
+		return nil
+	})
 	if err != nil {
 		c.stop()
 		return nil, err
@@ -144,25 +132,25 @@ func attachCE(file string) (*ceServer, error) {
 // stop ends a child gracefully (SIGTERM, as a user's Ctrl-C would) and kills
 // it if it has not exited within 15s. It does nothing for a target room.
 func (c *ceServer) stop() error {
-	if c == nil || c.cmd == nil {
+	if c == nil || c.proc == nil {
 		return nil
 	}
-	cmd := c.cmd
-	c.cmd = nil
-	cmd.Process.Signal(syscall.SIGTERM)
+	p := c.proc
+	c.proc = nil
+	p.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-c.waitErr:
-		return err
+	case <-p.Done():
+		return p.Err()
 	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		<-c.waitErr
+		p.Cmd.Process.Kill()
+		<-p.Done()
 		return errors.New("ce serve did not stop within 15s of SIGTERM and was killed")
 	}
 }
 
 // owned reports whether the bench started this room (and may restart or
 // reconfigure rooms like it).
-func (c *ceServer) owned() bool { return c.cmd != nil }
+func (c *ceServer) owned() bool { return c.proc != nil }
 
 // rssKB is the room process's resident set (VmRSS) in KiB.
 func (c *ceServer) rssKB() (int64, error) {
@@ -197,36 +185,15 @@ func tail(path string) string {
 // ownerCall sends one request to the owner listener with the operator
 // credential (what `ce invite` does while a room is serving).
 func (c *ceServer) ownerCall(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.ownerURL+path, rd)
+	r, err := mcptest.Do(ctx, c.hc, method, c.ownerURL+path, c.opToken, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.opToken)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, clip(b))
+	if r.Status != http.StatusOK {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, r.Status, clip(r.Raw))
 	}
 	if out != nil {
-		return json.Unmarshal(b, out)
+		return json.Unmarshal(r.Raw, out)
 	}
 	return nil
 }
@@ -285,22 +252,20 @@ func clip(b []byte) string {
 }
 
 // awaitReady waits until a child process the bench started has printed its
-// ready line (ready reports whether that line was right), and fails if the
-// child exits first, stays silent for 30 s, or ctx ends. An early exit is
-// put back on waitErr for whoever stops the child.
-func awaitReady(ctx context.Context, ready <-chan error, waitErr chan error, what, logPath string) error {
-	select {
-	case err := <-ready:
-		if err != nil {
-			return fmt.Errorf("%s printed no usable ready line (%v): %s", what, err, tail(logPath))
-		}
-		return nil
-	case err := <-waitErr:
-		waitErr <- err
-		return fmt.Errorf("%s exited before it was ready (%v): %s", what, err, tail(logPath))
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("%s printed no ready line within 30s", what)
-	case <-ctx.Done():
+// ready line and check accepts it, and fails if the child exits first, stays
+// silent for 30 s, or ctx ends.
+func awaitReady(ctx context.Context, p *cetest.Proc, what, logPath string, check func(line string) error) error {
+	line, err := p.FirstLineCtx(ctx, 30*time.Second)
+	switch {
+	case errors.Is(err, cetest.ErrNoLine):
+		return fmt.Errorf("%s exited before it was ready (%v): %s", what, p.Err(), tail(logPath))
+	case ctx.Err() != nil:
 		return ctx.Err()
+	case err != nil:
+		return fmt.Errorf("%s printed no ready line within 30s", what)
 	}
+	if err := check(line); err != nil {
+		return fmt.Errorf("%s printed no usable ready line (%v): %s", what, err, tail(logPath))
+	}
+	return nil
 }

@@ -210,8 +210,8 @@ func TestInviteWhileServing(t *testing.T) {
 			}
 		})
 	}
-	if s.exited() {
-		t.Fatalf("ce serve exited during the invites: %v", s.state)
+	if s.Exited() {
+		t.Fatalf("ce serve exited during the invites: %v", s.State())
 	}
 	if code := s.stop(syscall.SIGINT); code != 0 {
 		t.Errorf("exit %d", code)

@@ -34,7 +34,7 @@ func TestServeWarnsAboutHardLinks(t *testing.T) {
 		defer deadline.Stop()
 		for !strings.Contains(s.stdout.String(), "Status: READY") {
 			select {
-			case <-s.stdout.notify:
+			case <-s.stdout.Notify():
 			case <-s.done:
 				t.Fatalf("ce serve exited:\n%s\n%s", s.stdout.String(), s.stderr.String())
 			case <-deadline.C:

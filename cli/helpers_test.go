@@ -11,18 +11,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/commonroom/ce/internal/cetest"
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/transport/exec/exectest"
 )
 
@@ -41,32 +38,6 @@ func TestMain(m *testing.M) {
 	os.Exit(cetest.Main(m, "cli", &ceBin))
 }
 
-// notifyBuffer is a goroutine-safe buffer that signals every write.
-type notifyBuffer struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	notify chan struct{} // capacity 1: "something was written"
-}
-
-func newNotifyBuffer() *notifyBuffer { return &notifyBuffer{notify: make(chan struct{}, 1)} }
-
-func (b *notifyBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	n, err := b.buf.Write(p)
-	b.mu.Unlock()
-	select {
-	case b.notify <- struct{}{}:
-	default:
-	}
-	return n, err
-}
-
-func (b *notifyBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // banner is the one JSON line `ce serve --json` prints when ready.
 type banner struct {
 	WorkspaceID string `json:"workspace_id"`
@@ -81,15 +52,15 @@ type banner struct {
 
 var bannerKeys = []string{"workspace_id", "name", "version", "owner_url", "ingress_url", "mcp_url", "invite", "pid"}
 
-// server is one running `ce serve` child.
+// server is one running `ce serve` child (a cetest.Proc) and its banner.
 type server struct {
+	*cetest.Proc
 	t      testing.TB
 	dir    string
 	cmd    *exec.Cmd
-	stdout *notifyBuffer
-	stderr *notifyBuffer
-	done   chan struct{} // closed once the child has been waited for
-	state  *os.ProcessState
+	stdout *cetest.Output
+	stderr *cetest.Output
+	done   <-chan struct{} // closed once the child has been waited for
 
 	// Line is the raw JSON line; Banner its decoded form (after ready).
 	Line   string
@@ -108,44 +79,8 @@ func startServe(t testing.TB, dir string, args ...string) *server {
 // spawnServe starts the child without waiting for anything.
 func spawnServe(t testing.TB, dir string, env []string, args ...string) *server {
 	t.Helper()
-	s := &server{t: t, dir: dir, stdout: newNotifyBuffer(), stderr: newNotifyBuffer(), done: make(chan struct{})}
-	s.cmd = exec.Command(ceBin, args...)
-	s.cmd.Dir = dir
-	s.cmd.Env = cetest.ChildEnv(env...)
-	s.cmd.Stdout = s.stdout
-	s.cmd.Stderr = s.stderr
-	s.cmd.WaitDelay = 5 * time.Second
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting ce %v: %v", args, err)
-	}
-	go func() {
-		s.cmd.Wait()
-		s.state = s.cmd.ProcessState
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		if !s.exited() {
-			s.cmd.Process.Kill()
-			select {
-			case <-s.done:
-			case <-time.After(stopTimeout):
-				t.Errorf("ce %v (pid %d) did not die after SIGKILL", args, s.cmd.Process.Pid)
-			}
-		}
-		if t.Failed() {
-			t.Logf("ce %v stdout:\n%s\nstderr:\n%s", args, s.stdout.String(), s.stderr.String())
-		}
-	})
-	return s
-}
-
-func (s *server) exited() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
+	p := cetest.Spawn(t, ceBin, dir, env, 0, stopTimeout, args...)
+	return &server{Proc: p, t: t, dir: dir, cmd: p.Cmd, stdout: p.Stdout, stderr: p.Stderr, done: p.Done()}
 }
 
 // ready waits for the first line on stdout and decodes it.
@@ -158,27 +93,13 @@ func (s *server) ready() {
 // takes longer to come up than loopback.
 func (s *server) readyWithin(limit time.Duration) {
 	s.t.Helper()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		out := s.stdout.String()
-		if i := strings.IndexByte(out, '\n'); i >= 0 {
-			s.Line = out[:i]
-			if err := json.Unmarshal([]byte(s.Line), &s.Banner); err != nil {
-				s.t.Fatalf("ce serve's first line is not JSON: %v\n%s", err, s.Line)
-			}
-			return
-		}
-		select {
-		case <-s.stdout.notify:
-		case <-s.done:
-			if strings.Contains(s.stdout.String(), "\n") {
-				continue
-			}
-			s.t.Fatalf("ce serve exited (%v) before printing its JSON line; stderr:\n%s", s.state, s.stderr.String())
-		case <-deadline.C:
-			s.t.Fatalf("ce serve printed no JSON line within %v; stderr:\n%s", limit, s.stderr.String())
-		}
+	line, err := s.FirstLine(limit)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.Line = line
+	if err := json.Unmarshal([]byte(s.Line), &s.Banner); err != nil {
+		s.t.Fatalf("ce serve's first line is not JSON: %v\n%s", err, s.Line)
 	}
 }
 
@@ -186,57 +107,43 @@ func (s *server) readyWithin(limit time.Duration) {
 // Banner filled in) or exits without one (false).
 func (s *server) servesOrExits() bool {
 	s.t.Helper()
-	deadline := time.NewTimer(readyTimeout)
-	defer deadline.Stop()
-	for {
-		if strings.Contains(s.stdout.String(), "\n") {
-			s.ready()
-			return true
-		}
-		select {
-		case <-s.stdout.notify:
-		case <-s.done:
-			if strings.Contains(s.stdout.String(), "\n") {
-				continue
-			}
-			return false
-		case <-deadline.C:
-			s.t.Fatalf("ce serve neither served nor exited within %v; stderr:\n%s", readyTimeout, s.stderr.String())
-		}
+	_, err := s.FirstLine(readyTimeout)
+	if errors.Is(err, cetest.ErrNoLine) {
+		return false
 	}
+	if err != nil {
+		s.t.Fatalf("ce serve neither served nor exited: %v", err)
+	}
+	s.ready()
+	return true
 }
 
 // wait waits for the child to exit and returns its exit code (-1 when a
 // signal ended it).
 func (s *server) wait() int {
 	s.t.Helper()
-	select {
-	case <-s.done:
-		return s.state.ExitCode()
-	case <-time.After(stopTimeout):
-		s.t.Fatalf("ce serve (pid %d) did not exit within %v; stderr:\n%s", s.cmd.Process.Pid, stopTimeout, s.stderr.String())
-		return -1
+	code, err := s.Wait(stopTimeout)
+	if err != nil {
+		s.t.Fatal(err)
 	}
+	return code
 }
 
 // stop sends sig and waits for the exit; it returns the exit code.
 func (s *server) stop(sig os.Signal) int {
 	s.t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("signalling ce serve: %v", err)
+	code, err := s.Stop(sig, stopTimeout)
+	if err != nil {
+		s.t.Fatal(err)
 	}
-	return s.wait()
+	return code
 }
 
 // kill9 ends the child with SIGKILL, as a crash would.
 func (s *server) kill9() {
 	s.t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		s.t.Fatalf("SIGKILL: %v", err)
-	}
-	s.wait()
-	if ws, ok := s.state.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		s.t.Fatalf("ce serve did not die of SIGKILL: %v", s.state)
+	if err := s.Kill9(stopTimeout); err != nil {
+		s.t.Fatal(err)
 	}
 }
 
@@ -387,34 +294,11 @@ var httpClient = &http.Client{Timeout: 10 * time.Second}
 // status and body.
 func httpDo(t testing.TB, method, url, token string, body any) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := httpClient.Do(req)
+	r, err := mcptest.Do(context.Background(), httpClient, method, url, token, body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading the body: %v", method, url, err)
-	}
-	return resp.StatusCode, b
+	return r.Status, r.Raw
 }
 
 // wantHealthy checks GET {base}/healthz → 200 {"status":"ok"}.

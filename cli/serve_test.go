@@ -222,8 +222,8 @@ func TestServeSecondInstance(t *testing.T) {
 			if r.stdout != "" {
 				t.Errorf("second serve printed on stdout: %q", r.stdout)
 			}
-			if first.exited() {
-				t.Fatalf("the first ce serve exited: %v", first.state)
+			if first.Exited() {
+				t.Fatalf("the first ce serve exited: %v", first.State())
 			}
 			wantHealthy(t, first.Banner.IngressURL)
 			if !exists(ownerOf(filepath.Join(dir, "notes.md"))) {
@@ -372,7 +372,7 @@ func TestServeRace(t *testing.T) {
 			winners = append(winners, s)
 			continue
 		}
-		if code := s.state.ExitCode(); code != exitBusy {
+		if code := s.State().ExitCode(); code != exitBusy {
 			t.Errorf("a losing serve exited %d, want %d; stderr:\n%s", code, exitBusy, s.stderr.String())
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/cetest"
 	"github.com/commonroom/ce/room"
 	"github.com/commonroom/ce/transport"
 )
@@ -90,9 +91,9 @@ func newStub(stuck bool) (*transport.Registry, *stubShared) {
 
 // inProcess runs cli.Main in a goroutine with reg; the returned channel
 // yields its exit code.
-func inProcess(t *testing.T, dir string, reg *transport.Registry, sig chan os.Signal, extraEnv map[string]string, args ...string) (stdout, stderr *notifyBuffer, code chan int) {
+func inProcess(t *testing.T, dir string, reg *transport.Registry, sig chan os.Signal, extraEnv map[string]string, args ...string) (stdout, stderr *cetest.Output, code chan int) {
 	t.Helper()
-	stdout, stderr, code = newNotifyBuffer(), newNotifyBuffer(), make(chan int, 1)
+	stdout, stderr, code = cetest.NewOutput(0), cetest.NewOutput(0), make(chan int, 1)
 	getenv := func(k string) string {
 		if v, ok := extraEnv[k]; ok {
 			return v
@@ -114,7 +115,7 @@ func inProcess(t *testing.T, dir string, reg *transport.Registry, sig chan os.Si
 	return stdout, stderr, code
 }
 
-func waitCode(t *testing.T, code chan int, stderr *notifyBuffer) int {
+func waitCode(t *testing.T, code chan int, stderr *cetest.Output) int {
 	t.Helper()
 	select {
 	case c := <-code:
@@ -186,7 +187,7 @@ func TestServeTransportExposesTheIngressOnly(t *testing.T) {
 	deadline := time.After(readyTimeout)
 	for !strings.Contains(stdout.String(), "\n") {
 		select {
-		case <-stdout.notify:
+		case <-stdout.Notify():
 		case c := <-code:
 			t.Fatalf("serve exited %d\n%s", c, stderr.String())
 		case <-deadline:

@@ -121,8 +121,8 @@ func TestEndSessionCommand_ThroughTheRunningRoom(t *testing.T) {
 	if out := mustCE(t, dir, nil, "end-session", "--workspace", "notes.md", "--session", b.SessionRef).stdout; !strings.Contains(out, "nothing to end") {
 		t.Errorf("a second end says %q", out)
 	}
-	if s.exited() {
-		t.Fatalf("ce serve exited: %v", s.state)
+	if s.Exited() {
+		t.Fatalf("ce serve exited: %v", s.State())
 	}
 	if code := s.stop(os.Interrupt); code != 0 {
 		t.Errorf("serve exit %d", code)

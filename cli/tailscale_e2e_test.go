@@ -11,8 +11,6 @@ package cli
 // never asserted.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 	"github.com/commonroom/ce/transport/tailscale/tailnettest"
 )
@@ -107,61 +106,22 @@ func tsClient() *http.Client {
 	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 }
 
-// mcpRequest is one MCP 2026-07-28 POST /mcp request, declaring the Tasks
-// extension when tasks.
-func mcpRequest(ctx context.Context, t *testing.T, base, token, method string, params map[string]any, tasks bool) *http.Request {
-	t.Helper()
-	p := map[string]any{}
-	for k, v := range params {
-		p[k] = v
-	}
-	caps := map[string]any{}
-	if tasks {
-		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
-	}
-	p["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": caps,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "ce-tailnet-tests", "version": "0"},
-	}
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/mcp", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	for _, f := range []string{"name", "taskId"} {
-		if v, ok := params[f].(string); ok {
-			req.Header.Set("Mcp-Name", v)
-		}
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	return req
+// mcpClient is an MCP 2026-07-28 client of base/mcp as token, declaring the
+// Tasks extension when tasks.
+func mcpClient(c *http.Client, base, token string, tasks bool) *mcptest.Client {
+	return mcptest.New(c, base+"/mcp", token, tasks, "ce-tailnet-tests")
 }
 
 // mcpDo sends one MCP request and returns its JSON-RPC result; an error
 // answer fails the test.
 func mcpDo(t *testing.T, c *http.Client, base, token, method string, params map[string]any, tasks bool) map[string]any {
 	t.Helper()
-	resp, err := c.Do(mcpRequest(context.Background(), t, base, token, method, params, tasks))
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
+	raw, err := mcpClient(c, base, token, tasks).Call(context.Background(), method, params)
+	var out map[string]any
+	if err != nil || json.Unmarshal(raw, &out) != nil || out == nil {
+		t.Fatalf("%s: %v %s", method, err, raw)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var out struct {
-		Result map[string]any `json:"result"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &out) != nil || out.Result == nil {
-		t.Fatalf("%s: %d %s", method, resp.StatusCode, body)
-	}
-	return out.Result
+	return out
 }
 
 // mcpTool calls a tool that must succeed and returns its structuredContent.
@@ -181,72 +141,39 @@ type sseFrame struct {
 	Params map[string]any `json:"params"`
 }
 
-// sseStream is an open subscriptions/listen response read by a goroutine.
-type sseStream struct {
-	frames chan sseFrame
-	cancel context.CancelFunc
-	done   chan struct{}
-}
+// sseStream is an open subscriptions/listen response (mcptest's reader).
+type sseStream struct{ *mcptest.Stream }
 
 // listenTasks opens subscriptions/listen for taskIDs at base and reads its
 // frames until the test ends.
 func listenTasks(t *testing.T, base, token string, taskIDs ...string) *sseStream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req := mcpRequest(ctx, t, base, token, "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": taskIDs}}, true)
-	resp, err := (&http.Client{}).Do(req)
+	st, r, err := mcpClient(&http.Client{}, base, token, true).Open(context.Background(), mcptest.Request{ID: 1,
+		Method: "subscriptions/listen", Params: map[string]any{"notifications": map[string]any{"taskIds": taskIDs}}}, "listen")
 	if err != nil {
-		cancel()
 		t.Fatalf("listen: %v", err)
 	}
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		cancel()
-		t.Fatalf("listen: %d %s", resp.StatusCode, b)
+	if st == nil {
+		t.Fatalf("listen: %d %s", r.Status, r.Raw)
 	}
-	s := &sseStream{frames: make(chan sseFrame, 64), cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer close(s.frames)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		var data []byte
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "data:"):
-				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")...)
-			case line == "" && len(data) > 0:
-				var f sseFrame
-				if json.Unmarshal(data, &f) == nil {
-					s.frames <- f
-				}
-				data = nil
-			}
-		}
-	}()
-	t.Cleanup(func() { s.cancel(); <-s.done })
-	return s
+	st.Start()
+	t.Cleanup(func() { st.Close(); <-st.Done() })
+	return &sseStream{st}
 }
 
 // next waits for the next frame of method (others are skipped).
 func (s *sseStream) next(t *testing.T, method string) sseFrame {
 	t.Helper()
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for {
-		select {
-		case f, ok := <-s.frames:
-			if !ok {
-				t.Fatalf("the stream ended while waiting for %s", method)
-			}
-			if f.Method == method {
-				return f
-			}
-		case <-deadline.C:
-			t.Fatalf("no %s frame within 30s", method)
+		raw, err := s.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", method, err)
+		}
+		var f sseFrame
+		if json.Unmarshal(raw.Data, &f) == nil && f.Method == method {
+			return f
 		}
 	}
 }
@@ -803,23 +730,11 @@ func tryTaskGet(base, token, taskID string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": map[string]any{"taskId": taskID,
-		"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}}}})
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/mcp", bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tasks/get")
-	req.Header.Set("Mcp-Name", taskID)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.Do(req)
+	r, err := mcpClient(c, base, token, true).Do(ctx, mcptest.Request{Method: "tasks/get", Params: map[string]any{"taskId": taskID}})
 	if err != nil {
 		return 0, err.Error()
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return r.Status, string(r.Raw)
 }
 
 // TestTailnetServeBadInput: `ce serve --transport tailscale` that cannot get

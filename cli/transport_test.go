@@ -7,10 +7,10 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 	"github.com/commonroom/ce/transport/exec/exectest"
 )
@@ -119,12 +120,12 @@ func startHeldJoinWithin(t *testing.T, limit time.Duration, dir string, env []st
 			return &held{server: s, out: out}
 		}
 		select {
-		case <-s.stdout.notify:
+		case <-s.stdout.Notify():
 		case <-s.done:
 			if json.Unmarshal([]byte(s.stdout.String()), new(map[string]any)) == nil {
 				continue
 			}
-			t.Fatalf("ce join exited (%v) before answering; stderr:\n%s", s.state, s.stderr.String())
+			t.Fatalf("ce join exited (%v) before answering; stderr:\n%s", s.State(), s.stderr.String())
 		case <-deadline.C:
 			t.Fatalf("ce join answered nothing within %v; stderr:\n%s", limit, s.stderr.String())
 		}
@@ -135,41 +136,12 @@ func startHeldJoinWithin(t *testing.T, limit time.Duration, dir string, env []st
 // JSON-RPC result.
 func mcpCall(t *testing.T, base, token, method string, params map[string]any) map[string]any {
 	t.Helper()
-	if params == nil {
-		params = map[string]any{}
+	res, err := mcptest.New(httpClient, base+"/mcp", token, false, "ce-cli-tests").Call(context.Background(), method, params)
+	var out map[string]any
+	if err != nil || json.Unmarshal(res, &out) != nil || out == nil {
+		t.Fatalf("%s: %v %s", method, err, res)
 	}
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "ce-cli-tests", "version": "0"},
-	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, err := http.NewRequest("POST", base+"/mcp", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name, ok := params["name"].(string); ok {
-		req.Header.Set("Mcp-Name", name)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var out struct {
-		Result map[string]any `json:"result"`
-		Error  any            `json:"error"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &out) != nil || out.Result == nil {
-		t.Fatalf("%s: %d %s", method, resp.StatusCode, body)
-	}
-	return out.Result
+	return out
 }
 
 // toolJSON is a tools/call's structured answer.

@@ -1,15 +1,15 @@
 package crashtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // gen is one incarnation of the server: its addresses and operator token.
@@ -245,35 +245,13 @@ func (c *client) call(ctx context.Context, to target, token, method, path string
 // do sends one request to generation g, whatever the gate says (the checks
 // use it while the clients are held back).
 func (c *client) do(ctx context.Context, g *gen, to target, token, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			panic(err)
-		}
-		rd = bytes.NewReader(b)
-	}
 	base := g.ingress
 	if to == operator {
 		base, token = g.owner, g.opToken
 	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if err != nil {
-		panic(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	began := time.Now()
-	resp, err := c.hc.Do(req)
-	var b []byte
-	if err == nil {
-		b, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-	}
+	resp, err := mcptest.Do(ctx, c.hc, method, base+path, token, body)
+	b := resp.Raw
 	if d := time.Since(began); d > 5*time.Second {
 		c.w.slowRequest(fmt.Sprintf("%s %s on gen %d took %v (started %s, err %v)", method, path, g.n, d.Round(time.Millisecond),
 			began.Format("15:04:05.000"), err))
@@ -284,13 +262,13 @@ func (c *client) do(ctx context.Context, g *gen, to target, token, method, path 
 		}
 		return &transportError{err}
 	}
-	if resp.StatusCode/100 != 2 {
+	if resp.Status/100 != 2 {
 		var eb struct {
 			Error string `json:"error"`
 		}
 		json.Unmarshal(b, &eb)
-		ae := &apiError{status: resp.StatusCode, kind: eb.Error, body: string(b)}
-		if resp.StatusCode >= 500 && eb.Error != "overloaded" && eb.Error != "unavailable" {
+		ae := &apiError{status: resp.Status, kind: eb.Error, body: string(b)}
+		if resp.Status >= 500 && eb.Error != "overloaded" && eb.Error != "unavailable" {
 			c.w.unexpected("%s %s on gen %d: %v", method, path, g.n, ae)
 		}
 		return ae
@@ -298,7 +276,7 @@ func (c *client) do(ctx context.Context, g *gen, to target, token, method, path 
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
 			c.w.unexpected("%s %s: a 2xx answer that is not the expected JSON: %v: %s", method, path, err, b)
-			return &apiError{status: resp.StatusCode, kind: "bad_json", body: string(b)}
+			return &apiError{status: resp.Status, kind: "bad_json", body: string(b)}
 		}
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/internal/cetest"
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // TestLitestreamRecovery is the disaster-recovery recipe of issue 13 item 16,
@@ -130,52 +130,28 @@ type lsAPI struct {
 }
 
 func (a *lsAPI) do(ctx context.Context, method, url, token string, body, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	r, err := mcptest.Do(ctx, a.hc, method, url, token, body)
 	if err != nil {
-		return 0, err
+		return r.Status, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := a.hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, b)
+	if r.Status/100 != 2 {
+		return r.Status, fmt.Errorf("%s %s: HTTP %d: %s", method, url, r.Status, r.Raw)
 	}
 	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: %v: %s", method, url, err, b)
+		if err := json.Unmarshal(r.Raw, out); err != nil {
+			return r.Status, fmt.Errorf("%s %s: %v: %s", method, url, err, r.Raw)
 		}
 	}
-	return resp.StatusCode, nil
+	return r.Status, nil
 }
 
 // participant joins one participant with these capabilities.
 func (a *lsAPI) participant(ctx context.Context, name string, caps ...string) (sessionGrant, error) {
-	var inv inviteGrant
-	if _, err := a.do(ctx, "POST", a.owner+"/workspace/invite", a.opToken,
-		map[string]any{"capabilities": caps, "max_uses": 1, "expires_in_minutes": 60}, &inv); err != nil {
+	inv, err := mcptest.Invite(ctx, a.hc, a.owner, a.opToken, map[string]any{"capabilities": caps, "max_uses": 1, "expires_in_minutes": 60})
+	if err != nil {
 		return sessionGrant{}, err
 	}
-	var g sessionGrant
-	_, err := a.do(ctx, "POST", a.ingress+"/session/join", "", map[string]any{"invite": inv.URI, "name": name, "kind": "agent"}, &g)
-	return g, err
+	return mcptest.Join(ctx, a.hc, a.ingress, inv.URI, name, "agent")
 }
 
 // litestreamRun is one serve–load–kill–restore–serve cycle.
@@ -211,44 +187,21 @@ dbs:
 	}
 
 	// litestream replicate -exec "ce serve FILE --json --wal-autocheckpoint 0 ..."
-	stdout, stderr := newLogBuffer(0), newLogBuffer(4<<20)
 	execLine := fmt.Sprintf("%s serve %s --json --rate-limit 0 --max-sessions 256 --wal-autocheckpoint 0", shellQuote(ceBin), shellQuote(file))
-	ls := exec.Command(bin, "replicate", "-config", cfg, "-exec", execLine)
-	ls.Env = cetest.ChildEnv()
-	ls.Stdout, ls.Stderr = stdout, stderr
-	if err := ls.Start(); err != nil {
-		t.Fatalf("starting litestream: %v", err)
-	}
-	lsDone := make(chan struct{})
-	go func() { ls.Wait(); close(lsDone) }()
+	ls := cetest.Spawn(t, bin, "", nil, 4<<20, stopTimeout, "replicate", "-config", cfg, "-exec", execLine)
 	var cePID int
 	t.Cleanup(func() {
-		ls.Process.Kill()
-		<-lsDone
 		if cePID > 0 {
 			syscall.Kill(cePID, syscall.SIGKILL)
 		}
-		if t.Failed() {
-			t.Logf("litestream and ce stderr (tail):\n%s", stderr.String())
-		}
 	})
 	var b banner
-	deadline := time.After(readyTimeout)
-	for {
-		out := stdout.String()
-		if i := strings.IndexByte(out, '\n'); i >= 0 {
-			if err := json.Unmarshal([]byte(out[:i]), &b); err != nil || b.PID == 0 {
-				t.Fatalf("the first line on stdout is not ce's banner (%v): %s", err, out[:i])
-			}
-			break
-		}
-		select {
-		case <-stdout.notify:
-		case <-lsDone:
-			t.Fatalf("litestream exited before ce was ready:\n%s", stderr.String())
-		case <-deadline:
-			t.Fatalf("no banner within %s:\n%s", readyTimeout, stderr.String())
-		}
+	line, err := ls.FirstLine(readyTimeout)
+	if err != nil {
+		t.Fatalf("ce was not ready under litestream: %v", err)
+	}
+	if err := json.Unmarshal([]byte(line), &b); err != nil || b.PID == 0 {
+		t.Fatalf("the first line on stdout is not ce's banner (%v): %s", err, line)
 	}
 	cePID = b.PID
 	of, err := readOwnerFile(file + ".commonroom.owner")
@@ -381,10 +334,10 @@ dbs:
 	// The disaster: both processes die at once, Litestream first so that
 	// nothing ce acknowledges from here on can reach the replica.
 	killAt := time.Now()
-	ls.Process.Signal(syscall.SIGKILL)
+	ls.Cmd.Process.Signal(syscall.SIGKILL)
 	syscall.Kill(cePID, syscall.SIGKILL)
 	close(stop)
-	<-lsDone
+	<-ls.Done()
 	waitGone(t, cePID)
 	wg.Wait()
 	for _, u := range unexpected {

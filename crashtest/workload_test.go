@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // world is the workload: the participants, the clients' shared plumbing and
@@ -106,17 +108,9 @@ func (w *world) waitForSlot(ctx context.Context) {
 
 // ---- joining ----
 
-type inviteGrant struct {
-	InviteID string `json:"invite_id"`
-	URI      string `json:"uri"`
-}
+type inviteGrant = mcptest.Invitation
 
-type sessionGrant struct {
-	SessionToken  string   `json:"session_token"`
-	SessionRef    string   `json:"session_ref"`
-	ParticipantID string   `json:"participant_id"`
-	Capabilities  []string `json:"capabilities"`
-}
+type sessionGrant = mcptest.Session
 
 // invite creates an unlimited invitation through the operator credential.
 func (w *world) invite(ctx context.Context, caps []string) (inviteGrant, error) {

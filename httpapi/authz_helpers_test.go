@@ -12,7 +12,6 @@ package httpapi
 // bounded polls on a condition.
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,6 +24,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -151,21 +151,13 @@ func azWaitSubscribers(t testing.TB, h *roomHarness, n int) {
 	}
 }
 
-// azMCPRequest builds a POST /mcp request the way a conforming client does.
-func azMCPRequest(ctx context.Context, t testing.TB, url, id, method string, params map[string]any, tasks bool) *http.Request {
+// azMCPRequest builds a POST /mcp request the way a conforming client does;
+// id is raw JSON ("" for a notification).
+func azMCPRequest(ctx context.Context, t testing.TB, url, id, method string, params map[string]any, tasks bool, opts ...reqOpt) *http.Request {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(lsBody(id, method, params, tasks)))
+	req, _, err := mcptest.New(nil, url, "", tasks, "").NewRequest(ctx, mcptest.Request{ID: lsID(id), Method: method, Params: params, Opts: opts})
 	if err != nil {
 		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", lsProtocol)
-	req.Header.Set("Mcp-Method", method)
-	if f := lsNameField(method); f != "" {
-		if v, ok := params[f].(string); ok {
-			req.Header.Set("Mcp-Name", v)
-		}
 	}
 	return req
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -36,7 +36,7 @@ func BenchmarkMCPReads(b *testing.B) {
 		req  func(i int) *http.Request
 	}{
 		{"trivial-post", func(int) *http.Request {
-			return env.request("/trivial", []byte(`{"ping":1}`), nil)
+			return env.request("/trivial", []byte(`{"ping":1}`))
 		}},
 		{"tasks-get", func(i int) *http.Request {
 			id := env.tasks[i%len(env.tasks)]
@@ -66,6 +66,7 @@ type benchServer struct {
 	url      string
 	token    string
 	client   *http.Client
+	mcp      *mcptest.Client
 	tasks    []string
 	handoffs []string
 }
@@ -130,6 +131,7 @@ func newBenchServer(b *testing.B) *benchServer {
 	p := room.Principal{ParticipantID: s.ParticipantID, SessionRef: s.SessionRef, Caps: room.DefaultAgentCaps()}
 	env := &benchServer{url: "http://" + ln.Addr().String(), token: s.SessionToken,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 0}}}
+	env.mcp = mcptest.New(env.client, env.url+"/mcp", env.token, true, "")
 	for i := range 32 {
 		res, err := actor.Do(ctx, rm, "create", func(tx *room.Tx) (room.CreateHandoffResult, error) {
 			return eng.CreateHandoff(tx, p, room.CreateHandoffInput{Summary: fmt.Sprintf("task %d", i)})
@@ -143,22 +145,14 @@ func newBenchServer(b *testing.B) *benchServer {
 	return env
 }
 
-func (e *benchServer) request(path string, body []byte, hdr http.Header) *http.Request {
-	req, _ := http.NewRequest("POST", e.url+path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
+func (e *benchServer) request(path string, body []byte) *http.Request {
+	req, _ := mcptest.NewHTTPRequest(context.Background(), "POST", e.url+path, "", body)
 	return req
 }
 
-func (e *benchServer) rpc(method, name string, params map[string]any) *http.Request {
-	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": mcpProtocolVersion,
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	return e.request("/mcp", body, http.Header{
-		"Authorization": {"Bearer " + e.token}, "Mcp-Protocol-Version": {mcpProtocolVersion},
-		"Mcp-Method": {method}, "Mcp-Name": {name}})
+func (e *benchServer) rpc(method, _ string, params map[string]any) *http.Request {
+	req, _, _ := e.mcp.NewRequest(context.Background(), mcptest.Request{ID: 1, Method: method, Params: params})
+	return req
 }
 
 // load sends b.N requests from n clients and returns requests/s and the

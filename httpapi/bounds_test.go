@@ -252,7 +252,7 @@ func TestBoundsConnectionCap(t *testing.T) {
 func TestBoundsStreamsOutliveDeadlines(t *testing.T) {
 	const deadline = 200 * time.Millisecond
 	h := lsHarness(t, "", lsOpts{Server: func(c *Config) { c.BodyReadTimeout, c.WriteTimeout = deadline, deadline }})
-	agent := h.session("agent", dtAgentCaps...)
+	agent := h.session("agent", azAgentCaps...)
 	tok := agent.SessionToken
 	doc := h.Eng.DocumentURI()
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // dtSpecErrors are the error codes of spec §1.11 and §6.5.
@@ -131,7 +133,7 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 		if dtNum(mtGet(m, "bounds", "max_bytes")) != h.Eng.Limits.MaxBodyBytes || dtNum(mtGet(m, "bounds", "max_items")) != int64(h.Eng.Limits.MaxListItems) {
 			t.Errorf("bounds = %v", m["bounds"])
 		}
-		if mtGet(m, "mcp", "endpoint") != "/mcp" || mtGet(m, "mcp", "protocol_version") != mtVersion {
+		if mtGet(m, "mcp", "endpoint") != "/mcp" || mtGet(m, "mcp", "protocol_version") != mcptest.Version {
 			t.Errorf("mcp = %v", m["mcp"])
 		}
 		errs := mtStrings(m["errors"])

@@ -4,29 +4,19 @@ package httpapi
 // review, commit and the remaining reads over HTTP and MCP, GET
 // /workspace/observe, resources/updated on subscriptions/listen, and the
 // discovery documents. Every name here starts with "dt" so it cannot collide
-// with the other helper files of the package. Nothing sleeps: every wait is
-// on a frame or the end of a stream, bounded by a deadline.
+// with the other helper files of the package. Streams are mcptest's reader;
+// nothing sleeps: every wait is on a frame or the end of a stream, bounded by
+// a deadline.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
-
-// dtWait bounds every wait for a frame that must arrive.
-const dtWait = 20 * time.Second
-
-// dtAgentCaps is the default agent grant (spec §1.5).
-var dtAgentCaps = []string{"read", "observe", "propose", "checkout", "commit"}
 
 // dtRegionGoals is the Goals region of harnessDoc, heading line through the
 // end of the region (the blank line before the next heading included).
@@ -48,8 +38,8 @@ func newDTRoom(t *testing.T) *dtRoom {
 	t.Helper()
 	h := newHarness(t, "")
 	return &dtRoom{h: h,
-		author:   h.session("author", dtAgentCaps...),
-		other:    h.session("other", dtAgentCaps...),
+		author:   h.session("author", azAgentCaps...),
+		other:    h.session("other", azAgentCaps...),
 		reviewer: h.session("reviewer", "read", "approve"),
 		reader:   h.session("reader", "read"),
 	}
@@ -204,17 +194,10 @@ func (f dtFrame) eventID() int64 { return dtNum(f.Params["event_id"]) }
 // eventType is params.event_type of a notifications/commonroom/event frame.
 func (f dtFrame) eventType() string { return dtStr(f.Params["event_type"]) }
 
-// dtStream is one open SSE response read by its own goroutine.
+// dtStream is one open SSE response (mcptest's reader, already reading).
 type dtStream struct {
-	name   string
-	Header http.Header
-	body   io.ReadCloser
-	cancel context.CancelFunc
-	client *http.Client
-	frames chan dtFrame
-	stop   chan struct{}
-	ended  chan struct{}
-	once   sync.Once
+	*mcptest.Stream
+	name string
 }
 
 // dtOpen sends req on a client of its own (no overall timeout: each wait has
@@ -223,88 +206,28 @@ type dtStream struct {
 func dtOpen(t testing.TB, req *http.Request, cancel context.CancelFunc, name string) (*dtStream, apiResp) {
 	t.Helper()
 	c := &http.Client{Transport: &http.Transport{DisableCompression: true}}
-	res, err := c.Do(req)
+	st, r, err := mcptest.OpenSSE(c, req, func() { cancel(); c.CloseIdleConnections() }, name)
 	if err != nil {
-		cancel()
-		t.Fatalf("%s: %v", name, err)
+		t.Fatal(err)
 	}
-	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
-		defer cancel()
-		defer c.CloseIdleConnections()
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return nil, apiResp{Status: res.StatusCode, Header: res.Header, Body: b}
+	if st == nil {
+		c.CloseIdleConnections()
+		return nil, apiResp{Status: r.Status, Header: r.Header, Body: r.Raw}
 	}
-	s := &dtStream{name: name, Header: res.Header, body: res.Body, cancel: cancel, client: c,
-		frames: make(chan dtFrame, 4096), stop: make(chan struct{}), ended: make(chan struct{})}
-	go s.loop()
+	s := &dtStream{Stream: st, name: name}
+	s.Start()
 	t.Cleanup(s.close)
-	return s, apiResp{Status: res.StatusCode, Header: res.Header}
+	return s, apiResp{Status: r.Status, Header: r.Header}
 }
 
-func (s *dtStream) loop() {
-	defer close(s.ended)
-	br := bufio.NewReaderSize(s.body, 64<<10)
-	var data []byte
-	have := false
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(line) == 0:
-			if !have {
-				continue
-			}
-			f := dtFrame{Raw: string(data)}
-			if err := json.Unmarshal(data, &f); err != nil {
-				f.Err = err
-			}
-			data, have = nil, false
-			select {
-			case s.frames <- f:
-			case <-s.stop:
-				return
-			}
-		case line[0] == ':': // a comment: keep-alive
-		case bytes.HasPrefix(line, []byte("data:")):
-			if have {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
-			have = true
-		}
-	}
-}
-
-// next returns the next frame; it fails t when none arrives within dtWait
+// next returns the next frame; it fails t when none arrives within lsWait
 // or the stream ends first.
 func (s *dtStream) next(t testing.TB) dtFrame {
 	t.Helper()
-	timer := time.NewTimer(dtWait)
-	defer timer.Stop()
-	select {
-	case f := <-s.frames:
-		return s.checked(t, f)
-	case <-s.ended:
-		select {
-		case f := <-s.frames:
-			return s.checked(t, f)
-		default:
-			t.Fatalf("%s: the stream ended while a frame was expected", s.name)
-		}
-	case <-timer.C:
-		t.Fatalf("%s: no frame within %v", s.name, dtWait)
-	}
-	return dtFrame{}
-}
-
-func (s *dtStream) checked(t testing.TB, f dtFrame) dtFrame {
-	t.Helper()
-	if f.Err != nil {
-		t.Fatalf("%s: frame is not a JSON object: %v: %.300s", s.name, f.Err, f.Raw)
+	data := s.Wait(t, lsWait).Data
+	f := dtFrame{Raw: string(data)}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatalf("%s: frame is not a JSON object: %v: %.300s", s.name, err, f.Raw)
 	}
 	if f.JSONRPC != "2.0" {
 		t.Fatalf("%s: frame without jsonrpc 2.0: %.300s", s.name, f.Raw)
@@ -313,14 +236,7 @@ func (s *dtStream) checked(t testing.TB, f dtFrame) dtFrame {
 }
 
 // close abandons the stream from the client side; it is idempotent.
-func (s *dtStream) close() {
-	s.once.Do(func() {
-		close(s.stop)
-		s.cancel()
-		s.body.Close()
-		s.client.CloseIdleConnections()
-	})
-}
+func (s *dtStream) close() { s.Close() }
 
 // dtObserve opens GET /workspace/observe?query as token.
 func dtObserve(t testing.TB, h *roomHarness, token, query string) (*dtStream, apiResp) {
@@ -330,14 +246,10 @@ func dtObserve(t testing.TB, h *roomHarness, token, query string) (*dtStream, ap
 	if query != "" {
 		url += "?" + query
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	req, err := mcptest.NewHTTPRequest(ctx, "GET", url, token, nil, withHeader("Accept", "text/event-stream"))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	return dtOpen(t, req, cancel, "observe "+query)
 }
@@ -346,62 +258,22 @@ func dtObserve(t testing.TB, h *roomHarness, token, query string) (*dtStream, ap
 // requires an event stream, and returns it with the acknowledged URIs.
 func dtListen(t testing.TB, h *roomHarness, token string, id int, uris []string) (*dtStream, []string) {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
-		"params": map[string]any{
-			"notifications": map[string]any{"resourceSubscriptions": uris},
-			"_meta":         mtMeta(mtVersion, map[string]any{}),
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "POST", h.ingressURL("/mcp"), bytes.NewReader(body))
+	req, _, err := mcptest.New(c, h.ingressURL("/mcp"), token, false, "").NewRequest(ctx, mcptest.Request{ID: id,
+		Method: "subscriptions/listen", Params: map[string]any{"notifications": map[string]any{"resourceSubscriptions": uris}}})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", mtVersion)
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	req.Header.Set("Authorization", "Bearer "+token)
 	s, r := dtOpen(t, req, cancel, "listen")
 	if s == nil {
 		t.Fatalf("listen was refused: %d %s", r.Status, r.Body)
 	}
 	ack := s.next(t)
-	if ack.Method != "notifications/subscriptions/acknowledged" {
+	if ack.Method != mcptest.AckMethod {
 		t.Fatalf("first listen frame is %.300s, want the acknowledgement", ack.Raw)
 	}
 	got := mtStrings(mtGet(ack.Params, "notifications", "resourceSubscriptions"))
 	return s, got
-}
-
-// dtSameSet compares two lists as sets and rejects duplicates in got.
-func dtSameSet(got, want []string) bool {
-	g, w := slices.Clone(got), slices.Clone(want)
-	slices.Sort(g)
-	slices.Sort(w)
-	return slices.Equal(g, w) && len(slices.Compact(slices.Clone(g))) == len(g)
-}
-
-// dtErrs collects failures from goroutines the test started.
-type dtErrs struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (e *dtErrs) add(msg string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.msgs = append(e.msgs, msg)
-}
-
-func (e *dtErrs) report(t testing.TB) {
-	t.Helper()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.msgs) > 0 {
-		t.Fatal(strings.Join(e.msgs, "\n"))
-	}
 }

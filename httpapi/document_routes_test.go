@@ -876,11 +876,11 @@ func TestDocumentCommitNotifiesResources(t *testing.T) {
 	doc := h.Eng.DocumentURI()
 	idea, goals, plan := h.Eng.SectionURI("Idea"), h.Eng.SectionURI("Idea/Goals"), h.Eng.SectionURI("Idea/Plan")
 	all, acked := dtListen(t, h, d.reader.SessionToken, 7, []string{doc, idea, goals, plan})
-	if !dtSameSet(acked, []string{doc, idea, goals, plan}) {
+	if !lsSameSet(acked, []string{doc, idea, goals, plan}) {
 		t.Fatalf("acknowledged %v", acked)
 	}
 	planOnly, acked := dtListen(t, h, d.other.SessionToken, 8, []string{doc, plan})
-	if !dtSameSet(acked, []string{doc, plan}) {
+	if !lsSameSet(acked, []string{doc, plan}) {
 		t.Fatalf("acknowledged %v", acked)
 	}
 	// uris reads n resources/updated frames of s and returns their URIs.
@@ -908,13 +908,13 @@ func TestDocumentCommitNotifiesResources(t *testing.T) {
 
 	t.Run("a commit to Goals notifies the document, Idea and Goals, and not Plan", func(t *testing.T) {
 		got := uris(t, all, 7, 3)
-		if got[0] != doc || !dtSameSet(got, []string{doc, idea, goals}) {
+		if got[0] != doc || !lsSameSet(got, []string{doc, idea, goals}) {
 			t.Errorf("first commit: frames for %v, want the document first, then Idea and Idea/Goals", got)
 		}
 	})
 	t.Run("the next commit, to Plan, notifies the document, Idea and Plan", func(t *testing.T) {
 		got := uris(t, all, 7, 3)
-		if got[0] != doc || !dtSameSet(got, []string{doc, idea, plan}) {
+		if got[0] != doc || !lsSameSet(got, []string{doc, idea, plan}) {
 			t.Errorf("second commit: frames for %v, want the document first, then Idea and Idea/Plan", got)
 		}
 	})

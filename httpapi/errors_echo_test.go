@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -50,7 +51,7 @@ func TestErrorsDoNotEchoLongInput(t *testing.T) {
 	}
 	t.Run("a request id over 256 bytes is refused without being echoed", func(t *testing.T) {
 		raw, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": strings.Repeat("i", 300), "method": "tools/list",
-			"params": map[string]any{"_meta": mtMeta(mtVersion, map[string]any{})}})
+			"params": map[string]any{"_meta": mtMeta(mcptest.Version, map[string]any{})}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // mtTwin is what GET /workspace/task must equal: the tasks/get result
@@ -22,7 +24,7 @@ func mtTwin(t testing.TB, res map[string]any) map[string]any {
 	out := mtJSON(t, res).(map[string]any)
 	delete(out, "resultType")
 	if meta, ok := out["_meta"].(map[string]any); ok {
-		delete(meta, mtServerInfo)
+		delete(meta, mcptest.MetaServerInfo)
 	}
 	return out
 }
@@ -77,7 +79,7 @@ func TestHandoffRoutes(t *testing.T) {
 		if hid == "" || taskID == "" || mtGet(res, "handoff", "task_id") != taskID || mtGet(res, "handoff", "status") != "open" {
 			t.Fatalf("answer = %v", res)
 		}
-		if mtGet(res, "task", "status") != "working" || mtGet(res, "task", "_meta", mtHandoffMeta) != hid {
+		if mtGet(res, "task", "status") != "working" || mtGet(res, "task", "_meta", mcptest.HandoffMeta) != hid {
 			t.Errorf("task = %v", res["task"])
 		}
 		if got := twinTask(t, owner, taskID); !reflect.DeepEqual(got, res["task"]) {

@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,6 +27,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -274,36 +274,14 @@ func (r apiResp) Into(t testing.TB, v any) {
 }
 
 // reqOpt adjusts a request before it is sent.
-type reqOpt func(*http.Request)
+type reqOpt = mcptest.ReqOpt
 
-func withHeader(k, v string) reqOpt { return func(r *http.Request) { r.Header.Set(k, v) } }
-func withHost(host string) reqOpt   { return func(r *http.Request) { r.Host = host } }
-func withCookie(c *http.Cookie) reqOpt {
-	return func(r *http.Request) { r.AddCookie(c) }
-}
-
-// bodyReader turns a body argument into a reader: nil is no body, string and
-// []byte are sent as they are, an io.Reader is streamed, anything else is
-// marshalled as JSON.
-func bodyReader(t testing.TB, body any) io.Reader {
-	t.Helper()
-	switch b := body.(type) {
-	case nil:
-		return nil
-	case string:
-		return strings.NewReader(b)
-	case []byte:
-		return bytes.NewReader(b)
-	case io.Reader:
-		return b
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bytes.NewReader(j)
-	}
-}
+var (
+	withBearer = mcptest.WithBearer
+	withHeader = mcptest.WithHeader
+	withHost   = mcptest.WithHost
+	withCookie = mcptest.WithCookie
+)
 
 // do sends one request; token "" sends no Authorization header.
 func (h *roomHarness) do(method, url, token string, body any, opts ...reqOpt) apiResp {
@@ -324,34 +302,21 @@ func (h *roomHarness) doT(t testing.TB, method, url, token string, body any, opt
 
 // send is do returning the transport error instead of failing the test.
 func (h *roomHarness) send(method, url, token string, body any, opts ...reqOpt) (apiResp, error) {
-	req, err := http.NewRequest(method, url, bodyReader(h.t, body))
+	r, err := mcptest.Do(context.Background(), h.client, method, url, token, body, opts...)
 	if err != nil {
 		return apiResp{}, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for _, o := range opts {
-		o(req)
-	}
-	res, err := h.client.Do(req)
-	if err != nil {
-		return apiResp{}, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return apiResp{}, err
-	}
-	if res.StatusCode >= 400 {
+	h.noteError(r)
+	return apiResp{Status: r.Status, Header: r.Header, Body: r.Raw}, nil
+}
+
+// noteError keeps the body of an error answer (status >= 400) for errorBodies.
+func (h *roomHarness) noteError(r mcptest.Response) {
+	if r.Status >= 400 {
 		h.mu.Lock()
-		h.errBodies = append(h.errBodies, string(b))
+		h.errBodies = append(h.errBodies, string(r.Raw))
 		h.mu.Unlock()
 	}
-	return apiResp{Status: res.StatusCode, Header: res.Header, Body: b}, nil
 }
 
 // errorBodies returns every error body the harness has received.
@@ -362,46 +327,18 @@ func (h *roomHarness) errorBodies() []string {
 }
 
 // inviteGrant is the answer to POST /workspace/invite.
-type inviteGrant struct {
-	InviteID     string   `json:"invite_id"`
-	Token        string   `json:"token"`
-	URI          string   `json:"uri"`
-	WorkspaceID  string   `json:"workspace_id"`
-	Capabilities []string `json:"capabilities"`
-	Target       *string  `json:"target"`
-	ExpiresAt    string   `json:"expires_at"`
-	MaxUses      *int     `json:"max_uses"`
-}
+type inviteGrant = mcptest.Invitation
 
 // sessionGrant is the answer to POST /session/join.
-type sessionGrant struct {
-	SessionToken  string   `json:"session_token"`
-	SessionRef    string   `json:"session_ref"`
-	ParticipantID string   `json:"participant_id"`
-	WorkspaceID   string   `json:"workspace_id"`
-	Kind          string   `json:"kind"`
-	Name          string   `json:"name"`
-	Capabilities  []string `json:"capabilities"`
-	Transport     string   `json:"transport"`
-	IssuedAt      string   `json:"issued_at"`
-	ExpiresAt     string   `json:"expires_at"`
-}
+type sessionGrant = mcptest.Session
 
 // createInvite asks the owner listener, as the operator, for an invitation.
 // in is the request body (nil: {}).
 func (h *roomHarness) createInvite(in map[string]any) inviteGrant {
 	h.t.Helper()
-	if in == nil {
-		in = map[string]any{}
-	}
-	r := h.do("POST", h.ownerURL("/workspace/invite"), h.OpToken, in)
-	if r.Status != http.StatusOK {
-		h.t.Fatalf("operator invite %v: %d %s", in, r.Status, r.Body)
-	}
-	var g inviteGrant
-	r.Into(h.t, &g)
-	if g.Token == "" || g.URI == "" || g.InviteID == "" {
-		h.t.Fatalf("invite grant lacks token, uri or invite_id: %s", r.Body)
+	g, err := mcptest.Invite(context.Background(), h.client, h.Owner.URL, h.OpToken, in)
+	if err != nil {
+		h.t.Fatal(err)
 	}
 	return g
 }
@@ -424,14 +361,9 @@ func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
 // join redeems invite (URI, payload or secret) under name and requires success.
 func (h *roomHarness) join(invite, name string) sessionGrant {
 	h.t.Helper()
-	r := h.joinRaw(map[string]any{"invite": invite, "name": name})
-	if r.Status != http.StatusOK {
-		h.t.Fatalf("join as %q: %d %s", name, r.Status, r.Body)
-	}
-	var g sessionGrant
-	r.Into(h.t, &g)
-	if g.SessionToken == "" {
-		h.t.Fatalf("join answer has no session_token: %s", r.Body)
+	g, err := mcptest.Join(context.Background(), h.client, h.Ingress.URL, invite, name, "")
+	if err != nil {
+		h.t.Fatal(err)
 	}
 	return g
 }

@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -1022,7 +1023,7 @@ func TestHostileSecretsScan(t *testing.T) {
 		"arguments": map[string]any{"summary": "write the plan", "assignee": carol.ParticipantID}}})
 	taskID, _ := cr.result()["taskId"].(string)
 	meta, _ := cr.result()["_meta"].(map[string]any)
-	handoffID, _ := meta[mtHandoffMeta].(string)
+	handoffID, _ := meta[mcptest.HandoffMeta].(string)
 	if taskID == "" || handoffID == "" {
 		t.Fatalf("handoff_create: %s", cr.Raw)
 	}
@@ -1095,11 +1096,9 @@ func TestHostileSecretsScan(t *testing.T) {
 	for _, f := range listenFrames {
 		frames = append(frames, string(f.Data))
 	}
-	observe.mu.Lock()
-	for _, f := range observe.frames {
+	for _, f := range observe.Frames() {
 		frames = append(frames, string(f.Data))
 	}
-	observe.mu.Unlock()
 	if len(frames) < 10 {
 		t.Errorf("only %d stream frames were captured", len(frames))
 	}

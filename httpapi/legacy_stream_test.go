@@ -62,7 +62,7 @@ func TestLegacyStream(t *testing.T) {
 		if g == nil {
 			t.Fatalf("GET /mcp refused: %d %s", res.Status, res.Body)
 		}
-		if ct := g.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		if ct := g.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 			t.Errorf("Content-Type %q", ct)
 		}
 		g.read()

@@ -2,19 +2,18 @@ package httpapi
 
 // Helpers for the end-to-end tests of subscriptions/listen and the legacy
 // GET /mcp stream: a room whose limits and hub configuration a test chooses,
-// a small MCP client (every name here starts with "ls" so it cannot collide
-// with other helper files), and an SSE reader over a real HTTP response.
-// Nothing here sleeps: every wait is on a frame, the end of a stream, or a
-// context deadline.
+// MCP calls (through mtClient) named for what the listen tests do, and the
+// listen view of an SSE stream (mcptest's reader, each frame decoded as a
+// JSON-RPC message and checked against the listen's rules). Nothing here
+// sleeps: every wait is on a frame, the end of a stream, or a context
+// deadline.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"reflect"
@@ -26,22 +25,13 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
 
-const (
-	lsProtocol   = "2026-07-28"
-	lsSubIDKey   = "io.modelcontextprotocol/subscriptionId"
-	lsInfoKey    = "io.modelcontextprotocol/serverInfo"
-	lsTasksExt   = "io.modelcontextprotocol/tasks"
-	lsAckMethod  = "notifications/subscriptions/acknowledged"
-	lsTaskMethod = "notifications/tasks"
-	lsResMethod  = "notifications/resources/updated"
-
-	// lsWait bounds every wait for a frame that must arrive.
-	lsWait = 20 * time.Second
-)
+// lsWait bounds every wait for a frame that must arrive.
+const lsWait = 20 * time.Second
 
 // lsOpts chooses what lsHarness changes from the default harness.
 type lsOpts struct {
@@ -146,70 +136,12 @@ func (b *lsBarrier) wait(t testing.TB) {
 
 // ---- a small MCP client ----
 
-// lsNameField is the params field Mcp-Name must carry for a method.
-func lsNameField(method string) string {
-	switch method {
-	case "tools/call", "prompts/get":
-		return "name"
-	case "resources/read":
-		return "uri"
-	case "tasks/get", "tasks/update", "tasks/cancel":
-		return "taskId"
+// lsID is a raw JSON id as mcptest sends it ("" for a notification).
+func lsID(id string) any {
+	if id == "" {
+		return mcptest.NoID
 	}
-	return ""
-}
-
-// lsBody builds a JSON-RPC request. id is raw JSON ("" for a notification),
-// sent exactly as given (no HTML escaping, as a non-Go client would send it);
-// params get the required _meta, declaring the Tasks extension when tasks.
-func lsBody(id, method string, params map[string]any, tasks bool) []byte {
-	p := map[string]any{}
-	for k, v := range params {
-		p[k] = v
-	}
-	caps := map[string]any{}
-	if tasks {
-		caps["extensions"] = map[string]any{lsTasksExt: map[string]any{}}
-	}
-	if _, ok := p["_meta"]; !ok {
-		p["_meta"] = map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    lsProtocol,
-			"io.modelcontextprotocol/clientCapabilities": caps,
-		}
-	}
-	pj, err := lsMarshal(p)
-	if err != nil {
-		panic(err)
-	}
-	mj, _ := lsMarshal(method)
-	b := []byte(`{"jsonrpc":"2.0",`)
-	if id != "" {
-		b = append(append(append(b, `"id":`...), id...), ',')
-	}
-	b = append(append(append(b, `"method":`...), mj...), `,"params":`...)
-	return append(append(b, pj...), '}')
-}
-
-// lsMarshal encodes without HTML escaping, so raw ids inside keep their bytes.
-func lsMarshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// lsRequest is a POST /mcp request on the ingress listener with the routing
-// headers a well-behaved client sends. token "" sends no Authorization.
-func lsRequest(ctx context.Context, t testing.TB, h *roomHarness, token, id, method string, params map[string]any, tasks bool) *http.Request {
-	t.Helper()
-	req := azMCPRequest(ctx, t, h.ingressURL("/mcp"), id, method, params, tasks)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return req
+	return json.RawMessage(id)
 }
 
 // lsReply is a finished JSON-RPC exchange.
@@ -222,32 +154,19 @@ type lsReply struct {
 	Error  *lsRPCError
 }
 
-type lsRPCError struct {
-	Code    int            `json:"code"`
-	Message string         `json:"message"`
-	Data    map[string]any `json:"data"`
-}
+type lsRPCError = mcptest.RPCError
 
-// lsCall sends one MCP request and decodes the answer (which must be JSON).
+// lsCall sends one MCP request with mtClient (which checks the rules every
+// answer follows) and decodes the answer (which must be JSON).
 func lsCall(t testing.TB, h *roomHarness, token, id, method string, params map[string]any, tasks bool) lsReply {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
-	defer cancel()
-	res, err := h.client.Do(lsRequest(ctx, t, h, token, id, method, params, tasks))
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("%s: reading the answer: %v", method, err)
-	}
-	r := lsReply{Status: res.StatusCode, Header: res.Header, Body: b}
+	res := mcpClient(h, token, tasks).do(t, mtReq{ID: lsID(id), Method: method, Params: params, Timeout: lsWait})
+	r := lsReply{Status: res.Status, Header: res.Header, Body: res.Raw}
 	if id == "" { // a notification: 202 and no body expected
 		return r
 	}
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("%s: Content-Type %q, want application/json; status %d body %.300s", method, ct, res.StatusCode, b)
+		t.Fatalf("%s: Content-Type %q, want application/json; status %d body %.300s", method, ct, res.Status, res.Raw)
 	}
 	var m struct {
 		JSONRPC string          `json:"jsonrpc"`
@@ -255,8 +174,8 @@ func lsCall(t testing.TB, h *roomHarness, token, id, method string, params map[s
 		Result  map[string]any  `json:"result"`
 		Error   *lsRPCError     `json:"error"`
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s: answer is not JSON-RPC: %v\n%s", method, err, b)
+	if err := json.Unmarshal(res.Raw, &m); err != nil {
+		t.Fatalf("%s: answer is not JSON-RPC: %v\n%s", method, err, res.Raw)
 	}
 	r.ID, r.Result, r.Error = m.ID, m.Result, m.Error
 	return r
@@ -272,18 +191,11 @@ func lsOK(t testing.TB, h *roomHarness, token, method string, params map[string]
 	return r.Result
 }
 
-// lsTool calls a tool and returns its structuredContent; a tool error fails.
+// lsTool calls a tool and returns its structuredContent; a tool error fails
+// (mtClient.toolOK's checks).
 func lsTool(t testing.TB, h *roomHarness, token, name string, args map[string]any) map[string]any {
 	t.Helper()
-	res := lsOK(t, h, token, "tools/call", map[string]any{"name": name, "arguments": args}, false)
-	if res["isError"] == true {
-		t.Fatalf("tool %s %v failed: %v", name, args, res["structuredContent"])
-	}
-	sc, _ := res["structuredContent"].(map[string]any)
-	if sc == nil {
-		t.Fatalf("tool %s: no structuredContent in %v", name, res)
-	}
-	return sc
+	return mcpClient(h, token, false).toolOK(t, name, args)
 }
 
 // lsNotify sends a client notification (no id) and requires 202.
@@ -310,17 +222,7 @@ type lsTaskRef struct{ HandoffID, TaskID string }
 // returns the handle's ids.
 func lsCreateTask(t testing.TB, h *roomHarness, token, summary string) lsTaskRef {
 	t.Helper()
-	res := lsOK(t, h, token, "tools/call", map[string]any{"name": "handoff_create",
-		"arguments": map[string]any{"summary": summary}}, true)
-	if res["resultType"] != "task" {
-		t.Fatalf("handoff_create with the extension: resultType %v, want task: %v", res["resultType"], res)
-	}
-	tid, _ := res["taskId"].(string)
-	meta, _ := res["_meta"].(map[string]any)
-	hid, _ := meta["commonroom/handoff_id"].(string)
-	if tid == "" || hid == "" {
-		t.Fatalf("task handle without taskId or handoff id: %v", res)
-	}
+	tid, hid := mcpClient(h, token, true).createTask(t, map[string]any{"summary": summary})
 	return lsTaskRef{HandoffID: hid, TaskID: tid}
 }
 
@@ -353,13 +255,13 @@ func lsComplete(t testing.TB, h *roomHarness, token string, x lsTaskRef, text st
 
 func lsCancelTask(t testing.TB, h *roomHarness, token string, x lsTaskRef) {
 	t.Helper()
-	lsOK(t, h, token, "tasks/cancel", map[string]any{"taskId": x.TaskID}, true)
+	mtWantAck(t, mcpClient(h, token, true).taskCall(t, "tasks/cancel", x.TaskID, nil))
 }
 
 // lsTaskGet is tasks/get's result.
 func lsTaskGet(t testing.TB, h *roomHarness, token string, x lsTaskRef) map[string]any {
 	t.Helper()
-	return lsOK(t, h, token, "tasks/get", map[string]any{"taskId": x.TaskID}, true)
+	return mcpClient(h, token, true).taskGet(t, x.TaskID)
 }
 
 // lsSameTask checks that a notifications/tasks frame's params, without
@@ -375,8 +277,8 @@ func lsSameTask(t testing.TB, f lsFrame, get map[string]any) {
 		}
 		params[k] = x
 	}
-	params = lsWithoutMeta(params, lsSubIDKey)
-	want := lsWithoutMeta(get, lsInfoKey)
+	params = lsWithoutMeta(params, mcptest.MetaSubscriptionID)
+	want := lsWithoutMeta(get, mcptest.MetaServerInfo)
 	delete(want, "resultType")
 	if !reflect.DeepEqual(params, want) {
 		a, _ := json.Marshal(params)
@@ -511,7 +413,7 @@ func lsParseFrame(data []byte) lsFrame {
 		return f
 	}
 	if len(data) <= lsDupCheckMax {
-		f.Dups = lsDupKeys(data)
+		f.Dups = mcptest.DupKeys(data)
 	}
 	p := f.Msg.Params
 	if f.IsFinal() {
@@ -530,71 +432,15 @@ func lsParseFrame(data []byte) lsFrame {
 	return f
 }
 
-// lsDupKeys walks a JSON document and lists keys repeated within one object.
-func lsDupKeys(data []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var dups []string
-	type level struct {
-		obj    bool
-		keys   map[string]bool
-		expect bool // next string token in this object is a key
-	}
-	var stack []*level
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return dups
-		}
-		var top *level
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				if top != nil && top.obj {
-					top.expect = true // the value is done once it closes
-				}
-				stack = append(stack, &level{obj: d == '{', keys: map[string]bool{}, expect: d == '{'})
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		}
-		if top != nil && top.obj {
-			if top.expect {
-				k := tok.(string)
-				if top.keys[k] {
-					dups = append(dups, k)
-				}
-				top.keys[k] = true
-				top.expect = false
-			} else {
-				top.expect = true
-			}
-		}
-	}
-}
-
-// lsStream is one open SSE response. A reader goroutine (started by read)
-// parses events into a list the test consumes in order.
+// lsStream is one open SSE response (mcptest's reader, started by read);
+// frames are decoded as the test consumes them.
 type lsStream struct {
-	name   string
-	id     string // the listen request id as raw JSON ("" for GET /mcp)
-	resp   *http.Response
-	cancel context.CancelFunc
+	*mcptest.Stream
+	name string
+	id   string // the listen request id as raw JSON ("" for GET /mcp)
 
-	mu      sync.Mutex
-	frames  []lsFrame
-	pos     int
-	ended   bool
-	endErr  error
-	partial int // bytes of an event cut off by the end of the stream
-	wake    chan struct{}
-	done    chan struct{}
-	started bool
-	seen    map[string]bool // problems already reported
+	mu   sync.Mutex
+	seen map[string]bool // problems already reported
 }
 
 // first reports whether problem is seen on this stream for the first time.
@@ -621,26 +467,18 @@ func lsClient() *http.Client {
 // read). Otherwise it returns the answer as a finished lsReply.
 func lsOpen(t testing.TB, c *http.Client, req *http.Request, cancel context.CancelFunc, name string) (*lsStream, *lsReply) {
 	t.Helper()
-	res, err := c.Do(req)
+	st, res, err := mcptest.OpenSSE(c, req, cancel, name)
 	if err != nil {
-		cancel()
-		t.Fatalf("%s: %v", name, err)
+		t.Fatal(err)
 	}
-	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
-		defer cancel()
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		r := &lsReply{Status: res.StatusCode, Header: res.Header, Body: b}
-		var m struct {
-			ID    json.RawMessage `json:"id"`
-			Error *lsRPCError     `json:"error"`
-		}
-		if json.Unmarshal(b, &m) == nil {
-			r.ID, r.Error = m.ID, m.Error
+	if st == nil {
+		r := &lsReply{Status: res.Status, Header: res.Header, Body: res.Raw}
+		if rep, err := res.Reply(); err == nil {
+			r.ID, r.Error = rep.ID, rep.Error
 		}
 		return nil, r
 	}
-	s := &lsStream{name: name, resp: res, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &lsStream{Stream: st, name: name}
 	t.Cleanup(s.close)
 	return s, nil
 }
@@ -654,7 +492,8 @@ func lsListenReq(t testing.TB, h *roomHarness, c *http.Client, token, id string,
 		params["notifications"] = notifications
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, r := lsOpen(t, c, lsRequest(ctx, t, h, token, id, "subscriptions/listen", params, tasks), cancel, "listen "+id)
+	req := azMCPRequest(ctx, t, h.ingressURL("/mcp"), id, "subscriptions/listen", params, tasks, withBearer(token))
+	s, r := lsOpen(t, c, req, cancel, "listen "+id)
 	if s != nil {
 		s.id = id
 	}
@@ -677,118 +516,36 @@ func lsListen(t testing.TB, h *roomHarness, c *http.Client, token, id string, no
 func lsLegacyGet(t testing.TB, h *roomHarness, c *http.Client, token, accept string) (*lsStream, *lsReply) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", h.ingressURL("/mcp"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var opts []reqOpt
 	if accept != "" {
-		req.Header.Set("Accept", accept)
+		opts = append(opts, withHeader("Accept", accept))
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	req, err := mcptest.NewHTTPRequest(ctx, "GET", h.ingressURL("/mcp"), token, nil, opts...)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
 	}
 	return lsOpen(t, c, req, cancel, "GET /mcp")
 }
 
 // read starts the reader goroutine. A test that wants a stalled reader opens
 // a stream and does not call read until it wants to look.
-func (s *lsStream) read() {
-	s.mu.Lock()
-	if s.started {
-		s.mu.Unlock()
-		return
-	}
-	s.started = true
-	s.mu.Unlock()
-	go s.loop()
-}
-
-func (s *lsStream) loop() {
-	defer close(s.done)
-	br := bufio.NewReaderSize(s.resp.Body, 64<<10)
-	var data []byte
-	have := false
-	var err error
-	for {
-		var line []byte
-		line, err = br.ReadBytes('\n')
-		if err != nil {
-			s.mu.Lock()
-			s.partial = len(data) + len(line)
-			s.mu.Unlock()
-			break
-		}
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		switch {
-		case len(line) == 0:
-			if have {
-				f := lsParseFrame(data)
-				s.mu.Lock()
-				s.frames = append(s.frames, f)
-				s.mu.Unlock()
-				s.signal()
-			}
-			data, have = nil, false
-		case line[0] == ':': // a comment (keep-alive)
-		case bytes.HasPrefix(line, []byte("data:")):
-			v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
-			if have {
-				data = append(data, '\n')
-			}
-			data = append(data, v...)
-			have = true
-		default: // event:, id:, retry: and unknown fields carry no data
-		}
-	}
-	s.mu.Lock()
-	s.ended = true
-	if !errors.Is(err, io.EOF) {
-		s.endErr = err
-	}
-	s.mu.Unlock()
-	s.signal()
-}
-
-func (s *lsStream) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *lsStream) read() { s.Start() }
 
 // nextCtx returns the next unread frame, or an error when the stream ends or
 // ctx does.
 func (s *lsStream) nextCtx(ctx context.Context) (lsFrame, error) {
-	for {
-		s.mu.Lock()
-		if s.pos < len(s.frames) {
-			f := s.frames[s.pos]
-			s.pos++
-			s.mu.Unlock()
-			return f, nil
-		}
-		ended, endErr := s.ended, s.endErr
-		s.mu.Unlock()
-		if ended {
-			return lsFrame{}, fmt.Errorf("%s: the stream ended (err %v) while a frame was expected", s.name, endErr)
-		}
-		select {
-		case <-s.wake:
-		case <-ctx.Done():
-			return lsFrame{}, fmt.Errorf("%s: no frame within the deadline: %w", s.name, ctx.Err())
-		}
+	f, err := s.Next(ctx)
+	if err != nil {
+		return lsFrame{}, err
 	}
+	return lsParseFrame(f.Data), nil
 }
 
 // next returns the next frame or fails t after lsWait.
 func (s *lsStream) next(t testing.TB) lsFrame {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
-	defer cancel()
-	f, err := s.nextCtx(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := lsParseFrame(s.Wait(t, lsWait).Data)
 	if f.Err != nil {
 		t.Fatalf("%s: frame is not JSON: %v: %s", s.name, f.Err, f)
 	}
@@ -797,42 +554,34 @@ func (s *lsStream) next(t testing.TB) lsFrame {
 
 // endCtx waits for the stream to end and returns the frames not yet read.
 func (s *lsStream) endCtx(ctx context.Context) ([]lsFrame, error) {
-	select {
-	case <-s.done:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: the stream did not end within the deadline", s.name)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rest := slices.Clone(s.frames[s.pos:])
-	s.pos = len(s.frames)
-	return rest, nil
+	rest, err := s.End(ctx)
+	return lsParseFrames(rest), err
 }
 
 // end waits (up to lsWait) for the stream to end; it returns the unread frames.
 func (s *lsStream) end(t testing.TB) []lsFrame {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
-	defer cancel()
-	rest, err := s.endCtx(ctx)
-	if err != nil {
-		t.Fatal(err)
+	return lsParseFrames(s.WaitEnd(t, lsWait))
+}
+
+// lsParseFrames decodes frames in order.
+func lsParseFrames(raw []mcptest.Frame) []lsFrame {
+	out := make([]lsFrame, len(raw))
+	for i, f := range raw {
+		out[i] = lsParseFrame(f.Data)
 	}
-	return rest
+	return out
 }
 
 // close abandons the stream from the client side. It is idempotent.
-func (s *lsStream) close() {
-	s.cancel()
-	s.resp.Body.Close()
-}
+func (s *lsStream) close() { s.Close() }
 
 // ack reads the first frame and checks it is the acknowledgement for this
 // listen; it returns params.notifications member by member.
 func (s *lsStream) ack(t testing.TB) map[string]json.RawMessage {
 	t.Helper()
 	f := s.next(t)
-	s.check(t, f, lsAckMethod)
+	s.check(t, f, mcptest.AckMethod)
 	var p struct {
 		Notifications map[string]json.RawMessage
 	}
@@ -858,7 +607,7 @@ func (s *lsStream) check(t testing.TB, f lsFrame, method string) {
 	if len(f.Dups) > 0 && s.first("dup") {
 		t.Errorf("%s: %s frame repeats keys %v in one object (a JSON decoder keeps only the last): %s", s.name, method, f.Dups, f)
 	}
-	got := f.Meta()[lsSubIDKey]
+	got := f.Meta()[mcptest.MetaSubscriptionID]
 	if s.id == "" {
 		if got != nil && s.first("legacy-id") {
 			t.Errorf("%s: a GET /mcp frame carries a subscriptionId: %s", s.name, f)
@@ -867,7 +616,7 @@ func (s *lsStream) check(t testing.TB, f lsFrame, method string) {
 	}
 	if !bytes.Equal(lsCompact(got), lsCompact(json.RawMessage(s.id))) && s.first("id "+method) {
 		t.Errorf("%s: %s frame as a JSON decoder reads it has _meta[%q] = %s, want %s (same JSON type): %s",
-			s.name, method, lsSubIDKey, got, s.id, f)
+			s.name, method, mcptest.MetaSubscriptionID, got, s.id, f)
 	}
 }
 
@@ -876,7 +625,7 @@ func (s *lsStream) check(t testing.TB, f lsFrame, method string) {
 func (s *lsStream) expectRes(t testing.TB, uri string) lsFrame {
 	t.Helper()
 	f := s.next(t)
-	s.check(t, f, lsResMethod)
+	s.check(t, f, mcptest.ResourceMethod)
 	if f.URI() != uri {
 		t.Fatalf("%s: resources/updated for %q, want %q", s.name, f.URI(), uri)
 	}
@@ -886,7 +635,7 @@ func (s *lsStream) expectRes(t testing.TB, uri string) lsFrame {
 func (s *lsStream) expectTask(t testing.TB, taskID, status string) lsFrame {
 	t.Helper()
 	f := s.next(t)
-	s.check(t, f, lsTaskMethod)
+	s.check(t, f, mcptest.TaskMethod)
 	if id, st, _ := f.Task(); id != taskID || st != status {
 		t.Fatalf("%s: notifications/tasks for %s %s, want %s %s: %s", s.name, id, st, taskID, status, f)
 	}
@@ -921,8 +670,8 @@ func lsCheckFinal(t testing.TB, s *lsStream, f lsFrame) {
 			t.Errorf("%s: final result has member %q; SubscriptionsListenResult has only resultType and _meta", s.name, k)
 		}
 	}
-	if got := f.Meta()[lsSubIDKey]; !bytes.Equal(lsCompact(got), lsCompact(json.RawMessage(s.id))) {
-		t.Errorf("%s: final _meta[%q] = %s, want %s", s.name, lsSubIDKey, got, s.id)
+	if got := f.Meta()[mcptest.MetaSubscriptionID]; !bytes.Equal(lsCompact(got), lsCompact(json.RawMessage(s.id))) {
+		t.Errorf("%s: final _meta[%q] = %s, want %s", s.name, mcptest.MetaSubscriptionID, got, s.id)
 	}
 	if len(f.Dups) > 0 {
 		t.Errorf("%s: final result repeats keys %v", s.name, f.Dups)
@@ -963,28 +712,8 @@ func lsSameSet(got, want []string) bool {
 func lsSessions(t testing.TB, h *roomHarness, n int, caps ...string) []sessionGrant {
 	t.Helper()
 	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n, "max_live_sessions": n})
-	out := make([]sessionGrant, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r, err := h.send("POST", h.ingressURL("/session/join"), "", map[string]any{"invite": inv.URI, "name": fmt.Sprintf("s%03d", i)})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if r.Status != http.StatusOK {
-				errs[i] = fmt.Errorf("join %d: %d %s", i, r.Status, r.Body)
-				return
-			}
-			errs[i] = json.Unmarshal(r.Body, &out[i])
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	out, err := mcptest.JoinMany(context.Background(), h.client, h.Ingress.URL, inv.URI, "s%03d", "", n)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out

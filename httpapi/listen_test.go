@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -45,8 +46,8 @@ func TestListenValidation(t *testing.T) {
 			}
 			req, _ := r.Error.Data["requiredCapabilities"].(map[string]any)
 			ext, _ := req["extensions"].(map[string]any)
-			if v, ok := ext[lsTasksExt].(map[string]any); !ok || len(v) != 0 {
-				t.Errorf("data.requiredCapabilities = %v, want extensions[%q] = {}", r.Error.Data, lsTasksExt)
+			if v, ok := ext[mcptest.TasksExtension].(map[string]any); !ok || len(v) != 0 {
+				t.Errorf("data.requiredCapabilities = %v, want extensions[%q] = {}", r.Error.Data, mcptest.TasksExtension)
 			}
 		}
 	})
@@ -100,10 +101,10 @@ func TestListenValidation(t *testing.T) {
 		if s == nil {
 			t.Fatalf("listen refused: %d %s", r.Status, r.Body)
 		}
-		if ct := s.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		if ct := s.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 			t.Errorf("Content-Type %q, want text/event-stream", ct)
 		}
-		if cc := s.resp.Header.Get("Cache-Control"); cc != "no-cache" {
+		if cc := s.Header.Get("Cache-Control"); cc != "no-cache" {
 			t.Errorf("Cache-Control %q, want no-cache", cc)
 		}
 		s.read()
@@ -261,7 +262,7 @@ func TestListenTaskNotifications(t *testing.T) {
 		}
 		// The stranger's own stream got the foreign change, so it was
 		// published before t1's; the owner's stream skipped it.
-		sx.check(t, sx.next(t), lsTaskMethod)
+		sx.check(t, sx.next(t), mcptest.TaskMethod)
 	}
 
 	outer := t // the assignee's stream outlives the subtest that opens it
@@ -490,7 +491,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 			}
 			for i, w := range want {
 				fr := f.s.next(t)
-				f.s.check(t, fr, lsTaskMethod)
+				f.s.check(t, fr, mcptest.TaskMethod)
 				id, status, keys := fr.Task()
 				got := lsChange{id, status, strings.Join(keys, ",")}
 				if got != w {
@@ -554,7 +555,7 @@ func TestListenThousandStreams(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if f.Msg.Method != lsResMethod || f.URI() != doc || string(lsCompact(f.Meta()[lsSubIDKey])) != s.id || len(f.Dups) > 0 {
+			if f.Msg.Method != mcptest.ResourceMethod || f.URI() != doc || string(lsCompact(f.Meta()[mcptest.MetaSubscriptionID])) != s.id || len(f.Dups) > 0 {
 				return fmt.Errorf("%s: got %s, want resources/updated for the document", s.name, f)
 			}
 			return nil
@@ -575,7 +576,7 @@ func TestListenThousandStreams(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if !f.IsFinal() || string(lsCompact(f.Msg.ID)) != s.id || string(lsCompact(f.Meta()[lsSubIDKey])) != s.id {
+			if !f.IsFinal() || string(lsCompact(f.Msg.ID)) != s.id || string(lsCompact(f.Meta()[mcptest.MetaSubscriptionID])) != s.id {
 				return fmt.Errorf("%s: got %s, want the final result", s.name, f)
 			}
 			rest, err := s.endCtx(ctx)
@@ -662,7 +663,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 		sent = append(sent, want)
 		for _, s := range healthy {
 			f := s.next(t)
-			s.check(t, f, lsTaskMethod)
+			s.check(t, f, mcptest.TaskMethod)
 			id, status, keys := f.Task()
 			if got := (lsChange{id, status, strings.Join(keys, ",")}); got != want {
 				t.Fatalf("%s got %+v, want %+v", s.name, got, want)
@@ -715,12 +716,12 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 		if len(frames) == 0 {
 			t.Fatal("the stalled stream delivered nothing, not even the acknowledgement")
 		}
-		stalled.check(t, frames[0], lsAckMethod)
+		stalled.check(t, frames[0], mcptest.AckMethod)
 		for i, f := range frames[1:] {
 			if f.IsFinal() {
 				t.Fatalf("a dropped stream carried the final result (frame %d): %s", i+1, f)
 			}
-			stalled.check(t, f, lsTaskMethod)
+			stalled.check(t, f, mcptest.TaskMethod)
 			id, status, keys := f.Task()
 			if got := (lsChange{id, status, strings.Join(keys, ",")}); i >= len(sent) || got != sent[i] {
 				t.Fatalf("stalled frame %d is %+v, not the frame the others got", i+1, got)
@@ -829,7 +830,7 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		h.Clock.Advance(time.Second)
 		lsAnswer(t, h, o.SessionToken, x, "gap") // the first change after the acknowledgement
 		f := s.next(t)
-		s.check(t, f, lsTaskMethod)
+		s.check(t, f, mcptest.TaskMethod)
 		if id, status, keys := f.Task(); status != room.TaskWorking {
 			t.Fatalf("the first frame after the acknowledgement is %s %s %v: the change answered before the listen "+
 				"(writer answered first: %v) was delivered to it; want only the later change (working)", id, status, keys, repliedFirst)

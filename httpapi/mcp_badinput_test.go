@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 func TestMCPBadInput(t *testing.T) {
@@ -58,18 +60,18 @@ func TestMCPBadInput(t *testing.T) {
 		{name: "_meta as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
 			req: mtReq{Method: "tools/list", Meta: "2026-07-28"}},
 		{name: "clientCapabilities as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: "tasks"}}},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: "tasks"}}},
 		{name: "clientCapabilities null is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: nil}}},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: nil}}},
 		{name: "protocolVersion as a number is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: 20260728, mtMetaCaps: map[string]any{}}}},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: 20260728, mcptest.MetaCaps: map[string]any{}}}},
 		{name: "extensions as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: map[string]any{"extensions": mtTasksExt}}}},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{"extensions": mcptest.TasksExtension}}}},
 		{name: "the tasks extension as true is not a declaration (400)", status: 400, codes: []int{mtMissingCap, mtInvalidPar},
 			req: mtReq{Method: "tasks/get", Params: map[string]any{"taskId": taskID},
-				Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: map[string]any{"extensions": map[string]any{mtTasksExt: true}}}}},
+				Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{"extensions": map[string]any{mcptest.TasksExtension: true}}}}},
 		{name: "a progressToken that is an object is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: map[string]any{}, "progressToken": map[string]any{}}}},
+			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{}, "progressToken": map[string]any{}}}},
 		{name: "a header value outside visible ASCII is 400 -32020", status: 400, codes: []int{mtHeaderMism},
 			req: mtReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status"}, Set: map[string]string{"Mcp-Name": "workspace_status\xc3\xa9"}}},
 		{name: "two Mcp-Name headers are 400 -32020", status: 400, codes: []int{mtHeaderMism},
@@ -85,7 +87,7 @@ func TestMCPBadInput(t *testing.T) {
 			req: mtReq{Method: "tools/list", Params: map[string]any{"cursor": 5}}},
 		{name: "tasks/update with inputResponses as a string is -32602", status: 200, codes: []int{mtInvalidPar},
 			req: mtReq{Method: "tasks/update", Params: map[string]any{"taskId": taskID, "inputResponses": "q"},
-				Meta: mtMeta(mtVersion, mtTasksCaps())}},
+				Meta: mtMeta(mcptest.Version, mtTasksCaps())}},
 		{name: "listen without notifications is -32602", status: 200, codes: []int{mtInvalidPar},
 			req: mtReq{Method: "subscriptions/listen", Params: map[string]any{}, Timeout: 5 * time.Second}},
 	}

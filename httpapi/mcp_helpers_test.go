@@ -1,38 +1,27 @@
 package httpapi
 
-// An MCP 2026-07-28 test client for POST /mcp on the harness's real
-// listeners. It builds requests the way a conforming client does (the routing
-// headers, params._meta with protocolVersion and clientCapabilities, with or
-// without the Tasks extension) and lets a test override any header, the
-// _meta object or the raw body. Every answer is decoded once; a few wire rules
-// that hold for every response are checked on the way (id echo, resultType,
-// JSON content type on errors).
+// The httpapi tests' MCP client: mcptest's client (which builds requests the
+// way a conforming client does and lets a test override any header, the _meta
+// object or the raw body) on the harness's real listeners, with the answers
+// recorded by the harness and decoded once. A few wire rules that hold for
+// every response are checked on the way (id echo, resultType, serverInfo,
+// repeated keys, JSON content type on errors).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"reflect"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 const (
-	mtVersion      = "2026-07-28"
-	mtTasksExt     = "io.modelcontextprotocol/tasks"
-	mtMetaVersion  = "io.modelcontextprotocol/protocolVersion"
-	mtMetaCaps     = "io.modelcontextprotocol/clientCapabilities"
-	mtMetaInfo     = "io.modelcontextprotocol/clientInfo"
-	mtServerInfo   = "io.modelcontextprotocol/serverInfo"
-	mtHandoffMeta  = "commonroom/handoff_id"
 	mtErrUnauth    = -31001
 	mtParseError   = -32700
 	mtInvalidReq   = -32600
@@ -43,35 +32,8 @@ const (
 	mtUnsupVersion = -32022
 )
 
-// mtNoID as mtReq.ID sends a notification (no id member).
-var mtNoID = &struct{ noID bool }{true}
-
-// mtDrop as mtReq.Meta sends params without a _meta member.
-var mtDrop = &struct{ drop bool }{true}
-
-// mtNameField is the params field Mcp-Name carries, per method (spec §1.3).
-var mtNameField = map[string]string{
-	"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-	"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
-}
-
 // mtReq is one request. Zero fields take the conforming default.
-type mtReq struct {
-	ID         any            // nil: the client's next integer; mtNoID: a notification
-	Method     string         // the body method, and Mcp-Method unless overridden
-	Params     map[string]any // params without _meta
-	Meta       any            // replaces the whole _meta; mtDrop leaves it out
-	Version    string         // protocol version in the header and _meta ("" = 2026-07-28)
-	NoAuth     bool           // send no Authorization header
-	Token      string         // a bearer other than the client's
-	Set        map[string]string
-	Del        []string
-	Raw        any    // exact body (string or []byte); the id echo is then not checked
-	URL        string // "" = the client's /mcp URL
-	HTTPMethod string // "" = POST
-	Timeout    time.Duration
-	Opts       []reqOpt
-}
+type mtReq = mcptest.Request
 
 // mtResp is one answer.
 type mtResp struct {
@@ -82,130 +44,41 @@ type mtResp struct {
 	Body   map[string]any             // the same, decoded
 }
 
-// mtClient speaks MCP as one session.
+// mtClient speaks MCP as one session (mcptest's client, whose answers the
+// harness records and checks).
 type mtClient struct {
 	h     *roomHarness
 	url   string
 	token string
-	tasks bool // declare io.modelcontextprotocol/tasks in clientCapabilities
-	next  *atomic.Int64
+	mc    *mcptest.Client
 }
 
 // mcpClient is a client on the ingress listener for token ("" = none).
 func mcpClient(h *roomHarness, token string, tasks bool) *mtClient {
-	return &mtClient{h: h, url: h.ingressURL("/mcp"), token: token, tasks: tasks, next: new(atomic.Int64)}
+	url := h.ingressURL("/mcp")
+	return &mtClient{h: h, url: url, token: token, mc: mcptest.New(h.client, url, token, tasks, "")}
 }
 
 // withTasks is the same session declaring (or not) the Tasks extension.
 func (c *mtClient) withTasks(on bool) *mtClient {
 	cp := *c
-	cp.tasks = on
+	cp.mc = c.mc.WithTasks(on)
 	return &cp
 }
 
-// caps is the clientCapabilities object the client declares.
-func (c *mtClient) caps() map[string]any {
-	if c.tasks {
-		return map[string]any{"extensions": map[string]any{mtTasksExt: map[string]any{}}}
-	}
-	return map[string]any{}
-}
-
 func mtMeta(version string, caps map[string]any) map[string]any {
-	return map[string]any{
-		mtMetaVersion: version,
-		mtMetaCaps:    caps,
-		mtMetaInfo:    map[string]any{"name": "ce-tests", "version": "0.0.1"},
-	}
+	return mcptest.Meta(version, caps, "ce-tests")
 }
 
 // do sends q and decodes the answer.
 func (c *mtClient) do(t testing.TB, q mtReq) mtResp {
 	t.Helper()
-	version := q.Version
-	if version == "" {
-		version = mtVersion
+	r, err := c.mc.Do(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s %s: %v", q.HTTPMethod, q.Method, err)
 	}
-	var id any = q.ID
-	if id == nil {
-		id = c.next.Add(1)
-	}
-	params := map[string]any{}
-	for k, v := range q.Params {
-		params[k] = v
-	}
-	switch {
-	case q.Meta == nil:
-		params["_meta"] = mtMeta(version, c.caps())
-	case q.Meta == mtDrop:
-	default:
-		params["_meta"] = q.Meta
-	}
-	msg := map[string]any{"jsonrpc": "2.0", "method": q.Method, "params": params}
-	if id != mtNoID {
-		msg["id"] = id
-	}
-	var body []byte
-	switch raw := q.Raw.(type) {
-	case nil:
-		b, err := json.Marshal(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body = b
-	case string:
-		body = []byte(raw)
-	case []byte:
-		body = raw
-	default:
-		t.Fatalf("mtReq.Raw must be a string or []byte, not %T", q.Raw)
-	}
-
-	opts := []reqOpt{func(r *http.Request) {
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		r.Header.Set("MCP-Protocol-Version", version)
-		if q.Method != "" {
-			r.Header.Set("Mcp-Method", q.Method)
-		}
-		if f := mtNameField[q.Method]; f != "" {
-			if v, ok := q.Params[f].(string); ok {
-				r.Header.Set("Mcp-Name", v)
-			}
-		}
-		for k, v := range q.Set {
-			r.Header.Set(k, v)
-		}
-		for _, k := range q.Del {
-			r.Header.Del(k)
-		}
-	}}
-	if q.Timeout > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), q.Timeout)
-		t.Cleanup(cancel)
-		opts = append(opts, func(r *http.Request) { *r = *r.WithContext(ctx) })
-	}
-	opts = append(opts, q.Opts...)
-	token := c.token
-	if q.Token != "" {
-		token = q.Token
-	}
-	if q.NoAuth {
-		token = ""
-	}
-	url := q.URL
-	if url == "" {
-		url = c.url
-	}
-	method := q.HTTPMethod
-	if method == "" {
-		method = "POST"
-	}
-	var sendBody any = body
-	if method == "GET" || method == "DELETE" {
-		sendBody = nil
-	}
-	r := c.h.doT(t, method, url, token, sendBody, opts...)
-	out := mtDecode(t, r.Status, r.Header, r.Body)
+	c.h.noteError(r)
+	out := mtDecode(t, r.Status, r.Header, r.Raw)
 
 	// Rules for every answer.
 	if out.Status >= 400 && len(out.Raw) > 0 {
@@ -221,15 +94,14 @@ func (c *mtClient) do(t testing.TB, q mtReq) mtResp {
 			default:
 				t.Errorf("%s: result has resultType %v, want complete or task: %s", q.Method, res["resultType"], out.Raw)
 			}
-			if name, _ := mtGet(res, "_meta", mtServerInfo, "name").(string); name == "" {
-				t.Errorf("%s: result without _meta[%q] (spec §2.3: on every result): %.300s", q.Method, mtServerInfo, out.Raw)
+			if name, _ := mtGet(res, "_meta", mcptest.MetaServerInfo, "name").(string); name == "" {
+				t.Errorf("%s: result without _meta[%q] (spec §2.3: on every result): %.300s", q.Method, mcptest.MetaServerInfo, out.Raw)
 			}
 		}
 		_, isRPC := out.Top["jsonrpc"]
-		if isRPC && q.Raw == nil && id != mtNoID && method == "POST" {
-			want, _ := json.Marshal(id)
-			if got := out.Top["id"]; !bytes.Equal(bytes.TrimSpace(got), want) {
-				t.Errorf("%s: answer id = %s, want %s echoed with the same JSON type; body %s", q.Method, got, want, out.Raw)
+		if isRPC && r.ID != nil && (q.HTTPMethod == "" || q.HTTPMethod == "POST") {
+			if got := out.Top["id"]; !bytes.Equal(bytes.TrimSpace(got), r.ID) {
+				t.Errorf("%s: answer id = %s, want %s echoed with the same JSON type; body %s", q.Method, got, r.ID, out.Raw)
 			}
 		}
 	}
@@ -249,64 +121,10 @@ func mtDecode(t testing.TB, status int, h http.Header, body []byte) mtResp {
 	if err := json.Unmarshal(body, &out.Body); err != nil {
 		t.Fatalf("answer %d is not JSON: %v\n%s", status, err, body)
 	}
-	if dup := mtDupKey(body); dup != "" {
-		t.Errorf("answer repeats key %q in one object (a decoder keeps only one): %.300s", dup, body)
+	if dups := mcptest.DupKeys(body); len(dups) > 0 {
+		t.Errorf("answer repeats key %q in one object (a decoder keeps only one): %.300s", dups[0], body)
 	}
 	return out
-}
-
-// mtDupKey returns a key that appears twice in one JSON object of doc, or "".
-func mtDupKey(doc []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	type frame struct {
-		obj  bool
-		keys map[string]bool
-		key  bool // the next string token in this object is a key
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{':
-				if top != nil && top.obj {
-					top.key = true
-				}
-				stack = append(stack, &frame{obj: true, keys: map[string]bool{}, key: true})
-			case '[':
-				if top != nil && top.obj {
-					top.key = true
-				}
-				stack = append(stack, &frame{})
-			default:
-				stack = stack[:len(stack)-1]
-			}
-		case string:
-			if top != nil && top.obj && top.key {
-				if top.keys[v] {
-					return v
-				}
-				top.keys[v] = true
-				top.key = false
-				continue
-			}
-			if top != nil && top.obj {
-				top.key = true
-			}
-		default:
-			if top != nil && top.obj {
-				top.key = true
-			}
-		}
-	}
 }
 
 func (r mtResp) result() map[string]any {
@@ -493,9 +311,9 @@ func (c *mtClient) createTask(t testing.TB, args map[string]any) (taskID, handof
 	}
 	taskID, _ = res["taskId"].(string)
 	meta, _ := res["_meta"].(map[string]any)
-	handoffID, _ = meta[mtHandoffMeta].(string)
+	handoffID, _ = meta[mcptest.HandoffMeta].(string)
 	if taskID == "" || handoffID == "" {
-		t.Fatalf("CreateTaskResult lacks taskId or _meta[%q]: %v", mtHandoffMeta, res)
+		t.Fatalf("CreateTaskResult lacks taskId or _meta[%q]: %v", mcptest.HandoffMeta, res)
 	}
 	return taskID, handoffID
 }
@@ -504,32 +322,11 @@ func (c *mtClient) createTask(t testing.TB, args map[string]any) (taskID, handof
 // what net/http's client would normalise (padded header values).
 func mtRawPOST(t testing.TB, hostport string, headerLines []string, body []byte) mtResp {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", hostport, 5*time.Second)
+	r, err := mcptest.RawPOST(hostport, headerLines, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: %d\r\n", hostport, len(body))
-	for _, l := range headerLines {
-		b.WriteString(l + "\r\n")
-	}
-	b.WriteString("\r\n")
-	b.Write(body)
-	if _, err := conn.Write(b.Bytes()); err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	rb, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mtDecode(t, res.StatusCode, res.Header, rb)
+	return mtDecode(t, r.Status, r.Header, r.Raw)
 }
 
 // mtHostPort is a test server's host:port.
@@ -631,19 +428,4 @@ func mtStrings(v any) []string {
 		out = append(out, s)
 	}
 	return out
-}
-
-// The helper's duplicate-key detector itself.
-func TestMCPHelperDupKey(t *testing.T) {
-	for doc, want := range map[string]string{
-		`{"a":1,"b":{"a":2},"c":[{"a":1},{"a":2}]}`: "",
-		`{"a":1,"a":2}`: "a",
-		`{"p":{"_meta":{},"x":"_meta","_meta":{}}}`: "_meta",
-		`{"l":[{"k":"v","k":"w"}]}`:                 "k",
-		`{"s":"k","k":["k","k"],"t":{"k":{"k":1}}}`: "",
-	} {
-		if got := mtDupKey([]byte(doc)); got != want {
-			t.Errorf("mtDupKey(%s) = %q, want %q", doc, got, want)
-		}
-	}
 }

@@ -6,12 +6,15 @@ package httpapi
 // records (the brief): approval never rewrites the task.
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 func TestMCPHandoffLifecycle(t *testing.T) {
@@ -149,7 +152,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 				t.Errorf("a completed task carries %q", k)
 			}
 		}
-		if mtGet(completed, "_meta", mtHandoffMeta) != hid {
+		if mtGet(completed, "_meta", mcptest.HandoffMeta) != hid {
 			t.Errorf("_meta = %v", completed["_meta"])
 		}
 	})
@@ -397,7 +400,8 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 		for _, w := range workers {
 			go func() {
 				<-start
-				r, err := w.mcp.h.send("POST", w.mcp.url, w.mcp.token, mtToolBody(hid), mtToolHeaders("handoff_accept")...)
+				r, err := w.mcp.mc.Do(context.Background(), mtReq{ID: 1, Method: "tools/call",
+					Params: map[string]any{"name": "handoff_accept", "arguments": map[string]any{"handoff_id": hid}}})
 				if err != nil || r.Status != http.StatusOK {
 					out <- outcome{who: w.id(), err: true}
 					return
@@ -408,7 +412,7 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 						StructuredContent map[string]any `json:"structuredContent"`
 					} `json:"result"`
 				}
-				if json.Unmarshal(r.Body, &body) != nil {
+				if json.Unmarshal(r.Raw, &body) != nil {
 					out <- outcome{who: w.id(), err: true}
 					return
 				}
@@ -453,7 +457,8 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 		ids := make(chan string, n)
 		for range n {
 			go func() {
-				r, err := h.send("POST", owner.ext.url, owner.ext.token, mtCreateBody("same-key"), mtToolHeaders("handoff_create")...)
+				r, err := owner.ext.mc.Do(context.Background(), mtReq{ID: 1, Method: "tools/call", Params: map[string]any{
+					"name": "handoff_create", "arguments": map[string]any{"summary": "once only", "idempotency_key": "same-key"}}})
 				if err != nil || r.Status != http.StatusOK {
 					ids <- "error"
 					return
@@ -463,7 +468,7 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 						TaskID string `json:"taskId"`
 					} `json:"result"`
 				}
-				_ = json.Unmarshal(r.Body, &body)
+				_ = json.Unmarshal(r.Raw, &body)
 				ids <- body.Result.TaskID
 			}()
 		}
@@ -478,27 +483,4 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 			t.Errorf("%d handoffs for the key, want 1", c)
 		}
 	})
-}
-
-// mtToolHeaders are the routing headers of a tools/call (for goroutines,
-// which must not use the test's Fatal helpers).
-func mtToolHeaders(tool string) []reqOpt {
-	return []reqOpt{func(r *http.Request) {
-		r.Header.Set("MCP-Protocol-Version", mtVersion)
-		r.Header.Set("Mcp-Method", "tools/call")
-		r.Header.Set("Mcp-Name", tool)
-	}}
-}
-
-func mtToolBody(hid string) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
-		"name": "handoff_accept", "arguments": map[string]any{"handoff_id": hid}, "_meta": mtMeta(mtVersion, map[string]any{})}})
-	return b
-}
-
-func mtCreateBody(key string) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
-		"name": "handoff_create", "arguments": map[string]any{"summary": "once only", "idempotency_key": key},
-		"_meta": mtMeta(mtVersion, mtTasksCaps())}})
-	return b
 }

@@ -18,11 +18,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // mtTasksCaps is the ClientCapabilities object declaring the Tasks extension.
 func mtTasksCaps() map[string]any {
-	return map[string]any{"extensions": map[string]any{mtTasksExt: map[string]any{}}}
+	return map[string]any{"extensions": map[string]any{mcptest.TasksExtension: map[string]any{}}}
 }
 
 // mtWantMissingTasks checks a 400 -32021 naming the Tasks extension exactly.
@@ -41,7 +43,7 @@ func TestMCPValidationOrder(t *testing.T) {
 	taskID, _ := owner.mcp.createTask(t, map[string]any{"summary": "a task for the header checks"})
 	doc := h.Eng.DocumentURI()
 	b64 := func(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
-	extMeta := mtMeta(mtVersion, mtTasksCaps())
+	extMeta := mtMeta(mcptest.Version, mtTasksCaps())
 
 	type vcase struct {
 		name   string
@@ -84,26 +86,26 @@ func TestMCPValidationOrder(t *testing.T) {
 		{name: "jsonrpc 1.0 is 400 -32600 echoing the id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"1.0","id":10,"method":"tools/list","params":{}}`},
 			status: 400, code: mtInvalidReq, check: mtWantRawID(`10`)},
 		// Step 4: notifications.
-		{name: "notification is 202 with no body", req: mtReq{ID: mtNoID, Method: "notifications/progress"}, status: 202, check: mtWantEmpty},
-		{name: "notification without MCP headers is 202", req: mtReq{ID: mtNoID, Method: "notifications/cancelled",
+		{name: "notification is 202 with no body", req: mtReq{ID: mcptest.NoID, Method: "notifications/progress"}, status: 202, check: mtWantEmpty},
+		{name: "notification without MCP headers is 202", req: mtReq{ID: mcptest.NoID, Method: "notifications/cancelled",
 			Params: map[string]any{"requestId": 1}, Del: []string{"MCP-Protocol-Version", "Mcp-Method"}}, status: 202, check: mtWantEmpty},
 		// Step 5: the version header.
 		{name: "missing MCP-Protocol-Version is 400 -32020", req: mtReq{Method: "tools/list", Del: []string{"MCP-Protocol-Version"}},
 			status: 400, code: mtHeaderMism},
 		// Step 6: _meta.
-		{name: "missing _meta is 400 -32602", req: mtReq{Method: "tools/list", Meta: mtDrop}, status: 400, code: mtInvalidPar},
-		{name: "missing _meta on server/discover is 400 -32602", req: mtReq{Method: "server/discover", Meta: mtDrop, NoAuth: true}, status: 400, code: mtInvalidPar},
-		{name: "missing protocolVersion is 400 -32602", req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaCaps: map[string]any{}}},
+		{name: "missing _meta is 400 -32602", req: mtReq{Method: "tools/list", Meta: mcptest.DropMeta}, status: 400, code: mtInvalidPar},
+		{name: "missing _meta on server/discover is 400 -32602", req: mtReq{Method: "server/discover", Meta: mcptest.DropMeta, NoAuth: true}, status: 400, code: mtInvalidPar},
+		{name: "missing protocolVersion is 400 -32602", req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaCaps: map[string]any{}}},
 			status: 400, code: mtInvalidPar},
-		{name: "missing clientCapabilities is 400 -32602", req: mtReq{Method: "tools/list", Meta: map[string]any{mtMetaVersion: mtVersion}},
+		{name: "missing clientCapabilities is 400 -32602", req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version}},
 			status: 400, code: mtInvalidPar},
 		{name: "missing clientInfo is accepted", req: mtReq{Method: "tools/list",
-			Meta: map[string]any{mtMetaVersion: mtVersion, mtMetaCaps: map[string]any{}}}, status: 200},
+			Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{}}}, status: 200},
 		// Step 7: header and _meta versions agree before the support check.
 		{name: "header 2026-07-28 with _meta v999.0.0 is 400 -32020", req: mtReq{Method: "tools/list",
 			Meta: mtMeta("v999.0.0", map[string]any{})}, status: 400, code: mtHeaderMism},
 		{name: "header 2025-11-25 with _meta 2026-07-28 is 400 -32020", req: mtReq{Method: "tools/list",
-			Set: map[string]string{"MCP-Protocol-Version": "2025-11-25"}, Meta: mtMeta(mtVersion, map[string]any{})}, status: 400, code: mtHeaderMism},
+			Set: map[string]string{"MCP-Protocol-Version": "2025-11-25"}, Meta: mtMeta(mcptest.Version, map[string]any{})}, status: 400, code: mtHeaderMism},
 		// Step 8: Mcp-Method.
 		{name: "missing Mcp-Method is 400 -32020", req: mtReq{Method: "tools/list", Del: []string{"Mcp-Method"}}, status: 400, code: mtHeaderMism},
 		{name: "different Mcp-Method is 400 -32020", req: mtReq{Method: "tools/list", Set: map[string]string{"Mcp-Method": "prompts/list"}},
@@ -220,7 +222,7 @@ func TestMCPValidationOrder(t *testing.T) {
 			if n.ext {
 				params["_meta"] = extMeta
 			} else {
-				params["_meta"] = mtMeta(mtVersion, map[string]any{})
+				params["_meta"] = mtMeta(mcptest.Version, map[string]any{})
 			}
 			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "pad", "method": n.method, "params": params})
 			r := mtRawPOST(t, mtHostPort(h.Ingress.URL), []string{
@@ -283,8 +285,8 @@ func mtWantUnsupported(requested string) func(t *testing.T, r mtResp) {
 	return func(t *testing.T, r mtResp) {
 		t.Helper()
 		data, _ := r.rpcError()["data"].(map[string]any)
-		if got := mtStrings(data["supported"]); !slices.Equal(got, []string{mtVersion}) {
-			t.Errorf("data.supported = %v, want [%s]", data["supported"], mtVersion)
+		if got := mtStrings(data["supported"]); !slices.Equal(got, []string{mcptest.Version}) {
+			t.Errorf("data.supported = %v, want [%s]", data["supported"], mcptest.Version)
 		}
 		if data["requested"] != requested {
 			t.Errorf("data.requested = %v, want %q", data["requested"], requested)
@@ -412,7 +414,7 @@ func TestMCPDiscover(t *testing.T) {
 	res := mtWantResult(t, mcpClient(h, "", false).do(t, mtReq{Method: "server/discover", NoAuth: true}))
 
 	t.Run("supportedVersions is exactly 2026-07-28", func(t *testing.T) {
-		if got := mtStrings(res["supportedVersions"]); !slices.Equal(got, []string{mtVersion}) {
+		if got := mtStrings(res["supportedVersions"]); !slices.Equal(got, []string{mcptest.Version}) {
 			t.Errorf("supportedVersions = %v", res["supportedVersions"])
 		}
 	})
@@ -421,7 +423,7 @@ func TestMCPDiscover(t *testing.T) {
 			"tools":      map[string]any{},
 			"resources":  map[string]any{"subscribe": true},
 			"prompts":    map[string]any{},
-			"extensions": map[string]any{mtTasksExt: map[string]any{}},
+			"extensions": map[string]any{mcptest.TasksExtension: map[string]any{}},
 		}
 		if !reflect.DeepEqual(res["capabilities"], any(want)) {
 			t.Errorf("capabilities = %v, want %v", res["capabilities"], want)
@@ -436,7 +438,7 @@ func TestMCPDiscover(t *testing.T) {
 		}
 	})
 	t.Run("serverInfo in result _meta", func(t *testing.T) {
-		info, _ := mtGet(res, "_meta", mtServerInfo).(map[string]any)
+		info, _ := mtGet(res, "_meta", mcptest.MetaServerInfo).(map[string]any)
 		if name, _ := info["name"].(string); name == "" {
 			t.Errorf("serverInfo.name missing: %v", res["_meta"])
 		}
@@ -811,9 +813,9 @@ func TestMCPCompatibility(t *testing.T) {
 			if res["pollIntervalMs"] != float64(5000) {
 				t.Errorf("pollIntervalMs = %v, want 5000", res["pollIntervalMs"])
 			}
-			hid, _ := mtGet(res, "_meta", mtHandoffMeta).(string)
+			hid, _ := mtGet(res, "_meta", mcptest.HandoffMeta).(string)
 			if !strings.HasPrefix(hid, "handoff_") {
-				t.Errorf("_meta[%q] = %v", mtHandoffMeta, hid)
+				t.Errorf("_meta[%q] = %v", mcptest.HandoffMeta, hid)
 			} else if s := mtHandoffStatus(t, h, hid); s != "open" {
 				t.Errorf("handoff %s is %s, want open", hid, s)
 			}
@@ -830,8 +832,8 @@ func TestMCPCompatibility(t *testing.T) {
 			if got["status"] != "working" || got["createdAt"] != res["createdAt"] || got["ttlMs"] != res["ttlMs"] {
 				t.Errorf("tasks/get = %v\ncreate   = %v", got, res)
 			}
-			if mtGet(got, "_meta", mtHandoffMeta) != mtGet(res, "_meta", mtHandoffMeta) {
-				t.Errorf("tasks/get handoff id %v, create %v", mtGet(got, "_meta", mtHandoffMeta), mtGet(res, "_meta", mtHandoffMeta))
+			if mtGet(got, "_meta", mcptest.HandoffMeta) != mtGet(res, "_meta", mcptest.HandoffMeta) {
+				t.Errorf("tasks/get handoff id %v, create %v", mtGet(got, "_meta", mcptest.HandoffMeta), mtGet(res, "_meta", mcptest.HandoffMeta))
 			}
 		})
 		t.Run("the extension is per request: the next request without it gets a plain result", func(t *testing.T) {
@@ -846,11 +848,11 @@ func TestMCPCompatibility(t *testing.T) {
 		initParams := map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
 			"clientInfo": map[string]any{"name": "old", "version": "1"}}
 		t.Run("initialize without _meta is 400 -32602 (step 6)", func(t *testing.T) {
-			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Meta: mtDrop, Version: "2025-11-25", Del: []string{"Mcp-Method"}})
+			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Meta: mcptest.DropMeta, Version: "2025-11-25", Del: []string{"Mcp-Method"}})
 			mtWantError(t, r, http.StatusBadRequest, mtInvalidPar)
 		})
 		t.Run("initialize without a version header is 400 -32020 (step 5)", func(t *testing.T) {
-			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Meta: mtDrop, Del: []string{"Mcp-Method", "MCP-Protocol-Version"}})
+			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Meta: mcptest.DropMeta, Del: []string{"Mcp-Method", "MCP-Protocol-Version"}})
 			mtWantError(t, r, http.StatusBadRequest, mtHeaderMism)
 		})
 		t.Run("initialize with a 2025-11-25 _meta and no Mcp-Method is 400 -32020 (step 8 before 9)", func(t *testing.T) {

@@ -146,7 +146,7 @@ func TestObserveNeedsObserve(t *testing.T) {
 
 func TestObserveStreamsNewEvents(t *testing.T) {
 	h := newHarness(t, "")
-	agent := h.session("agent", dtAgentCaps...)
+	agent := h.session("agent", azAgentCaps...)
 	observer := h.session("observer", "read", "observe")
 	start := dtMaxEvent(t, h)
 	s, r := dtObserve(t, h, observer.SessionToken, "")
@@ -201,7 +201,7 @@ func TestObserveStreamsNewEvents(t *testing.T) {
 
 func TestObserveBacklogThenLive(t *testing.T) {
 	h := newHarness(t, "")
-	agent := h.session("agent", dtAgentCaps...)
+	agent := h.session("agent", azAgentCaps...)
 	observer := h.session("observer", "read", "observe")
 	for _, target := range []string{"Goals", "Plan"} {
 		l := dtCheckout(t, h, agent.SessionToken, target)
@@ -263,7 +263,7 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 	h := newHarness(t, "")
 	for round := range 6 {
 		t.Run(fmt.Sprintf("round %d: every event arrives once or in the join's duplicate run, never backwards", round), func(t *testing.T) {
-			writer := h.session(fmt.Sprintf("writer%d", round), dtAgentCaps...)
+			writer := h.session(fmt.Sprintf("writer%d", round), azAgentCaps...)
 			observer := h.session(fmt.Sprintf("observer%d", round), "read", "observe")
 			for range 3 {
 				l := dtCheckout(t, h, writer.SessionToken, "Goals")
@@ -271,7 +271,7 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 			}
 			since := dtMaxEvent(t, h) - 5
 			const pairs = 30
-			errs := &dtErrs{}
+			errs := lsCollect(t)
 			var wg sync.WaitGroup
 			begin := make(chan struct{})
 			wg.Go(func() {
@@ -279,19 +279,19 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 				for range pairs {
 					r1, err := h.send("POST", h.ingressURL("/workspace/checkout"), writer.SessionToken, map[string]any{"target": "Plan"})
 					if err != nil || r1.Status != http.StatusOK {
-						errs.add(fmt.Sprintf("checkout: %v %d %s", err, r1.Status, r1.Body))
+						errs.Errorf("checkout: %v %d %s", err, r1.Status, r1.Body)
 						return
 					}
 					var l struct {
 						LeaseID string `json:"lease_id"`
 					}
 					if err := json.Unmarshal(r1.Body, &l); err != nil {
-						errs.add(fmt.Sprintf("checkout answer: %v", err))
+						errs.Errorf("checkout answer: %v", err)
 						return
 					}
 					r2, err := h.send("POST", h.ingressURL("/workspace/release"), writer.SessionToken, map[string]any{"lease_id": l.LeaseID})
 					if err != nil || r2.Status != http.StatusOK {
-						errs.add(fmt.Sprintf("release: %v %d %s", err, r2.Status, r2.Body))
+						errs.Errorf("release: %v %d %s", err, r2.Status, r2.Body)
 						return
 					}
 				}

@@ -63,7 +63,7 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 		l.MaxPendingProposalsPerParticipant = 100
 		l.MaxPendingProposals = 100
 	}})
-	author := mtJoin(h, "author", dtAgentCaps...)
+	author := mtJoin(h, "author", azAgentCaps...)
 	reader := mtJoin(h, "reader", "read")
 	tok := reader.grant.SessionToken
 	const n = 12
@@ -220,9 +220,9 @@ func TestProposalCapsAtEachDoor(t *testing.T) {
 		l.MaxPendingProposalsPerParticipant = 2
 		l.MaxPendingProposals = 3
 	}})
-	a := mtJoin(h, "a", dtAgentCaps...)
-	b := mtJoin(h, "b", dtAgentCaps...)
-	c := mtJoin(h, "c", dtAgentCaps...)
+	a := mtJoin(h, "a", azAgentCaps...)
+	b := mtJoin(h, "b", azAgentCaps...)
+	c := mtJoin(h, "c", azAgentCaps...)
 	dtOK(t, dtPost(t, h, a.grant.SessionToken, "/workspace/propose", ppPropose(1)))
 	a.mcp.toolOK(t, "workspace_propose", ppPropose(2))
 

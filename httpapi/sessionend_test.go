@@ -47,8 +47,8 @@ func dtStrings(v any) []string {
 func seWaitEnded(t testing.TB, s *dtStream) {
 	t.Helper()
 	select {
-	case <-s.ended:
-	case <-time.After(dtWait):
+	case <-s.Done():
+	case <-time.After(lsWait):
 		t.Fatalf("%s: the stream was not closed", s.name)
 	}
 }

@@ -1,6 +1,8 @@
 // Package cetest is what the programs that drive the real ce binary share
-// (the cli and crash tests, and the bench): building it from this tree, and
-// giving its children an environment free of the caller's CE_* settings.
+// (the cli and crash tests, and the bench): building it from this tree,
+// giving its children an environment free of the caller's CE_* settings, and
+// starting, waiting on and signalling a child (Proc), so process handling
+// lives in one place.
 package cetest
 
 import (

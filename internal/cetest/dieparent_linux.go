@@ -1,0 +1,10 @@
+package cetest
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+func dieWithParent(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
