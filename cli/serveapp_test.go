@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/cetest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -24,7 +25,7 @@ import (
 // and args parsed over them, as runServe would make it.
 func newTestServeApp(t *testing.T, file string, args ...string) *serveApp {
 	t.Helper()
-	env := Env{Stdout: newNotifyBuffer(), Stderr: newNotifyBuffer(), Getenv: func(string) string { return "" },
+	env := Env{Stdout: cetest.NewOutput(0), Stderr: cetest.NewOutput(0), Getenv: func(string) string { return "" },
 		Signals: make(chan os.Signal, 1), Exit: func(int) { t.Error("serveApp called Exit") }}
 	fs, f, ts := newServeFlagSet(env)
 	if err := fs.Parse(args); err != nil {
