@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
 )
 
@@ -144,7 +145,7 @@ func (s *Server) mcpAuthError(w http.ResponseWriter, id json.RawMessage, err err
 // tasks/*) to a JSON-RPC error: the one table for MCP.
 func (s *Server) rpcErrorOf(err error) *rpcError {
 	e := room.AsError(err)
-	data := ErrorBody(e)
+	data := wirejson.ErrorBody(e)
 	switch e.Kind {
 	case room.KindTaskNotFound:
 		return invalidParams("unknown task", nil)
@@ -158,7 +159,7 @@ func (s *Server) rpcErrorOf(err error) *rpcError {
 	case room.KindOverloaded, room.KindUnavailable:
 		return &rpcError{Status: http.StatusServiceUnavailable, Code: codeInternalError, Message: e.Message, Data: data}
 	case room.KindInternal:
-		s.logFailure("mcp request failed", err)
+		wirejson.LogFailure(s.log, "mcp request failed", err)
 		return &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error"}
 	}
 	return &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: e.Message, Data: data}
@@ -211,7 +212,7 @@ func (s *Server) mcpDiscover() map[string]any {
 // decodeParams reads a method's params into v; a wrong shape is -32602.
 func decodeParams(params json.RawMessage, v any) *rpcError {
 	if err := json.Unmarshal(params, v); err != nil {
-		return invalidParams("invalid params: "+jsonProblem(err), nil)
+		return invalidParams("invalid params: "+wirejson.JSONProblem(err), nil)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 )
 
 // The envelope layer of POST /mcp: one decode of the JSON-RPC body and the MCP
@@ -457,7 +459,7 @@ type rpcErrorObject struct {
 // writeRPCError sends e with status e.Status as application/json. id is echoed
 // as given; a nil id leaves the member out (never null).
 func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
-	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: clip(e.Message, maxErrorString), Data: boundStrings(e.Data)}}
+	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: wirejson.Clip(e.Message, wirejson.MaxErrorString), Data: wirejson.BoundStrings(e.Data)}}
 	b, err := marshalJSON(body)
 	if err != nil && e.Data != nil { // data that cannot be encoded is dropped
 		body.Error.Data = nil
@@ -477,7 +479,7 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 // result is held while it is sent); the bytes are marshalJSON's.
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	w.Header().Set("Content-Type", "application/json")
-	out := &statusOnWrite{w: w, status: http.StatusOK}
+	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(struct {
@@ -485,7 +487,7 @@ func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 		ID      json.RawMessage `json:"id,omitempty"`
 		Result  any             `json:"result"`
 	}{"2.0", id, result})
-	if err != nil && !out.wrote {
+	if err != nil && !out.Wrote {
 		writeRPCError(w, id, &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error: the result could not be encoded"})
 	}
 }

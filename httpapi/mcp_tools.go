@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
@@ -107,13 +108,13 @@ func (s *Server) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if !ok {
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
-	out, err := t.op.Run(c.ctx, s.opEnv(), c.p, func(v any) error { return decodeArgs(in.Arguments, v) })
+	out, err := t.op.Run(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeArgs(in.Arguments, v) })
 	if err != nil {
 		switch room.ErrorKind(err) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
 			return nil, s.rpcErrorOf(err)
 		}
-		body := ErrorBody(err)
+		body := wirejson.ErrorBody(err)
 		text, _ := json.Marshal(body)
 		return s.complete(map[string]any{
 			"content":           []map[string]any{{"type": "text", "text": string(text)}},

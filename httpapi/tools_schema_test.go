@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
 )
 
@@ -68,7 +69,7 @@ func tsResolve(t *testing.T, schema map[string]any) *jsonschema.Resolved {
 func tsDecode(tl tool, args map[string]any) (map[string]any, error) {
 	b, _ := json.Marshal(args)
 	v := reflect.New(tl.op.Call.Input()).Interface()
-	if err := decodeArgs(b, v); err != nil {
+	if err := wirejson.DecodeArgs(b, v); err != nil {
 		return nil, err
 	}
 	out, _ := json.Marshal(v)
