@@ -122,7 +122,7 @@ func runDecodeOnly(tl tool, args json.RawMessage) (err error) {
 			err = fmt.Errorf("the arguments decoded (the tool went on and panicked: %v)", p)
 		}
 	}()
-	_, err = tl.op.Run(context.Background(), ops.Env{}, room.Principal{}, func(v any) error { return wirejson.DecodeArgs(args, v) })
+	_, err = tl.Op.Run(context.Background(), ops.Env{}, room.Principal{}, func(v any) error { return wirejson.DecodeArgs(args, v) })
 	return err
 }
 

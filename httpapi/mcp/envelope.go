@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"bytes"
@@ -16,8 +16,13 @@ import (
 // (Host/Origin, POST-only) belong to the router; steps 11 onwards (method params,
 // client capability gates, dispatch) belong to the method handlers.
 
-const mcpProtocolVersion = "2026-07-28"
-const tasksExtension = "io.modelcontextprotocol/tasks"
+// ProtocolVersion is the one MCP version this door serves; discovery
+// documents (/.well-known/agent-workspace, /protocol) name it too.
+const ProtocolVersion = "2026-07-28"
+
+// TasksExtension is the Tasks extension's key, in client capabilities and
+// in what discovery documents advertise.
+const TasksExtension = "io.modelcontextprotocol/tasks"
 
 // JSON-RPC and MCP error codes (spec §6).
 const (
@@ -131,13 +136,13 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *
 	}
 
 	// Step 9: the one version we serve.
-	if meta.ProtocolVersion != mcpProtocolVersion {
+	if meta.ProtocolVersion != ProtocolVersion {
 		return fail(&rpcError{
 			Status:  http.StatusBadRequest,
 			Code:    codeUnsupportedVersion,
 			Message: "unsupported protocol version",
 			Data: map[string]any{
-				"supported": []string{mcpProtocolVersion},
+				"supported": []string{ProtocolVersion},
 				"requested": meta.ProtocolVersion,
 			},
 		})
@@ -267,7 +272,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 		if err != nil {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
 		}
-		out.Tasks = kindOf(ext[tasksExtension]) == '{'
+		out.Tasks = kindOf(ext[TasksExtension]) == '{'
 	}
 
 	if raw, ok := meta[metaProgressToken]; ok {
@@ -427,7 +432,7 @@ func metaError(msg string) *rpcError {
 
 // missingCapability is 400 -32021 for a request that needs a client capability
 // it did not declare. caps is a ClientCapabilities object, e.g.
-// map[string]any{"extensions": map[string]any{tasksExtension: struct{}{}}}.
+// map[string]any{"extensions": map[string]any{TasksExtension: struct{}{}}}.
 func missingCapability(caps any) *rpcError {
 	return &rpcError{
 		Status:  http.StatusBadRequest,
