@@ -11,7 +11,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/commonroom/ce/actor"
-	"github.com/commonroom/ce/httpapi"
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/room"
 )
 
@@ -196,7 +196,7 @@ func taskCommand(env Env) *ffcli.Command {
 				if err != nil {
 					return err
 				}
-				t = httpapi.MCPTask(t) // as tasks/get shows it
+				t = mcp.Task(t) // as tasks/get shows it
 				if *asJSON {
 					return printJSON(env.Stdout, t)
 				}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi"
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 	"github.com/commonroom/ce/transport"
@@ -219,7 +220,7 @@ func (a *serveApp) openTransport(ctx context.Context) error {
 // invitation.
 func (a *serveApp) openRoom(ctx context.Context) error {
 	f := a.f
-	a.hub = listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: a.log, Encode: httpapi.EncodeChange})
+	a.hub = listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: a.log, Encode: mcp.EncodeChange})
 	host := f.name
 	if host == "" {
 		host = hostName(a.env)

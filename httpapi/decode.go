@@ -1,15 +1,13 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
 )
 
@@ -44,51 +42,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	if err != nil {
 		return err
 	}
-	return decodeArgs(b, v)
-}
-
-// decodeArgs decodes one JSON object (the HTTP body or MCP tool arguments).
-func decodeArgs(b []byte, v any) error {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || string(b) == "null" {
-		b = []byte("{}")
-	}
-	if b[0] != '{' {
-		return room.Errorf(room.KindInvalidRequest, "the body must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			field := typeErr.Field
-			return room.Errorf(room.KindInvalidRequest, "field %q must be of type %s", field, typeErr.Type.String()).With("field", field)
-		}
-		return room.Errorf(room.KindInvalidRequest, "malformed JSON: %s", jsonProblem(err))
-	}
-	if dec.More() {
-		return room.Errorf(room.KindInvalidRequest, "malformed JSON: data after the object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return room.Errorf(room.KindInvalidRequest, "malformed JSON: data after the object")
-	}
-	return nil
-}
-
-// jsonProblem keeps the decoder's explanation but never echoes input bytes.
-func jsonProblem(err error) string {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return "syntax error at offset " + strconv.FormatInt(syn.Offset, 10)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return "unexpected end of input"
-	}
-	msg := err.Error()
-	if i := strings.Index(msg, ":"); i > 0 && strings.HasPrefix(msg, "json") {
-		return strings.TrimSpace(msg[i+1:])
-	}
-	return "invalid JSON"
+	return wirejson.DecodeArgs(b, v)
 }
 
 // queryInt64 reads an optional integer query parameter.

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"net/http"
 
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/httpapi/ops"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) protocol(w http.ResponseWriter, r *http.Request) {
 			"note": "a transport connection is not admission: join with an invitation, then present the session on every request"},
 		"bounds": map[string]int{"max_bytes": int(s.limits.MaxBodyBytes), "max_lines": 0, "max_items": s.limits.MaxListItems,
 			"max_change_bytes": s.limits.MaxChangeBytes},
-		"mcp": map[string]any{"endpoint": "/mcp", "protocol_version": mcpProtocolVersion, "extensions": []string{tasksExtension}},
+		"mcp": map[string]any{"endpoint": "/mcp", "protocol_version": mcp.ProtocolVersion, "extensions": []string{mcp.TasksExtension}},
 	})
 }
 

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -10,8 +9,8 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"unicode/utf8"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
 )
 
@@ -64,94 +63,12 @@ var httpStatus = func() map[room.Kind]int {
 var errorCodes = func() []string {
 	var out []string
 	for _, ks := range kindStatus {
-		if c := wireKind(ks.kind); ks.kind != room.KindRoomBusy && !slices.Contains(out, c) {
+		if c := wirejson.Kind(ks.kind); ks.kind != room.KindRoomBusy && !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}
 	return out
 }()
-
-// wireKind is the error code a client sees. A body over the limit is the
-// original's limit_exceeded, sent with 413.
-func wireKind(k room.Kind) string {
-	if k == room.KindBodyTooLarge {
-		return string(room.KindLimitExceeded)
-	}
-	return string(k)
-}
-
-// ErrorBody is the Commonroom error object: {error, message, …recovery
-// fields at the top level}. Agents branch on error, never on message.
-// Every string in it is bounded (boundStrings): an id, selector or URI the
-// client sent comes back cut, never whole.
-func ErrorBody(err error) map[string]any {
-	e := room.AsError(err)
-	body := map[string]any{}
-	for k, v := range e.Fields {
-		body[k] = v
-	}
-	body = boundStrings(body).(map[string]any)
-	body["error"] = wireKind(e.Kind)
-	body["message"] = clip(e.Message, maxErrorString)
-	return body
-}
-
-// maxErrorString is the most bytes of one string an error answer carries
-// (then "…"). Messages are far shorter; what is longer is an echo of input.
-const maxErrorString = 256
-
-// boundStrings returns v with every string in it (in maps and slices, at any
-// depth) cut to maxErrorString bytes. It is applied to every error body,
-// HTTP and MCP alike, so no error can send a client's huge input back to
-// it. Structs are the server's own records and are left as they are; so is
-// "diff", the stale_version diff, which is bounded where it is made.
-func boundStrings(v any) any {
-	switch x := v.(type) {
-	case string:
-		return clip(x, maxErrorString)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if k == "diff" {
-				out[k] = e
-				continue
-			}
-			out[clip(k, maxErrorString)] = boundStrings(e)
-		}
-		return out
-	case map[string]string:
-		out := make(map[string]string, len(x))
-		for k, e := range x {
-			out[clip(k, maxErrorString)] = clip(e, maxErrorString)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = boundStrings(e)
-		}
-		return out
-	case []string:
-		out := make([]string, len(x))
-		for i, e := range x {
-			out[i] = clip(e, maxErrorString)
-		}
-		return out
-	}
-	return v
-}
-
-// clip shortens s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
 
 // StatusOf returns the HTTP status for err.
 func StatusOf(err error) int {
@@ -169,18 +86,18 @@ func StatusOf(err error) int {
 func sendJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	out := &statusOnWrite{w: w, status: status}
+	out := &wirejson.StatusOnWrite{W: w, Status: status}
 	var err error
 	if rv := reflect.ValueOf(v); streamable(rv) {
 		err = streamList(out, rv)
 	} else {
 		err = json.NewEncoder(out).Encode(v)
 	}
-	var werr writeError
+	var werr wirejson.WriteError
 	switch {
 	case err == nil || errors.As(err, &werr):
 		// Sent, or the client is gone: nothing more to say.
-	case !out.wrote:
+	case !out.Wrote:
 		w.WriteHeader(http.StatusInternalServerError)
 		w.Write([]byte(`{"error":"internal","message":"internal error"}` + "\n"))
 	default:
@@ -212,7 +129,7 @@ func streamList(w io.Writer, v reflect.Value) error {
 	enc := json.NewEncoder(&buf)
 	flush := func() error {
 		if _, err := w.Write(buf.Bytes()); err != nil {
-			return writeError{err}
+			return wirejson.WriteError{Err: err}
 		}
 		buf.Reset()
 		return nil
@@ -236,45 +153,14 @@ func streamList(w io.Writer, v reflect.Value) error {
 	return flush()
 }
 
-// writeError marks a failure to write, as opposed to one to encode.
-type writeError struct{ error }
-
-func (e writeError) Unwrap() error { return e.error }
-
-// statusOnWrite sends the status with the first bytes of the body, so an
-// encoder that fails before writing anything leaves the status free for an
-// error answer.
-type statusOnWrite struct {
-	w      http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (s *statusOnWrite) Write(b []byte) (int, error) {
-	if !s.wrote {
-		s.wrote = true
-		s.w.WriteHeader(s.status)
-	}
-	n, err := s.w.Write(b)
-	if err != nil {
-		err = writeError{err}
-	}
-	return n, err
+// logFailure logs an internal failure with this server's logger
+// (wirejson.LogFailure: a client that went away is not an error).
+func (s *Server) logFailure(msg string, err error, attrs ...any) {
+	wirejson.LogFailure(s.log, msg, err, attrs...)
 }
 
 // sendError writes a domain error. Internal errors are logged with the
 // request's correlation id; their cause never reaches the client.
-// logFailure logs an internal failure at Error, except a request whose
-// client went away mid-way: nothing failed but the wait, and an operator
-// scanning for errors should not see every closed browser tab.
-func (s *Server) logFailure(msg string, err error, attrs ...any) {
-	if errors.Is(err, context.Canceled) {
-		s.log.Debug(msg+": the client went away", attrs...)
-		return
-	}
-	s.log.Error(msg, append(attrs, "err", err)...)
-}
-
 func (s *Server) sendError(w http.ResponseWriter, r *http.Request, err error) {
 	e := room.AsError(err)
 	if e.Kind == room.KindInternal {
@@ -286,5 +172,5 @@ func (s *Server) sendError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Kind == room.KindOverloaded || e.Kind == room.KindLimitExceeded && e.Fields["retry_after_seconds"] != nil {
 		w.Header().Set("Retry-After", "1")
 	}
-	sendJSON(w, StatusOf(e), ErrorBody(e))
+	sendJSON(w, StatusOf(e), wirejson.ErrorBody(e))
 }

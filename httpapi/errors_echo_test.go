@@ -7,17 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 )
 
 // TestErrorsDoNotEchoLongInput: a client's string comes back in an error
-// cut to maxErrorString bytes, or not at all, at HTTP and MCP alike.
+// cut to wirejson.MaxErrorString bytes, or not at all, at HTTP and MCP alike.
 func TestErrorsDoNotEchoLongInput(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.session("reader", "read")
 	huge := strings.Repeat("x", 900_000)
-	run := strings.Repeat("x", maxErrorString+1) // more of the input than any error may carry
+	run := strings.Repeat("x", wirejson.MaxErrorString+1) // more of the input than any error may carry
 	small := func(t *testing.T, what string, b []byte) {
 		t.Helper()
 		if len(b) > 4096 || bytes.Contains(b, []byte(run)) {

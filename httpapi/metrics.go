@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
 )
 
@@ -73,7 +74,7 @@ func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
 		pprof.Trace(w, r)
 	default:
 		if rpprof.Lookup(name) == nil {
-			s.sendError(w, r, room.Errorf(room.KindNotFound, "no profile named %q", clip(name, 64)))
+			s.sendError(w, r, room.Errorf(room.KindNotFound, "no profile named %q", wirejson.Clip(name, 64)))
 			return
 		}
 		pprof.Handler(name).ServeHTTP(w, r)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -50,7 +51,7 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, ev := range h.Events {
 			// The backlog is encoded as the hub encodes the live events.
-			if f, _ := EncodeChange(listen.Message{Change: ev}); f != nil {
+			if f, _ := mcp.EncodeChange(listen.Message{Change: ev}); f != nil {
 				first = f.AppendTo(first, nil)
 			}
 		}

@@ -218,14 +218,15 @@ func TestLoopbackOnlyAlways403(t *testing.T) {
 
 // Through a real server: the Host header a client sends is what r.Host holds.
 func TestLoopbackOnlyOverHTTP(t *testing.T) {
-	srv := httptest.NewServer(LoopbackOnly(nil)(mcpTestHandler(nil)))
+	reached := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	srv := httptest.NewServer(LoopbackOnly(nil)(reached))
 	defer srv.Close()
 	addr := srv.Listener.Addr().String()
-	probe := rpc("1", "server/discover", metaOK)
+	probe := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`
 	hdrs := []string{"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: server/discover"}
 
 	t.Run("over HTTP/loopback Host and Origin reach the handler", func(t *testing.T) {
-		resp, body := rawPOST(t, addr, append(hdrs, "Origin: http://"+addr), probe)
+		resp, body := rawPOSTHost(t, addr, addr, append(hdrs, "Origin: http://"+addr), probe)
 		if resp.StatusCode != 200 {
 			t.Errorf("status %d body %s", resp.StatusCode, body)
 		}
@@ -238,7 +239,7 @@ func TestLoopbackOnlyOverHTTP(t *testing.T) {
 	})
 }
 
-// rawPOSTHost is rawPOST with a chosen Host header.
+// rawPOSTHost POSTs body to /mcp with a chosen Host header.
 func rawPOSTHost(t *testing.T, addr, host string, headerLines []string, body string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))

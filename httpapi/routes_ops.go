@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
@@ -49,7 +50,7 @@ func (s *Server) serveOp(op ops.Op) http.HandlerFunc {
 			s.sendError(w, r, err)
 			return
 		}
-		out = presentResult(out)
+		out = mcp.PresentResult(out)
 		if op.Bare != nil {
 			out = op.Bare(out)
 		}

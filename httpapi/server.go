@@ -1,8 +1,10 @@
-// Package httpapi is the HTTP front door of a room: the plain HTTP routes
-// (/session/join, /workspace/...), the MCP JSON-RPC adapter on /mcp, the
-// owner page, and the middleware that guards them (Host/Origin, bearer
-// sessions, body limits). Every route calls the same engine methods as the
-// CLI, through the room actor for writes and the read pool for reads.
+// Package httpapi is the HTTP front door of a room: the router that mounts
+// its doors — the plain HTTP routes (/session/join, /workspace/...), which
+// live here, the MCP JSON-RPC adapter on /mcp (package httpapi/mcp) and the
+// owner page (httpapi/page) — and the middleware that guards them
+// (Host/Origin, bearer sessions, body limits, rate limits). Every route
+// calls the same engine methods as the CLI, through the room actor for
+// writes and the read pool for reads.
 package httpapi
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/httpapi/page"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -56,15 +59,12 @@ type Server struct {
 	rate    *rateLimiter
 	pages   pageKeys
 	page    *page.Handler // the owner page's door, mounted on the owner listener
-	tools   []tool
+	mcp     *mcp.Handler  // the MCP door, /mcp on both listeners
 
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
 	ownerConns   *connLimiter
 	ingressConns *connLimiter
-
-	legacy        legacySubs
-	legacyStreams legacyStreamSet
 
 	totals totalsCache // sidecar-wide counts for /debug/metrics
 }
@@ -92,12 +92,10 @@ func New(cfg Config) *Server {
 	}
 	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}}
 	s.page = page.New(page.Config{Room: cfg.Room, Keys: &s.pages, Logger: s.log, SendError: s.sendError, RequestID: requestID})
-	s.tools = toolCatalog()
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
-	if s.hub != nil {
-		// Subscriptions die with their session (leave, expiry, ended by the host).
-		s.hub.OnSessionEnd(s.legacy.drop)
-	}
+	s.mcp = mcp.New(mcp.Config{Room: cfg.Room, Hub: s.hub, Logger: s.log, Version: s.version,
+		Principal: func(r *http.Request) (room.Principal, error) { return s.sessionPrincipal(r.Context(), bearer(r)) },
+		ReadBody:  s.readBody, Allow: s.rate.allow})
 	return s
 }
 
@@ -133,10 +131,10 @@ func (s *Server) routes(l listener) http.Handler {
 	r.Get("/protocol", s.protocol)
 	r.Get("/skills", s.skills)
 	r.Get("/skills/commonroom", s.skill)
-	r.Post("/mcp", s.mcpPost)
-	r.Get("/mcp", s.mcpGet)
-	r.Delete("/mcp", s.mcpMethodNotAllowed)
-	r.Put("/mcp", s.mcpMethodNotAllowed)
+	r.Post("/mcp", s.mcp.Post)
+	r.Get("/mcp", s.mcp.Get)
+	r.Delete("/mcp", s.mcp.MethodNotAllowed)
+	r.Put("/mcp", s.mcp.MethodNotAllowed)
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate(l))
 		r.Use(s.rateLimit)

@@ -17,22 +17,14 @@ import (
 )
 
 // held lists what the registry keeps for a session, sorted.
-func (l *legacySubs) held(session string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for u := range l.uris[session] {
-		out = append(out, u)
-	}
-	slices.Sort(out)
-	return out
+func held(api *Server, session string) []string {
+	uris, _ := api.mcp.Subscriptions(session)
+	return uris
 }
 
 // hasSession reports whether the registry has an entry for session at all.
-func (l *legacySubs) hasSession(session string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.uris[session]
+func hasSession(api *Server, session string) bool {
+	_, ok := api.mcp.Subscriptions(session)
 	return ok
 }
 
@@ -71,8 +63,8 @@ func TestLegacySubscribeBounds(t *testing.T) {
 				t.Errorf("%q: data.uri = %v, want the URI echoed (it is short)", uri, got)
 			}
 		}
-		if h.API.legacy.hasSession(ref) {
-			t.Fatalf("refused subscriptions left an entry: %.200q", h.API.legacy.held(ref))
+		if hasSession(h.API, ref) {
+			t.Fatalf("refused subscriptions left an entry: %.200q", held(h.API, ref))
 		}
 	})
 
@@ -92,14 +84,14 @@ func TestLegacySubscribeBounds(t *testing.T) {
 		if len(r.Raw) > 1024 {
 			t.Errorf("resources/read echoed an oversize URI: %d bytes", len(r.Raw))
 		}
-		if h.API.legacy.hasSession(ref) {
+		if hasSession(h.API, ref) {
 			t.Fatal("an oversize URI was kept")
 		}
 	})
 
 	t.Run("a section named by its title is kept under its path", func(t *testing.T) {
 		a.mcp.ok(t, "resources/subscribe", map[string]any{"uri": doc + "/section/Goals"})
-		if got := h.API.legacy.held(ref); !slices.Equal(got, []string{goals}) {
+		if got := held(h.API, ref); !slices.Equal(got, []string{goals}) {
 			t.Fatalf("held %.200q, want %q", got, goals)
 		}
 	})
@@ -110,7 +102,7 @@ func TestLegacySubscribeBounds(t *testing.T) {
 		if mtGet(e, "data", "error") != "limit_exceeded" || mtGet(e, "data", "limit") != float64(maxSubs) {
 			t.Fatalf("error %v, want data.error limit_exceeded and data.limit %d", e, maxSubs)
 		}
-		if got := h.API.legacy.held(ref); !slices.Equal(got, []string{doc, goals}) {
+		if got := held(h.API, ref); !slices.Equal(got, []string{doc, goals}) {
 			t.Fatalf("held %.200q after the refusal", got)
 		}
 		// What is already held may be subscribed again.
@@ -125,12 +117,12 @@ func TestLegacySubscribeBounds(t *testing.T) {
 			a.mcp.ok(t, "resources/unsubscribe", map[string]any{"uri": uri})
 		}
 		a.mcp.ok(t, "resources/subscribe", map[string]any{"uri": plan})
-		if got := h.API.legacy.held(ref); !slices.Equal(got, []string{goals, plan}) {
+		if got := held(h.API, ref); !slices.Equal(got, []string{goals, plan}) {
 			t.Fatalf("held %.200q", got)
 		}
 		c := mtJoin(h, "c", "read")
 		c.mcp.ok(t, "resources/unsubscribe", map[string]any{"uri": doc})
-		if h.API.legacy.hasSession(c.grant.SessionRef) {
+		if hasSession(h.API, c.grant.SessionRef) {
 			t.Fatal("an unsubscribe created an entry for a session that had none")
 		}
 	})
@@ -166,7 +158,7 @@ func TestLegacySubscriptionsEndWithSession(t *testing.T) {
 				p.mcp.ok(t, "resources/subscribe", map[string]any{"uri": uri})
 			}
 			keep.mcp.ok(t, "resources/subscribe", map[string]any{"uri": h.Eng.DocumentURI()})
-			if n := len(h.API.legacy.held(ref)); n != 2 {
+			if n := len(held(h.API, ref)); n != 2 {
 				t.Fatalf("held %d before the end", n)
 			}
 			tt.end(t, h, p)
@@ -174,18 +166,18 @@ func TestLegacySubscriptionsEndWithSession(t *testing.T) {
 			// handles batches in order: once a later change reaches a
 			// stream, the registry has heard of the end.
 			lsNewBarrier(t, h, c).wait(t)
-			if h.API.legacy.hasSession(ref) {
-				t.Fatalf("the ended session still holds %.200q", h.API.legacy.held(ref))
+			if hasSession(h.API, ref) {
+				t.Fatalf("the ended session still holds %.200q", held(h.API, ref))
 			}
 			if tt.name == "leaving drops them" {
-				if got := h.API.legacy.held(keep.grant.SessionRef); len(got) != 1 {
+				if got := held(h.API, keep.grant.SessionRef); len(got) != 1 {
 					t.Fatalf("another session's subscriptions went too: %q", got)
 				}
 			}
 			if r := p.mcp.call(t, "resources/subscribe", map[string]any{"uri": h.Eng.DocumentURI()}); r.Status != http.StatusUnauthorized {
 				t.Fatalf("an ended session subscribed: %d %s", r.Status, r.Raw)
 			}
-			if h.API.legacy.hasSession(ref) {
+			if hasSession(h.API, ref) {
 				t.Fatal("an ended session's refused subscribe was kept")
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
@@ -57,7 +58,7 @@ func FuzzDecodeToolArguments(f *testing.F) {
 		trimmed := bytes.TrimSpace(b)
 		for name, newArg := range toolArgTypes {
 			v := newArg()
-			err := decodeArgs(b, v)
+			err := wirejson.DecodeArgs(b, v)
 			if err != nil {
 				var re *room.Error
 				if !errors.As(err, &re) || room.ErrorKind(err) != room.KindInvalidRequest {
@@ -73,7 +74,7 @@ func FuzzDecodeToolArguments(f *testing.F) {
 				t.Fatalf("%s: decoded %q but cannot re-encode %#v: %v", name, b, v, err)
 			}
 			w := newArg()
-			if err := decodeArgs(out, w); err != nil {
+			if err := wirejson.DecodeArgs(out, w); err != nil {
 				t.Fatalf("%s: the re-encoding %s of %q does not decode: %v", name, out, b, err)
 			}
 			again, err := json.Marshal(w)
@@ -121,7 +122,7 @@ func runDecodeOnly(tl tool, args json.RawMessage) (err error) {
 			err = fmt.Errorf("the arguments decoded (the tool went on and panicked: %v)", p)
 		}
 	}()
-	_, err = tl.op.Run(context.Background(), ops.Env{}, room.Principal{}, func(v any) error { return decodeArgs(args, v) })
+	_, err = tl.Op.Run(context.Background(), ops.Env{}, room.Principal{}, func(v any) error { return wirejson.DecodeArgs(args, v) })
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
 )
 
@@ -67,8 +68,8 @@ func tsResolve(t *testing.T, schema map[string]any) *jsonschema.Resolved {
 // tsDecode decodes args as tools/call does and re-encodes the result.
 func tsDecode(tl tool, args map[string]any) (map[string]any, error) {
 	b, _ := json.Marshal(args)
-	v := reflect.New(tl.op.Call.Input()).Interface()
-	if err := decodeArgs(b, v); err != nil {
+	v := reflect.New(tl.Op.Call.Input()).Interface()
+	if err := wirejson.DecodeArgs(b, v); err != nil {
 		return nil, err
 	}
 	out, _ := json.Marshal(v)
@@ -125,7 +126,7 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 			}
 			// Every field the decoder reads is in the schema, unless it is
 			// kept for old clients and hidden from agents.
-			typ := tl.op.Call.Input()
+			typ := tl.Op.Call.Input()
 			for _, f := range reflect.VisibleFields(typ) {
 				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 				if !f.IsExported() || name == "-" {

@@ -1,11 +1,11 @@
-package httpapi
+package mcp
 
 import (
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
-func (s *Server) mcpResourcesList(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpResourcesList(c *mcpCall) (any, *rpcError) {
 	if e := s.noCursor(c); e != nil {
 		return nil, e
 	}
@@ -21,7 +21,7 @@ func (s *Server) mcpResourcesList(c *mcpCall) (any, *rpcError) {
 	}}}, 60_000, "private")), nil
 }
 
-func (s *Server) mcpTemplatesList(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpTemplatesList(c *mcpCall) (any, *rpcError) {
 	if e := s.noCursor(c); e != nil {
 		return nil, e
 	}
@@ -34,7 +34,7 @@ func (s *Server) mcpTemplatesList(c *mcpCall) (any, *rpcError) {
 	}}}, 60_000, "private")), nil
 }
 
-func (s *Server) noCursor(c *mcpCall) *rpcError {
+func (s *Handler) noCursor(c *mcpCall) *rpcError {
 	var in struct {
 		Cursor *string `json:"cursor"`
 	}
@@ -48,7 +48,7 @@ func (s *Server) noCursor(c *mcpCall) *rpcError {
 }
 
 // mcpResourcesRead reads the document or one section, bounded like workspace_read.
-func (s *Server) mcpResourcesRead(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpResourcesRead(c *mcpCall) (any, *rpcError) {
 	var in struct {
 		URI string `json:"uri"`
 	}

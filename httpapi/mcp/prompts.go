@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import "strings"
 
@@ -53,7 +53,7 @@ func promptCatalog() []prompt {
 	}
 }
 
-func (s *Server) mcpPromptsList(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpPromptsList(c *mcpCall) (any, *rpcError) {
 	if e := s.noCursor(c); e != nil {
 		return nil, e
 	}
@@ -68,7 +68,7 @@ func (s *Server) mcpPromptsList(c *mcpCall) (any, *rpcError) {
 	return s.complete(cacheable(map[string]any{"prompts": list}, 3_600_000, "public")), nil
 }
 
-func (s *Server) mcpPromptsGet(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpPromptsGet(c *mcpCall) (any, *rpcError) {
 	var in struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments"`

@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 )
 
 // The envelope layer of POST /mcp: one decode of the JSON-RPC body and the MCP
@@ -14,8 +16,13 @@ import (
 // (Host/Origin, POST-only) belong to the router; steps 11 onwards (method params,
 // client capability gates, dispatch) belong to the method handlers.
 
-const mcpProtocolVersion = "2026-07-28"
-const tasksExtension = "io.modelcontextprotocol/tasks"
+// ProtocolVersion is the one MCP version this door serves; discovery
+// documents (/.well-known/agent-workspace, /protocol) name it too.
+const ProtocolVersion = "2026-07-28"
+
+// TasksExtension is the Tasks extension's key, in client capabilities and
+// in what discovery documents advertise.
+const TasksExtension = "io.modelcontextprotocol/tasks"
 
 // JSON-RPC and MCP error codes (spec §6).
 const (
@@ -129,13 +136,13 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *
 	}
 
 	// Step 9: the one version we serve.
-	if meta.ProtocolVersion != mcpProtocolVersion {
+	if meta.ProtocolVersion != ProtocolVersion {
 		return fail(&rpcError{
 			Status:  http.StatusBadRequest,
 			Code:    codeUnsupportedVersion,
 			Message: "unsupported protocol version",
 			Data: map[string]any{
-				"supported": []string{mcpProtocolVersion},
+				"supported": []string{ProtocolVersion},
 				"requested": meta.ProtocolVersion,
 			},
 		})
@@ -265,7 +272,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 		if err != nil {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
 		}
-		out.Tasks = kindOf(ext[tasksExtension]) == '{'
+		out.Tasks = kindOf(ext[TasksExtension]) == '{'
 	}
 
 	if raw, ok := meta[metaProgressToken]; ok {
@@ -425,7 +432,7 @@ func metaError(msg string) *rpcError {
 
 // missingCapability is 400 -32021 for a request that needs a client capability
 // it did not declare. caps is a ClientCapabilities object, e.g.
-// map[string]any{"extensions": map[string]any{tasksExtension: struct{}{}}}.
+// map[string]any{"extensions": map[string]any{TasksExtension: struct{}{}}}.
 func missingCapability(caps any) *rpcError {
 	return &rpcError{
 		Status:  http.StatusBadRequest,
@@ -457,7 +464,7 @@ type rpcErrorObject struct {
 // writeRPCError sends e with status e.Status as application/json. id is echoed
 // as given; a nil id leaves the member out (never null).
 func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
-	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: clip(e.Message, maxErrorString), Data: boundStrings(e.Data)}}
+	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: wirejson.Clip(e.Message, wirejson.MaxErrorString), Data: wirejson.BoundStrings(e.Data)}}
 	b, err := marshalJSON(body)
 	if err != nil && e.Data != nil { // data that cannot be encoded is dropped
 		body.Error.Data = nil
@@ -477,7 +484,7 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 // result is held while it is sent); the bytes are marshalJSON's.
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	w.Header().Set("Content-Type", "application/json")
-	out := &statusOnWrite{w: w, status: http.StatusOK}
+	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(struct {
@@ -485,7 +492,7 @@ func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 		ID      json.RawMessage `json:"id,omitempty"`
 		Result  any             `json:"result"`
 	}{"2.0", id, result})
-	if err != nil && !out.wrote {
+	if err != nil && !out.Wrote {
 		writeRPCError(w, id, &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error: the result could not be encoded"})
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func FuzzDecodeRPC(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, mcpName string) {
 		h := http.Header{}
-		h.Set("MCP-Protocol-Version", mcpProtocolVersion)
+		h.Set("MCP-Protocol-Version", ProtocolVersion)
 		var top map[string]json.RawMessage
 		if json.Unmarshal(body, &top) == nil {
 			var m string
@@ -88,7 +88,7 @@ func FuzzDecodeRPC(f *testing.F) {
 			if _, ok := testMethods[req.Method]; !ok {
 				t.Fatalf("unknown method %q accepted", req.Method)
 			}
-			if req.Meta.ProtocolVersion != mcpProtocolVersion {
+			if req.Meta.ProtocolVersion != ProtocolVersion {
 				t.Fatalf("version %q accepted", req.Meta.ProtocolVersion)
 			}
 			if !json.Valid(req.Params) || kindOf(req.Params) != '{' || kindOf(req.Meta.ClientCaps) != '{' {

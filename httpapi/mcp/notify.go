@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"encoding/json"
@@ -25,8 +25,8 @@ const (
 )
 
 // EncodeChange is the hub's encoder (listen.Config.Encode) for every stream
-// this package serves: subscriptions/listen, the legacy GET /mcp and
-// /workspace/observe. The hub calls it once per published change that has
+// the front door serves: subscriptions/listen, the legacy GET /mcp (this
+// door's) and /workspace/observe (the plain routes', in the same framing). The hub calls it once per published change that has
 // subscribers; each stream then splices in its own subscription id
 // (subscriptionTag). It reports false for a change it does not know, which
 // is then not sent.
@@ -43,7 +43,7 @@ func EncodeChange(m listen.Message) (listen.Frame, bool) {
 func notification(change any) (method string, params json.RawMessage, err error) {
 	switch c := change.(type) {
 	case room.TaskNotice:
-		params, err = json.Marshal(MCPTask(c.Task))
+		params, err = json.Marshal(Task(c.Task))
 		return methodTaskStatus, params, err
 	case actor.ResourceChanged:
 		params, err = json.Marshal(map[string]string{"uri": c.URI})
@@ -56,7 +56,7 @@ func notification(change any) (method string, params json.RawMessage, err error)
 }
 
 // errUnknownChange: a change this door has no notification for.
-var errUnknownChange = errors.New("httpapi: no notification for this change")
+var errUnknownChange = errors.New("mcp: no notification for this change")
 
 // subscriptionTag is a listen stream's listen.ServeOptions.Tag: the
 // _meta member naming its listen request, encoded once per stream.

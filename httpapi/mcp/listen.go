@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"encoding/json"
@@ -41,7 +41,7 @@ type listenFilter struct {
 // will be sent: resource URIs of this room for a session that can read, and
 // the task ids tasks/get would answer for this session. Catalogs never
 // change, so list-changed flags are never acknowledged.
-func (s *Server) mcpListen(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpListen(c *mcpCall) (any, *rpcError) {
 	var in struct {
 		Notifications *listenFilter `json:"notifications"`
 	}
@@ -170,17 +170,17 @@ func (l *legacyStreamSet) update(session string, topics []string) {
 	}
 }
 
-// mcpGet is the legacy GET /mcp stream: notifications/resources/updated for
+// Get is the legacy GET /mcp stream: notifications/resources/updated for
 // the URIs this session registered with resources/subscribe, never task
 // notifications (the brief keeps it for clients that already use it).
-func (s *Server) mcpGet(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		w.Header().Set("Allow", "POST")
 		writeRPCError(w, nil, &rpcError{Status: http.StatusMethodNotAllowed, Code: codeInvalidRequest,
 			Message: "GET /mcp is the legacy event stream: send Accept: text/event-stream, or POST JSON-RPC"})
 		return
 	}
-	p, err := s.sessionPrincipal(r.Context(), bearer(r))
+	p, err := s.principal(r)
 	if err != nil {
 		s.mcpAuthError(w, nil, err)
 		return
@@ -208,7 +208,7 @@ func (s *Server) mcpGet(w http.ResponseWriter, r *http.Request) {
 	sub.Serve(w, r, listen.ServeOptions{})
 }
 
-func (s *Server) mcpMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", "POST, GET")
 	writeRPCError(w, nil, &rpcError{Status: http.StatusMethodNotAllowed, Code: codeInvalidRequest, Message: "method not allowed"})
 }

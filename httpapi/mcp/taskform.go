@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"encoding/json"
@@ -6,29 +6,29 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// MCPTask is a task as every door sends it (D14: one representation, the
+// Task is a task as every door sends it (D14: one representation, the
 // MCP Tasks form, also for GET /workspace/task and ce task --json): the
 // room's record with its failure rendered as the error object the Tasks
 // extension puts on a failed task. The room stores why a task failed; the
 // JSON-RPC code is MCP's word for it (D34: -32603, "task expired").
-func MCPTask(t room.DetailedTask) room.DetailedTask {
+func Task(t room.DetailedTask) room.DetailedTask {
 	if t.Status == room.TaskFailed && t.Error == nil {
 		t.Error = taskError(t)
 	}
 	return t
 }
 
-// presentResult puts an operation's answer in the form every door sends:
+// PresentResult puts an operation's answer in the form every door sends:
 // a task, or the task inside a handoff_create answer (a replay may find it
-// failed), in MCPTask's form. Both doors call it on every operation's
+// failed), in Task's form. Both doors call it on every operation's
 // result, so no row can forget it.
-func presentResult(v any) any {
+func PresentResult(v any) any {
 	switch r := v.(type) {
 	case room.DetailedTask:
-		return MCPTask(r)
+		return Task(r)
 	case room.CreateHandoffResult:
 		if r.Task != nil {
-			t := MCPTask(*r.Task)
+			t := Task(*r.Task)
 			r.Task = &t
 		}
 		return r

@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 // mcpTasks serves tasks/get, tasks/update and tasks/cancel. The capability
 // gate comes before any lookup, and an unknown task and one the session may
 // not see give the same -32602 "unknown task".
-func (s *Server) mcpTasks(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpTasks(c *mcpCall) (any, *rpcError) {
 	if !c.req.Meta.Tasks {
 		return nil, missingCapability(tasksCapability)
 	}
@@ -53,13 +53,13 @@ func (s *Server) mcpTasks(c *mcpCall) (any, *rpcError) {
 // taskResult is tasks/get's answer: resultType complete plus the detailed
 // task, whose _meta keeps the handoff id beside serverInfo. It is encoded
 // once, straight from the struct: polling is the hottest read there is.
-func (s *Server) taskResult(t room.DetailedTask) any {
+func (s *Handler) taskResult(t room.DetailedTask) any {
 	info := s.serverInfo()
 	meta := make(map[string]any, len(t.Meta)+len(info))
 	maps.Copy(meta, t.Meta)
 	maps.Copy(meta, info)
 	t.Meta = meta
-	return taskGetResult{DetailedTask: MCPTask(t), ResultType: "complete"}
+	return taskGetResult{DetailedTask: Task(t), ResultType: "complete"}
 }
 
 // taskGetResult is the detailed task with the result's resultType.

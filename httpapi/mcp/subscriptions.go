@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"fmt"
@@ -78,6 +78,19 @@ func (l *legacySubs) topicsLocked(session string) []string {
 	return out
 }
 
+// held lists the URIs session holds, sorted, and whether it has an entry
+// at all (Handler.Subscriptions).
+func (l *legacySubs) held(session string) (uris []string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m, ok := l.uris[session]
+	for u := range m {
+		uris = append(uris, u)
+	}
+	sort.Strings(uris)
+	return uris, ok
+}
+
 // counts reports how many sessions hold subscriptions and how many URIs
 // they hold in all (for tests and operators).
 func (l *legacySubs) counts() (sessions, uris int) {
@@ -92,7 +105,7 @@ func (l *legacySubs) counts() (sessions, uris int) {
 // resourceNotFound is the -32602 for a URI that names nothing here. It
 // echoes the URI only when it is within the URI limit, so an oversized one
 // costs the server nothing to answer.
-func (s *Server) resourceNotFound(uri string) *rpcError {
+func (s *Handler) resourceNotFound(uri string) *rpcError {
 	if len(uri) > s.limits.MaxResourceURIChars {
 		return invalidParams(fmt.Sprintf("resource not found: the URI is longer than %d bytes", s.limits.MaxResourceURIChars),
 			map[string]any{"limit": s.limits.MaxResourceURIChars})
@@ -105,7 +118,7 @@ func (s *Server) resourceNotFound(uri string) *rpcError {
 // read; subscribe needs a URI naming the document or a section that exists
 // now, and respects the per-session cap; unsubscribing what is not
 // subscribed is harmless.
-func (s *Server) mcpSubscribe(c *mcpCall, on bool) (any, *rpcError) {
+func (s *Handler) mcpSubscribe(c *mcpCall, on bool) (any, *rpcError) {
 	var in struct {
 		URI string `json:"uri"`
 	}
@@ -145,7 +158,7 @@ func (s *Server) mcpSubscribe(c *mcpCall, on bool) (any, *rpcError) {
 	// The session may have ended between its authentication and the add
 	// above, after the hub told the registry to forget it: look again, now
 	// that the entry is visible to the next session end.
-	if _, err := s.sessionPrincipal(c.ctx, bearer(c.r)); err != nil {
+	if _, err := s.principal(c.r); err != nil {
 		s.legacy.drop(ref)
 		return nil, s.rpcErrorOf(err)
 	}
@@ -153,7 +166,7 @@ func (s *Server) mcpSubscribe(c *mcpCall, on bool) (any, *rpcError) {
 }
 
 // resourceURI resolves a client's URI against the current document.
-func (s *Server) resourceURI(c *mcpCall, uri string) (string, bool, error) {
+func (s *Handler) resourceURI(c *mcpCall, uri string) (string, bool, error) {
 	type resolved struct {
 		uri string
 		ok  bool

@@ -1,10 +1,11 @@
-package httpapi
+package mcp
 
 import (
 	"context"
 	"encoding/json"
 	"net/http"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
 )
 
@@ -13,28 +14,28 @@ import (
 // calls.
 type mcpMethod struct {
 	methodInfo
-	run func(s *Server, c *mcpCall) (any, *rpcError)
+	run func(s *Handler, c *mcpCall) (any, *rpcError)
 }
 
 // mcpMethods are the methods POST /mcp serves. initialize, ping,
 // logging/setLevel, tasks/list and tasks/result are absent on purpose: they
 // answer 404 -32601.
 var mcpMethods = map[string]mcpMethod{
-	"server/discover":          {run: func(s *Server, _ *mcpCall) (any, *rpcError) { return s.mcpDiscover(), nil }},
-	"tools/list":               {run: (*Server).mcpToolsList},
-	"tools/call":               {methodInfo{NameField: "name"}, (*Server).mcpToolsCall},
-	"resources/list":           {run: (*Server).mcpResourcesList},
-	"resources/templates/list": {run: (*Server).mcpTemplatesList},
-	"resources/read":           {methodInfo{NameField: "uri"}, (*Server).mcpResourcesRead},
+	"server/discover":          {run: func(s *Handler, _ *mcpCall) (any, *rpcError) { return s.mcpDiscover(), nil }},
+	"tools/list":               {run: (*Handler).mcpToolsList},
+	"tools/call":               {methodInfo{NameField: "name"}, (*Handler).mcpToolsCall},
+	"resources/list":           {run: (*Handler).mcpResourcesList},
+	"resources/templates/list": {run: (*Handler).mcpTemplatesList},
+	"resources/read":           {methodInfo{NameField: "uri"}, (*Handler).mcpResourcesRead},
 	// legacy, kept by the brief
-	"resources/subscribe":   {run: func(s *Server, c *mcpCall) (any, *rpcError) { return s.mcpSubscribe(c, true) }},
-	"resources/unsubscribe": {run: func(s *Server, c *mcpCall) (any, *rpcError) { return s.mcpSubscribe(c, false) }},
-	"prompts/list":          {run: (*Server).mcpPromptsList},
-	"prompts/get":           {methodInfo{NameField: "name"}, (*Server).mcpPromptsGet},
-	"subscriptions/listen":  {run: (*Server).mcpListen},
-	"tasks/get":             {methodInfo{NameField: "taskId"}, (*Server).mcpTasks},
-	"tasks/update":          {methodInfo{NameField: "taskId"}, (*Server).mcpTasks},
-	"tasks/cancel":          {methodInfo{NameField: "taskId"}, (*Server).mcpTasks},
+	"resources/subscribe":   {run: func(s *Handler, c *mcpCall) (any, *rpcError) { return s.mcpSubscribe(c, true) }},
+	"resources/unsubscribe": {run: func(s *Handler, c *mcpCall) (any, *rpcError) { return s.mcpSubscribe(c, false) }},
+	"prompts/list":          {run: (*Handler).mcpPromptsList},
+	"prompts/get":           {methodInfo{NameField: "name"}, (*Handler).mcpPromptsGet},
+	"subscriptions/listen":  {run: (*Handler).mcpListen},
+	"tasks/get":             {methodInfo{NameField: "taskId"}, (*Handler).mcpTasks},
+	"tasks/update":          {methodInfo{NameField: "taskId"}, (*Handler).mcpTasks},
+	"tasks/cancel":          {methodInfo{NameField: "taskId"}, (*Handler).mcpTasks},
 }
 
 // mcpMethodInfo is the envelope decoder's view of mcpMethods.
@@ -63,15 +64,15 @@ type mcpCall struct {
 }
 
 // tasksCapability is what a Tasks method needs the client to have declared.
-var tasksCapability = map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}
+var tasksCapability = map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}
 
-func (s *Server) serverInfo() map[string]any {
+func (s *Handler) serverInfo() map[string]any {
 	return map[string]any{"io.modelcontextprotocol/serverInfo": map[string]string{"name": "commonroom-ce", "version": s.version}}
 }
 
-// mcpPost is POST /mcp: validate the envelope (spec §1.6), authenticate the
+// Post is POST /mcp: validate the envelope (spec §1.6), authenticate the
 // bearer session, then dispatch.
-func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) Post(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -92,7 +93,7 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &mcpCall{ctx: r.Context(), req: req, w: w, r: r}
 	if req.Method != "server/discover" {
-		p, err := s.sessionPrincipal(r.Context(), bearer(r))
+		p, err := s.principal(r)
 		if err != nil {
 			s.mcpAuthError(w, req.ID, err)
 			return
@@ -116,8 +117,8 @@ func (s *Server) mcpPost(w http.ResponseWriter, r *http.Request) {
 // mcpRateLimited spends one request of the session's per-minute budget, or
 // answers 429 with Retry-After when it is spent: POST and GET /mcp count
 // like every other route.
-func (s *Server) mcpRateLimited(w http.ResponseWriter, id json.RawMessage, p room.Principal) bool {
-	ok, wait := s.rate.allow(p.SessionRef)
+func (s *Handler) mcpRateLimited(w http.ResponseWriter, id json.RawMessage, p room.Principal) bool {
+	ok, wait := s.allow(p.SessionRef)
 	if ok {
 		return false
 	}
@@ -129,7 +130,7 @@ func (s *Server) mcpRateLimited(w http.ResponseWriter, id json.RawMessage, p roo
 
 // mcpAuthError answers a request without a usable session: 401, a
 // WWW-Authenticate challenge, and a JSON-RPC error naming the problem.
-func (s *Server) mcpAuthError(w http.ResponseWriter, id json.RawMessage, err error) {
+func (s *Handler) mcpAuthError(w http.ResponseWriter, id json.RawMessage, err error) {
 	e := room.AsError(err)
 	if e.Kind != room.KindUnauthorized && e.Kind != room.KindSessionExpired {
 		writeRPCError(w, id, s.rpcErrorOf(err))
@@ -142,9 +143,9 @@ func (s *Server) mcpAuthError(w http.ResponseWriter, id json.RawMessage, err err
 
 // rpcErrorOf maps a domain error on a protocol method (resources/read,
 // tasks/*) to a JSON-RPC error: the one table for MCP.
-func (s *Server) rpcErrorOf(err error) *rpcError {
+func (s *Handler) rpcErrorOf(err error) *rpcError {
 	e := room.AsError(err)
-	data := ErrorBody(e)
+	data := wirejson.ErrorBody(e)
 	switch e.Kind {
 	case room.KindTaskNotFound:
 		return invalidParams("unknown task", nil)
@@ -158,13 +159,13 @@ func (s *Server) rpcErrorOf(err error) *rpcError {
 	case room.KindOverloaded, room.KindUnavailable:
 		return &rpcError{Status: http.StatusServiceUnavailable, Code: codeInternalError, Message: e.Message, Data: data}
 	case room.KindInternal:
-		s.logFailure("mcp request failed", err)
+		wirejson.LogFailure(s.log, "mcp request failed", err)
 		return &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error"}
 	}
 	return &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: e.Message, Data: data}
 }
 
-func (s *Server) mcpDispatch(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpDispatch(c *mcpCall) (any, *rpcError) {
 	if m, ok := mcpMethods[c.req.Method]; ok {
 		return m.run(s, c)
 	}
@@ -172,7 +173,7 @@ func (s *Server) mcpDispatch(c *mcpCall) (any, *rpcError) {
 }
 
 // complete builds a resultType "complete" result with serverInfo in _meta.
-func (s *Server) complete(fields map[string]any) map[string]any {
+func (s *Handler) complete(fields map[string]any) map[string]any {
 	if fields == nil {
 		fields = map[string]any{}
 	}
@@ -195,14 +196,14 @@ func cacheable(fields map[string]any, ttlMs int, scope string) map[string]any {
 	return fields
 }
 
-func (s *Server) mcpDiscover() map[string]any {
+func (s *Handler) mcpDiscover() map[string]any {
 	return s.complete(cacheable(map[string]any{
-		"supportedVersions": []string{mcpProtocolVersion},
+		"supportedVersions": []string{ProtocolVersion},
 		"capabilities": map[string]any{
 			"tools":      map[string]any{},
 			"resources":  map[string]any{"subscribe": true},
 			"prompts":    map[string]any{},
-			"extensions": map[string]any{tasksExtension: map[string]any{}},
+			"extensions": map[string]any{TasksExtension: map[string]any{}},
 		},
 		"instructions": "A Commonroom room around one Markdown file. Read with workspace_* tools, hand work to others with handoff_*, and follow tasks with tasks/get or subscriptions/listen. The file changes only through proposals a human approves.",
 	}, 60_000, "public"))
@@ -211,7 +212,7 @@ func (s *Server) mcpDiscover() map[string]any {
 // decodeParams reads a method's params into v; a wrong shape is -32602.
 func decodeParams(params json.RawMessage, v any) *rpcError {
 	if err := json.Unmarshal(params, v); err != nil {
-		return invalidParams("invalid params: "+jsonProblem(err), nil)
+		return invalidParams("invalid params: "+wirejson.JSONProblem(err), nil)
 	}
 	return nil
 }
@@ -219,13 +220,13 @@ func decodeParams(params json.RawMessage, v any) *rpcError {
 // mcpNotification accepts client notifications (202). notifications/cancelled
 // ends the caller's own listen stream with that request id; nothing else is
 // acted on.
-func (s *Server) mcpNotification(w http.ResponseWriter, r *http.Request, req *rpcRequest) {
+func (s *Handler) mcpNotification(w http.ResponseWriter, r *http.Request, req *rpcRequest) {
 	if req.Method == "notifications/cancelled" && s.hub != nil {
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
 		}
 		if json.Unmarshal(req.Params, &p) == nil && len(p.RequestID) > 0 {
-			if pr, err := s.sessionPrincipal(r.Context(), bearer(r)); err == nil {
+			if pr, err := s.principal(r); err == nil {
 				s.hub.Cancel(pr.SessionRef, idKey(p.RequestID))
 			}
 		}

@@ -1,15 +1,17 @@
-package httpapi
+package mcp
 
 import (
 	"encoding/json"
 
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
 
-// tool is one entry of the static MCP tool catalog: a row of the
-// operations table with its input schema rendered once.
-type tool struct {
+// Tool is one entry of the static MCP tool catalog: a row of the
+// operations table with its input schema rendered once. It is exported so
+// that the front door's tests can walk the catalog as tools/list shows it.
+type Tool struct {
 	Name        string
 	Title       string
 	Description string
@@ -17,7 +19,8 @@ type tool struct {
 	// input type (ops.InputSchema) and kept as plain JSON values.
 	Input    map[string]any
 	ReadOnly bool
-	op       ops.Op
+	// Op is the operations table row tools/call runs.
+	Op ops.Op
 }
 
 // taskHandle is a tool answer that becomes a CreateTaskResult.
@@ -25,11 +28,11 @@ type taskHandle struct {
 	task room.DetailedTask
 }
 
-// toolCatalog lists every tool; it is static for the life of the process.
+// Tools lists every tool; it is static for the life of the process.
 // A schema that cannot be generated is a programming error every test that
 // starts a server catches.
-func toolCatalog() []tool {
-	var tools []tool
+func Tools() []Tool {
+	var tools []Tool
 	for _, op := range ops.Tools() {
 		schema, err := ops.InputSchema(op.Call.Input())
 		if err != nil {
@@ -43,8 +46,8 @@ func toolCatalog() []tool {
 		if err := json.Unmarshal(b, &input); err != nil {
 			panic(err)
 		}
-		tools = append(tools, tool{Name: op.Tool, Title: op.Title, Description: op.Description,
-			Input: input, ReadOnly: !op.Call.Writes(), op: op})
+		tools = append(tools, Tool{Name: op.Tool, Title: op.Title, Description: op.Description,
+			Input: input, ReadOnly: !op.Call.Writes(), Op: op})
 	}
 	return tools
 }
@@ -66,16 +69,16 @@ func handoffToolResult(res room.CreateHandoffResult, tasks bool) any {
 	return out
 }
 
-func (s *Server) toolByName(name string) (tool, bool) {
+func (s *Handler) toolByName(name string) (Tool, bool) {
 	for _, t := range s.tools {
 		if t.Name == name {
 			return t, true
 		}
 	}
-	return tool{}, false
+	return Tool{}, false
 }
 
-func (s *Server) mcpToolsList(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpToolsList(c *mcpCall) (any, *rpcError) {
 	var in struct {
 		Cursor *string `json:"cursor"`
 	}
@@ -95,7 +98,7 @@ func (s *Server) mcpToolsList(c *mcpCall) (any, *rpcError) {
 	return s.complete(cacheable(map[string]any{"tools": list}, 3_600_000, "public")), nil
 }
 
-func (s *Server) mcpToolsCall(c *mcpCall) (any, *rpcError) {
+func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	var in struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -107,13 +110,13 @@ func (s *Server) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if !ok {
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
-	out, err := t.op.Run(c.ctx, s.opEnv(), c.p, func(v any) error { return decodeArgs(in.Arguments, v) })
+	out, err := t.Op.Run(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeArgs(in.Arguments, v) })
 	if err != nil {
 		switch room.ErrorKind(err) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
 			return nil, s.rpcErrorOf(err)
 		}
-		body := ErrorBody(err)
+		body := wirejson.ErrorBody(err)
 		text, _ := json.Marshal(body)
 		return s.complete(map[string]any{
 			"content":           []map[string]any{{"type": "text", "text": string(text)}},
@@ -121,7 +124,7 @@ func (s *Server) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 			"isError":           true,
 		}), nil
 	}
-	out = presentResult(out)
+	out = PresentResult(out)
 	if res, ok := out.(room.CreateHandoffResult); ok {
 		out = handoffToolResult(res, c.req.Meta.Tasks)
 	}
@@ -145,7 +148,7 @@ func (s *Server) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 
 // createTaskResult is the Tasks extension's answer to a tool call that
 // created a task: the handle, never a result (spec §5.4).
-func (s *Server) createTaskResult(t room.DetailedTask) map[string]any {
+func (s *Handler) createTaskResult(t room.DetailedTask) map[string]any {
 	m := map[string]any{
 		"resultType":     "task",
 		"taskId":         t.TaskID,

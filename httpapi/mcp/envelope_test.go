@@ -1,4 +1,4 @@
-package httpapi
+package mcp
 
 import (
 	"bufio"
@@ -74,7 +74,7 @@ func hdr(kv ...string) http.Header {
 
 // std is the full set of routing headers for method (and Mcp-Name when name != "").
 func std(method, name string) http.Header {
-	h := hdr("MCP-Protocol-Version", mcpProtocolVersion, "Mcp-Method", method)
+	h := hdr("MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", method)
 	if name != "" {
 		h.Set("Mcp-Name", name)
 	}
@@ -219,7 +219,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"header mismatch/protocol header missing/echoes 7", rpc("7", "tools/list", metaOK), hdr("Mcp-Method", "tools/list"), withMsg(e400(-32020, "7"), "MCP-Protocol-Version")},
 		{"header mismatch/protocol header missing beats missing _meta/echoes 7", rpc("7", "tools/list", "-"), hdr("Mcp-Method", "tools/list"), e400(-32020, "7")},
 		{"header mismatch/protocol header empty/echoes a", rpc(`"a"`, "tools/list", metaOK), hdr("MCP-Protocol-Version", "  ", "Mcp-Method", "tools/list"), e400(-32020, `"a"`)},
-		{"header mismatch/protocol header repeated/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", mcpProtocolVersion, "MCP-Protocol-Version", mcpProtocolVersion, "Mcp-Method", "tools/list"), withMsg(e400(-32020, "7"), "repeated")},
+		{"header mismatch/protocol header repeated/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", ProtocolVersion, "MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", "tools/list"), withMsg(e400(-32020, "7"), "repeated")},
 		{"header mismatch/protocol header control char/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", "2026-07-28\x00", "Mcp-Method", "tools/list"), e400(-32020, "7")},
 
 		// Step 6: _meta.
@@ -235,7 +235,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"invalid params/clientCapabilities null/echoes 7", rpc("7", "tools/list", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}`), std("tools/list", ""), withMsg(e400(-32602, "7"), "must be an object")},
 		{"invalid params/extensions not object/echoes 7", rpc("7", "tools/list", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":["io.modelcontextprotocol/tasks"]}}`), std("tools/list", ""), withMsg(e400(-32602, "7"), "extensions must be an object")},
 		{"invalid params/progressToken float/echoes 7", rpc("7", "tools/list", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1.5}`), std("tools/list", ""), withMsg(e400(-32602, "7"), "progressToken")},
-		{"invalid params/_meta beats Mcp-Method/echoes 7", rpc("7", "tools/list", "-"), hdr("MCP-Protocol-Version", mcpProtocolVersion, "Mcp-Method", "tools/call"), e400(-32602, "7")},
+		{"invalid params/_meta beats Mcp-Method/echoes 7", rpc("7", "tools/list", "-"), hdr("MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", "tools/call"), e400(-32602, "7")},
 		{"invalid params/_meta beats header version mismatch/echoes 7", rpc("7", "tools/list", `"cursor":"c"`), hdr("MCP-Protocol-Version", "v999.0.0", "Mcp-Method", "tools/list"), e400(-32602, "7")},
 		{"invalid params/_meta beats unknown method/echoes 7", rpc("7", "ping", "-"), std("ping", ""), e400(-32602, "7")},
 
@@ -245,7 +245,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"header mismatch/_meta version with a trailing space/echoes 7", rpc("7", "tools/list", strings.Replace(metaOK, "2026-07-28", "2026-07-28 ", 1)), std("tools/list", ""), e400(-32020, "7")},
 
 		// Step 8: Mcp-Method.
-		{"header mismatch/Mcp-Method missing/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", mcpProtocolVersion), withMsg(e400(-32020, "7"), "Mcp-Method header is missing")},
+		{"header mismatch/Mcp-Method missing/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", ProtocolVersion), withMsg(e400(-32020, "7"), "Mcp-Method header is missing")},
 		{"header mismatch/Mcp-Method differs/echoes 7", rpc("7", "tools/list", metaOK), std("prompts/list", ""), e400(-32020, "7")},
 		{"header mismatch/Mcp-Method upper case/echoes 7", rpc("7", "tools/list", metaOK), std("TOOLS/LIST", ""), e400(-32020, "7")},
 		{"header mismatch/Mcp-Method non-ASCII/echoes 7", rpc("7", "tools/list", metaOK), std("tools/list\u00e9", ""), withMsg(e400(-32020, "7"), "outside visible ASCII")},
@@ -260,7 +260,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"header mismatch/tools/call name not string/echoes 7", rpc("7", "tools/call", `"name":7,`+metaOK), std("tools/call", "7"), e400(-32020, "7")},
 		{"header mismatch/tools/call name and NAME/echoes 7", rpc("7", "tools/call", `"name":"lookup","NAME":"drop_all",`+metaOK), std("tools/call", "lookup"), withMsg(e400(-32020, "7"), "ambiguous")},
 		{"header mismatch/tools/call Mcp-Name raw UTF-8/echoes 7", toolsCall("h\u00e9llo"), std("tools/call", "h\u00e9llo"), withMsg(e400(-32020, "7"), "outside visible ASCII")},
-		{"header mismatch/Mcp-Name repeated/echoes 7", toolsCall("lookup"), hdr("MCP-Protocol-Version", mcpProtocolVersion, "Mcp-Method", "tools/call", "Mcp-Name", "lookup", "Mcp-Name", "lookup"), e400(-32020, "7")},
+		{"header mismatch/Mcp-Name repeated/echoes 7", toolsCall("lookup"), hdr("MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", "tools/call", "Mcp-Name", "lookup", "Mcp-Name", "lookup"), e400(-32020, "7")},
 		{"header mismatch/resources/read uri differs/echoes a", rpc(`"a"`, "resources/read", `"uri":"commonroom://workspace/w1",`+metaOK), std("resources/read", "commonroom://workspace/w2"), e400(-32020, `"a"`)},
 		{"header mismatch/tasks/get Mcp-Name missing/echoes 7", tasksGet("7", "t1"), std("tasks/get", ""), e400(-32020, "7")},
 		{"header mismatch/tasks/cancel taskId differs/echoes 7", rpc("7", "tasks/cancel", `"taskId":"t1",`+metaOK), std("tasks/cancel", "t2"), e400(-32020, "7")},
@@ -291,7 +291,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"method not found/tasks/result without Mcp-Name/echoes 7", rpc("7", "tasks/result", `"taskId":"t1",`+metaOK), std("tasks/result", ""), notFound("7", "tasks/result")},
 		{"method not found/unknown method without Mcp-Name/echoes 7", rpc("7", "tools/frobnicate", `"name":"x",`+metaOK), std("tools/frobnicate", ""), notFound("7", "tools/frobnicate")},
 		{"method not found/unknown method with bad sentinel/echoes 7", rpc("7", "tools/frobnicate", `"name":"x",`+metaOK), std("tools/frobnicate", "=?base64?!!?="), notFound("7", "tools/frobnicate")},
-		{"header mismatch/empty method cannot match an empty Mcp-Method/echoes 7", rpc("7", "", metaOK), hdr("MCP-Protocol-Version", mcpProtocolVersion, "Mcp-Method", ""), e400(-32020, "7")},
+		{"header mismatch/empty method cannot match an empty Mcp-Method/echoes 7", rpc("7", "", metaOK), hdr("MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", ""), e400(-32020, "7")},
 	}
 
 	for _, tc := range cases {
@@ -348,7 +348,7 @@ func TestDecodeRPCAccepts(t *testing.T) {
 		{"accepted/tasks/get taskId", rpc(`"a"`, "tasks/get", `"taskId":"7f3c2a9e",`+metaOK), std("tasks/get", "7f3c2a9e"), `"a"`, false, ""},
 		{"accepted/tasks/update taskId via sentinel", rpc("7", "tasks/update", `"taskId":"t-1","inputResponses":{},`+metaOK), std("tasks/update", b64("t-1")), "7", false, ""},
 		{"accepted/Mcp-Name ignored where no name field", rpc("7", "tools/list", metaOK), std("tools/list", "=?base64?!!?="), "7", false, ""},
-		{"accepted/header names in any case", toolsCall("7", "lookup"), http.Header{"mcp-protocol-version": {mcpProtocolVersion}, "MCP-METHOD": {"tools/call"}, "mcp-NAME": {"lookup"}}, "7", false, ""},
+		{"accepted/header names in any case", toolsCall("7", "lookup"), http.Header{"mcp-protocol-version": {ProtocolVersion}, "MCP-METHOD": {"tools/call"}, "mcp-NAME": {"lookup"}}, "7", false, ""},
 		{"accepted/params nested 9000 deep", rpc("7", "tools/list", `"x":`+strings.Repeat("[", 9000)+strings.Repeat("]", 9000)+`,`+metaOK), std("tools/list", ""), "7", false, ""},
 	}
 	for _, tc := range cases {
@@ -375,7 +375,7 @@ func TestDecodeRPCAccepts(t *testing.T) {
 			if !bytes.Equal(bytes.TrimSpace(req.Params), bytes.TrimSpace(top["params"])) {
 				t.Errorf("Params = %s, want %s", req.Params, top["params"])
 			}
-			if req.Meta.ProtocolVersion != mcpProtocolVersion {
+			if req.Meta.ProtocolVersion != ProtocolVersion {
 				t.Errorf("Meta.ProtocolVersion = %q", req.Meta.ProtocolVersion)
 			}
 			if kindOf(req.Meta.ClientCaps) != '{' {
@@ -471,7 +471,7 @@ func TestWriteRPCError(t *testing.T) {
 			`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"method not found","data":{"method":"ping"}}}`},
 		{"error body/string id not HTML-escaped", json.RawMessage(`"<a&b>"`), &rpcError{Status: 400, Code: -32020, Message: "x"}, 400,
 			`{"jsonrpc":"2.0","id":"<a&b>","error":{"code":-32020,"message":"x"}}`},
-		{"error body/missing capability", json.RawMessage("9"), missingCapability(map[string]any{"extensions": map[string]any{tasksExtension: struct{}{}}}), 400,
+		{"error body/missing capability", json.RawMessage("9"), missingCapability(map[string]any{"extensions": map[string]any{TasksExtension: struct{}{}}}), 400,
 			`{"jsonrpc":"2.0","id":9,"error":{"code":-32021,"message":"missing required client capability","data":{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`},
 		{"error body/invalid params is 200", json.RawMessage(`"a"`), invalidParams("unknown task", nil), 200,
 			`{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"unknown task"}}`},
