@@ -1,10 +1,10 @@
 package httpapi
 
 // The authorization matrix (issue #8 item 3): one table, written once, of
-// every operation a client can reach — every MCP tool of toolCatalog(),
+// every operation a client can reach — every MCP tool of the catalog,
 // tasks/get|update|cancel, resources/read, resources/subscribe,
-// subscriptions/listen with a taskId, and every HTTP route server.go
-// registers on either listener — with the capability it needs and the party
+// subscriptions/listen with a taskId, and every HTTP route either listener
+// serves (the operations table's and the hand-wired ones) — with the capability it needs and the party
 // rule it applies (spec/domain.md §1.4–1.6, D1–D4, D12, D15, D17, D23). Each
 // operation is called by every capability set (none, each single capability,
 // the default agent set, *) in every party role its records allow (owner,
@@ -170,7 +170,8 @@ func azRawCommitIn(r *azRec) map[string]any {
 }
 
 // azOps is the table. Capabilities and rules come from spec/domain.md §1.5
-// and D1–D4, D12; the HTTP routes are server.go's, the tools toolCatalog()'s.
+// and D1–D4, D12; the HTTP routes and tools are the
+// operations table's (httpapi/ops) and the hand-wired routes of server.go.
 func azOps() []*azOp {
 	hid := func(r *azRec) map[string]any { return map[string]any{"handoff_id": r.HandoffID} }
 	ask := func(r *azRec) map[string]any {
