@@ -68,7 +68,7 @@ func bdReadToEnd(t testing.TB, c net.Conn) []byte {
 }
 
 func TestBoundsUnreadBodyClosesConnection(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{Server: func(c *Config) { c.BodyReadTimeout = 300 * time.Millisecond }})
+	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.BodyReadTimeout = 300 * time.Millisecond }})
 	for _, l := range []struct{ name, url string }{{"owner", h.Owner.URL}, {"ingress", h.Ingress.URL}} {
 		for _, tc := range []struct {
 			name, method, path string
@@ -127,7 +127,7 @@ func TestBoundsUnreadBodyClosesConnection(t *testing.T) {
 
 func TestBoundsAbsoluteFormRefused(t *testing.T) {
 	h := newHarness(t, "")
-	s := h.session("reader", "read")
+	s := h.join("reader", "read")
 	for _, l := range []struct{ name, url string }{{"owner", h.Owner.URL}, {"ingress", h.Ingress.URL}} {
 		port := strings.TrimPrefix(l.url, "http://127.0.0.1:")
 		for _, tc := range []struct{ name, head string }{
@@ -174,7 +174,7 @@ func TestBoundsAbsoluteFormRefused(t *testing.T) {
 
 func TestBoundsConnectionCap(t *testing.T) {
 	const capN = 3
-	h := lsHarness(t, "", lsOpts{Server: func(c *Config) { c.MaxConns, c.OwnerMaxConns = capN, capN }})
+	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.MaxConns, c.OwnerMaxConns = capN, capN }})
 	type side struct {
 		name string
 		url  string
@@ -251,36 +251,36 @@ func TestBoundsConnectionCap(t *testing.T) {
 
 func TestBoundsStreamsOutliveDeadlines(t *testing.T) {
 	const deadline = 200 * time.Millisecond
-	h := lsHarness(t, "", lsOpts{Server: func(c *Config) { c.BodyReadTimeout, c.WriteTimeout = deadline, deadline }})
-	agent := h.session("agent", azAgentCaps...)
+	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.BodyReadTimeout, c.WriteTimeout = deadline, deadline }})
+	agent := h.join("agent", agentCaps...)
 	tok := agent.SessionToken
 	doc := h.Eng.DocumentURI()
 
-	listen, _ := dtListen(t, h, tok, 1, []string{doc})
-	observe, r := dtObserve(t, h, tok, "")
+	listen, _ := h.listenURIs(t, tok, 1, []string{doc})
+	observe, r := h.observe(t, tok, "")
 	if observe == nil {
 		t.Fatalf("observe: %d %s", r.Status, r.Body)
 	}
-	mcpClient(h, tok, false).ok(t, "resources/subscribe", map[string]any{"uri": doc})
-	legacy, lr := lsLegacyGet(t, h, lsClient(), tok, "text/event-stream")
+	newMCPClient(h, tok, false).ok(t, "resources/subscribe", map[string]any{"uri": doc})
+	legacy, lr := h.legacyGet(t, streamClient(), tok, "text/event-stream")
 	if legacy == nil {
-		t.Fatalf("GET /mcp: %d %s", lr.Status, lr.Body)
+		t.Fatalf("GET /mcp: %d %s", lr.Status, lr.Raw)
 	}
 	legacy.read()
 
 	// Real network deadlines: let both lapse several times over.
 	time.Sleep(10 * deadline)
-	lsEdit(t, h, tok, lsDoc("hello world, later", "ship it\nsoon", "step one"))
+	h.editFile(t, tok, threeSections("hello world, later", "ship it\nsoon", "step one"))
 
 	t.Run("a subscriptions/listen stream is not cut by the body or write deadline", func(t *testing.T) {
 		f := listen.next(t)
-		if f.Method != "notifications/resources/updated" || mtGet(f.Params, "uri") != doc {
-			t.Fatalf("frame %.300s, want resources/updated for %s", f.Raw, doc)
+		if f.Msg.Method != "notifications/resources/updated" || jsonAt(f.params(), "uri") != doc {
+			t.Fatalf("frame %.300s, want resources/updated for %s", string(f.Data), doc)
 		}
 	})
 	t.Run("a GET /workspace/observe stream is not cut", func(t *testing.T) {
-		if f := observe.next(t); f.Method != "notifications/commonroom/event" {
-			t.Fatalf("frame %.300s, want an event", f.Raw)
+		if f := observe.next(t); f.Msg.Method != "notifications/commonroom/event" {
+			t.Fatalf("frame %.300s, want an event", string(f.Data))
 		}
 	})
 	t.Run("a GET /mcp stream is not cut", func(t *testing.T) {

@@ -41,11 +41,11 @@ func TestBoundsUnreadResponseClosedAfterWriteDeadline(t *testing.T) {
 	// raised to 2 MiB, so it cannot all wait in the kernel's buffers (at
 	// most 4 MiB on the server's side here).
 	doc := "# Idea\n\n" + strings.Repeat(strings.Repeat("<", 99)+"\n", 20_000)
-	h := lsHarness(t, doc, lsOpts{
+	h := newHarness(t, doc, harnessOpts{
 		Limits: func(l *room.Limits) { l.MaxBodyBytes = 2 << 20 },
 		Server: func(c *Config) { c.WriteTimeout = 500 * time.Millisecond },
 	})
-	s := h.session("reader", "read")
+	s := h.join("reader", "read")
 	// A first read, read whole, parses the document, so the stalled one
 	// below starts writing at once.
 	wantOK(t, h.do("GET", h.ingressURL("/workspace/read"), s.SessionToken, nil))

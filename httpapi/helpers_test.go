@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -37,6 +38,9 @@ const harnessDoc = "# Idea\n\nhello world\n\n## Goals\n\nship it\nsoon\n\n## Pla
 
 // harnessOperatorToken is the operator credential the harness configures.
 const harnessOperatorToken = "op_test_7f3c1a9e5b2d4c6e8a0f1b3d5e7a9c1e"
+
+// EncodeChange is the hub's encoder the test servers use, as ce serve does.
+var EncodeChange = mcp.EncodeChange
 
 // fakeClock is the room's injectable clock; safe for concurrent use.
 type fakeClock = room.ManualClock
@@ -82,7 +86,7 @@ type roomHarness struct {
 	Ingress *httptest.Server
 
 	client *http.Client
-	opts   lsOpts // what this harness changes from the defaults, kept for restart
+	opts   harnessOpts // what this harness changes from the defaults, kept for restart
 
 	mu        sync.Mutex
 	errBodies []string // every error response body seen (status >= 400)
@@ -90,20 +94,22 @@ type roomHarness struct {
 }
 
 // newHarness opens a room around a fresh file holding content (harnessDoc
-// when empty) and serves it. Everything is closed by t.Cleanup.
-func newHarness(t testing.TB, content string) *roomHarness {
+// when empty) and serves it; everything is closed by t.Cleanup. An options
+// value (at most one) chooses the room's limits, the hub's configuration, a
+// publication gate or tmpfs; restart keeps them.
+func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness {
 	t.Helper()
-	return lsHarness(t, content, lsOpts{})
-}
-
-// lsHarness is newHarness with the room's limits, the hub's configuration,
-// a publication gate or tmpfs chosen by the test; restart keeps them.
-func lsHarness(t testing.TB, content string, o lsOpts) *roomHarness {
-	t.Helper()
+	if len(opts) > 1 {
+		t.Fatalf("newHarness takes at most one harnessOpts, got %d", len(opts))
+	}
+	var o harnessOpts
+	if len(opts) == 1 {
+		o = opts[0]
+	}
 	if content == "" {
 		content = harnessDoc
 	}
-	dir := lsTempDir(t, o.InMemory)
+	dir := harnessDir(t, o.InMemory)
 	doc := filepath.Join(dir, "idea.md")
 	if err := os.WriteFile(doc, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -359,7 +365,7 @@ func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
 }
 
 // join redeems invite (URI, payload or secret) under name and requires success.
-func (h *roomHarness) join(invite, name string) sessionGrant {
+func (h *roomHarness) redeem(invite, name string) sessionGrant {
 	h.t.Helper()
 	g, err := mcptest.Join(context.Background(), h.client, h.Ingress.URL, invite, name, "")
 	if err != nil {
@@ -368,10 +374,28 @@ func (h *roomHarness) join(invite, name string) sessionGrant {
 	return g
 }
 
-// session invites with caps and joins: a live session holding exactly caps.
-func (h *roomHarness) session(name string, caps ...string) sessionGrant {
+// party is one participant of a test room: its session (embedded, so
+// p.SessionToken and p.ParticipantID read as the join's answer), an MCP
+// client without the Tasks extension and one declaring it, both on the
+// ingress listener as that session.
+type party struct {
+	sessionGrant
+	mcp *mcpClient // without the Tasks extension
+	ext *mcpClient // declaring it
+}
+
+// asParty wraps a session in its two MCP clients.
+func (h *roomHarness) asParty(g sessionGrant) party {
+	c := newMCPClient(h, g.SessionToken, false)
+	return party{sessionGrant: g, mcp: c, ext: c.withTasks(true)}
+}
+
+// join is the one way a test admits a participant: the operator invites
+// with caps (none: the default agent grant) and name redeems it on the
+// ingress listener. The party holds exactly caps.
+func (h *roomHarness) join(name string, caps ...string) party {
 	h.t.Helper()
-	return h.join(h.inviteCaps(caps...).URI, name)
+	return h.asParty(h.redeem(h.inviteCaps(caps...).URI, name))
 }
 
 // wantError checks an error answer: status, the error code, a message, and a

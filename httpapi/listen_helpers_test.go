@@ -2,7 +2,7 @@ package httpapi
 
 // Helpers for the end-to-end tests of subscriptions/listen and the legacy
 // GET /mcp stream: a room whose limits and hub configuration a test chooses,
-// MCP calls (through mtClient) named for what the listen tests do, and the
+// MCP calls (through mcpClient) named for what the listen tests do, and the
 // listen view of an SSE stream (mcptest's reader, each frame decoded as a
 // JSON-RPC message and checked against the listen's rules). Nothing here
 // sleeps: every wait is on a frame, the end of a stream, or a context
@@ -19,6 +19,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,15 +31,15 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// lsWait bounds every wait for a frame that must arrive.
-const lsWait = 20 * time.Second
+// frameWait bounds every wait for a frame that must arrive.
+const frameWait = 20 * time.Second
 
-// lsOpts chooses what lsHarness changes from the default harness.
-type lsOpts struct {
+// harnessOpts chooses what newHarness changes from the default harness.
+type harnessOpts struct {
 	Limits func(*room.Limits) // adjusts room.Defaults()
 	Hub    listen.Config      // Logger and Now are filled in when nil
-	// Gate, when set, stands between the room's writer and the hub; see lsGate.
-	Gate *lsGate
+	// Gate, when set, stands between the room's writer and the hub; see publishGate.
+	Gate *publishGate
 	// InMemory puts the room's files on tmpfs (/dev/shm) when there is
 	// one, for tests that push megabytes through the sidecar: its commits
 	// fsync, and on a disk that, not the code under test, would dominate.
@@ -50,8 +51,8 @@ type lsOpts struct {
 	Server func(*Config)
 }
 
-// lsTempDir is t.TempDir(), on /dev/shm when asked and available.
-func lsTempDir(t testing.TB, inMemory bool) string {
+// harnessDir is t.TempDir(), on /dev/shm when asked and available.
+func harnessDir(t testing.TB, inMemory bool) string {
 	t.Helper()
 	if inMemory {
 		if dir, err := os.MkdirTemp("/dev/shm", "ce-listen-test-"); err == nil {
@@ -62,14 +63,14 @@ func lsTempDir(t testing.TB, inMemory bool) string {
 	return t.TempDir()
 }
 
-// lsGate is the room's Publisher in front of the hub. Armed, it holds the
+// publishGate is the room's Publisher in front of the hub. Armed, it holds the
 // next batch the writer hands over, reports whether the writer had already
 // answered that batch's caller (the writer's Commands counter moved past
 // the count taken when arming: runBatch counts each command just before
 // answering it), and forwards the batch only when released. That makes
 // the window between "the caller has its answer" and "the hub has the
 // change" as wide as a test needs, without sleeping.
-type lsGate struct {
+type publishGate struct {
 	hub     *listen.Hub
 	mu      sync.Mutex
 	room    *actor.Room
@@ -79,7 +80,7 @@ type lsGate struct {
 	release chan struct{}
 }
 
-func (g *lsGate) Publish(b listen.Batch) {
+func (g *publishGate) Publish(b listen.Batch) {
 	g.mu.Lock()
 	armed, base, r := g.armed, g.base, g.room
 	g.armed = false
@@ -92,7 +93,7 @@ func (g *lsGate) Publish(b listen.Batch) {
 }
 
 // arm catches the next batch. Nothing else may be writing meanwhile.
-func (g *lsGate) arm() {
+func (g *publishGate) arm() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.armed = true
@@ -101,173 +102,122 @@ func (g *lsGate) arm() {
 
 // ---- a publication barrier ----
 
-// lsBarrier proves that every change committed so far has reached the hub
+// barrier proves that every change committed so far has reached the hub
 // and been fanned out: the hub takes batches in commit order, so once a
 // stream that follows only the document gets the frame of a new edit,
 // everything committed before that edit was fanned out too. Without it, a
 // listen opened right after a change may still be offered that change (the
 // writer answers before it publishes; see TestListenReconnect…), which would
 // make the tests that are not about that window flaky.
-type lsBarrier struct {
+type barrier struct {
 	h   *roomHarness
 	tok string
-	s   *lsStream
+	s   *stream
 }
 
-// lsNewBarrier must be created before the test edits the document.
-func lsNewBarrier(t testing.TB, h *roomHarness, c *http.Client) *lsBarrier {
+// newBarrier must be created before the test edits the document.
+func newBarrier(t testing.TB, h *roomHarness, c *http.Client) *barrier {
 	t.Helper()
-	g := h.session("barrier", "read")
-	s, _ := lsListen(t, h, c, g.SessionToken, `"barrier"`, map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
-	return &lsBarrier{h: h, tok: g.SessionToken, s: s}
+	g := h.join("barrier", "read")
+	s, _ := h.listen(t, c, g.SessionToken, `"barrier"`, map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+	return &barrier{h: h, tok: g.SessionToken, s: s}
 }
 
 // wait appends a character to the file, has the room record it, and waits
 // for its frame.
-func (b *lsBarrier) wait(t testing.TB) {
+func (b *barrier) wait(t testing.TB) {
 	t.Helper()
 	cur, err := os.ReadFile(b.h.Doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lsEdit(t, b.h, b.tok, string(cur)+".")
+	b.h.editFile(t, b.tok, string(cur)+".")
 	b.s.expectRes(t, b.h.Eng.DocumentURI())
 }
 
 // ---- a small MCP client ----
 
-// lsID is a raw JSON id as mcptest sends it ("" for a notification).
-func lsID(id string) any {
+// rawID is a raw JSON id as mcptest sends it ("" for a notification).
+func rawID(id string) any {
 	if id == "" {
 		return mcptest.NoID
 	}
 	return json.RawMessage(id)
 }
 
-// lsReply is a finished JSON-RPC exchange.
-type lsReply struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	ID     json.RawMessage
-	Result map[string]any
-	Error  *lsRPCError
-}
-
-type lsRPCError = mcptest.RPCError
-
-// lsCall sends one MCP request with mtClient (which checks the rules every
-// answer follows) and decodes the answer (which must be JSON).
-func lsCall(t testing.TB, h *roomHarness, token, id, method string, params map[string]any, tasks bool) lsReply {
+// notify sends a client notification (no id) and requires 202.
+func (h *roomHarness) notify(t testing.TB, token, method string, params map[string]any) {
 	t.Helper()
-	res := mcpClient(h, token, tasks).do(t, mtReq{ID: lsID(id), Method: method, Params: params, Timeout: lsWait})
-	r := lsReply{Status: res.Status, Header: res.Header, Body: res.Raw}
-	if id == "" { // a notification: 202 and no body expected
-		return r
-	}
-	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("%s: Content-Type %q, want application/json; status %d body %.300s", method, ct, res.Status, res.Raw)
-	}
-	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  map[string]any  `json:"result"`
-		Error   *lsRPCError     `json:"error"`
-	}
-	if err := json.Unmarshal(res.Raw, &m); err != nil {
-		t.Fatalf("%s: answer is not JSON-RPC: %v\n%s", method, err, res.Raw)
-	}
-	r.ID, r.Result, r.Error = m.ID, m.Result, m.Error
-	return r
-}
-
-// lsOK is lsCall requiring a result.
-func lsOK(t testing.TB, h *roomHarness, token, method string, params map[string]any, tasks bool) map[string]any {
-	t.Helper()
-	r := lsCall(t, h, token, "1", method, params, tasks)
-	if r.Error != nil || r.Result == nil {
-		t.Fatalf("%s %v: status %d, error %+v; body %.500s", method, params, r.Status, r.Error, r.Body)
-	}
-	return r.Result
-}
-
-// lsTool calls a tool and returns its structuredContent; a tool error fails
-// (mtClient.toolOK's checks).
-func lsTool(t testing.TB, h *roomHarness, token, name string, args map[string]any) map[string]any {
-	t.Helper()
-	return mcpClient(h, token, false).toolOK(t, name, args)
-}
-
-// lsNotify sends a client notification (no id) and requires 202.
-func lsNotify(t testing.TB, h *roomHarness, token, method string, params map[string]any) {
-	t.Helper()
-	r := lsCall(t, h, token, "", method, params, false)
+	r := newMCPClient(h, token, false).do(t, mcpReq{ID: mcptest.NoID, Method: method, Params: params, Timeout: frameWait})
 	if r.Status != http.StatusAccepted {
-		t.Fatalf("%s: status %d, want 202; body %s", method, r.Status, r.Body)
+		t.Fatalf("%s: status %d, want 202; body %s", method, r.Status, r.Raw)
 	}
 }
 
-// lsCancelListen sends notifications/cancelled naming requestID (raw JSON).
-func lsCancelListen(t testing.TB, h *roomHarness, token, requestID string) {
+// cancelListen sends notifications/cancelled naming requestID (raw JSON).
+func (h *roomHarness) cancelListen(t testing.TB, token, requestID string) {
 	t.Helper()
-	lsNotify(t, h, token, "notifications/cancelled", map[string]any{"requestId": json.RawMessage(requestID), "reason": "done"})
+	h.notify(t, token, "notifications/cancelled", map[string]any{"requestId": json.RawMessage(requestID), "reason": "done"})
 }
 
 // ---- tasks ----
 
-// lsTaskRef is a handoff and its task.
-type lsTaskRef struct{ HandoffID, TaskID string }
+// taskRef is a handoff and its task.
+type taskRef struct{ HandoffID, TaskID string }
 
-// lsCreateTask creates a handoff with the Tasks extension declared and
+// newTask creates a handoff with the Tasks extension declared and
 // returns the handle's ids.
-func lsCreateTask(t testing.TB, h *roomHarness, token, summary string) lsTaskRef {
+func (h *roomHarness) newTask(t testing.TB, token, summary string) taskRef {
 	t.Helper()
-	tid, hid := mcpClient(h, token, true).createTask(t, map[string]any{"summary": summary})
-	return lsTaskRef{HandoffID: hid, TaskID: tid}
+	tid, hid := newMCPClient(h, token, true).createTask(t, map[string]any{"summary": summary})
+	return taskRef{HandoffID: hid, TaskID: tid}
 }
 
-func lsAccept(t testing.TB, h *roomHarness, token string, x lsTaskRef) {
+func (h *roomHarness) acceptTask(t testing.TB, token string, x taskRef) {
 	t.Helper()
-	lsTool(t, h, token, "handoff_accept", map[string]any{"handoff_id": x.HandoffID})
+	newMCPClient(h, token, false).toolOK(t, "handoff_accept", map[string]any{"handoff_id": x.HandoffID})
 }
 
-// lsAsk has the assignee ask the owner one question under key.
-func lsAsk(t testing.TB, h *roomHarness, token string, x lsTaskRef, key, message string) {
+// askInput has the assignee ask the owner one question under key.
+func (h *roomHarness) askInput(t testing.TB, token string, x taskRef, key, message string) {
 	t.Helper()
-	lsTool(t, h, token, "handoff_request_input", map[string]any{"handoff_id": x.HandoffID,
+	newMCPClient(h, token, false).toolOK(t, "handoff_request_input", map[string]any{"handoff_id": x.HandoffID,
 		"requests": []any{map[string]any{"key": key, "message": message}}})
+
 }
 
-// lsAnswer has the owner answer key with tasks/update.
-func lsAnswer(t testing.TB, h *roomHarness, token string, x lsTaskRef, key string) {
+// answerInput has the owner answer key with tasks/update.
+func (h *roomHarness) answerInput(t testing.TB, token string, x taskRef, key string) {
 	t.Helper()
-	res := lsOK(t, h, token, "tasks/update", map[string]any{"taskId": x.TaskID, "inputResponses": map[string]any{
-		key: map[string]any{"action": "accept", "content": map[string]any{"answer": "yes to " + key}}}}, true)
+	res := newMCPClient(h, token,
+		true).ok(t, "tasks/update", map[string]any{"taskId": x.TaskID, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"answer": "yes to " + key}}}})
+
 	if res["resultType"] != "complete" {
 		t.Fatalf("tasks/update: %v", res)
 	}
 }
 
-func lsComplete(t testing.TB, h *roomHarness, token string, x lsTaskRef, text string) {
+func (h *roomHarness) completeTask(t testing.TB, token string, x taskRef, text string) {
 	t.Helper()
-	lsTool(t, h, token, "handoff_complete", map[string]any{"handoff_id": x.HandoffID, "result": map[string]any{"text": text}})
+	newMCPClient(h, token, false).toolOK(t, "handoff_complete", map[string]any{"handoff_id": x.HandoffID, "result": map[string]any{"text": text}})
 }
 
-func lsCancelTask(t testing.TB, h *roomHarness, token string, x lsTaskRef) {
+func (h *roomHarness) cancelTask(t testing.TB, token string, x taskRef) {
 	t.Helper()
-	mtWantAck(t, mcpClient(h, token, true).taskCall(t, "tasks/cancel", x.TaskID, nil))
+	wantAck(t, newMCPClient(h, token, true).taskCall(t, "tasks/cancel", x.TaskID, nil))
 }
 
-// lsTaskGet is tasks/get's result.
-func lsTaskGet(t testing.TB, h *roomHarness, token string, x lsTaskRef) map[string]any {
+// getTask is tasks/get's result.
+func (h *roomHarness) getTask(t testing.TB, token string, x taskRef) map[string]any {
 	t.Helper()
-	return mcpClient(h, token, true).taskGet(t, x.TaskID)
+	return newMCPClient(h, token, true).taskGet(t, x.TaskID)
 }
 
-// lsSameTask checks that a notifications/tasks frame's params, without
+// sameTask checks that a notifications/tasks frame's params, without
 // _meta.subscriptionId, equal a tasks/get result without resultType and
 // _meta.serverInfo.
-func lsSameTask(t testing.TB, f lsFrame, get map[string]any) {
+func sameTask(t testing.TB, f frame, get map[string]any) {
 	t.Helper()
 	params := map[string]any{}
 	for k, v := range f.Msg.Params {
@@ -277,8 +227,8 @@ func lsSameTask(t testing.TB, f lsFrame, get map[string]any) {
 		}
 		params[k] = x
 	}
-	params = lsWithoutMeta(params, mcptest.MetaSubscriptionID)
-	want := lsWithoutMeta(get, mcptest.MetaServerInfo)
+	params = withoutMeta(params, mcptest.MetaSubscriptionID)
+	want := withoutMeta(get, mcptest.MetaServerInfo)
 	delete(want, "resultType")
 	if !reflect.DeepEqual(params, want) {
 		a, _ := json.Marshal(params)
@@ -287,8 +237,8 @@ func lsSameTask(t testing.TB, f lsFrame, get map[string]any) {
 	}
 }
 
-// lsWithoutMeta copies m without _meta[key], dropping _meta when it empties.
-func lsWithoutMeta(m map[string]any, key string) map[string]any {
+// withoutMeta copies m without _meta[key], dropping _meta when it empties.
+func withoutMeta(m map[string]any, key string) map[string]any {
 	out := map[string]any{}
 	for k, v := range m {
 		out[k] = v
@@ -311,27 +261,27 @@ func lsWithoutMeta(m map[string]any, key string) map[string]any {
 
 // ---- the document ----
 
-// lsEdit replaces the file out of band, then makes the room notice with a
+// editFile replaces the file out of band, then makes the room notice with a
 // workspace_status call through /mcp, and returns the version it reports.
 // Contents must differ in length from the previous ones: the file's stamp
 // (size, mtime, inode) is how the room notices an edit, and two writes within
 // one clock tick keep the same mtime.
-func lsEdit(t testing.TB, h *roomHarness, token, content string) int64 {
+func (h *roomHarness) editFile(t testing.TB, token, content string) int64 {
 	t.Helper()
-	before := lsVersion(t, h, token)
+	before := h.statusVersion(t, token)
 	if err := os.WriteFile(h.Doc, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	after := lsVersion(t, h, token)
+	after := h.statusVersion(t, token)
 	if after != before+1 {
 		t.Fatalf("the out-of-band edit made version %d, want %d", after, before+1)
 	}
 	return after
 }
 
-func lsVersion(t testing.TB, h *roomHarness, token string) int64 {
+func (h *roomHarness) statusVersion(t testing.TB, token string) int64 {
 	t.Helper()
-	st := lsTool(t, h, token, "workspace_status", map[string]any{})
+	st := newMCPClient(h, token, false).toolOK(t, "workspace_status", map[string]any{})
 	v, ok := st["version"].(float64)
 	if !ok {
 		t.Fatalf("workspace_status has no version: %v", st)
@@ -339,17 +289,17 @@ func lsVersion(t testing.TB, h *roomHarness, token string) int64 {
 	return int64(v)
 }
 
-// lsDoc builds a document from the three sections' bodies.
-func lsDoc(idea, goals, plan string) string {
+// threeSections builds a document from the three sections' bodies.
+func threeSections(idea, goals, plan string) string {
 	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"
 }
 
 // ---- SSE streams ----
 
-// lsMsg is one JSON-RPC message read from a stream; params and result are
+// rpcMsg is one JSON-RPC message read from a stream; params and result are
 // decoded member by member (a repeated key: the last one wins, as in any
 // generic JSON decoder).
-type lsMsg struct {
+type rpcMsg struct {
 	JSONRPC string                     `json:"jsonrpc"`
 	ID      json.RawMessage            `json:"id"`
 	Method  string                     `json:"method"`
@@ -358,10 +308,11 @@ type lsMsg struct {
 	Error   json.RawMessage            `json:"error"`
 }
 
-// lsFrame is one SSE event's data, decoded once by the reader goroutine.
-type lsFrame struct {
+// frame is one SSE event's data (a JSON-RPC notification or response),
+// decoded once as the test consumes it.
+type frame struct {
 	Data []byte
-	Msg  lsMsg
+	Msg  rpcMsg
 	Err  error    // the data is not a JSON-RPC object
 	Dups []string // object keys that occur twice in one object
 
@@ -372,7 +323,7 @@ type lsFrame struct {
 	inputKeys []string
 }
 
-func (f lsFrame) String() string {
+func (f frame) String() string {
 	if len(f.Data) > 300 {
 		return string(f.Data[:300]) + "…"
 	}
@@ -380,39 +331,61 @@ func (f lsFrame) String() string {
 }
 
 // IsFinal reports a response (the listen's final result) rather than a notification.
-func (f lsFrame) IsFinal() bool {
+func (f frame) IsFinal() bool {
 	return f.Msg.Method == "" && (f.Msg.Result != nil || f.Msg.Error != nil)
 }
 
 // Meta is params._meta (or result._meta) member by member, as a generic
 // JSON decoder (JSON.parse, a map in Go) reads it: when a key is repeated,
 // the last one wins.
-func (f lsFrame) Meta() map[string]json.RawMessage { return f.meta }
+func (f frame) Meta() map[string]json.RawMessage { return f.meta }
 
 // URI is params.uri of a resources/updated frame.
-func (f lsFrame) URI() string { return f.uri }
+func (f frame) URI() string { return f.uri }
 
 // Task is the task id, status and outstanding input keys of a
 // notifications/tasks frame.
-func (f lsFrame) Task() (id, status string, inputKeys []string) {
+func (f frame) Task() (id, status string, inputKeys []string) {
 	return f.taskID, f.status, f.inputKeys
 }
 
-// lsDupCheckMax bounds the frames searched for repeated keys: the search is
+// params is params decoded into generic values (nil when absent).
+func (f frame) params() map[string]any {
+	out := map[string]any{}
+	for k, v := range f.Msg.Params {
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return nil
+		}
+		out[k] = x
+	}
+	if f.Msg.Params == nil {
+		return nil
+	}
+	return out
+}
+
+// eventID is params.event_id of a notifications/commonroom/event frame.
+func (f frame) eventID() int64 { return num(f.params()["event_id"]) }
+
+// eventType is params.event_type of a notifications/commonroom/event frame.
+func (f frame) eventType() string { return str(f.params()["event_type"]) }
+
+// dupCheckMax bounds the frames searched for repeated keys: the search is
 // a token walk, slow on the megabytes the stalled-reader test pushes, and
 // the small frames of every other test cover the same encoder.
-const lsDupCheckMax = 64 << 10
+const dupCheckMax = 64 << 10
 
-// lsParseFrame decodes one event's data (params and result member by
+// parseFrame decodes one event's data (params and result member by
 // member, so the bulk is scanned as few times as possible) and looks for
 // duplicate keys, which a JSON decoder silently resolves to the last one.
-func lsParseFrame(data []byte) lsFrame {
-	f := lsFrame{Data: data}
+func parseFrame(data []byte) frame {
+	f := frame{Data: data}
 	if err := json.Unmarshal(data, &f.Msg); err != nil {
 		f.Err = err
 		return f
 	}
-	if len(data) <= lsDupCheckMax {
+	if len(data) <= dupCheckMax {
 		f.Dups = mcptest.DupKeys(data)
 	}
 	p := f.Msg.Params
@@ -432,9 +405,9 @@ func lsParseFrame(data []byte) lsFrame {
 	return f
 }
 
-// lsStream is one open SSE response (mcptest's reader, started by read);
+// stream is one open SSE response (mcptest's reader, started by read);
 // frames are decoded as the test consumes them.
-type lsStream struct {
+type stream struct {
 	*mcptest.Stream
 	name string
 	id   string // the listen request id as raw JSON ("" for GET /mcp)
@@ -444,7 +417,7 @@ type lsStream struct {
 }
 
 // first reports whether problem is seen on this stream for the first time.
-func (s *lsStream) first(problem string) bool {
+func (s *stream) first(problem string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen == nil {
@@ -457,63 +430,67 @@ func (s *lsStream) first(problem string) bool {
 	return true
 }
 
-// lsClient is a client for streams: no overall timeout (each wait has its
+// streamClient is a client for streams: no overall timeout (each wait has its
 // own deadline) and a connection per stream.
-func lsClient() *http.Client {
+func streamClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 }
 
-// lsOpen sends req and, if the answer is an event stream, returns it (not yet
-// read). Otherwise it returns the answer as a finished lsReply.
-func lsOpen(t testing.TB, c *http.Client, req *http.Request, cancel context.CancelFunc, name string) (*lsStream, *lsReply) {
+// openStream sends req and, if the answer is an event stream, returns it
+// (not yet read). Otherwise it returns the answer, finished and decoded.
+// c nil is a client of the stream's own (no overall timeout: each wait has
+// its deadline), closed with it.
+func openStream(t testing.TB, c *http.Client, req *http.Request, cancel context.CancelFunc, name string) (*stream, *mcpResp) {
 	t.Helper()
+	if c == nil {
+		own := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+		done := cancel
+		c, cancel = own, func() { done(); own.CloseIdleConnections() }
+	}
 	st, res, err := mcptest.OpenSSE(c, req, cancel, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st == nil {
-		r := &lsReply{Status: res.Status, Header: res.Header, Body: res.Raw}
-		if rep, err := res.Reply(); err == nil {
-			r.ID, r.Error = rep.ID, rep.Error
-		}
-		return nil, r
+		r := decodeMCP(t, res.Status, res.Header, res.Raw)
+		return nil, &r
 	}
-	s := &lsStream{Stream: st, name: name}
+	s := &stream{Stream: st, name: name}
 	t.Cleanup(s.close)
 	return s, nil
 }
 
-// lsListenReq opens subscriptions/listen and returns either the stream or the
+// listenReq opens subscriptions/listen and returns either the stream or the
 // refusal. notifications is params.notifications (omitted when nil).
-func lsListenReq(t testing.TB, h *roomHarness, c *http.Client, token, id string, notifications any, tasks bool) (*lsStream, *lsReply) {
+func (h *roomHarness) listenReq(t testing.TB, c *http.Client, token, id string, notifications any, tasks bool) (*stream, *mcpResp) {
 	t.Helper()
 	params := map[string]any{}
 	if notifications != nil {
 		params["notifications"] = notifications
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	req := azMCPRequest(ctx, t, h.ingressURL("/mcp"), id, "subscriptions/listen", params, tasks, withBearer(token))
-	s, r := lsOpen(t, c, req, cancel, "listen "+id)
+	req := mcpRequest(ctx, t, h.ingressURL("/mcp"), id, "subscriptions/listen", params, tasks, withBearer(token))
+	s, r := openStream(t, c, req, cancel, "listen "+id)
 	if s != nil {
 		s.id = id
 	}
 	return s, r
 }
 
-// lsListen opens a listen that must be answered with a stream, starts
+// listen opens a listen that must be answered with a stream, starts
 // reading it and returns it with its acknowledged notifications.
-func lsListen(t testing.TB, h *roomHarness, c *http.Client, token, id string, notifications any, tasks bool) (*lsStream, map[string]json.RawMessage) {
+func (h *roomHarness) listen(t testing.TB, c *http.Client, token, id string, notifications any, tasks bool) (*stream, map[string]json.RawMessage) {
 	t.Helper()
-	s, r := lsListenReq(t, h, c, token, id, notifications, tasks)
+	s, r := h.listenReq(t, c, token, id, notifications, tasks)
 	if s == nil {
-		t.Fatalf("listen %s was refused: %d %s", id, r.Status, r.Body)
+		t.Fatalf("listen %s was refused: %d %s", id, r.Status, r.Raw)
 	}
 	s.read()
 	return s, s.ack(t)
 }
 
-// lsLegacyGet opens GET /mcp with a bearer session.
-func lsLegacyGet(t testing.TB, h *roomHarness, c *http.Client, token, accept string) (*lsStream, *lsReply) {
+// legacyGet opens GET /mcp with a bearer session.
+func (h *roomHarness) legacyGet(t testing.TB, c *http.Client, token, accept string) (*stream, *mcpResp) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var opts []reqOpt
@@ -525,60 +502,93 @@ func lsLegacyGet(t testing.TB, h *roomHarness, c *http.Client, token, accept str
 		cancel()
 		t.Fatal(err)
 	}
-	return lsOpen(t, c, req, cancel, "GET /mcp")
+	return openStream(t, c, req, cancel, "GET /mcp")
+}
+
+// observe opens GET /workspace/observe?query as token and starts reading
+// it; a refusal comes back as the plain answer it is.
+func (h *roomHarness) observe(t testing.TB, token, query string) (*stream, apiResp) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	url := h.ingressURL("/workspace/observe")
+	if query != "" {
+		url += "?" + query
+	}
+	req, err := mcptest.NewHTTPRequest(ctx, "GET", url, token, nil, withHeader("Accept", "text/event-stream"))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s, r := openStream(t, nil, req, cancel, "observe "+query)
+	if s == nil {
+		return nil, apiResp{Status: r.Status, Header: r.Header, Body: r.Raw}
+	}
+	s.read()
+	return s, apiResp{Status: http.StatusOK, Header: s.Header}
+}
+
+// listenURIs is listen on a client of its own following only uris (request
+// id id); it returns the stream with the acknowledged URIs.
+func (h *roomHarness) listenURIs(t testing.TB, token string, id int, uris []string) (*stream, []string) {
+	t.Helper()
+	s, acked := h.listen(t, nil, token, strconv.Itoa(id), map[string]any{"resourceSubscriptions": uris}, false)
+	return s, decodeStrings(t, acked["resourceSubscriptions"])
 }
 
 // read starts the reader goroutine. A test that wants a stalled reader opens
 // a stream and does not call read until it wants to look.
-func (s *lsStream) read() { s.Start() }
+func (s *stream) read() { s.Start() }
 
 // nextCtx returns the next unread frame, or an error when the stream ends or
 // ctx does.
-func (s *lsStream) nextCtx(ctx context.Context) (lsFrame, error) {
+func (s *stream) nextCtx(ctx context.Context) (frame, error) {
 	f, err := s.Next(ctx)
 	if err != nil {
-		return lsFrame{}, err
+		return frame{}, err
 	}
-	return lsParseFrame(f.Data), nil
+	return parseFrame(f.Data), nil
 }
 
-// next returns the next frame or fails t after lsWait.
-func (s *lsStream) next(t testing.TB) lsFrame {
+// next returns the next frame or fails t after frameWait.
+func (s *stream) next(t testing.TB) frame {
 	t.Helper()
-	f := lsParseFrame(s.Wait(t, lsWait).Data)
+	f := parseFrame(s.Wait(t, frameWait).Data)
 	if f.Err != nil {
 		t.Fatalf("%s: frame is not JSON: %v: %s", s.name, f.Err, f)
+	}
+	if f.Msg.JSONRPC != "2.0" {
+		t.Fatalf("%s: frame without jsonrpc 2.0: %s", s.name, f)
 	}
 	return f
 }
 
 // endCtx waits for the stream to end and returns the frames not yet read.
-func (s *lsStream) endCtx(ctx context.Context) ([]lsFrame, error) {
+func (s *stream) endCtx(ctx context.Context) ([]frame, error) {
 	rest, err := s.End(ctx)
-	return lsParseFrames(rest), err
+	return parseFrames(rest), err
 }
 
-// end waits (up to lsWait) for the stream to end; it returns the unread frames.
-func (s *lsStream) end(t testing.TB) []lsFrame {
+// end waits (up to frameWait) for the stream to end; it returns the unread frames.
+func (s *stream) end(t testing.TB) []frame {
 	t.Helper()
-	return lsParseFrames(s.WaitEnd(t, lsWait))
+	return parseFrames(s.WaitEnd(t, frameWait))
 }
 
-// lsParseFrames decodes frames in order.
-func lsParseFrames(raw []mcptest.Frame) []lsFrame {
-	out := make([]lsFrame, len(raw))
+// parseFrames decodes frames in order.
+func parseFrames(raw []mcptest.Frame) []frame {
+	out := make([]frame, len(raw))
 	for i, f := range raw {
-		out[i] = lsParseFrame(f.Data)
+		out[i] = parseFrame(f.Data)
 	}
 	return out
 }
 
 // close abandons the stream from the client side. It is idempotent.
-func (s *lsStream) close() { s.Close() }
+func (s *stream) close() { s.Close() }
 
 // ack reads the first frame and checks it is the acknowledgement for this
 // listen; it returns params.notifications member by member.
-func (s *lsStream) ack(t testing.TB) map[string]json.RawMessage {
+func (s *stream) ack(t testing.TB) map[string]json.RawMessage {
 	t.Helper()
 	f := s.next(t)
 	s.check(t, f, mcptest.AckMethod)
@@ -595,7 +605,7 @@ func (s *lsStream) ack(t testing.TB) map[string]json.RawMessage {
 // repeated keys, and (for a listen) _meta.subscriptionId equal to the listen
 // request id byte for byte, so a number stays a number and a string a string;
 // for GET /mcp no subscriptionId at all.
-func (s *lsStream) check(t testing.TB, f lsFrame, method string) {
+func (s *stream) check(t testing.TB, f frame, method string) {
 	t.Helper()
 	if f.Err != nil {
 		t.Fatalf("%s: frame is not JSON: %v: %s", s.name, f.Err, f)
@@ -614,7 +624,7 @@ func (s *lsStream) check(t testing.TB, f lsFrame, method string) {
 		}
 		return
 	}
-	if !bytes.Equal(lsCompact(got), lsCompact(json.RawMessage(s.id))) && s.first("id "+method) {
+	if !bytes.Equal(compactJSON(got), compactJSON(json.RawMessage(s.id))) && s.first("id "+method) {
 		t.Errorf("%s: %s frame as a JSON decoder reads it has _meta[%q] = %s, want %s (same JSON type): %s",
 			s.name, method, mcptest.MetaSubscriptionID, got, s.id, f)
 	}
@@ -622,7 +632,7 @@ func (s *lsStream) check(t testing.TB, f lsFrame, method string) {
 
 // expect reads the next frame and checks it is method (and for resources,
 // about uri; for tasks, about task id and status).
-func (s *lsStream) expectRes(t testing.TB, uri string) lsFrame {
+func (s *stream) expectRes(t testing.TB, uri string) frame {
 	t.Helper()
 	f := s.next(t)
 	s.check(t, f, mcptest.ResourceMethod)
@@ -632,7 +642,7 @@ func (s *lsStream) expectRes(t testing.TB, uri string) lsFrame {
 	return f
 }
 
-func (s *lsStream) expectTask(t testing.TB, taskID, status string) lsFrame {
+func (s *stream) expectTask(t testing.TB, taskID, status string) frame {
 	t.Helper()
 	f := s.next(t)
 	s.check(t, f, mcptest.TaskMethod)
@@ -644,21 +654,21 @@ func (s *lsStream) expectTask(t testing.TB, taskID, status string) lsFrame {
 
 // expectFinal checks the graceful end: the listen's own response with
 // resultType complete and the subscriptionId, then the end of the stream.
-func (s *lsStream) expectFinal(t testing.TB) {
+func (s *stream) expectFinal(t testing.TB) {
 	t.Helper()
 	f := s.next(t)
-	lsCheckFinal(t, s, f)
+	checkFinal(t, s, f)
 	if rest := s.end(t); len(rest) > 0 {
 		t.Fatalf("%s: frames after the final result: %v", s.name, rest)
 	}
 }
 
-func lsCheckFinal(t testing.TB, s *lsStream, f lsFrame) {
+func checkFinal(t testing.TB, s *stream, f frame) {
 	t.Helper()
 	if !f.IsFinal() || f.Msg.JSONRPC != "2.0" || f.Msg.Error != nil {
 		t.Fatalf("%s: got %s, want the final result", s.name, f)
 	}
-	if !bytes.Equal(lsCompact(f.Msg.ID), lsCompact(json.RawMessage(s.id))) {
+	if !bytes.Equal(compactJSON(f.Msg.ID), compactJSON(json.RawMessage(s.id))) {
 		t.Errorf("%s: final result id %s, want %s", s.name, f.Msg.ID, s.id)
 	}
 	res := f.Msg.Result
@@ -670,7 +680,7 @@ func lsCheckFinal(t testing.TB, s *lsStream, f lsFrame) {
 			t.Errorf("%s: final result has member %q; SubscriptionsListenResult has only resultType and _meta", s.name, k)
 		}
 	}
-	if got := f.Meta()[mcptest.MetaSubscriptionID]; !bytes.Equal(lsCompact(got), lsCompact(json.RawMessage(s.id))) {
+	if got := f.Meta()[mcptest.MetaSubscriptionID]; !bytes.Equal(compactJSON(got), compactJSON(json.RawMessage(s.id))) {
 		t.Errorf("%s: final _meta[%q] = %s, want %s", s.name, mcptest.MetaSubscriptionID, got, s.id)
 	}
 	if len(f.Dups) > 0 {
@@ -678,7 +688,7 @@ func lsCheckFinal(t testing.TB, s *lsStream, f lsFrame) {
 	}
 }
 
-func lsCompact(raw json.RawMessage) []byte {
+func compactJSON(raw json.RawMessage) []byte {
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
 		return raw
@@ -686,8 +696,8 @@ func lsCompact(raw json.RawMessage) []byte {
 	return b.Bytes()
 }
 
-// lsStrings decodes an acknowledged list.
-func lsStrings(t testing.TB, raw json.RawMessage) []string {
+// decodeStrings decodes an acknowledged list.
+func decodeStrings(t testing.TB, raw json.RawMessage) []string {
 	t.Helper()
 	if raw == nil {
 		return nil
@@ -699,29 +709,33 @@ func lsStrings(t testing.TB, raw json.RawMessage) []string {
 	return out
 }
 
-// lsSameSet compares two lists as sets and rejects duplicates in got.
-func lsSameSet(got, want []string) bool {
+// sameSet compares two lists as sets and rejects duplicates in got.
+func sameSet(got, want []string) bool {
 	g, w := slices.Clone(got), slices.Clone(want)
 	slices.Sort(g)
 	slices.Sort(w)
 	return slices.Equal(g, w) && len(slices.Compact(slices.Clone(g))) == len(g)
 }
 
-// lsSessions joins n sessions holding caps through one multi-use invitation,
-// a few joins at a time.
-func lsSessions(t testing.TB, h *roomHarness, n int, caps ...string) []sessionGrant {
+// joinMany joins n parties holding caps through one multi-use invitation,
+// a few joins at a time (named s000, s001, …).
+func (h *roomHarness) joinMany(t testing.TB, n int, caps ...string) []party {
 	t.Helper()
 	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n, "max_live_sessions": n})
-	out, err := mcptest.JoinMany(context.Background(), h.client, h.Ingress.URL, inv.URI, "s%03d", "", n)
+	gs, err := mcptest.JoinMany(context.Background(), h.client, h.Ingress.URL, inv.URI, "s%03d", "", n)
 	if err != nil {
 		t.Fatal(err)
+	}
+	out := make([]party, n)
+	for i, g := range gs {
+		out[i] = h.asParty(g)
 	}
 	return out
 }
 
-// lsEach runs f for every stream concurrently, each with its own deadline,
+// eachStream runs f for every stream concurrently, each with its own deadline,
 // and fails t with every error.
-func lsEach(t testing.TB, streams []*lsStream, f func(ctx context.Context, s *lsStream) error) {
+func eachStream(t testing.TB, streams []*stream, f func(ctx context.Context, s *stream) error) {
 	t.Helper()
 	errs := make([]error, len(streams))
 	var wg sync.WaitGroup
@@ -742,47 +756,47 @@ func lsEach(t testing.TB, streams []*lsStream, f func(ctx context.Context, s *ls
 	}
 }
 
-// lsErrT lets helpers that call t.Fatal run on goroutines the test started:
+// collectT lets helpers that call t.Fatal run on goroutines the test started:
 // a fatal error is recorded and ends only that goroutine; report fails the
 // test from its own goroutine.
-type lsErrT struct {
+type collectT struct {
 	testing.TB
 	mu   sync.Mutex
 	errs []string
 }
 
-func lsCollect(t testing.TB) *lsErrT { return &lsErrT{TB: t} }
+func collect(t testing.TB) *collectT { return &collectT{TB: t} }
 
-func (e *lsErrT) Helper() {}
+func (e *collectT) Helper() {}
 
-func (e *lsErrT) Errorf(format string, args ...any) {
+func (e *collectT) Errorf(format string, args ...any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.errs = append(e.errs, fmt.Sprintf(format, args...))
 }
 
-func (e *lsErrT) Error(args ...any) { e.Errorf("%s", fmt.Sprint(args...)) }
-func (e *lsErrT) Fail()             { e.Errorf("failed") }
-func (e *lsErrT) FailNow()          { e.Fail(); runtime.Goexit() }
+func (e *collectT) Error(args ...any) { e.Errorf("%s", fmt.Sprint(args...)) }
+func (e *collectT) Fail()             { e.Errorf("failed") }
+func (e *collectT) FailNow()          { e.Fail(); runtime.Goexit() }
 
-func (e *lsErrT) Fatalf(format string, args ...any) {
+func (e *collectT) Fatalf(format string, args ...any) {
 	e.Errorf(format, args...)
 	runtime.Goexit()
 }
 
-func (e *lsErrT) Fatal(args ...any) {
+func (e *collectT) Fatal(args ...any) {
 	e.Error(args...)
 	runtime.Goexit()
 }
 
-func (e *lsErrT) Failed() bool {
+func (e *collectT) Failed() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.errs) > 0
 }
 
 // report fails t (from the test's goroutine) with what was collected.
-func (e *lsErrT) report(t testing.TB) {
+func (e *collectT) report(t testing.TB) {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -54,7 +54,7 @@ func pgOrigin(o string) reqOpt { return withHeader("Origin", o) }
 // owns it, bob asked one question), a pending proposal, and a lease.
 type pgFixture struct {
 	h                  *roomHarness
-	alice, bob         sessionGrant
+	alice, bob         party
 	handoffID, taskID  string
 	proposalID         string
 	cookie             *http.Cookie
@@ -68,8 +68,8 @@ func pgSetup(t *testing.T) *pgFixture {
 	t.Helper()
 	h := newHarness(t, "")
 	f := &pgFixture{h: h,
-		alice: h.session("alice", "read", "observe", "propose", "checkout", "commit"),
-		bob:   h.session("bob", "read", "observe", "propose", "checkout", "commit"),
+		alice: h.join("alice", "read", "observe", "propose", "checkout", "commit"),
+		bob:   h.join("bob", "read", "observe", "propose", "checkout", "commit"),
 	}
 	r := h.do("POST", h.ingressURL("/workspace/handoff"), f.alice.SessionToken,
 		map[string]any{"summary": "draft the goals", "assignee": f.bob.ParticipantID})
@@ -123,7 +123,7 @@ var pageWrites = []pageWrite{
 // style for such a policy to have to allow.
 func TestOwnerPageServedOnlyWithTheCookie(t *testing.T) {
 	h := newHarness(t, "")
-	h.session(`<img src=x onerror=alert(1)>`, "read")
+	h.join(`<img src=x onerror=alert(1)>`, "read")
 	cookie := pgCookie(t, h)
 
 	t.Run("no cookie, a forged one, or a bearer instead: no page", func(t *testing.T) {

@@ -35,7 +35,7 @@ func tsValue(s map[string]any) any {
 	case "object":
 		out := map[string]any{}
 		props, _ := s["properties"].(map[string]any)
-		for _, r := range mtStrings(s["required"]) {
+		for _, r := range stringsOf(s["required"]) {
 			out[r] = tsValue(props[r].(map[string]any))
 		}
 		return out
@@ -91,7 +91,7 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 		t.Run(tl.Name, func(t *testing.T) {
 			rs := tsResolve(t, tl.Input)
 			props, _ := tl.Input["properties"].(map[string]any)
-			required := mtStrings(tl.Input["required"])
+			required := stringsOf(tl.Input["required"])
 			if tl.Input["type"] != "object" || tl.Input["additionalProperties"] != false {
 				t.Fatalf("schema = %v, want an object without additional properties", tl.Input)
 			}
@@ -165,8 +165,8 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 // refuses the absent version; MCP kept the original's leniency).
 func TestToolRequiredFieldsAreRequired(t *testing.T) {
 	h := newHarness(t, "# Doc\n\n## A\n\ntext\n")
-	g := h.session("admin", "*")
-	c := mcpClient(h, g.SessionToken, false)
+	g := h.join("admin", "*")
+	c := newMCPClient(h, g.SessionToken, false)
 	refused := map[string]bool{"workspace_commit": true, "workspace_changes_since": false}
 	var last []tool // workspace_leave ends the session: call it last
 	for _, tl := range toolCatalog() {
@@ -181,9 +181,9 @@ func TestToolRequiredFieldsAreRequired(t *testing.T) {
 	}
 }
 
-func tsCallEmpty(t *testing.T, c *mtClient, tl tool, exceptions map[string]bool) {
+func tsCallEmpty(t *testing.T, c *mcpClient, tl tool, exceptions map[string]bool) {
 	t.Run(tl.Name, func(t *testing.T) {
-		required := mtStrings(tl.Input["required"])
+		required := stringsOf(tl.Input["required"])
 		want, named := exceptions[tl.Name]
 		if !named {
 			want = len(required) > 0
