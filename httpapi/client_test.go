@@ -405,3 +405,82 @@ type tool = mcp.Tool
 
 // toolCatalog is the MCP door's tool catalog.
 func toolCatalog() []tool { return mcp.Tools() }
+
+// ---- notifications and tasks ----
+
+// rawID is a raw JSON id as mcptest sends it ("" for a notification).
+func rawID(id string) any {
+	if id == "" {
+		return mcptest.NoID
+	}
+	return json.RawMessage(id)
+}
+
+// notify sends a client notification (no id) and requires 202.
+func (h *roomHarness) notify(t testing.TB, token, method string, params map[string]any) {
+	t.Helper()
+	r := newMCPClient(h, token, false).do(t, mcpReq{ID: mcptest.NoID, Method: method, Params: params, Timeout: frameWait})
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("%s: status %d, want 202; body %s", method, r.Status, r.Raw)
+	}
+}
+
+// cancelListen sends notifications/cancelled naming requestID (raw JSON).
+func (h *roomHarness) cancelListen(t testing.TB, token, requestID string) {
+	t.Helper()
+	h.notify(t, token, "notifications/cancelled", map[string]any{"requestId": json.RawMessage(requestID), "reason": "done"})
+}
+
+// ---- tasks ----
+
+// taskRef is a handoff and its task.
+type taskRef struct{ HandoffID, TaskID string }
+
+// newTask creates a handoff with the Tasks extension declared and
+// returns the handle's ids.
+func (h *roomHarness) newTask(t testing.TB, token, summary string) taskRef {
+	t.Helper()
+	tid, hid := newMCPClient(h, token, true).createTask(t, map[string]any{"summary": summary})
+	return taskRef{HandoffID: hid, TaskID: tid}
+}
+
+func (h *roomHarness) acceptTask(t testing.TB, token string, x taskRef) {
+	t.Helper()
+	newMCPClient(h, token, false).toolOK(t, "handoff_accept", map[string]any{"handoff_id": x.HandoffID})
+}
+
+// askInput has the assignee ask the owner one question under key.
+func (h *roomHarness) askInput(t testing.TB, token string, x taskRef, key, message string) {
+	t.Helper()
+	newMCPClient(h, token, false).toolOK(t, "handoff_request_input", map[string]any{"handoff_id": x.HandoffID,
+		"requests": []any{map[string]any{"key": key, "message": message}}})
+
+}
+
+// answerInput has the owner answer key with tasks/update.
+func (h *roomHarness) answerInput(t testing.TB, token string, x taskRef, key string) {
+	t.Helper()
+	res := newMCPClient(h, token,
+		true).ok(t, "tasks/update", map[string]any{"taskId": x.TaskID, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"answer": "yes to " + key}}}})
+
+	if res["resultType"] != "complete" {
+		t.Fatalf("tasks/update: %v", res)
+	}
+}
+
+func (h *roomHarness) completeTask(t testing.TB, token string, x taskRef, text string) {
+	t.Helper()
+	newMCPClient(h, token, false).toolOK(t, "handoff_complete", map[string]any{"handoff_id": x.HandoffID, "result": map[string]any{"text": text}})
+}
+
+func (h *roomHarness) cancelTask(t testing.TB, token string, x taskRef) {
+	t.Helper()
+	wantAck(t, newMCPClient(h, token, true).taskCall(t, "tasks/cancel", x.TaskID, nil))
+}
+
+// getTask is tasks/get's result.
+func (h *roomHarness) getTask(t testing.TB, token string, x taskRef) map[string]any {
+	t.Helper()
+	return newMCPClient(h, token, true).taskGet(t, x.TaskID)
+}

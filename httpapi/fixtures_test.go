@@ -1,13 +1,13 @@
 package httpapi
 
-// Helpers shared by the authorization matrix (authz_matrix_test.go) and the
-// hostile-input tests (hostile_test.go). Records are
-// made through the engine inside the room's writer (actor.Do), never by
-// editing rows, with one documented exception: a session holding no
-// capability at all, which no invitation can grant (an invitation must grant
-// at least one), is made by emptying its invitation's grant before the join.
-// Nothing sleeps to wait for time: the room's clock is the harness's fake
-// clock, and the few waits on the server (a stream unregistering) are
+// Fixtures made through the engine inside the room's writer (actor.Do),
+// never by editing rows, with one documented exception: a session holding
+// no capability at all, which no invitation can grant (an invitation must
+// grant at least one), is made by emptying its invitation's grant before
+// the join (admit). Also what the authorization matrix and the hostile-input
+// tests share: routes walked from the real router, the owner cookie, random
+// ids. Nothing sleeps to wait for time: the room's clock is the harness's
+// fake clock, and the few waits on the server (a stream unregistering) are
 // bounded polls on a condition.
 
 import (

@@ -1,12 +1,10 @@
 package httpapi
 
-// Helpers for the tests of the document's front doors: leases, proposals,
-// review, commit and the remaining reads over HTTP and MCP, GET
-// /workspace/observe, resources/updated on subscriptions/listen, and the
-// discovery documents. Every name here starts with "dt" so it cannot collide
-// with the other helper files of the package. Streams are mcptest's reader;
-// nothing sleeps: every wait is on a frame or the end of a stream, bounded by
-// a deadline.
+// Plain HTTP calls the document tests make over and over: POST and GET on
+// the ingress listener as a session, the operator's POST on the owner
+// listener, and the document workflow (checkout, propose, review, commit)
+// each as one call that must succeed; plus the usual cast of a document
+// room and a few reads of the sidecar.
 
 import (
 	"os"

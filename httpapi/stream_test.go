@@ -1,12 +1,11 @@
 package httpapi
 
-// Helpers for the end-to-end tests of subscriptions/listen and the legacy
-// GET /mcp stream: a room whose limits and hub configuration a test chooses,
-// MCP calls (through mcpClient) named for what the listen tests do, and the
-// listen view of an SSE stream (mcptest's reader, each frame decoded as a
-// JSON-RPC message and checked against the listen's rules). Nothing here
-// sleeps: every wait is on a frame, the end of a stream, or a context
-// deadline.
+// Frames and streams: mcptest's SSE reader seen the way these tests read it,
+// each frame decoded once as a JSON-RPC message (frame) and checked against
+// the rules of the stream it came on (subscriptions/listen, the legacy GET
+// /mcp stream, GET /workspace/observe). Also the publication barrier and the
+// helpers for many streams at once. Nothing here sleeps: every wait is on a
+// frame, the end of a stream, or a context deadline.
 
 import (
 	"bytes"
@@ -25,80 +24,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/internal/mcptest"
-	"github.com/commonroom/ce/listen"
-	"github.com/commonroom/ce/room"
 )
 
 // frameWait bounds every wait for a frame that must arrive.
 const frameWait = 20 * time.Second
-
-// harnessOpts chooses what newHarness changes from the default harness.
-type harnessOpts struct {
-	Limits func(*room.Limits) // adjusts room.Defaults()
-	Hub    listen.Config      // Logger and Now are filled in when nil
-	// Gate, when set, stands between the room's writer and the hub; see publishGate.
-	Gate *publishGate
-	// InMemory puts the room's files on tmpfs (/dev/shm) when there is
-	// one, for tests that push megabytes through the sidecar: its commits
-	// fsync, and on a disk that, not the code under test, would dominate.
-	InMemory bool
-	// Actor adjusts the room actor's configuration (the sweeper, the file
-	// watcher) after the harness has filled it in.
-	Actor func(*actor.Config)
-	// Server adjusts the front door's configuration (timeouts, caps).
-	Server func(*Config)
-}
-
-// harnessDir is t.TempDir(), on /dev/shm when asked and available.
-func harnessDir(t testing.TB, inMemory bool) string {
-	t.Helper()
-	if inMemory {
-		if dir, err := os.MkdirTemp("/dev/shm", "ce-listen-test-"); err == nil {
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			return dir
-		}
-	}
-	return t.TempDir()
-}
-
-// publishGate is the room's Publisher in front of the hub. Armed, it holds the
-// next batch the writer hands over, reports whether the writer had already
-// answered that batch's caller (the writer's Commands counter moved past
-// the count taken when arming: runBatch counts each command just before
-// answering it), and forwards the batch only when released. That makes
-// the window between "the caller has its answer" and "the hub has the
-// change" as wide as a test needs, without sleeping.
-type publishGate struct {
-	hub     *listen.Hub
-	mu      sync.Mutex
-	room    *actor.Room
-	armed   bool
-	base    uint64
-	entered chan bool
-	release chan struct{}
-}
-
-func (g *publishGate) Publish(b listen.Batch) {
-	g.mu.Lock()
-	armed, base, r := g.armed, g.base, g.room
-	g.armed = false
-	g.mu.Unlock()
-	if armed {
-		g.entered <- r.Stats().Commands.Load() > base
-		<-g.release
-	}
-	g.hub.Publish(b)
-}
-
-// arm catches the next batch. Nothing else may be writing meanwhile.
-func (g *publishGate) arm() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.armed = true
-	g.base = g.room.Stats().Commands.Load()
-}
 
 // ---- a publication barrier ----
 
@@ -135,84 +65,7 @@ func (b *barrier) wait(t testing.TB) {
 	b.s.expectRes(t, b.h.Eng.DocumentURI())
 }
 
-// ---- a small MCP client ----
-
-// rawID is a raw JSON id as mcptest sends it ("" for a notification).
-func rawID(id string) any {
-	if id == "" {
-		return mcptest.NoID
-	}
-	return json.RawMessage(id)
-}
-
-// notify sends a client notification (no id) and requires 202.
-func (h *roomHarness) notify(t testing.TB, token, method string, params map[string]any) {
-	t.Helper()
-	r := newMCPClient(h, token, false).do(t, mcpReq{ID: mcptest.NoID, Method: method, Params: params, Timeout: frameWait})
-	if r.Status != http.StatusAccepted {
-		t.Fatalf("%s: status %d, want 202; body %s", method, r.Status, r.Raw)
-	}
-}
-
-// cancelListen sends notifications/cancelled naming requestID (raw JSON).
-func (h *roomHarness) cancelListen(t testing.TB, token, requestID string) {
-	t.Helper()
-	h.notify(t, token, "notifications/cancelled", map[string]any{"requestId": json.RawMessage(requestID), "reason": "done"})
-}
-
-// ---- tasks ----
-
-// taskRef is a handoff and its task.
-type taskRef struct{ HandoffID, TaskID string }
-
-// newTask creates a handoff with the Tasks extension declared and
-// returns the handle's ids.
-func (h *roomHarness) newTask(t testing.TB, token, summary string) taskRef {
-	t.Helper()
-	tid, hid := newMCPClient(h, token, true).createTask(t, map[string]any{"summary": summary})
-	return taskRef{HandoffID: hid, TaskID: tid}
-}
-
-func (h *roomHarness) acceptTask(t testing.TB, token string, x taskRef) {
-	t.Helper()
-	newMCPClient(h, token, false).toolOK(t, "handoff_accept", map[string]any{"handoff_id": x.HandoffID})
-}
-
-// askInput has the assignee ask the owner one question under key.
-func (h *roomHarness) askInput(t testing.TB, token string, x taskRef, key, message string) {
-	t.Helper()
-	newMCPClient(h, token, false).toolOK(t, "handoff_request_input", map[string]any{"handoff_id": x.HandoffID,
-		"requests": []any{map[string]any{"key": key, "message": message}}})
-
-}
-
-// answerInput has the owner answer key with tasks/update.
-func (h *roomHarness) answerInput(t testing.TB, token string, x taskRef, key string) {
-	t.Helper()
-	res := newMCPClient(h, token,
-		true).ok(t, "tasks/update", map[string]any{"taskId": x.TaskID, "inputResponses": map[string]any{
-		key: map[string]any{"action": "accept", "content": map[string]any{"answer": "yes to " + key}}}})
-
-	if res["resultType"] != "complete" {
-		t.Fatalf("tasks/update: %v", res)
-	}
-}
-
-func (h *roomHarness) completeTask(t testing.TB, token string, x taskRef, text string) {
-	t.Helper()
-	newMCPClient(h, token, false).toolOK(t, "handoff_complete", map[string]any{"handoff_id": x.HandoffID, "result": map[string]any{"text": text}})
-}
-
-func (h *roomHarness) cancelTask(t testing.TB, token string, x taskRef) {
-	t.Helper()
-	wantAck(t, newMCPClient(h, token, true).taskCall(t, "tasks/cancel", x.TaskID, nil))
-}
-
-// getTask is tasks/get's result.
-func (h *roomHarness) getTask(t testing.TB, token string, x taskRef) map[string]any {
-	t.Helper()
-	return newMCPClient(h, token, true).taskGet(t, x.TaskID)
-}
+// ---- SSE streams ----
 
 // sameTask checks that a notifications/tasks frame's params, without
 // _meta.subscriptionId, equal a tasks/get result without resultType and
@@ -258,43 +111,6 @@ func withoutMeta(m map[string]any, key string) map[string]any {
 	}
 	return out
 }
-
-// ---- the document ----
-
-// editFile replaces the file out of band, then makes the room notice with a
-// workspace_status call through /mcp, and returns the version it reports.
-// Contents must differ in length from the previous ones: the file's stamp
-// (size, mtime, inode) is how the room notices an edit, and two writes within
-// one clock tick keep the same mtime.
-func (h *roomHarness) editFile(t testing.TB, token, content string) int64 {
-	t.Helper()
-	before := h.statusVersion(t, token)
-	if err := os.WriteFile(h.Doc, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	after := h.statusVersion(t, token)
-	if after != before+1 {
-		t.Fatalf("the out-of-band edit made version %d, want %d", after, before+1)
-	}
-	return after
-}
-
-func (h *roomHarness) statusVersion(t testing.TB, token string) int64 {
-	t.Helper()
-	st := newMCPClient(h, token, false).toolOK(t, "workspace_status", map[string]any{})
-	v, ok := st["version"].(float64)
-	if !ok {
-		t.Fatalf("workspace_status has no version: %v", st)
-	}
-	return int64(v)
-}
-
-// threeSections builds a document from the three sections' bodies.
-func threeSections(idea, goals, plan string) string {
-	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"
-}
-
-// ---- SSE streams ----
 
 // rpcMsg is one JSON-RPC message read from a stream; params and result are
 // decoded member by member (a repeated key: the last one wins, as in any
@@ -715,22 +531,6 @@ func sameSet(got, want []string) bool {
 	slices.Sort(g)
 	slices.Sort(w)
 	return slices.Equal(g, w) && len(slices.Compact(slices.Clone(g))) == len(g)
-}
-
-// joinMany joins n parties holding caps through one multi-use invitation,
-// a few joins at a time (named s000, s001, …).
-func (h *roomHarness) joinMany(t testing.TB, n int, caps ...string) []party {
-	t.Helper()
-	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n, "max_live_sessions": n})
-	gs, err := mcptest.JoinMany(context.Background(), h.client, h.Ingress.URL, inv.URI, "s%03d", "", n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]party, n)
-	for i, g := range gs {
-		out[i] = h.asParty(g)
-	}
-	return out
 }
 
 // eachStream runs f for every stream concurrently, each with its own deadline,
