@@ -379,16 +379,6 @@ func (h *roomHarness) taskRow(t testing.TB, taskID string) (status string, updat
 	return status, updated
 }
 
-// handoffStatus reads a handoff's status from the sidecar.
-func (h *roomHarness) handoffStatus(t testing.TB, handoffID string) string {
-	t.Helper()
-	var s string
-	if err := h.Store.Reader.QueryRow(`SELECT status FROM handoffs WHERE handoff_id = ?`, handoffID).Scan(&s); err != nil {
-		t.Fatalf("handoff %s: %v", handoffID, err)
-	}
-	return s
-}
-
 // stringsOf turns a decoded []any of strings into []string.
 func stringsOf(v any) []string {
 	var out []string

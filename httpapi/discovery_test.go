@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
@@ -22,25 +20,6 @@ var specErrors = []string{"unauthorized", "permission_denied", "invitation_expir
 	"invitation_redeemed", "unsupported_version", "session_expired", "lease_conflict", "stale_version",
 	"proposal_not_found", "proposal_conflict", "invalid_region", "version_not_found", "transport_unavailable",
 	"limit_exceeded", "invalid_request", "handoff_not_found", "handoff_conflict", "task_not_found"}
-
-// routePatterns walks a front-door handler and returns "METHOD /path" for every
-// registered route.
-func routePatterns(t testing.TB, handler http.Handler) []string {
-	t.Helper()
-	routes, ok := handler.(chi.Routes)
-	if !ok {
-		t.Fatalf("the handler is a %T, not a chi.Routes", handler)
-	}
-	var out []string
-	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		out = append(out, method+" "+route)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func TestDiscoveryDocumentsArePublic(t *testing.T) {
 	h := newHarness(t, "")

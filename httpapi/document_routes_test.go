@@ -234,7 +234,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if !reflect.DeepEqual(r, map[string]any{"proposal_id": pid, "reviewer_id": d.reviewer.ParticipantID, "status": "approved"}) {
 			t.Errorf("review = %v", r)
 		}
-		if s := h.proposalStatus(t, pid); s != "approved" {
+		if s := h.status(t, "proposal", pid); s != "approved" {
 			t.Errorf("status = %s", s)
 		}
 		if evs := h.events("proposal.approved"); len(evs) != 1 || evs[0].Payload["reviewer_id"] != d.reviewer.ParticipantID {
@@ -276,10 +276,10 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if pc := h.events("proposal.committed"); len(pc) != 1 || pc[0].Payload["proposal_id"] != pid || num(pc[0].Payload["version"]) != 2 {
 			t.Errorf("proposal.committed = %v", pc)
 		}
-		if s := h.proposalStatus(t, pid); s != "committed" {
+		if s := h.status(t, "proposal", pid); s != "committed" {
 			t.Errorf("status = %s", s)
 		}
-		if s := h.proposalStatus(t, bystander); s != "superseded" {
+		if s := h.status(t, "proposal", bystander); s != "superseded" {
 			t.Errorf("the pending bystander is %s, want superseded by the commit", s)
 		}
 	})
@@ -428,10 +428,10 @@ func TestDocumentCommitRace(t *testing.T) {
 			if ch, _ := m["changes"].([]any); len(ch) != 1 || num(jsonAt(ch[0], "version")) != base+1 {
 				t.Errorf("changes = %v, want the winner's version", m["changes"])
 			}
-			if s := h.proposalStatus(t, ids[winner]); s != "committed" {
+			if s := h.status(t, "proposal", ids[winner]); s != "committed" {
 				t.Errorf("winner's proposal is %s", s)
 			}
-			if s := h.proposalStatus(t, ids[loser]); s != "conflicted" {
+			if s := h.status(t, "proposal", ids[loser]); s != "conflicted" {
 				t.Errorf("loser's proposal is %s, want conflicted", s)
 			}
 			if v := h.newestVersion(t); v != base+1 {
@@ -768,7 +768,7 @@ func TestDocumentBadInput(t *testing.T) {
 	}
 	t.Run("the states the refusals left alone", func(t *testing.T) {
 		for id, want := range map[string]string{pendingID: "pending", approvedID: "approved", rejectedID: "rejected"} {
-			if s := h.proposalStatus(t, id); s != want {
+			if s := h.status(t, "proposal", id); s != want {
 				t.Errorf("%s is %s, want %s", id, s, want)
 			}
 		}
@@ -830,7 +830,7 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 		if r := author.toolOK(t, "workspace_release", map[string]any{"lease_id": lease["lease_id"]}); r["status"] != "ok" {
 			t.Errorf("release = %v", r)
 		}
-		if s := h.proposalStatus(t, pid); s != "committed" {
+		if s := h.status(t, "proposal", pid); s != "committed" {
 			t.Errorf("proposal is %s", s)
 		}
 		// The HTTP view agrees with what the tools did.
@@ -860,7 +860,7 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 		if ch, _ := sc["changes"].([]any); len(ch) != 1 || num(jsonAt(ch[0], "version")) != base+1 {
 			t.Errorf("changes = %v", sc["changes"])
 		}
-		if s := h.proposalStatus(t, ids[1]); s != "conflicted" {
+		if s := h.status(t, "proposal", ids[1]); s != "conflicted" {
 			t.Errorf("proposal is %s, want conflicted", s)
 		}
 	})

@@ -138,6 +138,16 @@ func walkRoutes(t testing.TB, handler http.Handler) []servedRoute {
 	return out
 }
 
+// routePatterns is walkRoutes as "METHOD /path" strings.
+func routePatterns(t testing.TB, handler http.Handler) []string {
+	t.Helper()
+	var out []string
+	for _, r := range walkRoutes(t, handler) {
+		out = append(out, r.String())
+	}
+	return out
+}
+
 // waitSubscribers waits (bounded) until the hub holds n subscribers: a
 // stream the client closed is unregistered by its handler a moment later.
 func (h *roomHarness) waitSubscribers(t testing.TB, n int) {

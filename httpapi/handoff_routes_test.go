@@ -230,7 +230,7 @@ func TestHandoffRoutes(t *testing.T) {
 		if tk := twinTask(t, owner, t3); tk["status"] != "cancelled" {
 			t.Errorf("task = %v", tk)
 		}
-		if s := h.handoffStatus(t, h3); s != "cancelled" {
+		if s := h.status(t, "handoff", h3); s != "cancelled" {
 			t.Errorf("handoff = %s", s)
 		}
 		before := h.snapshot()

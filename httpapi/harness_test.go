@@ -509,6 +509,18 @@ func (h *roomHarness) count(query string, args ...any) int {
 	return n
 }
 
+// status reads the status column of one row of a table whose key is
+// kind_id (kind "proposal", "handoff"): the state a test expects a record
+// to be left in.
+func (h *roomHarness) status(t testing.TB, kind, id string) string {
+	t.Helper()
+	var s string
+	if err := h.Store.Reader.QueryRow(`SELECT status FROM `+kind+`s WHERE `+kind+`_id = ?`, id).Scan(&s); err != nil {
+		t.Fatalf("%s %s: %v", kind, id, err)
+	}
+	return s
+}
+
 // eventRow is one row of the events table.
 type eventRow struct {
 	ID      int64

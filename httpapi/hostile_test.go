@@ -850,21 +850,21 @@ func TestHostileSSEBacklog(t *testing.T) {
 		s.read()
 		frames := s.end(t)
 		if len(frames) == 0 {
-			t.Fatalf("%s delivered nothing, not even its acknowledgement", s.name)
+			t.Fatalf("%s delivered nothing, not even its acknowledgement", s.Name)
 		}
 		got := 0
 		for _, f := range frames[1:] {
 			if f.IsFinal() {
-				t.Errorf("%s: a dropped stream carried the final result", s.name)
+				t.Errorf("%s: a dropped stream carried the final result", s.Name)
 			}
 			got++
 		}
 		// What the server held for it is bounded: its queue plus what the
 		// kernel buffers took; the rest never left the hub.
 		if got >= published {
-			t.Errorf("%s got all %d frames: it was never behind", s.name, published)
+			t.Errorf("%s got all %d frames: it was never behind", s.Name, published)
 		}
-		t.Logf("%s received %d of %d frames before it was dropped", s.name, got, published)
+		t.Logf("%s received %d of %d frames before it was dropped", s.Name, got, published)
 	}
 	t.Run("the room and the healthy stream go on", func(t *testing.T) {
 		o.ext.taskGet(t, x.TaskID)

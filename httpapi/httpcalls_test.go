@@ -140,16 +140,6 @@ func (h *roomHarness) fileText(t testing.TB) string {
 	return string(b)
 }
 
-// proposalStatus reads a proposal's status from the sidecar.
-func (h *roomHarness) proposalStatus(t testing.TB, id string) string {
-	t.Helper()
-	var s string
-	if err := h.Store.Reader.QueryRow(`SELECT status FROM proposals WHERE proposal_id = ?`, id).Scan(&s); err != nil {
-		t.Fatalf("proposal %s: %v", id, err)
-	}
-	return s
-}
-
 // maxEvent is the newest event id in the sidecar (0 when empty).
 func (h *roomHarness) maxEvent(t testing.TB) int64 {
 	t.Helper()

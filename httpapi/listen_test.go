@@ -559,7 +559,7 @@ func TestListenThousandStreams(t *testing.T) {
 				return err
 			}
 			if f.Msg.Method != mcptest.ResourceMethod || f.URI() != doc || string(compactJSON(f.Meta()[mcptest.MetaSubscriptionID])) != s.id || len(f.Dups) > 0 {
-				return fmt.Errorf("%s: got %s, want resources/updated for the document", s.name, f)
+				return fmt.Errorf("%s: got %s, want resources/updated for the document", s.Name, f)
 			}
 			return nil
 		})
@@ -580,14 +580,14 @@ func TestListenThousandStreams(t *testing.T) {
 				return err
 			}
 			if !f.IsFinal() || string(compactJSON(f.Msg.ID)) != s.id || string(compactJSON(f.Meta()[mcptest.MetaSubscriptionID])) != s.id {
-				return fmt.Errorf("%s: got %s, want the final result", s.name, f)
+				return fmt.Errorf("%s: got %s, want the final result", s.Name, f)
 			}
 			rest, err := s.endCtx(ctx)
 			if err != nil {
 				return err
 			}
 			if len(rest) > 0 {
-				return fmt.Errorf("%s: frames after the final result: %v", s.name, rest)
+				return fmt.Errorf("%s: frames after the final result: %v", s.Name, rest)
 			}
 			return nil
 		})
@@ -669,7 +669,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 			s.check(t, f, mcptest.TaskMethod)
 			id, status, keys := f.Task()
 			if got := (taskChange{id, status, strings.Join(keys, ",")}); got != want {
-				t.Fatalf("%s got %+v, want %+v", s.name, got, want)
+				t.Fatalf("%s got %+v, want %+v", s.Name, got, want)
 			}
 		}
 	}

@@ -229,7 +229,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		if s, _ := h.taskRow(t, tid2); s != "cancelled" {
 			t.Errorf("task row = %s, want cancelled", s)
 		}
-		if s := h.handoffStatus(t, hid2); s != "cancelled" {
+		if s := h.status(t, "handoff", hid2); s != "cancelled" {
 			t.Errorf("handoff row = %s, want cancelled", s)
 		}
 		got := owner.ext.taskGet(t, tid2)

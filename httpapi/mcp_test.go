@@ -704,7 +704,7 @@ func TestMCPDomainErrors(t *testing.T) {
 		}
 		worker.mcp.toolErr(t, "handoff_reject", map[string]any{"handoff_id": hid}, "permission_denied")
 		h.assertUnchanged(t, before)
-		if s := h.handoffStatus(t, hid); s != "result_ready" {
+		if s := h.status(t, "handoff", hid); s != "result_ready" {
 			t.Errorf("handoff status = %s, want result_ready", s)
 		}
 	})
@@ -816,7 +816,7 @@ func TestMCPCompatibility(t *testing.T) {
 			hid, _ := jsonAt(res, "_meta", mcptest.HandoffMeta).(string)
 			if !strings.HasPrefix(hid, "handoff_") {
 				t.Errorf("_meta[%q] = %v", mcptest.HandoffMeta, hid)
-			} else if s := h.handoffStatus(t, hid); s != "open" {
+			} else if s := h.status(t, "handoff", hid); s != "open" {
 				t.Errorf("handoff %s is %s, want open", hid, s)
 			}
 			for _, k := range []string{"result", "error", "inputRequests", "requestState", "content", "isError",

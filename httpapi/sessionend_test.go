@@ -37,7 +37,7 @@ func seWaitEnded(t testing.TB, s *stream) {
 	select {
 	case <-s.Done():
 	case <-time.After(frameWait):
-		t.Fatalf("%s: the stream was not closed", s.name)
+		t.Fatalf("%s: the stream was not closed", s.Name)
 	}
 }
 

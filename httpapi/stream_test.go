@@ -224,9 +224,8 @@ func parseFrame(data []byte) frame {
 // stream is one open SSE response (mcptest's reader, started by read);
 // frames are decoded as the test consumes them.
 type stream struct {
-	*mcptest.Stream
-	name string
-	id   string // the listen request id as raw JSON ("" for GET /mcp)
+	*mcptest.Stream        // its Name labels failure messages
+	id              string // the listen request id as raw JSON ("" for GET /mcp)
 
 	mu   sync.Mutex
 	seen map[string]bool // problems already reported
@@ -271,7 +270,7 @@ func openStream(t testing.TB, c *http.Client, req *http.Request, cancel context.
 		r := decodeMCP(t, res.Status, res.Header, res.Raw)
 		return nil, &r
 	}
-	s := &stream{Stream: st, name: name}
+	s := &stream{Stream: st}
 	t.Cleanup(s.close)
 	return s, nil
 }
@@ -370,10 +369,10 @@ func (s *stream) next(t testing.TB) frame {
 	t.Helper()
 	f := parseFrame(s.Wait(t, frameWait).Data)
 	if f.Err != nil {
-		t.Fatalf("%s: frame is not JSON: %v: %s", s.name, f.Err, f)
+		t.Fatalf("%s: frame is not JSON: %v: %s", s.Name, f.Err, f)
 	}
 	if f.Msg.JSONRPC != "2.0" {
-		t.Fatalf("%s: frame without jsonrpc 2.0: %s", s.name, f)
+		t.Fatalf("%s: frame without jsonrpc 2.0: %s", s.Name, f)
 	}
 	return f
 }
@@ -412,7 +411,7 @@ func (s *stream) ack(t testing.TB) map[string]json.RawMessage {
 		Notifications map[string]json.RawMessage
 	}
 	if err := json.Unmarshal(f.Msg.Params["notifications"], &p.Notifications); err != nil || p.Notifications == nil {
-		t.Fatalf("%s: acknowledgement without params.notifications object: %s", s.name, f)
+		t.Fatalf("%s: acknowledgement without params.notifications object: %s", s.Name, f)
 	}
 	return p.Notifications
 }
@@ -424,25 +423,25 @@ func (s *stream) ack(t testing.TB) map[string]json.RawMessage {
 func (s *stream) check(t testing.TB, f frame, method string) {
 	t.Helper()
 	if f.Err != nil {
-		t.Fatalf("%s: frame is not JSON: %v: %s", s.name, f.Err, f)
+		t.Fatalf("%s: frame is not JSON: %v: %s", s.Name, f.Err, f)
 	}
 	if f.Msg.JSONRPC != "2.0" || f.Msg.Method != method || f.Msg.ID != nil {
-		t.Fatalf("%s: got %s, want a %s notification", s.name, f, method)
+		t.Fatalf("%s: got %s, want a %s notification", s.Name, f, method)
 	}
 	// Each kind of problem is reported once per stream, or the log drowns.
 	if len(f.Dups) > 0 && s.first("dup") {
-		t.Errorf("%s: %s frame repeats keys %v in one object (a JSON decoder keeps only the last): %s", s.name, method, f.Dups, f)
+		t.Errorf("%s: %s frame repeats keys %v in one object (a JSON decoder keeps only the last): %s", s.Name, method, f.Dups, f)
 	}
 	got := f.Meta()[mcptest.MetaSubscriptionID]
 	if s.id == "" {
 		if got != nil && s.first("legacy-id") {
-			t.Errorf("%s: a GET /mcp frame carries a subscriptionId: %s", s.name, f)
+			t.Errorf("%s: a GET /mcp frame carries a subscriptionId: %s", s.Name, f)
 		}
 		return
 	}
 	if !bytes.Equal(compactJSON(got), compactJSON(json.RawMessage(s.id))) && s.first("id "+method) {
 		t.Errorf("%s: %s frame as a JSON decoder reads it has _meta[%q] = %s, want %s (same JSON type): %s",
-			s.name, method, mcptest.MetaSubscriptionID, got, s.id, f)
+			s.Name, method, mcptest.MetaSubscriptionID, got, s.id, f)
 	}
 }
 
@@ -453,7 +452,7 @@ func (s *stream) expectRes(t testing.TB, uri string) frame {
 	f := s.next(t)
 	s.check(t, f, mcptest.ResourceMethod)
 	if f.URI() != uri {
-		t.Fatalf("%s: resources/updated for %q, want %q", s.name, f.URI(), uri)
+		t.Fatalf("%s: resources/updated for %q, want %q", s.Name, f.URI(), uri)
 	}
 	return f
 }
@@ -463,7 +462,7 @@ func (s *stream) expectTask(t testing.TB, taskID, status string) frame {
 	f := s.next(t)
 	s.check(t, f, mcptest.TaskMethod)
 	if id, st, _ := f.Task(); id != taskID || st != status {
-		t.Fatalf("%s: notifications/tasks for %s %s, want %s %s: %s", s.name, id, st, taskID, status, f)
+		t.Fatalf("%s: notifications/tasks for %s %s, want %s %s: %s", s.Name, id, st, taskID, status, f)
 	}
 	return f
 }
@@ -475,32 +474,32 @@ func (s *stream) expectFinal(t testing.TB) {
 	f := s.next(t)
 	checkFinal(t, s, f)
 	if rest := s.end(t); len(rest) > 0 {
-		t.Fatalf("%s: frames after the final result: %v", s.name, rest)
+		t.Fatalf("%s: frames after the final result: %v", s.Name, rest)
 	}
 }
 
 func checkFinal(t testing.TB, s *stream, f frame) {
 	t.Helper()
 	if !f.IsFinal() || f.Msg.JSONRPC != "2.0" || f.Msg.Error != nil {
-		t.Fatalf("%s: got %s, want the final result", s.name, f)
+		t.Fatalf("%s: got %s, want the final result", s.Name, f)
 	}
 	if !bytes.Equal(compactJSON(f.Msg.ID), compactJSON(json.RawMessage(s.id))) {
-		t.Errorf("%s: final result id %s, want %s", s.name, f.Msg.ID, s.id)
+		t.Errorf("%s: final result id %s, want %s", s.Name, f.Msg.ID, s.id)
 	}
 	res := f.Msg.Result
 	if string(res["resultType"]) != `"complete"` {
-		t.Errorf("%s: final resultType %s, want \"complete\"", s.name, res["resultType"])
+		t.Errorf("%s: final resultType %s, want \"complete\"", s.Name, res["resultType"])
 	}
 	for k := range res {
 		if k != "resultType" && k != "_meta" {
-			t.Errorf("%s: final result has member %q; SubscriptionsListenResult has only resultType and _meta", s.name, k)
+			t.Errorf("%s: final result has member %q; SubscriptionsListenResult has only resultType and _meta", s.Name, k)
 		}
 	}
 	if got := f.Meta()[mcptest.MetaSubscriptionID]; !bytes.Equal(compactJSON(got), compactJSON(json.RawMessage(s.id))) {
-		t.Errorf("%s: final _meta[%q] = %s, want %s", s.name, mcptest.MetaSubscriptionID, got, s.id)
+		t.Errorf("%s: final _meta[%q] = %s, want %s", s.Name, mcptest.MetaSubscriptionID, got, s.id)
 	}
 	if len(f.Dups) > 0 {
-		t.Errorf("%s: final result repeats keys %v", s.name, f.Dups)
+		t.Errorf("%s: final result repeats keys %v", s.Name, f.Dups)
 	}
 }
 
