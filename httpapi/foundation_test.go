@@ -411,7 +411,7 @@ func TestSecretsNeverStored(t *testing.T) {
 		}
 	})
 	t.Run("sessions and invites hold SHA-256 hashes", func(t *testing.T) {
-		for _, sg := range []sessionGrant{s, s2} {
+		for _, sg := range []party{s, s2} {
 			var got []byte
 			if err := h.Store.Reader.QueryRow(`SELECT token_sha256 FROM sessions WHERE session_ref = ?`, sg.SessionRef).Scan(&got); err != nil {
 				t.Fatal(err)

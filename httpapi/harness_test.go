@@ -370,14 +370,15 @@ func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
 	return h.do("POST", h.ingressURL("/session/join"), "", body, opts...)
 }
 
-// join redeems invite (URI, payload or secret) under name and requires success.
-func (h *roomHarness) redeem(invite, name string) sessionGrant {
+// redeem is join with an invitation the test made itself: it redeems invite
+// (URI, payload or secret) under name and requires success.
+func (h *roomHarness) redeem(invite, name string) party {
 	h.t.Helper()
 	g, err := mcptest.Join(context.Background(), h.client, h.Ingress.URL, invite, name, "")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return g
+	return h.asParty(g)
 }
 
 // party is one participant of a test room: its session (embedded, so
@@ -401,7 +402,7 @@ func (h *roomHarness) asParty(g sessionGrant) party {
 // ingress listener. The party holds exactly caps.
 func (h *roomHarness) join(name string, caps ...string) party {
 	h.t.Helper()
-	return h.asParty(h.redeem(h.inviteCaps(caps...).URI, name))
+	return h.redeem(h.inviteCaps(caps...).URI, name)
 }
 
 // wantError checks an error answer: status, the error code, a message, and a

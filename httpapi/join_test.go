@@ -440,7 +440,7 @@ func TestJoinSessionCap(t *testing.T) {
 	if many.MaxUses != nil {
 		t.Fatalf("max_uses 0 should be unlimited (null), got %v", *many.MaxUses)
 	}
-	var first sessionGrant
+	var first party
 	for i := range 32 {
 		s := h.redeem(many.URI, fmt.Sprintf("agent-%d", i))
 		if i == 0 {

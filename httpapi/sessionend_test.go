@@ -191,7 +191,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 		t.Fatalf("ended %v, want %s and %s", got, a.SessionRef, b.SessionRef)
 	}
 	stream.expectFinal(t)
-	for _, s := range []sessionGrant{a, b} {
+	for _, s := range []party{a, b} {
 		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 	}
 	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), keeper.SessionToken, nil))
@@ -203,7 +203,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 
 	t.Run("a restart does not bring them back", func(t *testing.T) {
 		h.restart()
-		for _, s := range []sessionGrant{a, b} {
+		for _, s := range []party{a, b} {
 			wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 		}
 		wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), keeper.SessionToken, nil))
@@ -213,7 +213,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 func TestJoin_PerInvitationCapOverHTTP(t *testing.T) {
 	h := newHarness(t, "")
 	many := h.createInvite(map[string]any{"max_uses": 0})
-	var gs []sessionGrant
+	var gs []party
 	for i := range 8 {
 		gs = append(gs, h.redeem(many.URI, "bot"+string(rune('a'+i))))
 	}
