@@ -336,6 +336,23 @@ func jsonAt(v any, keys ...string) any {
 	return v
 }
 
+// withKey is a copy of m with k set to v.
+func withKey(m map[string]any, k string, v any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}
+
+// withoutKey is a copy of m without k.
+func withoutKey(m map[string]any, k string) map[string]any {
+	out := withKey(m, k, nil)
+	delete(out, k)
+	return out
+}
+
 // hasKey reports whether any object anywhere inside v has key k.
 func hasKey(v any, k string) bool {
 	switch x := v.(type) {

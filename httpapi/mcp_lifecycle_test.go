@@ -276,8 +276,8 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 				extra["inputResponses"] = map[string]any{"tone": toneAnswer}
 			}
 			before := h.snapshot()
-			foreign := outsider.ext.do(t, mcpReq{Method: m, ID: "same", Params: with(extra, "taskId", taskID)})
-			unknown := outsider.ext.do(t, mcpReq{Method: m, ID: "same", Params: with(extra, "taskId", "task_00000000000000000000000000000000")})
+			foreign := outsider.ext.do(t, mcpReq{Method: m, ID: "same", Params: withKey(extra, "taskId", taskID)})
+			unknown := outsider.ext.do(t, mcpReq{Method: m, ID: "same", Params: withKey(extra, "taskId", "task_00000000000000000000000000000000")})
 			h.assertUnchanged(t, before)
 			fe := wantRPCError(t, foreign, http.StatusOK, mcptest.CodeInvalidParams)
 			ue := wantRPCError(t, unknown, http.StatusOK, mcptest.CodeInvalidParams)
@@ -306,14 +306,6 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 }
 
 // with copies m and sets k to v.
-func with(m map[string]any, k string, v any) map[string]any {
-	out := map[string]any{k: v}
-	for kk, vv := range m {
-		out[kk] = vv
-	}
-	return out
-}
-
 func TestMCPTaskExpiry(t *testing.T) {
 	h := newHarness(t, "")
 	owner := h.join("owner", "read", "propose")

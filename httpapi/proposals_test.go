@@ -32,8 +32,8 @@ func proposalsOf(t testing.TB, r apiResp) []map[string]any {
 	return out
 }
 
-// ppCount is the number of proposal rows in the sidecar.
-func ppCount(t testing.TB, h *roomHarness) int {
+// proposalCount is the number of proposal rows in the sidecar.
+func proposalCount(t testing.TB, h *roomHarness) int {
 	t.Helper()
 	var n int
 	if err := h.Store.Reader.QueryRow(`SELECT count(*) FROM proposals`).Scan(&n); err != nil {
@@ -42,13 +42,13 @@ func ppCount(t testing.TB, h *roomHarness) int {
 	return n
 }
 
-func ppPropose(i int) map[string]any {
+func numberedProposal(i int) map[string]any {
 	return map[string]any{"target": "Goals", "base_version": 1, "summary": fmt.Sprintf("edit %d", i),
 		"change": map[string]any{"section": "Goals", "content": fmt.Sprintf("## Goals\n\nproposal %d, é\n\n", i)}}
 }
 
-// ppNoText fails when a listed proposal carries text rather than its size.
-func ppNoText(t testing.TB, p map[string]any) {
+// wantNoChangeText fails when a listed proposal carries text rather than its size.
+func wantNoChangeText(t testing.TB, p map[string]any) {
 	t.Helper()
 	if hasKey(p["change"], "content") {
 		t.Fatalf("a listed proposal carries its text: %v", p)
@@ -70,7 +70,7 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 	var want []string // newest first
 	sizes := map[string]int64{}
 	for i := range n {
-		p := okJSON(t, h.post(t, author.SessionToken, "/workspace/propose", ppPropose(i)))
+		p := okJSON(t, h.post(t, author.SessionToken, "/workspace/propose", numberedProposal(i)))
 		id := str(p["proposal_id"])
 		want = append([]string{id}, want...)
 		sizes[id] = int64(len(fmt.Sprintf("## Goals\n\nproposal %d, é\n\n", i)))
@@ -80,7 +80,7 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 		t.Helper()
 		var ids []string
 		for _, p := range ps {
-			ppNoText(t, p)
+			wantNoChangeText(t, p)
 			id := str(p["proposal_id"])
 			if got := num(jsonAt(p, "change", "content_bytes")); got != sizes[id] {
 				t.Errorf("%s: content_bytes %d, want %d", id, got, sizes[id])
@@ -138,7 +138,7 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 	t.Run("the room view carries sizes, not text", func(t *testing.T) {
 		r := h.get(t, tok, "/workspace/room")
 		for _, p := range okJSON(t, r)["proposals"].([]any) {
-			ppNoText(t, p.(map[string]any))
+			wantNoChangeText(t, p.(map[string]any))
 		}
 		if strings.Contains(string(r.Body), "proposal 3, é") {
 			t.Fatal("the room view carries proposed text")
@@ -223,21 +223,21 @@ func TestProposalCapsAtEachDoor(t *testing.T) {
 	a := h.join("a", agentCaps...)
 	b := h.join("b", agentCaps...)
 	c := h.join("c", agentCaps...)
-	okJSON(t, h.post(t, a.SessionToken, "/workspace/propose", ppPropose(1)))
-	a.mcp.toolOK(t, "workspace_propose", ppPropose(2))
+	okJSON(t, h.post(t, a.SessionToken, "/workspace/propose", numberedProposal(1)))
+	a.mcp.toolOK(t, "workspace_propose", numberedProposal(2))
 
 	refusedHTTP := func(t *testing.T, p party, scope string, limit, pending int) {
 		t.Helper()
-		before := ppCount(t, h)
-		m := wantError(t, h.post(t, p.SessionToken, "/workspace/propose", ppPropose(9)), http.StatusTooManyRequests, "limit_exceeded")
+		before := proposalCount(t, h)
+		m := wantError(t, h.post(t, p.SessionToken, "/workspace/propose", numberedProposal(9)), http.StatusTooManyRequests, "limit_exceeded")
 		if m["scope"] != scope || num(m["limit"]) != int64(limit) || num(m["pending"]) != int64(pending) {
 			t.Fatalf("refusal %v, want scope %s limit %d pending %d", m, scope, limit, pending)
 		}
-		sc := p.mcp.toolErr(t, "workspace_propose", ppPropose(9), "limit_exceeded")
+		sc := p.mcp.toolErr(t, "workspace_propose", numberedProposal(9), "limit_exceeded")
 		if sc["scope"] != scope || num(sc["limit"]) != int64(limit) {
 			t.Fatalf("MCP refusal %v", sc)
 		}
-		if after := ppCount(t, h); after != before {
+		if after := proposalCount(t, h); after != before {
 			t.Fatalf("a refused proposal was stored: %d rows, then %d", before, after)
 		}
 	}
@@ -245,12 +245,12 @@ func TestProposalCapsAtEachDoor(t *testing.T) {
 		refusedHTTP(t, a, "participant", 2, 2)
 	})
 	t.Run("the room's cap refuses everyone once reached", func(t *testing.T) {
-		okJSON(t, h.post(t, b.SessionToken, "/workspace/propose", ppPropose(3)))
+		okJSON(t, h.post(t, b.SessionToken, "/workspace/propose", numberedProposal(3)))
 		refusedHTTP(t, c, "room", 3, 3)
 	})
 	t.Run("the host rejecting one frees a place", func(t *testing.T) {
 		ps := proposalsOf(t, h.get(t, a.SessionToken, "/workspace/proposals?status=pending"))
 		wantOK(t, h.do("POST", h.ownerURL("/workspace/proposal/review"), h.OpToken, map[string]any{"proposal_id": ps[0]["proposal_id"], "approve": false}))
-		c.mcp.toolOK(t, "workspace_propose", ppPropose(4))
+		c.mcp.toolOK(t, "workspace_propose", numberedProposal(4))
 	})
 }

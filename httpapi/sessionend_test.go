@@ -16,14 +16,8 @@ import (
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
-// seTool calls an MCP tool as token and returns the tool result.
-func seTool(t testing.TB, h *roomHarness, token, name string, args map[string]any) map[string]any {
-	t.Helper()
-	return wantResult(t, newMCPClient(h, token, false).call(t, "tools/call", map[string]any{"name": name, "arguments": args}))
-}
-
-// seWantToolError requires an isError tool result with code and field.
-func seWantToolError(t testing.TB, res map[string]any, code, field string) {
+// wantToolError requires an isError tool result with code and field.
+func wantToolError(t testing.TB, res map[string]any, code, field string) {
 	t.Helper()
 	sc, _ := res["structuredContent"].(map[string]any)
 	if res["isError"] != true || sc["error"] != code || (field != "" && sc["field"] != field) {
@@ -31,8 +25,8 @@ func seWantToolError(t testing.TB, res map[string]any, code, field string) {
 	}
 }
 
-// seWaitEnded waits for an observe stream to be closed by the server.
-func seWaitEnded(t testing.TB, s *stream) {
+// waitEnded waits for an observe stream to be closed by the server.
+func waitEnded(t testing.TB, s *stream) {
 	t.Helper()
 	select {
 	case <-s.Done():
@@ -61,7 +55,7 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 		t.Fatalf("answer = %s", res.Body)
 	}
 	listen.expectFinal(t)
-	seWaitEnded(t, observe)
+	waitEnded(t, observe)
 	wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), victim.SessionToken, nil), "unauthorized")
 	wantRPCError(t, newMCPClient(h, victim.SessionToken, false).call(t, "tools/call",
 		map[string]any{"name": "workspace_status", "arguments": map[string]any{}}), http.StatusUnauthorized, mcptest.CodeUnauthorized)
@@ -331,7 +325,7 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &args); err != nil {
 				t.Fatal(err)
 			}
-			res := seTool(t, h, inviter.SessionToken, "workspace_invite", args)
+			res := inviter.mcp.tool(t, "workspace_invite", args)
 			sc, _ := res["structuredContent"].(map[string]any)
 			if res["isError"] == true {
 				return 400, sc
@@ -372,14 +366,16 @@ func TestValueErrors_Are400NotLimits(t *testing.T) {
 	})
 	t.Run("MCP workspace_invite expires_in_minutes", func(t *testing.T) {
 		before := h.snapshot()
-		seWantToolError(t, seTool(t, h, inviter.SessionToken, "workspace_invite",
-			map[string]any{"capabilities": []string{"read"}, "expires_in_minutes": 20000}), "invalid_request", "expires_in_minutes")
+		wantToolError(t, inviter.mcp.tool(t, "workspace_invite",
+			map[string]any{"capabilities": []string{"read"}, "expires_in_minutes": 20000}),
+			"invalid_request", "expires_in_minutes")
 		h.assertUnchanged(t, before)
 	})
 	t.Run("MCP workspace_checkout minutes", func(t *testing.T) {
 		before := h.snapshot()
-		seWantToolError(t, seTool(t, h, inviter.SessionToken, "workspace_checkout",
-			map[string]any{"target": "Goals", "minutes": 121}), "invalid_request", "minutes")
+		wantToolError(t, inviter.mcp.tool(t, "workspace_checkout",
+			map[string]any{"target": "Goals", "minutes": 121}),
+			"invalid_request", "minutes")
 		h.assertUnchanged(t, before)
 	})
 	t.Run("a type error names the field, not the decoder's path", func(t *testing.T) {
