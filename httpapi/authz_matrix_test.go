@@ -12,7 +12,7 @@ package httpapi
 // no session, an unknown token, an expired session, and on the owner
 // listener by the operator token and the owner-page cookie (with and without
 // the page's own Origin). The expected answer is computed from the spec's
-// rules by azExpect, not read from the code; every case asserts either an
+// rules by expectFor, not read from the code; every case asserts either an
 // allow (a 2xx / non-error result, or the exact state error the rules
 // predict) or the exact denial at that door: HTTP 401 unauthorized /
 // session_expired, 403 permission_denied with required: <cap> (and without
@@ -33,118 +33,119 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 )
 
-type azDoor int
+type door int
 
 const (
-	azREST   azDoor = iota // a plain HTTP route
-	azTool                 // tools/call on POST /mcp
-	azRPC                  // another JSON-RPC method on POST /mcp
-	azListen               // subscriptions/listen with a taskId
+	doorREST   door = iota // a plain HTTP route
+	doorTool               // tools/call on POST /mcp
+	doorRPC                // another JSON-RPC method on POST /mcp
+	doorListen             // subscriptions/listen with a taskId
 )
 
-// azRule is how an operation decides who may call it, beyond its capability.
-type azRule int
+// rule is how an operation decides who may call it, beyond its capability.
+type rule int
 
 const (
-	azPublic             azRule = iota // no credential at all
-	azInvitation                       // the invitation secret is the credential (join)
-	azOwnerPage                        // the owner page: the owner cookie only
-	azCapOnly                          // a session (or the operator) holding Cap
-	azSessionOnly                      // any session: leave (spec §1.5)
-	azTrustedOnly                      // the local operator (token or page cookie)
-	azOperatorBearer                   // the operator token itself: POST /owner/key, /debug/* (issue 13)
-	azInviteCreator                    // invite, and the invitation is one's own unless admin (issue 13)
-	azInviteGrant                      // invite, and grant only what one holds unless admin
-	azLeaseHolder                      // checkout, and hold the lease (renew)
-	azLeaseHolderOrAdmin               // checkout, and hold the lease or be admin (release)
-	azHandoffRead                      // read + visible (D2)
-	azHandoffAccept                    // checkout + visible, not the owner, addressed to you or nobody (D3)
-	azHandoffAssignee                  // checkout + visible + the assignee (request_input, complete)
-	azHandoffDecide                    // approve, and not the assignee (D12)
-	azTaskRead                         // owner, assignee or admin (D1, D2)
-	azTaskOwner                        // visible, then owner or admin (D1, D4)
-	azTaskListen                       // acknowledged only for owner, assignee or admin (D17)
+	rulePublic             rule = iota // no credential at all
+	ruleInvitation                     // the invitation secret is the credential (join)
+	ruleOwnerPage                      // the owner page: the owner cookie only
+	ruleCapOnly                        // a session (or the operator) holding Cap
+	ruleSessionOnly                    // any session: leave (spec §1.5)
+	ruleTrustedOnly                    // the local operator (token or page cookie)
+	ruleOperatorBearer                 // the operator token itself: POST /owner/key, /debug/* (issue 13)
+	ruleInviteCreator                  // invite, and the invitation is one's own unless admin (issue 13)
+	ruleInviteGrant                    // invite, and grant only what one holds unless admin
+	ruleLeaseHolder                    // checkout, and hold the lease (renew)
+	ruleLeaseHolderOrAdmin             // checkout, and hold the lease or be admin (release)
+	ruleHandoffRead                    // read + visible (D2)
+	ruleHandoffAccept                  // checkout + visible, not the owner, addressed to you or nobody (D3)
+	ruleHandoffAssignee                // checkout + visible + the assignee (request_input, complete)
+	ruleHandoffDecide                  // approve, and not the assignee (D12)
+	ruleTaskRead                       // owner, assignee or admin (D1, D2)
+	ruleTaskOwner                      // visible, then owner or admin (D1, D4)
+	ruleTaskListen                     // acknowledged only for owner, assignee or admin (D17)
 )
 
-// azFix is the record an operation needs, made fresh for each case.
-type azFix int
+// fixKind is the record an operation needs, made fresh for each case.
+type fixKind int
 
 const (
-	azFixNone     azFix = iota
-	azFixOpen           // an open handoff
-	azFixAccepted       // an accepted handoff with a working task
-	azFixInput          // an accepted handoff whose task is input_required (key "k")
-	azFixResult         // a handoff in result_ready
-	azFixLease          // a live lease
-	azFixPending        // a pending proposal
-	azFixApproved       // an approved proposal on the current version
-	azFixInvite         // an invitation
-	azFixSession        // a fresh session holding the caller's capabilities (leave ends it)
-	azFixSection        // a section nobody holds a lease on
-	azFixVersion        // the current version (raw commit)
-	azFixFlooder        // a fresh participant who created one live handoff
-	azFixVictim         // another participant with a live session, to be ended
+	fixNone     fixKind = iota
+	fixOpen             // an open handoff
+	fixAccepted         // an accepted handoff with a working task
+	fixInput            // an accepted handoff whose task is input_required (key "k")
+	fixResult           // a handoff in result_ready
+	fixLease            // a live lease
+	fixPending          // a pending proposal
+	fixApproved         // an approved proposal on the current version
+	fixInvite           // an invitation
+	fixSession          // a fresh session holding the caller's capabilities (leave ends it)
+	fixSection          // a section nobody holds a lease on
+	fixVersion          // the current version (raw commit)
+	fixFlooder          // a fresh participant who created one live handoff
+	fixVictim           // another participant with a live session, to be ended
 )
 
-type azListeners int
+type listeners int
 
 const (
-	azBoth azListeners = iota
-	azIngressOnly
-	azOwnerOnly
+	onBoth listeners = iota
+	onIngressOnly
+	onOwnerOnly
 )
 
-// azOp is one row of the table.
-type azOp struct {
+// matrixOp is one row of the table.
+type matrixOp struct {
 	Name    string
-	Door    azDoor
-	Method  string // REST: HTTP method; azTool: the tool; azRPC: the JSON-RPC method
+	Door    door
+	Method  string // REST: HTTP method; doorTool: the tool; doorRPC: the JSON-RPC method
 	Path    string // REST only
 	Cap     room.Capability
-	Rule    azRule
-	Fix     azFix
-	On      azListeners
+	Rule    rule
+	Fix     fixKind
+	On      listeners
 	Serial  bool // commits a version or holds a stream: runs alone
 	Stream  bool // a successful answer is an event stream
 	MCPAuth bool // a REST route authenticated like /mcp (GET /mcp)
 	OK      int  // status of a successful answer; 0 = 200
-	In      func(r *azRec) map[string]any
+	In      func(r *records) map[string]any
 }
 
-func (op *azOp) okStatus() int {
+func (op *matrixOp) okStatus() int {
 	if op.OK != 0 {
 		return op.OK
 	}
 	return http.StatusOK
 }
 
-type azRole string
+type callerRole string
 
 const (
-	azNoRole   azRole = "-"
-	azOwner    azRole = "owner"
-	azAssignee azRole = "assignee"
-	azThird    azRole = "third-party"
-	azOpen     azRole = "open-call" // an open handoff addressed to nobody, owned by someone else
+	roleNone     callerRole = "-"
+	roleOwner    callerRole = "owner"
+	roleAssignee callerRole = "assignee"
+	roleThird    callerRole = "third-party"
+	roleOpen     callerRole = "open-call" // an open handoff addressed to nobody, owned by someone else
 )
 
-func (op *azOp) roles() []azRole {
+func (op *matrixOp) roles() []callerRole {
 	switch op.Rule {
-	case azHandoffRead, azHandoffAccept:
-		return []azRole{azOwner, azAssignee, azThird, azOpen}
-	case azHandoffAssignee, azHandoffDecide, azTaskRead, azTaskOwner, azTaskListen:
-		return []azRole{azOwner, azAssignee, azThird}
-	case azLeaseHolder, azLeaseHolderOrAdmin, azInviteCreator:
-		return []azRole{azOwner, azThird}
+	case ruleHandoffRead, ruleHandoffAccept:
+		return []callerRole{roleOwner, roleAssignee, roleThird, roleOpen}
+	case ruleHandoffAssignee, ruleHandoffDecide, ruleTaskRead, ruleTaskOwner, ruleTaskListen:
+		return []callerRole{roleOwner, roleAssignee, roleThird}
+	case ruleLeaseHolder, ruleLeaseHolderOrAdmin, ruleInviteCreator:
+		return []callerRole{roleOwner, roleThird}
 	}
-	return []azRole{azNoRole}
+	return []callerRole{roleNone}
 }
 
-// azRec holds the ids of the records one case works on.
-type azRec struct {
+// records holds the ids of the records one case works on.
+type records struct {
 	DocURI      string
 	HandoffID   string
 	TaskID      string
@@ -154,216 +155,216 @@ type azRec struct {
 	InviteToken string
 	Section     string
 	Version     int64
-	Token       string // a fresh session (azFixSession)
-	Participant string // a participant with a live handoff (azFixFlooder)
-	VictimPID   string // azFixVictim: the participant to end
-	VictimRef   string // azFixVictim: its session
+	Token       string // a fresh session (fixSession)
+	Participant string // a participant with a live handoff (fixFlooder)
+	VictimPID   string // fixVictim: the participant to end
+	VictimRef   string // fixVictim: its session
 }
 
-func azProposeIn(r *azRec) map[string]any {
+func proposeIn(r *records) map[string]any {
 	return map[string]any{"target": "Goals", "base_version": 1, "summary": "az",
 		"change": map[string]any{"content": "## Goals\n\nproposed\n\n", "section": "Goals"}}
 }
 
-func azRawCommitIn(r *azRec) map[string]any {
+func rawCommitIn(r *records) map[string]any {
 	return map[string]any{"base_version": r.Version, "summary": "raw", "content": "## Goals\n\nraw\n\n", "target": "Goals"}
 }
 
-// azOps is the table. Capabilities and rules come from spec/domain.md §1.5
+// matrixOps is the table. Capabilities and rules come from spec/domain.md §1.5
 // and D1–D4, D12; the HTTP routes and tools are the
 // operations table's (httpapi/ops) and the hand-wired routes of server.go.
-func azOps() []*azOp {
-	hid := func(r *azRec) map[string]any { return map[string]any{"handoff_id": r.HandoffID} }
-	ask := func(r *azRec) map[string]any {
+func matrixOps() []*matrixOp {
+	hid := func(r *records) map[string]any { return map[string]any{"handoff_id": r.HandoffID} }
+	ask := func(r *records) map[string]any {
 		return map[string]any{"handoff_id": r.HandoffID, "requests": []any{map[string]any{"key": "q", "message": "which one?"}}}
 	}
-	done := func(r *azRec) map[string]any {
+	done := func(r *records) map[string]any {
 		return map[string]any{"handoff_id": r.HandoffID, "result": map[string]any{"text": "done"}}
 	}
-	none := func(*azRec) map[string]any { return map[string]any{} }
-	read := func(r *azRec) map[string]any { return map[string]any{"section": "Goals"} }
-	diff := func(r *azRec) map[string]any { return map[string]any{"base_version": 1} }
-	since := func(r *azRec) map[string]any { return map[string]any{"version": 1} }
-	lease := func(r *azRec) map[string]any { return map[string]any{"lease_id": r.LeaseID} }
-	target := func(r *azRec) map[string]any { return map[string]any{"target": r.Section} }
-	review := func(r *azRec) map[string]any { return map[string]any{"proposal_id": r.ProposalID, "approve": true} }
-	commit := func(r *azRec) map[string]any { return map[string]any{"proposal_id": r.ProposalID} }
-	proposal := func(r *azRec) map[string]any { return map[string]any{"proposal_id": r.ProposalID} }
-	invite := func(r *azRec) map[string]any { return map[string]any{"capabilities": []string{"read"}} }
-	create := func(r *azRec) map[string]any { return map[string]any{"summary": "az: please do this"} }
+	none := func(*records) map[string]any { return map[string]any{} }
+	read := func(r *records) map[string]any { return map[string]any{"section": "Goals"} }
+	diff := func(r *records) map[string]any { return map[string]any{"base_version": 1} }
+	since := func(r *records) map[string]any { return map[string]any{"version": 1} }
+	lease := func(r *records) map[string]any { return map[string]any{"lease_id": r.LeaseID} }
+	target := func(r *records) map[string]any { return map[string]any{"target": r.Section} }
+	review := func(r *records) map[string]any { return map[string]any{"proposal_id": r.ProposalID, "approve": true} }
+	commit := func(r *records) map[string]any { return map[string]any{"proposal_id": r.ProposalID} }
+	proposal := func(r *records) map[string]any { return map[string]any{"proposal_id": r.ProposalID} }
+	invite := func(r *records) map[string]any { return map[string]any{"capabilities": []string{"read"}} }
+	create := func(r *records) map[string]any { return map[string]any{"summary": "az: please do this"} }
 	answer := map[string]any{"k": map[string]any{"action": "accept", "content": map[string]any{"answer": "yes"}}}
 
-	rest := func(method, path string, c room.Capability, rule azRule, fix azFix, in func(*azRec) map[string]any) *azOp {
-		return &azOp{Name: method + " " + path, Door: azREST, Method: method, Path: path, Cap: c, Rule: rule, Fix: fix, In: in}
+	rest := func(method, path string, c room.Capability, rule rule, fix fixKind, in func(*records) map[string]any) *matrixOp {
+		return &matrixOp{Name: method + " " + path, Door: doorREST, Method: method, Path: path, Cap: c, Rule: rule, Fix: fix, In: in}
 	}
-	tool := func(name string, c room.Capability, rule azRule, fix azFix, in func(*azRec) map[string]any) *azOp {
-		return &azOp{Name: "tool " + name, Door: azTool, Method: name, Cap: c, Rule: rule, Fix: fix, In: in}
+	tool := func(name string, c room.Capability, rule rule, fix fixKind, in func(*records) map[string]any) *matrixOp {
+		return &matrixOp{Name: "tool " + name, Door: doorTool, Method: name, Cap: c, Rule: rule, Fix: fix, In: in}
 	}
-	rpc := func(method string, c room.Capability, rule azRule, fix azFix, in func(*azRec) map[string]any) *azOp {
-		return &azOp{Name: method, Door: azRPC, Method: method, Cap: c, Rule: rule, Fix: fix, In: in}
+	rpc := func(method string, c room.Capability, rule rule, fix fixKind, in func(*records) map[string]any) *matrixOp {
+		return &matrixOp{Name: method, Door: doorRPC, Method: method, Cap: c, Rule: rule, Fix: fix, In: in}
 	}
-	serial := func(op *azOp) *azOp { op.Serial = true; return op }
-	stream := func(op *azOp) *azOp { op.Serial, op.Stream = true, true; return op }
-	on := func(l azListeners, op *azOp) *azOp { op.On = l; return op }
-	named := func(name string, op *azOp) *azOp { op.Name = name; return op }
+	serial := func(op *matrixOp) *matrixOp { op.Serial = true; return op }
+	stream := func(op *matrixOp) *matrixOp { op.Serial, op.Stream = true, true; return op }
+	on := func(l listeners, op *matrixOp) *matrixOp { op.On = l; return op }
+	named := func(name string, op *matrixOp) *matrixOp { op.Name = name; return op }
 
-	legacy := stream(rest("GET", "/mcp", room.CapRead, azCapOnly, azFixNone, nil))
+	legacy := stream(rest("GET", "/mcp", room.CapRead, ruleCapOnly, fixNone, nil))
 	legacy.MCPAuth = true
-	del := rest("DELETE", "/mcp", "", azPublic, azFixNone, nil)
+	del := rest("DELETE", "/mcp", "", rulePublic, fixNone, nil)
 	del.OK = http.StatusMethodNotAllowed
-	put := rest("PUT", "/mcp", "", azPublic, azFixNone, nil)
+	put := rest("PUT", "/mcp", "", rulePublic, fixNone, nil)
 	put.OK = http.StatusMethodNotAllowed
 
-	return []*azOp{
+	return []*matrixOp{
 		// ---- public and credential-less routes ----
-		rest("GET", "/healthz", "", azPublic, azFixNone, nil),
-		on(azIngressOnly, named("GET / (ingress)", rest("GET", "/", "", azPublic, azFixNone, nil))),
-		on(azOwnerOnly, named("GET / (owner page)", rest("GET", "/", "", azOwnerPage, azFixNone, nil))),
-		on(azOwnerOnly, rest("GET", "/page/page.css", "", azPublic, azFixNone, nil)), // the page's static files
-		on(azOwnerOnly, rest("GET", "/page/page.js", "", azPublic, azFixNone, nil)),
-		rest("POST", "/session/join", "", azInvitation, azFixInvite, func(r *azRec) map[string]any {
+		rest("GET", "/healthz", "", rulePublic, fixNone, nil),
+		on(onIngressOnly, named("GET / (ingress)", rest("GET", "/", "", rulePublic, fixNone, nil))),
+		on(onOwnerOnly, named("GET / (owner page)", rest("GET", "/", "", ruleOwnerPage, fixNone, nil))),
+		on(onOwnerOnly, rest("GET", "/page/page.css", "", rulePublic, fixNone, nil)), // the page's static files
+		on(onOwnerOnly, rest("GET", "/page/page.js", "", rulePublic, fixNone, nil)),
+		rest("POST", "/session/join", "", ruleInvitation, fixInvite, func(r *records) map[string]any {
 			return map[string]any{"invite": r.InviteToken, "name": "joiner"}
 		}),
-		rest("GET", "/.well-known/agent-workspace", "", azPublic, azFixNone, nil),
-		rest("GET", "/protocol", "", azPublic, azFixNone, nil),
-		rest("GET", "/skills", "", azPublic, azFixNone, nil),
-		rest("GET", "/skills/commonroom", "", azPublic, azFixNone, nil),
+		rest("GET", "/.well-known/agent-workspace", "", rulePublic, fixNone, nil),
+		rest("GET", "/protocol", "", rulePublic, fixNone, nil),
+		rest("GET", "/skills", "", rulePublic, fixNone, nil),
+		rest("GET", "/skills/commonroom", "", rulePublic, fixNone, nil),
 		del, put,
-		rpc("server/discover", "", azPublic, azFixNone, none),
+		rpc("server/discover", "", rulePublic, fixNone, none),
 		legacy,
 
 		// ---- workspace reads ----
-		rest("GET", "/workspace/status", room.CapRead, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/summary", room.CapRead, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/regions", room.CapRead, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/read", room.CapRead, azCapOnly, azFixNone, read),
-		rest("GET", "/workspace/history", room.CapRead, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/participants", room.CapRead, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/invites", room.CapInvite, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/diff", room.CapRead, azCapOnly, azFixNone, diff),
-		rest("GET", "/workspace/changes_since", room.CapRead, azCapOnly, azFixNone, since),
-		rest("GET", "/workspace/leases", room.CapRead, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/proposals", room.CapRead, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/proposal", room.CapRead, azCapOnly, azFixPending, proposal),
-		rest("GET", "/workspace/diagnostics", room.CapRead, azCapOnly, azFixNone, nil),
-		rest("GET", "/workspace/room", room.CapRead, azCapOnly, azFixNone, nil),
-		stream(rest("GET", "/workspace/observe", room.CapObserve, azCapOnly, azFixNone, nil)),
+		rest("GET", "/workspace/status", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/summary", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/regions", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/read", room.CapRead, ruleCapOnly, fixNone, read),
+		rest("GET", "/workspace/history", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/participants", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/invites", room.CapInvite, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/diff", room.CapRead, ruleCapOnly, fixNone, diff),
+		rest("GET", "/workspace/changes_since", room.CapRead, ruleCapOnly, fixNone, since),
+		rest("GET", "/workspace/leases", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/proposals", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/proposal", room.CapRead, ruleCapOnly, fixPending, proposal),
+		rest("GET", "/workspace/diagnostics", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/room", room.CapRead, ruleCapOnly, fixNone, nil),
+		stream(rest("GET", "/workspace/observe", room.CapObserve, ruleCapOnly, fixNone, nil)),
 
 		// ---- document writes ----
-		rest("POST", "/workspace/checkout", room.CapCheckout, azCapOnly, azFixSection, target),
-		rest("POST", "/workspace/renew", room.CapCheckout, azLeaseHolder, azFixLease, lease),
-		rest("POST", "/workspace/release", room.CapCheckout, azLeaseHolderOrAdmin, azFixLease, lease),
-		rest("POST", "/workspace/propose", room.CapPropose, azCapOnly, azFixNone, azProposeIn),
-		rest("POST", "/workspace/proposal/review", room.CapApprove, azCapOnly, azFixPending, review),
-		serial(named("POST /workspace/commit (proposal)", rest("POST", "/workspace/commit", room.CapCommit, azCapOnly, azFixApproved, commit))),
-		serial(named("POST /workspace/commit (raw)", rest("POST", "/workspace/commit", room.CapAdmin, azCapOnly, azFixVersion, azRawCommitIn))),
-		rest("POST", "/workspace/invite", room.CapInvite, azInviteGrant, azFixNone, invite),
-		rest("POST", "/workspace/invite/revoke", room.CapInvite, azInviteCreator, azFixInvite, func(r *azRec) map[string]any {
+		rest("POST", "/workspace/checkout", room.CapCheckout, ruleCapOnly, fixSection, target),
+		rest("POST", "/workspace/renew", room.CapCheckout, ruleLeaseHolder, fixLease, lease),
+		rest("POST", "/workspace/release", room.CapCheckout, ruleLeaseHolderOrAdmin, fixLease, lease),
+		rest("POST", "/workspace/propose", room.CapPropose, ruleCapOnly, fixNone, proposeIn),
+		rest("POST", "/workspace/proposal/review", room.CapApprove, ruleCapOnly, fixPending, review),
+		serial(named("POST /workspace/commit (proposal)", rest("POST", "/workspace/commit", room.CapCommit, ruleCapOnly, fixApproved, commit))),
+		serial(named("POST /workspace/commit (raw)", rest("POST", "/workspace/commit", room.CapAdmin, ruleCapOnly, fixVersion, rawCommitIn))),
+		rest("POST", "/workspace/invite", room.CapInvite, ruleInviteGrant, fixNone, invite),
+		rest("POST", "/workspace/invite/revoke", room.CapInvite, ruleInviteCreator, fixInvite, func(r *records) map[string]any {
 			return map[string]any{"invite_id": r.InviteID}
 		}),
-		rest("POST", "/workspace/leave", "", azSessionOnly, azFixSession, none),
-		named("POST /workspace/session/end (participant)", rest("POST", "/workspace/session/end", room.CapAdmin, azCapOnly, azFixVictim, func(r *azRec) map[string]any {
+		rest("POST", "/workspace/leave", "", ruleSessionOnly, fixSession, none),
+		named("POST /workspace/session/end (participant)", rest("POST", "/workspace/session/end", room.CapAdmin, ruleCapOnly, fixVictim, func(r *records) map[string]any {
 			return map[string]any{"participant_id": r.VictimPID}
 		})),
-		named("POST /workspace/session/end (session)", rest("POST", "/workspace/session/end", room.CapAdmin, azCapOnly, azFixVictim, func(r *azRec) map[string]any {
+		named("POST /workspace/session/end (session)", rest("POST", "/workspace/session/end", room.CapAdmin, ruleCapOnly, fixVictim, func(r *records) map[string]any {
 			return map[string]any{"session_ref": r.VictimRef}
 		})),
 
 		// ---- handoffs and tasks over HTTP ----
-		rest("POST", "/workspace/handoff", room.CapPropose, azCapOnly, azFixNone, create),
-		rest("GET", "/workspace/handoff", room.CapRead, azHandoffRead, azFixAccepted, hid),
-		rest("GET", "/workspace/handoff/events", room.CapRead, azHandoffRead, azFixAccepted, hid),
-		rest("POST", "/workspace/handoff/accept", room.CapCheckout, azHandoffAccept, azFixOpen, hid),
-		rest("POST", "/workspace/handoff/request_input", room.CapCheckout, azHandoffAssignee, azFixAccepted, ask),
-		rest("POST", "/workspace/handoff/complete", room.CapCheckout, azHandoffAssignee, azFixAccepted, done),
-		rest("POST", "/workspace/handoff/approve", room.CapApprove, azHandoffDecide, azFixResult, hid),
-		rest("POST", "/workspace/handoff/reject", room.CapApprove, azHandoffDecide, azFixResult, hid),
-		rest("GET", "/workspace/task", "", azTaskRead, azFixAccepted, func(r *azRec) map[string]any {
+		rest("POST", "/workspace/handoff", room.CapPropose, ruleCapOnly, fixNone, create),
+		rest("GET", "/workspace/handoff", room.CapRead, ruleHandoffRead, fixAccepted, hid),
+		rest("GET", "/workspace/handoff/events", room.CapRead, ruleHandoffRead, fixAccepted, hid),
+		rest("POST", "/workspace/handoff/accept", room.CapCheckout, ruleHandoffAccept, fixOpen, hid),
+		rest("POST", "/workspace/handoff/request_input", room.CapCheckout, ruleHandoffAssignee, fixAccepted, ask),
+		rest("POST", "/workspace/handoff/complete", room.CapCheckout, ruleHandoffAssignee, fixAccepted, done),
+		rest("POST", "/workspace/handoff/approve", room.CapApprove, ruleHandoffDecide, fixResult, hid),
+		rest("POST", "/workspace/handoff/reject", room.CapApprove, ruleHandoffDecide, fixResult, hid),
+		rest("GET", "/workspace/task", "", ruleTaskRead, fixAccepted, func(r *records) map[string]any {
 			return map[string]any{"task_id": r.TaskID}
 		}),
-		rest("POST", "/workspace/task/update", "", azTaskOwner, azFixInput, func(r *azRec) map[string]any {
+		rest("POST", "/workspace/task/update", "", ruleTaskOwner, fixInput, func(r *records) map[string]any {
 			return map[string]any{"task_id": r.TaskID, "input_responses": answer}
 		}),
-		rest("POST", "/workspace/task/cancel", "", azTaskOwner, azFixAccepted, func(r *azRec) map[string]any {
+		rest("POST", "/workspace/task/cancel", "", ruleTaskOwner, fixAccepted, func(r *records) map[string]any {
 			return map[string]any{"task_id": r.TaskID}
 		}),
-		rest("POST", "/workspace/participant/cancel_handoffs", room.CapAdmin, azCapOnly, azFixFlooder, func(r *azRec) map[string]any {
+		rest("POST", "/workspace/participant/cancel_handoffs", room.CapAdmin, ruleCapOnly, fixFlooder, func(r *records) map[string]any {
 			return map[string]any{"participant_id": r.Participant}
 		}),
 
 		// ---- the owner listener's own routes ----
-		on(azOwnerOnly, rest("GET", "/debug/metrics", "", azOperatorBearer, azFixNone, nil)),
-		on(azOwnerOnly, rest("GET", "/debug/pprof/heap", "", azOperatorBearer, azFixNone, nil)),
-		on(azOwnerOnly, rest("POST", "/owner/key", "", azOperatorBearer, azFixNone, none)),
+		on(onOwnerOnly, rest("GET", "/debug/metrics", "", ruleOperatorBearer, fixNone, nil)),
+		on(onOwnerOnly, rest("GET", "/debug/pprof/heap", "", ruleOperatorBearer, fixNone, nil)),
+		on(onOwnerOnly, rest("POST", "/owner/key", "", ruleOperatorBearer, fixNone, none)),
 
 		// ---- MCP tools (toolCatalog) ----
-		tool("workspace_status", room.CapRead, azCapOnly, azFixNone, none),
-		tool("workspace_summary", room.CapRead, azCapOnly, azFixNone, none),
-		tool("workspace_regions", room.CapRead, azCapOnly, azFixNone, none),
-		tool("workspace_read", room.CapRead, azCapOnly, azFixNone, read),
-		tool("workspace_history", room.CapRead, azCapOnly, azFixNone, none),
-		tool("workspace_participants", room.CapRead, azCapOnly, azFixNone, none),
-		tool("workspace_invite", room.CapInvite, azInviteGrant, azFixNone, invite),
-		tool("workspace_leave", "", azSessionOnly, azFixSession, none),
-		tool("workspace_diff", room.CapRead, azCapOnly, azFixNone, diff),
-		tool("workspace_changes_since", room.CapRead, azCapOnly, azFixNone, since),
-		tool("workspace_leases", room.CapRead, azCapOnly, azFixNone, none),
-		tool("workspace_proposals", room.CapRead, azCapOnly, azFixNone, none),
-		tool("workspace_proposal", room.CapRead, azCapOnly, azFixPending, proposal),
-		tool("workspace_diagnostics", room.CapRead, azCapOnly, azFixNone, none),
-		tool("workspace_checkout", room.CapCheckout, azCapOnly, azFixSection, target),
-		tool("workspace_renew", room.CapCheckout, azLeaseHolder, azFixLease, lease),
-		tool("workspace_release", room.CapCheckout, azLeaseHolderOrAdmin, azFixLease, lease),
-		tool("workspace_propose", room.CapPropose, azCapOnly, azFixNone, azProposeIn),
-		tool("workspace_review", room.CapApprove, azCapOnly, azFixPending, review),
-		serial(named("tool workspace_commit (proposal)", tool("workspace_commit", room.CapCommit, azCapOnly, azFixApproved, commit))),
-		serial(named("tool workspace_commit (raw)", tool("workspace_commit", room.CapAdmin, azCapOnly, azFixVersion, azRawCommitIn))),
-		tool("handoff_create", room.CapPropose, azCapOnly, azFixNone, create),
-		tool("handoff_accept", room.CapCheckout, azHandoffAccept, azFixOpen, hid),
-		tool("handoff_request_input", room.CapCheckout, azHandoffAssignee, azFixAccepted, ask),
-		tool("handoff_complete", room.CapCheckout, azHandoffAssignee, azFixAccepted, done),
-		tool("handoff_get", room.CapRead, azHandoffRead, azFixAccepted, hid),
-		tool("handoff_events", room.CapRead, azHandoffRead, azFixAccepted, hid),
-		tool("handoff_approve", room.CapApprove, azHandoffDecide, azFixResult, hid),
-		tool("handoff_reject", room.CapApprove, azHandoffDecide, azFixResult, hid),
+		tool("workspace_status", room.CapRead, ruleCapOnly, fixNone, none),
+		tool("workspace_summary", room.CapRead, ruleCapOnly, fixNone, none),
+		tool("workspace_regions", room.CapRead, ruleCapOnly, fixNone, none),
+		tool("workspace_read", room.CapRead, ruleCapOnly, fixNone, read),
+		tool("workspace_history", room.CapRead, ruleCapOnly, fixNone, none),
+		tool("workspace_participants", room.CapRead, ruleCapOnly, fixNone, none),
+		tool("workspace_invite", room.CapInvite, ruleInviteGrant, fixNone, invite),
+		tool("workspace_leave", "", ruleSessionOnly, fixSession, none),
+		tool("workspace_diff", room.CapRead, ruleCapOnly, fixNone, diff),
+		tool("workspace_changes_since", room.CapRead, ruleCapOnly, fixNone, since),
+		tool("workspace_leases", room.CapRead, ruleCapOnly, fixNone, none),
+		tool("workspace_proposals", room.CapRead, ruleCapOnly, fixNone, none),
+		tool("workspace_proposal", room.CapRead, ruleCapOnly, fixPending, proposal),
+		tool("workspace_diagnostics", room.CapRead, ruleCapOnly, fixNone, none),
+		tool("workspace_checkout", room.CapCheckout, ruleCapOnly, fixSection, target),
+		tool("workspace_renew", room.CapCheckout, ruleLeaseHolder, fixLease, lease),
+		tool("workspace_release", room.CapCheckout, ruleLeaseHolderOrAdmin, fixLease, lease),
+		tool("workspace_propose", room.CapPropose, ruleCapOnly, fixNone, proposeIn),
+		tool("workspace_review", room.CapApprove, ruleCapOnly, fixPending, review),
+		serial(named("tool workspace_commit (proposal)", tool("workspace_commit", room.CapCommit, ruleCapOnly, fixApproved, commit))),
+		serial(named("tool workspace_commit (raw)", tool("workspace_commit", room.CapAdmin, ruleCapOnly, fixVersion, rawCommitIn))),
+		tool("handoff_create", room.CapPropose, ruleCapOnly, fixNone, create),
+		tool("handoff_accept", room.CapCheckout, ruleHandoffAccept, fixOpen, hid),
+		tool("handoff_request_input", room.CapCheckout, ruleHandoffAssignee, fixAccepted, ask),
+		tool("handoff_complete", room.CapCheckout, ruleHandoffAssignee, fixAccepted, done),
+		tool("handoff_get", room.CapRead, ruleHandoffRead, fixAccepted, hid),
+		tool("handoff_events", room.CapRead, ruleHandoffRead, fixAccepted, hid),
+		tool("handoff_approve", room.CapApprove, ruleHandoffDecide, fixResult, hid),
+		tool("handoff_reject", room.CapApprove, ruleHandoffDecide, fixResult, hid),
 
 		// ---- MCP methods ----
-		rpc("tasks/get", "", azTaskRead, azFixAccepted, func(r *azRec) map[string]any { return map[string]any{"taskId": r.TaskID} }),
-		rpc("tasks/update", "", azTaskOwner, azFixInput, func(r *azRec) map[string]any {
+		rpc("tasks/get", "", ruleTaskRead, fixAccepted, func(r *records) map[string]any { return map[string]any{"taskId": r.TaskID} }),
+		rpc("tasks/update", "", ruleTaskOwner, fixInput, func(r *records) map[string]any {
 			return map[string]any{"taskId": r.TaskID, "inputResponses": answer}
 		}),
-		rpc("tasks/cancel", "", azTaskOwner, azFixAccepted, func(r *azRec) map[string]any { return map[string]any{"taskId": r.TaskID} }),
-		rpc("resources/read", room.CapRead, azCapOnly, azFixNone, func(r *azRec) map[string]any { return map[string]any{"uri": r.DocURI} }),
-		rpc("resources/subscribe", room.CapRead, azCapOnly, azFixNone, func(r *azRec) map[string]any { return map[string]any{"uri": r.DocURI} }),
-		{Name: "subscriptions/listen (taskIds)", Door: azListen, Method: "subscriptions/listen", Rule: azTaskListen,
-			Fix: azFixAccepted, Serial: true, Stream: true},
+		rpc("tasks/cancel", "", ruleTaskOwner, fixAccepted, func(r *records) map[string]any { return map[string]any{"taskId": r.TaskID} }),
+		rpc("resources/read", room.CapRead, ruleCapOnly, fixNone, func(r *records) map[string]any { return map[string]any{"uri": r.DocURI} }),
+		rpc("resources/subscribe", room.CapRead, ruleCapOnly, fixNone, func(r *records) map[string]any { return map[string]any{"uri": r.DocURI} }),
+		{Name: "subscriptions/listen (taskIds)", Door: doorListen, Method: "subscriptions/listen", Rule: ruleTaskListen,
+			Fix: fixAccepted, Serial: true, Stream: true},
 	}
 }
 
 // ---- who calls ----
 
-type azWhoKind int
+type callerKind int
 
 const (
-	azWSession        azWhoKind = iota // a live bearer session
-	azWNone                            // no Authorization header
-	azWBogus                           // a bearer that names no session
-	azWExpired                         // a session past its expiry
-	azWOperator                        // the operator token
-	azWCookie                          // the owner-page cookie, with the page's own Origin
-	azWCookieNoOrigin                  // the owner-page cookie without an Origin header
+	callerSession        callerKind = iota // a live bearer session
+	callerNone                             // no Authorization header
+	callerBogus                            // a bearer that names no session
+	callerExpired                          // a session past its expiry
+	callerOperator                         // the operator token
+	callerCookie                           // the owner-page cookie, with the page's own Origin
+	callerCookieNoOrigin                   // the owner-page cookie without an Origin header
 )
 
-type azWho struct {
+type caller struct {
 	Name  string
-	Kind  azWhoKind
-	Caps  []string // azWSession: the exact grant
+	Kind  callerKind
+	Caps  []string // callerSession: the exact grant
 	Token string
 	PID   string
 }
 
-// azCapSets are the capability sets every operation is called with.
-var azCapSets = []struct {
+// capSets are the capability sets every operation is called with.
+var capSets = []struct {
 	Name string
 	Caps []string
 }{
@@ -371,22 +372,22 @@ var azCapSets = []struct {
 	{"read", []string{"read"}}, {"observe", []string{"observe"}}, {"propose", []string{"propose"}},
 	{"checkout", []string{"checkout"}}, {"commit", []string{"commit"}}, {"approve", []string{"approve"}},
 	{"invite", []string{"invite"}}, {"admin", []string{"admin"}},
-	{"agent", azAgentCaps}, {"star", []string{"*"}},
+	{"agent", agentCaps}, {"star", []string{"*"}},
 }
 
 // ---- the expected answer, from the spec ----
 
-// azWant is what a case must answer. Allow with Code "" is a success; Allow
+// expectation is what a case must answer. Allow with Code "" is a success; Allow
 // with a Code is a call the rules let through that must end in that state
 // error; otherwise Code is the exact refusal.
-type azWant struct {
+type expectation struct {
 	Allow    bool
 	Code     string
 	Required string // permission_denied's required field; "" = must be absent
 	Ack      bool   // listen: the task is acknowledged
 }
 
-func azCapsOf(names []string) room.Caps {
+func capsOf(names []string) room.Caps {
 	c, err := room.ParseCaps(names)
 	if err != nil {
 		panic(err)
@@ -394,20 +395,20 @@ func azCapsOf(names []string) room.Caps {
 	return c
 }
 
-// azAuth is the authentication step alone: "" when the credential passes at
+// authFor is the authentication step alone: "" when the credential passes at
 // this door, else the error code.
-func azAuth(op *azOp, w *azWho, l listener) string {
+func authFor(op *matrixOp, w *caller, l listener) string {
 	switch op.Rule {
-	case azPublic, azInvitation, azOwnerPage:
+	case rulePublic, ruleInvitation, ruleOwnerPage:
 		return ""
 	}
-	mcp := op.Door != azREST || op.MCPAuth
+	mcp := op.Door != doorREST || op.MCPAuth
 	switch w.Kind {
-	case azWNone, azWBogus:
+	case callerNone, callerBogus:
 		return "unauthorized"
-	case azWExpired:
+	case callerExpired:
 		return "session_expired"
-	case azWOperator, azWCookie, azWCookieNoOrigin:
+	case callerOperator, callerCookie, callerCookieNoOrigin:
 		// D15: /mcp takes sessions only; D23: the operator token and the
 		// page cookie exist on the owner listener only.
 		if mcp || l == ingressListener {
@@ -417,44 +418,44 @@ func azAuth(op *azOp, w *azWho, l listener) string {
 	return ""
 }
 
-// azExpect computes the answer from the rules of spec/domain.md §1.5, D1–D4,
+// expectFor computes the answer from the rules of spec/domain.md §1.5, D1–D4,
 // D12, D15, D17 and D23.
-func azExpect(op *azOp, w *azWho, role azRole, l listener) azWant {
-	allow := azWant{Allow: true}
-	deny := func(code, required string) azWant { return azWant{Code: code, Required: required} }
+func expectFor(op *matrixOp, w *caller, role callerRole, l listener) expectation {
+	allow := expectation{Allow: true}
+	deny := func(code, required string) expectation { return expectation{Code: code, Required: required} }
 	switch op.Rule {
-	case azPublic, azInvitation:
+	case rulePublic, ruleInvitation:
 		return allow
-	case azOwnerPage:
-		if w.Kind == azWCookie || w.Kind == azWCookieNoOrigin {
+	case ruleOwnerPage:
+		if w.Kind == callerCookie || w.Kind == callerCookieNoOrigin {
 			return allow
 		}
 		return deny("owner_page", "")
 	}
-	if code := azAuth(op, w, l); code != "" {
+	if code := authFor(op, w, l); code != "" {
 		return deny(code, "")
 	}
-	trusted := w.Kind == azWOperator || w.Kind == azWCookie || w.Kind == azWCookieNoOrigin
-	if w.Kind == azWCookieNoOrigin && op.Method != "GET" {
+	trusted := w.Kind == callerOperator || w.Kind == callerCookie || w.Kind == callerCookieNoOrigin
+	if w.Kind == callerCookieNoOrigin && op.Method != "GET" {
 		return deny("permission_denied", "") // D23: cookie writes must name the page's own origin
 	}
-	caps := azCapsOf(w.Caps)
+	caps := capsOf(w.Caps)
 	has := func(c room.Capability) bool { return trusted || caps.Has(c) }
 	admin := has(room.CapAdmin)
 	switch op.Rule {
-	case azTrustedOnly:
+	case ruleTrustedOnly:
 		if !trusted {
 			return deny("permission_denied", "")
 		}
 		return allow
-	case azOperatorBearer:
-		if w.Kind != azWOperator {
+	case ruleOperatorBearer:
+		if w.Kind != callerOperator {
 			return deny("permission_denied", "")
 		}
 		return allow
-	case azSessionOnly:
+	case ruleSessionOnly:
 		if trusted { // the operator holds no session to end
-			return azWant{Allow: true, Code: "invalid_request"}
+			return expectation{Allow: true, Code: "invalid_request"}
 		}
 		return allow
 	}
@@ -462,59 +463,59 @@ func azExpect(op *azOp, w *azWho, role azRole, l listener) azWant {
 		return deny("permission_denied", string(op.Cap))
 	}
 	switch op.Rule {
-	case azInviteGrant:
+	case ruleInviteGrant:
 		if !admin && !has(room.CapRead) {
 			return deny("permission_denied", string(room.CapRead)) // grants only what the inviter holds
 		}
-	case azLeaseHolder:
-		if role != azOwner {
+	case ruleLeaseHolder:
+		if role != roleOwner {
 			return deny("permission_denied", "")
 		}
-	case azLeaseHolderOrAdmin:
-		if role != azOwner && !admin {
+	case ruleLeaseHolderOrAdmin:
+		if role != roleOwner && !admin {
 			return deny("permission_denied", "")
 		}
-	case azInviteCreator:
-		if role != azOwner && !admin {
+	case ruleInviteCreator:
+		if role != roleOwner && !admin {
 			return deny("unauthorized", "") // someone else's answers as an unknown one
 		}
-	case azHandoffRead, azHandoffAccept, azHandoffAssignee, azHandoffDecide:
-		party := role == azOwner || role == azAssignee
-		visible := admin || party || has(room.CapApprove) || (role == azOpen && has(room.CapCheckout))
+	case ruleHandoffRead, ruleHandoffAccept, ruleHandoffAssignee, ruleHandoffDecide:
+		party := role == roleOwner || role == roleAssignee
+		visible := admin || party || has(room.CapApprove) || (role == roleOpen && has(room.CapCheckout))
 		if !visible {
 			return deny("handoff_not_found", "")
 		}
 		switch op.Rule {
-		case azHandoffAccept:
-			if role == azOwner {
+		case ruleHandoffAccept:
+			if role == roleOwner {
 				return deny("permission_denied", "")
 			}
-			if role == azThird { // addressed to someone else
+			if role == roleThird { // addressed to someone else
 				return deny("handoff_conflict", "")
 			}
-		case azHandoffAssignee:
-			if role != azAssignee {
+		case ruleHandoffAssignee:
+			if role != roleAssignee {
 				return deny("permission_denied", "")
 			}
-		case azHandoffDecide:
-			if role == azAssignee {
+		case ruleHandoffDecide:
+			if role == roleAssignee {
 				return deny("permission_denied", "")
 			}
 		}
-	case azTaskRead, azTaskOwner, azTaskListen:
-		visible := admin || role == azOwner || role == azAssignee
+	case ruleTaskRead, ruleTaskOwner, ruleTaskListen:
+		visible := admin || role == roleOwner || role == roleAssignee
 		switch op.Rule {
-		case azTaskListen:
-			return azWant{Allow: true, Ack: visible}
-		case azTaskRead:
+		case ruleTaskListen:
+			return expectation{Allow: true, Ack: visible}
+		case ruleTaskRead:
 			if !visible {
 				return deny("task_not_found", "")
 			}
-		case azTaskOwner:
+		case ruleTaskOwner:
 			if !visible {
 				return deny("task_not_found", "")
 			}
-			if role != azOwner && !admin {
+			if role != roleOwner && !admin {
 				return deny("permission_denied", "")
 			}
 		}
@@ -524,26 +525,26 @@ func azExpect(op *azOp, w *azWho, role azRole, l listener) azWant {
 
 // ---- the harness ----
 
-type azMatrix struct {
+type matrix struct {
 	h       *roomHarness
 	A, B    string // the other owner and the other assignee of third-party records
 	cookie  *http.Cookie
 	docURI  string
-	dummy   azRec // records for cases refused before any lookup
+	dummy   records // records for cases refused before any lookup
 	section atomic.Int64
 	streams *http.Client
 	run     atomic.Int64
 }
 
-type azCase struct {
-	op   *azOp
-	who  *azWho
-	role azRole
+type matrixCase struct {
+	op   *matrixOp
+	who  *caller
+	role callerRole
 	l    listener
-	want azWant
+	want expectation
 }
 
-func (c *azCase) name() string {
+func (c *matrixCase) name() string {
 	l := "ingress"
 	if c.l == ownerListener {
 		l = "owner"
@@ -551,17 +552,17 @@ func (c *azCase) name() string {
 	return fmt.Sprintf("%s|%s|%s|%s", l, c.op.Name, c.who.Name, c.role)
 }
 
-const azSections = 600
+const matrixSections = 600
 
-func (m *azMatrix) nextSection(t testing.TB) string {
+func (m *matrix) nextSection(t testing.TB) string {
 	n := m.section.Add(1)
-	if n >= azSections {
-		t.Fatalf("out of sections (%d)", azSections)
+	if n >= matrixSections {
+		t.Fatalf("out of sections (%d)", matrixSections)
 	}
 	return fmt.Sprintf("Part %04d", n)
 }
 
-func (m *azMatrix) version(t testing.TB) int64 {
+func (m *matrix) version(t testing.TB) int64 {
 	var v int64
 	if err := m.h.Store.Reader.QueryRow(`SELECT max(version) FROM versions`).Scan(&v); err != nil {
 		t.Fatal(err)
@@ -570,41 +571,41 @@ func (m *azMatrix) version(t testing.TB) int64 {
 }
 
 // handoff makes a handoff in the state fix asks for, with subject in role.
-func (m *azMatrix) handoff(t testing.TB, r *azRec, subject string, role azRole, fix azFix) {
+func (m *matrix) handoff(t testing.TB, r *records, subject string, role callerRole, fix fixKind) {
 	h := m.h
 	owner, assignee, requested := m.A, m.B, ""
 	switch role {
-	case azOwner:
+	case roleOwner:
 		owner = subject
-	case azAssignee:
+	case roleAssignee:
 		assignee = subject
-	case azOpen:
+	case roleOpen:
 		assignee = ""
 	}
-	if fix == azFixOpen {
+	if fix == fixOpen {
 		switch role {
-		case azAssignee:
+		case roleAssignee:
 			requested, assignee = subject, ""
-		case azThird:
+		case roleThird:
 			requested, assignee = m.B, ""
 		default:
 			assignee = ""
 		}
 	}
-	res := azDo(t, h, func(tx *room.Tx) (room.CreateHandoffResult, error) {
-		res, err := h.Eng.CreateHandoff(tx, azP(owner), room.CreateHandoffInput{Summary: "az fixture", Assignee: requested})
+	res := inWriter(t, h, func(tx *room.Tx) (room.CreateHandoffResult, error) {
+		res, err := h.Eng.CreateHandoff(tx, trusted(owner), room.CreateHandoffInput{Summary: "az fixture", Assignee: requested})
 		if err != nil || assignee == "" {
 			return res, err
 		}
 		id := res.Handoff.HandoffID
-		if _, err := h.Eng.AcceptHandoff(tx, azP(assignee), room.HandoffIDInput{HandoffID: id}); err != nil {
+		if _, err := h.Eng.AcceptHandoff(tx, trusted(assignee), room.HandoffIDInput{HandoffID: id}); err != nil {
 			return res, err
 		}
 		switch fix {
-		case azFixInput:
-			_, err = h.Eng.RequestInput(tx, azP(assignee), room.RequestInputInput{HandoffID: id, Requests: []room.InputRequestSpec{{Key: "k", Message: "which?"}}})
-		case azFixResult:
-			_, err = h.Eng.CompleteHandoff(tx, azP(assignee), room.CompleteInput{HandoffID: id, Result: room.ResultInput{Text: "the result"}})
+		case fixInput:
+			_, err = h.Eng.RequestInput(tx, trusted(assignee), room.RequestInputInput{HandoffID: id, Requests: []room.InputRequestSpec{{Key: "k", Message: "which?"}}})
+		case fixResult:
+			_, err = h.Eng.CompleteHandoff(tx, trusted(assignee), room.CompleteInput{HandoffID: id, Result: room.ResultInput{Text: "the result"}})
 		}
 		return res, err
 	})
@@ -613,81 +614,81 @@ func (m *azMatrix) handoff(t testing.TB, r *azRec, subject string, role azRole, 
 
 // flooder is a new participant who created one live handoff, for the
 // operations that act on a participant's records.
-func (m *azMatrix) flooder(t testing.TB) string {
-	g := azJoin(t, m.h, "flooder", azAgentCaps, 0)
-	azDo(t, m.h, func(tx *room.Tx) (room.CreateHandoffResult, error) {
-		return m.h.Eng.CreateHandoff(tx, azP(g.ParticipantID), room.CreateHandoffInput{Summary: "az flood"})
+func (m *matrix) flooder(t testing.TB) string {
+	g := m.h.admit(t, "flooder", agentCaps, 0)
+	inWriter(t, m.h, func(tx *room.Tx) (room.CreateHandoffResult, error) {
+		return m.h.Eng.CreateHandoff(tx, trusted(g.ParticipantID), room.CreateHandoffInput{Summary: "az flood"})
 	})
 	return g.ParticipantID
 }
 
 // fixture makes the case's records. Cases refused at authentication work on
 // the shared dummy records: nothing may touch them.
-func (m *azMatrix) fixture(t testing.TB, c *azCase) *azRec {
+func (m *matrix) fixture(t testing.TB, c *matrixCase) *records {
 	h := m.h
-	if azAuth(c.op, c.who, c.l) != "" || (c.who.Kind == azWCookieNoOrigin && c.op.Method != "GET") {
+	if authFor(c.op, c.who, c.l) != "" || (c.who.Kind == callerCookieNoOrigin && c.op.Method != "GET") {
 		r := m.dummy
 		return &r
 	}
-	r := &azRec{DocURI: m.docURI}
+	r := &records{DocURI: m.docURI}
 	subject := c.who.PID
 	switch c.op.Fix {
-	case azFixOpen, azFixAccepted, azFixInput, azFixResult:
+	case fixOpen, fixAccepted, fixInput, fixResult:
 		m.handoff(t, r, subject, c.role, c.op.Fix)
-	case azFixLease:
+	case fixLease:
 		holder := m.B
-		if c.role == azOwner {
+		if c.role == roleOwner {
 			holder = subject
 		}
 		section := m.nextSection(t)
-		l := azDo(t, h, func(tx *room.Tx) (room.Lease, error) {
-			return h.Eng.Checkout(tx, azP(holder), room.CheckoutInput{Target: section})
+		l := inWriter(t, h, func(tx *room.Tx) (room.Lease, error) {
+			return h.Eng.Checkout(tx, trusted(holder), room.CheckoutInput{Target: section})
 		})
 		r.LeaseID = l.LeaseID
-	case azFixPending, azFixApproved:
-		p := azDo(t, h, func(tx *room.Tx) (room.Proposal, error) {
+	case fixPending, fixApproved:
+		p := inWriter(t, h, func(tx *room.Tx) (room.Proposal, error) {
 			base := int64(1)
-			if c.op.Fix == azFixApproved {
+			if c.op.Fix == fixApproved {
 				if err := tx.Querier().QueryRowContext(tx.Context(), `SELECT max(version) FROM versions`).Scan(&base); err != nil {
 					return room.Proposal{}, err
 				}
 			}
 			content := fmt.Sprintf("## Goals\n\nproposal %d\n\n", m.section.Add(0))
-			p, err := h.Eng.Propose(tx, azP(m.A), room.ProposeInput{Target: "Goals", BaseVersion: base, Summary: "az",
+			p, err := h.Eng.Propose(tx, trusted(m.A), room.ProposeInput{Target: "Goals", BaseVersion: base, Summary: "az",
 				Change: room.ChangeInput{Content: &content, Section: "Goals"}})
-			if err != nil || c.op.Fix == azFixPending {
+			if err != nil || c.op.Fix == fixPending {
 				return p, err
 			}
 			yes := true
-			_, err = h.Eng.Review(tx, azP(m.A), room.ReviewInput{ProposalID: p.ProposalID, Approve: &yes})
+			_, err = h.Eng.Review(tx, trusted(m.A), room.ReviewInput{ProposalID: p.ProposalID, Approve: &yes})
 			return p, err
 		})
 		r.ProposalID = p.ProposalID
-	case azFixInvite:
+	case fixInvite:
 		creator := h.Eng.HostID
 		switch c.role {
-		case azOwner:
+		case roleOwner:
 			creator = subject
-		case azThird:
+		case roleThird:
 			creator = m.A
 		}
-		inv := azDo(t, h, func(tx *room.Tx) (room.InviteGrant, error) {
+		inv := inWriter(t, h, func(tx *room.Tx) (room.InviteGrant, error) {
 			return h.Eng.CreateInvite(tx, room.Principal{ParticipantID: creator, Caps: room.Caps{room.CapAll}},
 				room.InviteInput{Capabilities: []string{"read"}})
 		})
 		r.InviteID, r.InviteToken = inv.InviteID, inv.Token
-	case azFixVictim:
-		g := azJoin(t, h, "victim", []string{"read"}, 0)
+	case fixVictim:
+		g := h.admit(t, "victim", []string{"read"}, 0)
 		r.VictimPID, r.VictimRef = g.ParticipantID, g.SessionRef
-	case azFixSession:
-		if c.who.Kind == azWSession {
-			r.Token = azJoin(t, h, "leaver "+c.who.Name, c.who.Caps, 0).SessionToken
+	case fixSession:
+		if c.who.Kind == callerSession {
+			r.Token = h.admit(t, "leaver "+c.who.Name, c.who.Caps, 0).SessionToken
 		}
-	case azFixSection:
+	case fixSection:
 		r.Section = m.nextSection(t)
-	case azFixVersion:
+	case fixVersion:
 		r.Version = m.version(t)
-	case azFixFlooder:
+	case fixFlooder:
 		r.Participant = m.flooder(t)
 	}
 	return r
@@ -695,8 +696,8 @@ func (m *azMatrix) fixture(t testing.TB, c *azCase) *azRec {
 
 // ---- calling, door by door ----
 
-// azGot is an answer reduced to what the matrix compares.
-type azGot struct {
+// outcome is an answer reduced to what the matrix compares.
+type outcome struct {
 	Status   int
 	Raw      []byte
 	OK       bool
@@ -708,7 +709,7 @@ type azGot struct {
 	Ack      []string
 }
 
-func (g azGot) String() string {
+func (g outcome) String() string {
 	b := g.Raw
 	if len(b) > 400 {
 		b = b[:400]
@@ -716,7 +717,7 @@ func (g azGot) String() string {
 	return fmt.Sprintf("%d %s", g.Status, b)
 }
 
-func azRequired(m map[string]any) *string {
+func requiredOf(m map[string]any) *string {
 	if v, ok := m["required"]; ok {
 		s := fmt.Sprint(v)
 		return &s
@@ -724,8 +725,8 @@ func azRequired(m map[string]any) *string {
 	return nil
 }
 
-// azRPCGot fills got from a JSON-RPC answer body.
-func azRPCGot(got *azGot, body []byte) {
+// readRPCOutcome fills got from a JSON-RPC answer body.
+func readRPCOutcome(got *outcome, body []byte) {
 	var m struct {
 		Result map[string]any `json:"result"`
 		Error  *struct {
@@ -741,7 +742,7 @@ func azRPCGot(got *azGot, body []byte) {
 		got.RPC, got.Message = m.Error.Code, m.Error.Message
 		if m.Error.Data != nil {
 			got.Code, _ = m.Error.Data["error"].(string)
-			got.Required = azRequired(m.Error.Data)
+			got.Required = requiredOf(m.Error.Data)
 		}
 		return
 	}
@@ -752,13 +753,13 @@ func azRPCGot(got *azGot, body []byte) {
 		got.IsError = true
 		sc, _ := m.Result["structuredContent"].(map[string]any)
 		got.Code, _ = sc["error"].(string)
-		got.Required = azRequired(sc)
+		got.Required = requiredOf(sc)
 		return
 	}
 	got.OK = got.Status == http.StatusOK
 }
 
-func (m *azMatrix) base(l listener) string {
+func (m *matrix) base(l listener) string {
 	if l == ownerListener {
 		return m.h.Owner.URL
 	}
@@ -766,24 +767,24 @@ func (m *azMatrix) base(l listener) string {
 }
 
 // credentials applies the caller's credential to a request.
-func (m *azMatrix) credentials(c *azCase, rec *azRec, req *http.Request) {
+func (m *matrix) credentials(c *matrixCase, rec *records, req *http.Request) {
 	token := c.who.Token
-	if c.op.Fix == azFixSession && rec.Token != "" {
+	if c.op.Fix == fixSession && rec.Token != "" {
 		token = rec.Token
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	switch c.who.Kind {
-	case azWCookie:
+	case callerCookie:
 		req.AddCookie(m.cookie)
 		req.Header.Set("Origin", m.base(c.l))
-	case azWCookieNoOrigin:
+	case callerCookieNoOrigin:
 		req.AddCookie(m.cookie)
 	}
 }
 
-func (m *azMatrix) call(t *testing.T, c *azCase, rec *azRec) azGot {
+func (m *matrix) call(t *testing.T, c *matrixCase, rec *records) outcome {
 	t.Helper()
 	var in map[string]any
 	if c.op.In != nil {
@@ -791,9 +792,9 @@ func (m *azMatrix) call(t *testing.T, c *azCase, rec *azRec) azGot {
 	}
 	var req *http.Request
 	var err error
-	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
+	ctx, cancel := context.WithTimeout(context.Background(), frameWait)
 	switch c.op.Door {
-	case azREST:
+	case doorREST:
 		u := m.base(c.l) + c.op.Path
 		var body *strings.Reader
 		if c.op.Method == "GET" {
@@ -822,12 +823,12 @@ func (m *azMatrix) call(t *testing.T, c *azCase, rec *azRec) azGot {
 		if err == nil && c.op.Stream {
 			req.Header.Set("Accept", "text/event-stream")
 		}
-	case azTool:
-		req = azMCPRequest(ctx, t, m.base(c.l)+"/mcp", "7", "tools/call", map[string]any{"name": c.op.Method, "arguments": in}, false)
-	case azRPC:
-		req = azMCPRequest(ctx, t, m.base(c.l)+"/mcp", "7", c.op.Method, in, true)
-	case azListen:
-		req = azMCPRequest(ctx, t, m.base(c.l)+"/mcp", `"az"`, "subscriptions/listen",
+	case doorTool:
+		req = mcpRequest(ctx, t, m.base(c.l)+"/mcp", "7", "tools/call", map[string]any{"name": c.op.Method, "arguments": in}, false)
+	case doorRPC:
+		req = mcpRequest(ctx, t, m.base(c.l)+"/mcp", "7", c.op.Method, in, true)
+	case doorListen:
+		req = mcpRequest(ctx, t, m.base(c.l)+"/mcp", `"az"`, "subscriptions/listen",
 			map[string]any{"notifications": map[string]any{"taskIds": []string{rec.TaskID}}}, true)
 	}
 	if err != nil {
@@ -836,25 +837,25 @@ func (m *azMatrix) call(t *testing.T, c *azCase, rec *azRec) azGot {
 	}
 	m.credentials(c, rec, req)
 
-	got := azGot{}
+	got := outcome{}
 	if c.op.Stream {
-		s, rep := lsOpen(t, m.streams, req, cancel, c.name())
+		s, rep := openStream(t, m.streams, req, cancel, c.name())
 		if s != nil {
 			got.Status, got.OK = http.StatusOK, true
-			if c.op.Door == azListen {
+			if c.op.Door == doorListen {
 				s.id = `"az"`
 				s.read()
 				ack := s.ack(t)
 				got.Ack = []string{}
 				if raw, ok := ack["taskIds"]; ok {
-					got.Ack = lsStrings(t, raw)
+					got.Ack = decodeStrings(t, raw)
 				}
 			}
 			s.close()
-			azWaitSubscribers(t, m.h, 0)
+			m.h.waitSubscribers(t, 0)
 			return got
 		}
-		got.Status, got.Raw = rep.Status, rep.Body
+		got.Status, got.Raw = rep.Status, rep.Raw
 	} else {
 		defer cancel()
 		res, err := m.h.client.Do(req)
@@ -867,33 +868,33 @@ func (m *azMatrix) call(t *testing.T, c *azCase, rec *azRec) azGot {
 			t.Fatalf("%s: reading the answer: %v", c.name(), rerr)
 		}
 		got.Status, got.Raw = res.StatusCode, b
-		if ct := res.Header.Get("Content-Type"); got.Status >= 400 && c.op.Rule != azOwnerPage && !strings.HasPrefix(ct, "application/json") {
+		if ct := res.Header.Get("Content-Type"); got.Status >= 400 && c.op.Rule != ruleOwnerPage && !strings.HasPrefix(ct, "application/json") {
 			t.Errorf("%s: error answer %d with Content-Type %q", c.name(), got.Status, ct)
 		}
 	}
-	if c.op.Door != azREST || c.op.MCPAuth {
-		azRPCGot(&got, got.Raw)
+	if c.op.Door != doorREST || c.op.MCPAuth {
+		readRPCOutcome(&got, got.Raw)
 		return got
 	}
 	var body map[string]any
 	if json.Unmarshal(got.Raw, &body) == nil {
 		got.Code, _ = body["error"].(string)
-		got.Required = azRequired(body)
+		got.Required = requiredOf(body)
 	}
 	got.OK = got.Status == c.op.okStatus() && got.Code == ""
 	return got
 }
 
-var azHTTPStatus = map[string]int{
+var httpStatusOf = map[string]int{
 	"unauthorized": 401, "session_expired": 401, "permission_denied": 403, "handoff_not_found": 404,
 	"task_not_found": 404, "handoff_conflict": 409, "invalid_request": 400, "owner_page": 401,
 }
 
-// azAuthzCodes are the answers that mean "not allowed".
-var azAuthzCodes = []string{"unauthorized", "session_expired", "permission_denied", "handoff_not_found", "task_not_found"}
+// authzCodes are the answers that mean "not allowed".
+var authzCodes = []string{"unauthorized", "session_expired", "permission_denied", "handoff_not_found", "task_not_found"}
 
 // check compares an answer with the expectation, at the case's door.
-func (c *azCase) check(t *testing.T, got azGot) {
+func (c *matrixCase) check(t *testing.T, got outcome) {
 	t.Helper()
 	want := c.want
 	if want.Allow && want.Code == "" {
@@ -901,47 +902,47 @@ func (c *azCase) check(t *testing.T, got azGot) {
 			t.Errorf("%s: want allowed, got %s", c.name(), got)
 			return
 		}
-		if c.op.Rule == azTaskListen {
+		if c.op.Rule == ruleTaskListen {
 			if acked := len(got.Ack) > 0; acked != want.Ack {
 				t.Errorf("%s: acknowledged taskIds %v, want the task acknowledged = %v", c.name(), got.Ack, want.Ack)
 			}
 		}
 		return
 	}
-	if want.Allow && slices.Contains(azAuthzCodes, got.Code) {
+	if want.Allow && slices.Contains(authzCodes, got.Code) {
 		t.Errorf("%s: allowed by the rules (ending in %s), got an authorization error: %s", c.name(), want.Code, got)
 		return
 	}
 	code := want.Code
 	switch {
-	case c.op.Rule == azOwnerPage:
-		if got.Status != azHTTPStatus[code] {
-			t.Errorf("%s: want %d, got %s", c.name(), azHTTPStatus[code], got)
+	case c.op.Rule == ruleOwnerPage:
+		if got.Status != httpStatusOf[code] {
+			t.Errorf("%s: want %d, got %s", c.name(), httpStatusOf[code], got)
 		}
 		return
-	case c.op.Door == azREST && !c.op.MCPAuth:
-		if got.Status != azHTTPStatus[code] || got.Code != code {
-			t.Errorf("%s: want %d %s, got %s", c.name(), azHTTPStatus[code], code, got)
+	case c.op.Door == doorREST && !c.op.MCPAuth:
+		if got.Status != httpStatusOf[code] || got.Code != code {
+			t.Errorf("%s: want %d %s, got %s", c.name(), httpStatusOf[code], code, got)
 			return
 		}
 	case code == "unauthorized" || code == "session_expired":
-		if got.Status != 401 || got.RPC != codeUnauthorized || got.Code != code {
-			t.Errorf("%s: want 401 JSON-RPC %d data.error %s, got %s", c.name(), codeUnauthorized, code, got)
+		if got.Status != 401 || got.RPC != mcptest.CodeUnauthorized || got.Code != code {
+			t.Errorf("%s: want 401 JSON-RPC %d data.error %s, got %s", c.name(), mcptest.CodeUnauthorized, code, got)
 			return
 		}
 	case code == "task_not_found":
-		if got.Status != 200 || got.RPC != codeInvalidParams || got.Message != "unknown task" {
+		if got.Status != 200 || got.RPC != mcptest.CodeInvalidParams || got.Message != "unknown task" {
 			t.Errorf("%s: want JSON-RPC -32602 \"unknown task\", got %s", c.name(), got)
 			return
 		}
-	case c.op.Door == azTool:
+	case c.op.Door == doorTool:
 		if got.Status != 200 || !got.IsError || got.Code != code {
 			t.Errorf("%s: want an isError result with error %s, got %s", c.name(), code, got)
 			return
 		}
 	default:
-		if got.Status != 200 || got.RPC != codePermissionDenied || got.Code != code {
-			t.Errorf("%s: want JSON-RPC %d data.error %s, got %s", c.name(), codePermissionDenied, code, got)
+		if got.Status != 200 || got.RPC != mcptest.CodePermissionDenied || got.Code != code {
+			t.Errorf("%s: want JSON-RPC %d data.error %s, got %s", c.name(), mcptest.CodePermissionDenied, code, got)
 			return
 		}
 	}
@@ -958,7 +959,7 @@ func (c *azCase) check(t *testing.T, got azGot) {
 // ---- the test ----
 
 func TestAuthzMatrix(t *testing.T) {
-	h := lsHarness(t, azDoc(azSections), lsOpts{
+	h := newHarness(t, manySections(matrixSections), harnessOpts{
 		Limits: func(l *room.Limits) {
 			l.RateLimitPerMinute = 0 // thousands of calls per session
 			l.MaxActiveTasks = 1 << 20
@@ -969,18 +970,18 @@ func TestAuthzMatrix(t *testing.T) {
 		},
 		InMemory: true,
 	})
-	m := &azMatrix{h: h, docURI: h.Eng.DocumentURI(), streams: lsClient()}
-	m.A = azJoin(t, h, "other owner", append(slices.Clone(azAgentCaps), "approve"), 0).ParticipantID
-	m.B = azJoin(t, h, "other assignee", azAgentCaps, 0).ParticipantID
-	_, m.cookie = azOwnerCookie(t, h)
+	m := &matrix{h: h, docURI: h.Eng.DocumentURI(), streams: streamClient()}
+	m.A = h.admit(t, "other owner", append(slices.Clone(agentCaps), "approve"), 0).ParticipantID
+	m.B = h.admit(t, "other assignee", agentCaps, 0).ParticipantID
+	_, m.cookie = h.pageCookie(t)
 
 	// The callers.
-	var subjects []*azWho
-	for _, cs := range azCapSets {
-		g := azJoin(t, h, "subject "+cs.Name, cs.Caps, 0)
-		subjects = append(subjects, &azWho{Name: cs.Name, Kind: azWSession, Caps: cs.Caps, Token: g.SessionToken, PID: g.ParticipantID})
+	var subjects []*caller
+	for _, cs := range capSets {
+		g := h.admit(t, "subject "+cs.Name, cs.Caps, 0)
+		subjects = append(subjects, &caller{Name: cs.Name, Kind: callerSession, Caps: cs.Caps, Token: g.SessionToken, PID: g.ParticipantID})
 	}
-	subject := func(name string) *azWho {
+	subject := func(name string) *caller {
 		for _, s := range subjects {
 			if s.Name == name {
 				return s
@@ -989,38 +990,38 @@ func TestAuthzMatrix(t *testing.T) {
 		t.Fatalf("no subject %s", name)
 		return nil
 	}
-	expired := azJoin(t, h, "expired", azAgentCaps, 1)
+	expired := h.admit(t, "expired", agentCaps, 1)
 	h.Clock.Advance(2 * time.Minute) // that session is over, no other is
 	host := h.Eng.HostID
-	noSession := &azWho{Name: "no-session", Kind: azWNone}
-	bogus := &azWho{Name: "unknown-token", Kind: azWBogus, Token: azRandomID("ses")}
-	exp := &azWho{Name: "expired", Kind: azWExpired, Caps: azAgentCaps, Token: expired.SessionToken, PID: expired.ParticipantID}
-	operator := &azWho{Name: "operator-token", Kind: azWOperator, Token: h.OpToken, PID: host}
-	cookie := &azWho{Name: "owner-cookie", Kind: azWCookie, PID: host}
-	cookieNoOrigin := &azWho{Name: "owner-cookie-no-origin", Kind: azWCookieNoOrigin, PID: host}
-	callers := map[listener][]*azWho{
+	noSession := &caller{Name: "no-session", Kind: callerNone}
+	bogus := &caller{Name: "unknown-token", Kind: callerBogus, Token: randomID("ses")}
+	exp := &caller{Name: "expired", Kind: callerExpired, Caps: agentCaps, Token: expired.SessionToken, PID: expired.ParticipantID}
+	operator := &caller{Name: "operator-token", Kind: callerOperator, Token: h.OpToken, PID: host}
+	cookie := &caller{Name: "owner-cookie", Kind: callerCookie, PID: host}
+	cookieNoOrigin := &caller{Name: "owner-cookie-no-origin", Kind: callerCookieNoOrigin, PID: host}
+	callers := map[listener][]*caller{
 		ingressListener: append(slices.Clone(subjects), noSession, bogus, exp, operator, cookie),
 		ownerListener:   {operator, cookie, cookieNoOrigin, noSession, exp, subject("star"), subject("agent")},
 	}
 
 	// Records for cases refused before any lookup.
-	m.handoff(t, &m.dummy, m.A, azThird, azFixInput)
+	m.handoff(t, &m.dummy, m.A, roleThird, fixInput)
 	m.dummy.DocURI = m.docURI
-	dl := azDo(t, h, func(tx *room.Tx) (room.Lease, error) {
-		return h.Eng.Checkout(tx, azP(m.B), room.CheckoutInput{Target: "Plan"})
+	dl := inWriter(t, h, func(tx *room.Tx) (room.Lease, error) {
+		return h.Eng.Checkout(tx, trusted(m.B), room.CheckoutInput{Target: "Plan"})
 	})
 	m.dummy.LeaseID, m.dummy.Section, m.dummy.Version = dl.LeaseID, "Plan", 1
-	inv := azInvite(t, h, "read")
+	inv := h.fixtureInvite(t, "read")
 	m.dummy.InviteID, m.dummy.InviteToken = inv.InviteID, inv.Token
-	dp := azDo(t, h, func(tx *room.Tx) (room.Proposal, error) {
+	dp := inWriter(t, h, func(tx *room.Tx) (room.Proposal, error) {
 		c := "## Goals\n\ndummy\n\n"
-		return h.Eng.Propose(tx, azP(m.A), room.ProposeInput{Target: "Goals", BaseVersion: 1, Summary: "dummy",
+		return h.Eng.Propose(tx, trusted(m.A), room.ProposeInput{Target: "Goals", BaseVersion: 1, Summary: "dummy",
 			Change: room.ChangeInput{Content: &c, Section: "Goals"}})
 	})
 	m.dummy.ProposalID = dp.ProposalID
 	m.dummy.Participant = m.flooder(t)
 
-	ops := azOps()
+	ops := matrixOps()
 
 	t.Run("the table covers every route, every tool, and agrees with the discovery table", func(t *testing.T) {
 		for _, l := range []struct {
@@ -1028,13 +1029,13 @@ func TestAuthzMatrix(t *testing.T) {
 			name    string
 			handler http.Handler
 		}{{ingressListener, "ingress", h.API.IngressHandler()}, {ownerListener, "owner", h.API.OwnerHandler()}} {
-			for _, rt := range azRoutes(t, l.handler) {
-				if rt == (azRoute{"POST", "/mcp"}) {
+			for _, rt := range walkRoutes(t, l.handler) {
+				if rt == (servedRoute{"POST", "/mcp"}) {
 					continue // the MCP rows
 				}
 				found := false
 				for _, op := range ops {
-					if op.Door == azREST && op.Method == rt.Method && azPathMatches(rt.Path, op.Path) && azServes(op, l.l) {
+					if op.Door == doorREST && op.Method == rt.Method && pathMatches(rt.Path, op.Path) && serves(op, l.l) {
 						found = true
 					}
 				}
@@ -1044,12 +1045,12 @@ func TestAuthzMatrix(t *testing.T) {
 			}
 		}
 		for _, tl := range toolCatalog() {
-			if !slices.ContainsFunc(ops, func(op *azOp) bool { return op.Door == azTool && op.Method == tl.Name }) {
+			if !slices.ContainsFunc(ops, func(op *matrixOp) bool { return op.Door == doorTool && op.Method == tl.Name }) {
 				t.Errorf("tool %s has no row in the authorization table", tl.Name)
 			}
 		}
 		for _, op := range ops {
-			if op.Door != azREST || op.Cap == "" {
+			if op.Door != doorREST || op.Cap == "" {
 				continue
 			}
 			for _, d := range operations {
@@ -1061,28 +1062,28 @@ func TestAuthzMatrix(t *testing.T) {
 	})
 
 	t.Run("unknown and foreign ids are indistinguishable", func(t *testing.T) {
-		azIndistinguishable(t, m, subject("agent"))
+		indistinguishable(t, m, subject("agent"))
 	})
 
 	// The matrix. Serial cases (version commits, streams) run first, in
 	// order; the rest run in parallel once the loop has queued them.
-	var cases []*azCase
+	var cases []*matrixCase
 	for _, l := range []listener{ingressListener, ownerListener} {
 		for _, op := range ops {
-			if !azServes(op, l) {
+			if !serves(op, l) {
 				continue
 			}
 			for _, w := range callers[l] {
 				roles := op.roles()
-				if azAuth(op, w, l) != "" {
-					roles = []azRole{azNoRole}
+				if authFor(op, w, l) != "" {
+					roles = []callerRole{roleNone}
 				}
 				for _, role := range roles {
-					if op.Rule == azHandoffAccept && role == azAssignee && w.Kind == azWSession && !azCapsOf(w.Caps).Has(room.CapCheckout) {
+					if op.Rule == ruleHandoffAccept && role == roleAssignee && w.Kind == callerSession && !capsOf(w.Caps).Has(room.CapCheckout) {
 						continue // a handoff cannot be addressed to a participant without checkout (D3)
 					}
-					c := &azCase{op: op, who: w, role: role, l: l}
-					c.want = azExpect(op, w, role, l)
+					c := &matrixCase{op: op, who: w, role: role, l: l}
+					c.want = expectFor(op, w, role, l)
 					cases = append(cases, c)
 				}
 			}
@@ -1113,28 +1114,28 @@ func TestAuthzMatrix(t *testing.T) {
 	}
 }
 
-func azServes(op *azOp, l listener) bool {
+func serves(op *matrixOp, l listener) bool {
 	switch op.On {
-	case azIngressOnly:
+	case onIngressOnly:
 		return l == ingressListener
-	case azOwnerOnly:
+	case onOwnerOnly:
 		return l == ownerListener
 	}
 	return true
 }
 
-// azIndistinguishable: a task (or handoff) id that names nothing and one
+// indistinguishable: a task (or handoff) id that names nothing and one
 // that names a record the caller may not see get byte-identical answers
 // (once the id itself, which the answer echoes, is blanked), on every
 // surface, and the foreign record is untouched.
-func azIndistinguishable(t *testing.T, m *azMatrix, who *azWho) {
+func indistinguishable(t *testing.T, m *matrix, who *caller) {
 	h := m.h
-	var foreign azRec
-	m.handoff(t, &foreign, m.A, azThird, azFixInput) // owner A, assignee B: who is no party
-	unknownTask, unknownHandoff := azRandomID("task"), azRandomID("handoff")
+	var foreign records
+	m.handoff(t, &foreign, m.A, roleThird, fixInput) // owner A, assignee B: who is no party
+	unknownTask, unknownHandoff := randomID("task"), randomID("handoff")
 	h.sweep() // flush last_seen now, so the snapshot compares only what the calls could change
 	before := h.snapshot()
-	mcp := mcpClient(h, who.Token, true)
+	mcp := newMCPClient(h, who.Token, true)
 	surfaces := []struct {
 		name string
 		ask  func(id string) (int, string)
@@ -1148,7 +1149,7 @@ func azIndistinguishable(t *testing.T, m *azMatrix, who *azWho) {
 			if method == "tasks/update" {
 				params["inputResponses"] = map[string]any{"k": map[string]any{"action": "accept", "content": map[string]any{"answer": "x"}}}
 			}
-			r := mcp.do(t, mtReq{ID: 41, Method: method, Params: params})
+			r := mcp.do(t, mcpReq{ID: 41, Method: method, Params: params})
 			return r.Status, string(r.Raw)
 		}})
 	}
@@ -1192,7 +1193,7 @@ func azIndistinguishable(t *testing.T, m *azMatrix, who *azWho) {
 	// and a handoff addressed to someone else that is no longer open.
 	t.Run("handoff_get and GET /workspace/handoff", func(t *testing.T) {
 		ask := func(id string) (string, string) {
-			r := mcp.do(t, mtReq{ID: 42, Method: "tools/call", Params: map[string]any{"name": "handoff_get", "arguments": map[string]any{"handoff_id": id}}})
+			r := mcp.do(t, mcpReq{ID: 42, Method: "tools/call", Params: map[string]any{"name": "handoff_get", "arguments": map[string]any{"handoff_id": id}}})
 			hr := h.do("GET", h.ingressURL("/workspace/handoff?handoff_id="+url.QueryEscape(id)), who.Token, nil)
 			return fmt.Sprintf("%d %s", r.Status, r.Raw), fmt.Sprintf("%d %s", hr.Status, hr.Body)
 		}
@@ -1212,9 +1213,9 @@ func azIndistinguishable(t *testing.T, m *azMatrix, who *azWho) {
 	})
 }
 
-// azPathMatches reports whether a concrete path is served by a chi route
+// pathMatches reports whether a concrete path is served by a chi route
 // pattern (exact, or under a trailing /* wildcard).
-func azPathMatches(pattern, path string) bool {
+func pathMatches(pattern, path string) bool {
 	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
 		return strings.HasPrefix(path, prefix)
 	}

@@ -19,33 +19,33 @@ import (
 	"time"
 )
 
-// bdWait is the generous upper bound for the server to act on a deadline.
-const bdWait = 20 * time.Second
+// serverWait is the generous upper bound for the server to act on a deadline.
+const serverWait = 20 * time.Second
 
-// bdWaitFor polls cond until it holds, failing t after bdWait.
-func bdWaitFor(t testing.TB, what string, cond func() bool) {
+// waitFor polls cond until it holds, failing t after serverWait.
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(bdWait)
+	deadline := time.Now().Add(serverWait)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, bdWait)
+			t.Fatalf("%s: not within %v", what, serverWait)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// bdIdle closes the harness client's pooled connections and waits until the
+// idleConns closes the harness client's pooled connections and waits until the
 // server holds none on either listener, so the counts a test reads are its own.
-func bdIdle(t testing.TB, h *roomHarness) {
+func idleConns(t testing.TB, h *roomHarness) {
 	t.Helper()
 	h.client.CloseIdleConnections()
-	bdWaitFor(t, "the harness's idle connections are closed", func() bool {
+	waitFor(t, "the harness's idle connections are closed", func() bool {
 		return h.API.ingressConns.open.Load() == 0 && h.API.ownerConns.open.Load() == 0
 	})
 }
 
-// bdDial opens a raw connection to a test server.
-func bdDial(t testing.TB, url string) net.Conn {
+// dial opens a raw connection to a test server.
+func dial(t testing.TB, url string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
@@ -55,20 +55,20 @@ func bdDial(t testing.TB, url string) net.Conn {
 	return c
 }
 
-// bdReadToEnd reads c until the server closes it; it fails t if the
-// connection is still open after bdWait.
-func bdReadToEnd(t testing.TB, c net.Conn) []byte {
+// readToEnd reads c until the server closes it; it fails t if the
+// connection is still open after serverWait.
+func readToEnd(t testing.TB, c net.Conn) []byte {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(bdWait))
+	c.SetReadDeadline(time.Now().Add(serverWait))
 	b, err := io.ReadAll(c)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		t.Fatalf("the server still holds the connection after %v (read %d bytes: %.200q)", bdWait, len(b), b)
+		t.Fatalf("the server still holds the connection after %v (read %d bytes: %.200q)", serverWait, len(b), b)
 	}
 	return b // io.EOF or a reset: the server closed it
 }
 
 func TestBoundsUnreadBodyClosesConnection(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{Server: func(c *Config) { c.BodyReadTimeout = 300 * time.Millisecond }})
+	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.BodyReadTimeout = 300 * time.Millisecond }})
 	for _, l := range []struct{ name, url string }{{"owner", h.Owner.URL}, {"ingress", h.Ingress.URL}} {
 		for _, tc := range []struct {
 			name, method, path string
@@ -85,9 +85,9 @@ func TestBoundsUnreadBodyClosesConnection(t *testing.T) {
 			{"OPTIONS * with half a Content-Length body", "OPTIONS", "*", "Content-Length: 100\r\n", strings.Repeat("x", 50), 400},
 		} {
 			t.Run(l.name+": "+tc.name+": answered, then closed by the server", func(t *testing.T) {
-				c := bdDial(t, l.url)
+				c := dial(t, l.url)
 				fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n%s", tc.method, tc.path, tc.framing, tc.partial)
-				got := bdReadToEnd(t, c)
+				got := readToEnd(t, c)
 				res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
 				if err != nil {
 					t.Fatalf("no HTTP answer before the close: %v (%q)", err, got)
@@ -102,16 +102,16 @@ func TestBoundsUnreadBodyClosesConnection(t *testing.T) {
 			})
 		}
 	}
-	bdWaitFor(t, "every connection is given back", func() bool {
+	waitFor(t, "every connection is given back", func() bool {
 		return h.API.ingressConns.open.Load() == 0 && h.API.ownerConns.open.Load() == 0
 	})
 	t.Run("a request whose body is read whole keeps its connection", func(t *testing.T) {
-		c := bdDial(t, h.Ingress.URL)
+		c := dial(t, h.Ingress.URL)
 		br := bufio.NewReader(c)
 		for i := range 2 {
 			body := `{"invite":"nope","name":"x"}`
 			fmt.Fprintf(c, "POST /session/join HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-			c.SetReadDeadline(time.Now().Add(bdWait))
+			c.SetReadDeadline(time.Now().Add(serverWait))
 			res, err := http.ReadResponse(br, nil)
 			if err != nil {
 				t.Fatalf("request %d: %v", i, err)
@@ -127,7 +127,7 @@ func TestBoundsUnreadBodyClosesConnection(t *testing.T) {
 
 func TestBoundsAbsoluteFormRefused(t *testing.T) {
 	h := newHarness(t, "")
-	s := h.session("reader", "read")
+	s := h.join("reader", "read")
 	for _, l := range []struct{ name, url string }{{"owner", h.Owner.URL}, {"ingress", h.Ingress.URL}} {
 		port := strings.TrimPrefix(l.url, "http://127.0.0.1:")
 		for _, tc := range []struct{ name, head string }{
@@ -143,9 +143,9 @@ func TestBoundsAbsoluteFormRefused(t *testing.T) {
 				"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n"},
 		} {
 			t.Run(l.name+": "+tc.name+": 400 without an echo", func(t *testing.T) {
-				c := bdDial(t, l.url)
+				c := dial(t, l.url)
 				io.WriteString(c, tc.head+"\r\n")
-				c.SetReadDeadline(time.Now().Add(bdWait))
+				c.SetReadDeadline(time.Now().Add(serverWait))
 				res, err := http.ReadResponse(bufio.NewReader(c), nil)
 				if err != nil {
 					t.Fatal(err)
@@ -174,7 +174,7 @@ func TestBoundsAbsoluteFormRefused(t *testing.T) {
 
 func TestBoundsConnectionCap(t *testing.T) {
 	const capN = 3
-	h := lsHarness(t, "", lsOpts{Server: func(c *Config) { c.MaxConns, c.OwnerMaxConns = capN, capN }})
+	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.MaxConns, c.OwnerMaxConns = capN, capN }})
 	type side struct {
 		name string
 		url  string
@@ -184,23 +184,23 @@ func TestBoundsConnectionCap(t *testing.T) {
 	ingress := side{"ingress", h.Ingress.URL, h.API.ingressConns}
 	for _, tc := range []struct{ full, other side }{{ingress, owner}, {owner, ingress}} {
 		t.Run(tc.full.name+" full: the next connection is refused, the "+tc.other.name+" listener answers", func(t *testing.T) {
-			bdIdle(t, h)
+			idleConns(t, h)
 			refusedBefore := tc.full.lim.refused.Load()
 			held := make([]net.Conn, capN)
 			for i := range held {
-				held[i] = bdDial(t, tc.full.url)
+				held[i] = dial(t, tc.full.url)
 				br := bufio.NewReader(held[i])
 				io.WriteString(held[i], "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-				held[i].SetReadDeadline(time.Now().Add(bdWait))
+				held[i].SetReadDeadline(time.Now().Add(serverWait))
 				res, err := http.ReadResponse(br, nil)
 				if err != nil || res.StatusCode != 200 {
 					t.Fatalf("connection %d within the cap: %v %v", i, err, res)
 				}
 				res.Body.Close()
 			}
-			over := bdDial(t, tc.full.url)
+			over := dial(t, tc.full.url)
 			io.WriteString(over, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-			got := bdReadToEnd(t, over) // closed at once: never left waiting in the backlog
+			got := readToEnd(t, over) // closed at once: never left waiting in the backlog
 			if bytes.Contains(got, []byte(" 200 ")) {
 				t.Fatalf("the connection over the cap was served: %q", got)
 			}
@@ -221,7 +221,7 @@ func TestBoundsConnectionCap(t *testing.T) {
 			r.Body.Close()
 
 			held[0].Close()
-			bdWaitFor(t, "a closed connection gives its slot back", func() bool { return tc.full.lim.open.Load() < capN })
+			waitFor(t, "a closed connection gives its slot back", func() bool { return tc.full.lim.open.Load() < capN })
 			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 			r, err = c.Get(tc.full.url + "/healthz")
 			if err != nil || r.StatusCode != 200 {
@@ -234,7 +234,7 @@ func TestBoundsConnectionCap(t *testing.T) {
 		})
 	}
 	t.Run("refusals are counted in /debug/metrics", func(t *testing.T) {
-		bdIdle(t, h)
+		idleConns(t, h)
 		r := h.do("GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
 		wantOK(t, r)
 		var m struct {
@@ -251,36 +251,36 @@ func TestBoundsConnectionCap(t *testing.T) {
 
 func TestBoundsStreamsOutliveDeadlines(t *testing.T) {
 	const deadline = 200 * time.Millisecond
-	h := lsHarness(t, "", lsOpts{Server: func(c *Config) { c.BodyReadTimeout, c.WriteTimeout = deadline, deadline }})
-	agent := h.session("agent", azAgentCaps...)
+	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.BodyReadTimeout, c.WriteTimeout = deadline, deadline }})
+	agent := h.join("agent", agentCaps...)
 	tok := agent.SessionToken
 	doc := h.Eng.DocumentURI()
 
-	listen, _ := dtListen(t, h, tok, 1, []string{doc})
-	observe, r := dtObserve(t, h, tok, "")
+	listen, _ := h.listenURIs(t, tok, 1, []string{doc})
+	observe, r := h.observe(t, tok, "")
 	if observe == nil {
 		t.Fatalf("observe: %d %s", r.Status, r.Body)
 	}
-	mcpClient(h, tok, false).ok(t, "resources/subscribe", map[string]any{"uri": doc})
-	legacy, lr := lsLegacyGet(t, h, lsClient(), tok, "text/event-stream")
+	newMCPClient(h, tok, false).ok(t, "resources/subscribe", map[string]any{"uri": doc})
+	legacy, lr := h.legacyGet(t, streamClient(), tok, "text/event-stream")
 	if legacy == nil {
-		t.Fatalf("GET /mcp: %d %s", lr.Status, lr.Body)
+		t.Fatalf("GET /mcp: %d %s", lr.Status, lr.Raw)
 	}
 	legacy.read()
 
 	// Real network deadlines: let both lapse several times over.
 	time.Sleep(10 * deadline)
-	lsEdit(t, h, tok, lsDoc("hello world, later", "ship it\nsoon", "step one"))
+	h.editFile(t, tok, threeSections("hello world, later", "ship it\nsoon", "step one"))
 
 	t.Run("a subscriptions/listen stream is not cut by the body or write deadline", func(t *testing.T) {
 		f := listen.next(t)
-		if f.Method != "notifications/resources/updated" || mtGet(f.Params, "uri") != doc {
-			t.Fatalf("frame %.300s, want resources/updated for %s", f.Raw, doc)
+		if f.Msg.Method != "notifications/resources/updated" || jsonAt(f.params(), "uri") != doc {
+			t.Fatalf("frame %.300s, want resources/updated for %s", string(f.Data), doc)
 		}
 	})
 	t.Run("a GET /workspace/observe stream is not cut", func(t *testing.T) {
-		if f := observe.next(t); f.Method != "notifications/commonroom/event" {
-			t.Fatalf("frame %.300s, want an event", f.Raw)
+		if f := observe.next(t); f.Msg.Method != "notifications/commonroom/event" {
+			t.Fatalf("frame %.300s, want an event", string(f.Data))
 		}
 	})
 	t.Run("a GET /mcp stream is not cut", func(t *testing.T) {

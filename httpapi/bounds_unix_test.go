@@ -14,10 +14,10 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// bdDialSmallWindow connects with a tiny receive buffer, so a response the
+// dialSmallWindow connects with a tiny receive buffer, so a response the
 // client never reads stops the server's writes after a few kilobytes
 // instead of filling megabytes of kernel buffer first.
-func bdDialSmallWindow(t testing.TB, url string) net.Conn {
+func dialSmallWindow(t testing.TB, url string) net.Conn {
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
@@ -41,24 +41,24 @@ func TestBoundsUnreadResponseClosedAfterWriteDeadline(t *testing.T) {
 	// raised to 2 MiB, so it cannot all wait in the kernel's buffers (at
 	// most 4 MiB on the server's side here).
 	doc := "# Idea\n\n" + strings.Repeat(strings.Repeat("<", 99)+"\n", 20_000)
-	h := lsHarness(t, doc, lsOpts{
+	h := newHarness(t, doc, harnessOpts{
 		Limits: func(l *room.Limits) { l.MaxBodyBytes = 2 << 20 },
 		Server: func(c *Config) { c.WriteTimeout = 500 * time.Millisecond },
 	})
-	s := h.session("reader", "read")
+	s := h.join("reader", "read")
 	// A first read, read whole, parses the document, so the stalled one
 	// below starts writing at once.
 	wantOK(t, h.do("GET", h.ingressURL("/workspace/read"), s.SessionToken, nil))
-	bdIdle(t, h)
+	idleConns(t, h)
 
-	c := bdDialSmallWindow(t, h.Ingress.URL)
+	c := dialSmallWindow(t, h.Ingress.URL)
 	fmt.Fprintf(c, "GET /workspace/read HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n", s.SessionToken)
-	bdWaitFor(t, "the server accepts the connection", func() bool { return h.API.ingressConns.open.Load() == 1 })
+	waitFor(t, "the server accepts the connection", func() bool { return h.API.ingressConns.open.Load() == 1 })
 	// Never read: the server must give up on the answer and close.
-	bdWaitFor(t, "the server closes the connection it cannot write to", func() bool {
+	waitFor(t, "the server closes the connection it cannot write to", func() bool {
 		return h.API.ingressConns.open.Load() == 0
 	})
-	c.SetReadDeadline(time.Now().Add(bdWait))
+	c.SetReadDeadline(time.Now().Add(serverWait))
 	got, _ := io.ReadAll(c)
 	// Nothing at all arrives if the deadline passed before the first write
 	// (a slow machine); otherwise the answer is a 200 cut short.

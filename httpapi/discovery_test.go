@@ -12,35 +12,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
-// dtSpecErrors are the error codes of spec §1.11 and §6.5.
-var dtSpecErrors = []string{"unauthorized", "permission_denied", "invitation_expired", "invitation_revoked",
+// specErrors are the error codes of spec §1.11 and §6.5.
+var specErrors = []string{"unauthorized", "permission_denied", "invitation_expired", "invitation_revoked",
 	"invitation_redeemed", "unsupported_version", "session_expired", "lease_conflict", "stale_version",
 	"proposal_not_found", "proposal_conflict", "invalid_region", "version_not_found", "transport_unavailable",
 	"limit_exceeded", "invalid_request", "handoff_not_found", "handoff_conflict", "task_not_found"}
-
-// dtRoutes walks a front-door handler and returns "METHOD /path" for every
-// registered route.
-func dtRoutes(t testing.TB, handler http.Handler) []string {
-	t.Helper()
-	routes, ok := handler.(chi.Routes)
-	if !ok {
-		t.Fatalf("the handler is a %T, not a chi.Routes", handler)
-	}
-	var out []string
-	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		out = append(out, method+" "+route)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func TestDiscoveryDocumentsArePublic(t *testing.T) {
 	h := newHarness(t, "")
@@ -73,28 +52,28 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 	}
 
 	t.Run("agent-workspace names the room, its documents, operations, workflow and errors", func(t *testing.T) {
-		m := dtOK(t, h.do("GET", h.ingressURL("/.well-known/agent-workspace"), "", nil))
+		m := okJSON(t, h.do("GET", h.ingressURL("/.well-known/agent-workspace"), "", nil))
 		if m["protocol"] != "commonroom" || m["protocol_version"] != "1" || m["workspace_id"] != h.Eng.WorkspaceID || m["name"] != h.Eng.Name {
 			t.Errorf("identity = %v", m)
 		}
 		want := map[string]any{"protocol": "/protocol", "skills": "/skills", "skill": "/skills/commonroom", "join": "/session/join", "mcp": "/mcp"}
 		for k, v := range want {
-			if mtGet(m, "discovery", k) != v {
-				t.Errorf("discovery.%s = %v, want %v", k, mtGet(m, "discovery", k), v)
+			if jsonAt(m, "discovery", k) != v {
+				t.Errorf("discovery.%s = %v, want %v", k, jsonAt(m, "discovery", k), v)
 			}
 		}
 		var names []string
 		for _, op := range operations {
 			names = append(names, op.Name)
 		}
-		if got := mtStrings(m["operations"]); !slices.Equal(got, names) {
+		if got := stringsOf(m["operations"]); !slices.Equal(got, names) {
 			t.Errorf("operations = %v, want the table's names %v", got, names)
 		}
-		if wf := mtStrings(m["workflow"]); len(wf) < 5 {
+		if wf := stringsOf(m["workflow"]); len(wf) < 5 {
 			t.Errorf("workflow = %v", wf)
 		}
-		errs := mtStrings(m["errors"])
-		for _, code := range dtSpecErrors {
+		errs := stringsOf(m["errors"])
+		for _, code := range specErrors {
 			if !slices.Contains(errs, code) {
 				t.Errorf("errors lack %q", code)
 			}
@@ -102,7 +81,7 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 	})
 
 	t.Run("protocol lists every operation with its route and capability", func(t *testing.T) {
-		m := dtOK(t, h.do("GET", h.ingressURL("/protocol"), "", nil))
+		m := okJSON(t, h.do("GET", h.ingressURL("/protocol"), "", nil))
 		if m["protocol"] != "commonroom" || m["version"] != "1" {
 			t.Errorf("protocol = %v", m)
 		}
@@ -113,7 +92,7 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 		httpRE := regexp.MustCompile(`^(GET|POST) /[a-z_./-]*[a-z]$`)
 		seenName, seenHTTP := map[string]bool{}, map[string]bool{}
 		for i, raw := range ops {
-			name, route, capability := dtStr(mtGet(raw, "name")), dtStr(mtGet(raw, "http")), dtStr(mtGet(raw, "capability"))
+			name, route, capability := str(jsonAt(raw, "name")), str(jsonAt(raw, "http")), str(jsonAt(raw, "capability"))
 			if name != operations[i].Name || route != operations[i].HTTP || capability != operations[i].Capability {
 				t.Errorf("operation %d = %v, want %+v", i, raw, operations[i])
 			}
@@ -126,18 +105,18 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 			seenName[name], seenHTTP[route] = true, true
 		}
 		for _, k := range []string{"header", "join", "note"} {
-			if dtStr(mtGet(m, "auth", k)) == "" {
+			if str(jsonAt(m, "auth", k)) == "" {
 				t.Errorf("auth.%s missing: %v", k, m["auth"])
 			}
 		}
-		if dtNum(mtGet(m, "bounds", "max_bytes")) != h.Eng.Limits.MaxBodyBytes || dtNum(mtGet(m, "bounds", "max_items")) != int64(h.Eng.Limits.MaxListItems) {
+		if num(jsonAt(m, "bounds", "max_bytes")) != h.Eng.Limits.MaxBodyBytes || num(jsonAt(m, "bounds", "max_items")) != int64(h.Eng.Limits.MaxListItems) {
 			t.Errorf("bounds = %v", m["bounds"])
 		}
-		if mtGet(m, "mcp", "endpoint") != "/mcp" || mtGet(m, "mcp", "protocol_version") != mcptest.Version {
+		if jsonAt(m, "mcp", "endpoint") != "/mcp" || jsonAt(m, "mcp", "protocol_version") != mcptest.Version {
 			t.Errorf("mcp = %v", m["mcp"])
 		}
-		errs := mtStrings(m["errors"])
-		for _, code := range dtSpecErrors {
+		errs := stringsOf(m["errors"])
+		for _, code := range specErrors {
 			if !slices.Contains(errs, code) {
 				t.Errorf("errors lack %q", code)
 			}
@@ -145,12 +124,12 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 	})
 
 	t.Run("skills lists the commonroom skill at a path that serves it", func(t *testing.T) {
-		m := dtOK(t, h.do("GET", h.ingressURL("/skills"), "", nil))
+		m := okJSON(t, h.do("GET", h.ingressURL("/skills"), "", nil))
 		list, _ := m["skills"].([]any)
-		if len(list) != 1 || mtGet(list[0], "name") != "commonroom" || dtStr(mtGet(list[0], "description")) == "" {
+		if len(list) != 1 || jsonAt(list[0], "name") != "commonroom" || str(jsonAt(list[0], "description")) == "" {
 			t.Fatalf("skills = %v", m)
 		}
-		path := dtStr(mtGet(list[0], "path"))
+		path := str(jsonAt(list[0], "path"))
 		r := h.do("GET", h.ingressURL(path), "", nil)
 		if r.Status != http.StatusOK || string(r.Body) != skillText {
 			t.Errorf("GET %s = %d, want the skill text", path, r.Status)
@@ -170,7 +149,7 @@ func TestDiscoveryOperationsMatchTheRouter(t *testing.T) {
 		{"ingress", h.API.IngressHandler()},
 		{"owner", h.API.OwnerHandler()},
 	} {
-		routes := dtRoutes(t, tc.handler)
+		routes := routePatterns(t, tc.handler)
 		advertised := map[string]bool{}
 		for _, op := range operations {
 			advertised[op.HTTP] = true
@@ -223,7 +202,7 @@ func TestDiscoveryOperationsMatchTheRouter(t *testing.T) {
 func TestDiscoveryCapabilitiesAreEnforced(t *testing.T) {
 	h := newHarness(t, "")
 	plain := []string{"read", "observe", "propose", "checkout", "commit", "approve", "invite"}
-	without := map[string]sessionGrant{}
+	without := map[string]party{}
 	for _, c := range plain {
 		var caps []string
 		for _, o := range plain {
@@ -231,7 +210,7 @@ func TestDiscoveryCapabilitiesAreEnforced(t *testing.T) {
 				caps = append(caps, o)
 			}
 		}
-		without[c] = h.session("without-"+c, caps...)
+		without[c] = h.join("without-"+c, caps...)
 	}
 	// Inputs that get a request past decoding to the capability check.
 	bodies := map[string]any{
@@ -285,11 +264,11 @@ func TestDiscoveryCapabilitiesAreEnforced(t *testing.T) {
 
 func TestDiscoverySkillNamesCatalogTools(t *testing.T) {
 	h := newHarness(t, "")
-	g := h.session("reader", "read")
-	res := mcpClient(h, g.SessionToken, false).ok(t, "tools/list", nil)
+	g := h.join("reader", "read")
+	res := newMCPClient(h, g.SessionToken, false).ok(t, "tools/list", nil)
 	var tools []string
 	for _, raw := range res["tools"].([]any) {
-		tools = append(tools, dtStr(mtGet(raw, "name")))
+		tools = append(tools, str(jsonAt(raw, "name")))
 	}
 	skill := string(h.do("GET", h.ingressURL("/skills/commonroom"), "", nil).Body)
 	// Names of tools, not the error codes the skill also spells out

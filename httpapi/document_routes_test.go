@@ -19,13 +19,13 @@ import (
 )
 
 func TestDocumentLeases(t *testing.T) {
-	d := newDTRoom(t)
+	d := newCastRoom(t)
 	h := d.h
 
 	var leaseID string
 	t.Run("Goals, section:Goals and Idea/Goals are one lease on the canonical path", func(t *testing.T) {
-		first := dtCheckout(t, h, d.author.SessionToken, "Goals")
-		leaseID = dtStr(first["lease_id"])
+		first := h.checkout(t, d.author.SessionToken, "Goals")
+		leaseID = str(first["lease_id"])
 		if !strings.HasPrefix(leaseID, "lease_") {
 			t.Fatalf("lease_id = %v", first["lease_id"])
 		}
@@ -37,7 +37,7 @@ func TestDocumentLeases(t *testing.T) {
 		}
 		for _, spelling := range []string{"section:Goals", "Idea/Goals", "section:Idea/Goals"} {
 			h.Clock.Advance(time.Minute)
-			again := dtOK(t, dtPost(t, h, d.author.SessionToken, "/workspace/checkout", map[string]any{"target": spelling, "minutes": 20}))
+			again := okJSON(t, h.post(t, d.author.SessionToken, "/workspace/checkout", map[string]any{"target": spelling, "minutes": 20}))
 			if again["lease_id"] != leaseID || again["target"] != "Idea/Goals" {
 				t.Errorf("checkout %q by the holder = %v, want the same lease %s renewed", spelling, again, leaseID)
 			}
@@ -60,7 +60,7 @@ func TestDocumentLeases(t *testing.T) {
 		for _, target := range []string{"Goals", "section:Goals", "Idea/Goals", "Idea", "workspace", "*"} {
 			t.Run(target, func(t *testing.T) {
 				before := h.snapshot()
-				m := wantError(t, dtPost(t, h, d.other.SessionToken, "/workspace/checkout", map[string]any{"target": target}), http.StatusConflict, "lease_conflict")
+				m := wantError(t, h.post(t, d.other.SessionToken, "/workspace/checkout", map[string]any{"target": target}), http.StatusConflict, "lease_conflict")
 				if m["lease_id"] != leaseID || m["region"] != "Idea/Goals" {
 					t.Errorf("lease_id, region = %v, %v; want %s, Idea/Goals", m["lease_id"], m["region"], leaseID)
 				}
@@ -70,34 +70,34 @@ func TestDocumentLeases(t *testing.T) {
 	})
 
 	t.Run("a sibling section is free", func(t *testing.T) {
-		l := dtCheckout(t, h, d.other.SessionToken, "Plan")
+		l := h.checkout(t, d.other.SessionToken, "Plan")
 		if l["target"] != "Idea/Plan" {
 			t.Errorf("target = %v", l["target"])
 		}
-		wantOK(t, dtPost(t, h, d.other.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]}))
+		wantOK(t, h.post(t, d.other.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]}))
 	})
 
 	t.Run("the holder renews; the expiry is capped at 120 minutes from acquisition", func(t *testing.T) {
 		acquired := h.Clock.Now().Add(-3 * time.Minute) // the first checkout above
-		r := dtOK(t, dtPost(t, h, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID, "minutes": 120}))
+		r := okJSON(t, h.post(t, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID, "minutes": 120}))
 		if r["lease_id"] != leaseID || r["expires_at"] != wire(acquired.Add(120*time.Minute)) {
 			t.Errorf("renew = %v, want expires_at %s", r, wire(acquired.Add(120*time.Minute)))
 		}
 		before := h.snapshot()
-		wantError(t, dtPost(t, h, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID, "minutes": 5}),
+		wantError(t, h.post(t, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID, "minutes": 5}),
 			http.StatusTooManyRequests, "limit_exceeded")
 		h.assertUnchanged(t, before)
 	})
 
 	t.Run("renew by someone else is 403 permission_denied and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
-		wantError(t, dtPost(t, h, d.other.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
+		wantError(t, h.post(t, d.other.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
 		h.assertUnchanged(t, before)
 	})
 
 	t.Run("release by someone else without admin is 403 permission_denied", func(t *testing.T) {
 		before := h.snapshot()
-		m := wantError(t, dtPost(t, h, d.other.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
+		m := wantError(t, h.post(t, d.other.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
 		if m["lease_id"] != leaseID {
 			t.Errorf("lease_id = %v", m["lease_id"])
 		}
@@ -105,11 +105,11 @@ func TestDocumentLeases(t *testing.T) {
 	})
 
 	t.Run("the holder releases: ok, gone from the list, and again is a no-op", func(t *testing.T) {
-		r := dtOK(t, dtPost(t, h, d.author.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}))
+		r := okJSON(t, h.post(t, d.author.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}))
 		if !reflect.DeepEqual(r, map[string]any{"status": "ok"}) {
 			t.Errorf("release = %v, want {status: ok}", r)
 		}
-		if ls := dtList(t, dtGet(t, h, d.reader.SessionToken, "/workspace/leases")); len(ls) != 0 {
+		if ls := okList(t, h.get(t, d.reader.SessionToken, "/workspace/leases")); len(ls) != 0 {
 			t.Errorf("leases after release = %v", ls)
 		}
 		evs := h.events("lease.released")
@@ -117,13 +117,13 @@ func TestDocumentLeases(t *testing.T) {
 			t.Errorf("lease.released events = %v", evs)
 		}
 		before := h.snapshot()
-		wantOK(t, dtPost(t, h, d.author.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}))
+		wantOK(t, h.post(t, d.author.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}))
 		h.assertUnchanged(t, before)
 	})
 
 	t.Run("renew of a released lease is 409 lease_conflict and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
-		m := wantError(t, dtPost(t, h, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusConflict, "lease_conflict")
+		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusConflict, "lease_conflict")
 		if m["lease_id"] != leaseID {
 			t.Errorf("lease_id = %v", m["lease_id"])
 		}
@@ -138,13 +138,13 @@ func TestDocumentLeases(t *testing.T) {
 		{name: "an admin session releases another participant's lease"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := dtCheckout(t, h, d.other.SessionToken, "Goals")
+			l := h.checkout(t, d.other.SessionToken, "Goals")
 			var r apiResp
 			if tc.owner {
-				r = dtOperator(t, h, "/workspace/release", map[string]any{"lease_id": l["lease_id"]})
+				r = h.operator(t, "/workspace/release", map[string]any{"lease_id": l["lease_id"]})
 			} else {
-				admin := h.session("admin", "read", "admin")
-				r = dtPost(t, h, admin.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]})
+				admin := h.join("admin", "read", "admin")
+				r = h.post(t, admin.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]})
 			}
 			wantOK(t, r)
 			evs := h.events("lease.released")
@@ -159,17 +159,17 @@ func TestDocumentLeases(t *testing.T) {
 	}
 
 	t.Run("an expired lease no longer conflicts once swept", func(t *testing.T) {
-		l := dtCheckout(t, h, d.author.SessionToken, "Plan")
+		l := h.checkout(t, d.author.SessionToken, "Plan")
 		h.Clock.Advance(16 * time.Minute)
 		h.sweep()
 		evs := h.events("lease.expired")
 		if len(evs) == 0 || evs[len(evs)-1].Payload["lease_id"] != l["lease_id"] {
 			t.Fatalf("lease.expired events = %v, want one for %v", evs, l["lease_id"])
 		}
-		if ls := dtList(t, dtGet(t, h, d.reader.SessionToken, "/workspace/leases")); len(ls) != 0 {
+		if ls := okList(t, h.get(t, d.reader.SessionToken, "/workspace/leases")); len(ls) != 0 {
 			t.Errorf("leases after expiry = %v", ls)
 		}
-		got := dtCheckout(t, h, d.other.SessionToken, "Plan")
+		got := h.checkout(t, d.other.SessionToken, "Plan")
 		if got["lease_id"] == l["lease_id"] || got["participant_id"] != d.other.ParticipantID {
 			t.Errorf("checkout after expiry = %v", got)
 		}
@@ -177,7 +177,7 @@ func TestDocumentLeases(t *testing.T) {
 
 	t.Run("checkout without the checkout capability is 403", func(t *testing.T) {
 		before := h.snapshot()
-		m := wantError(t, dtPost(t, h, d.reader.SessionToken, "/workspace/checkout", map[string]any{"target": "Goals"}), http.StatusForbidden, "permission_denied")
+		m := wantError(t, h.post(t, d.reader.SessionToken, "/workspace/checkout", map[string]any{"target": "Goals"}), http.StatusForbidden, "permission_denied")
 		if m["required"] != "checkout" {
 			t.Errorf("required = %v", m["required"])
 		}
@@ -186,22 +186,22 @@ func TestDocumentLeases(t *testing.T) {
 }
 
 func TestDocumentProposeReviewCommit(t *testing.T) {
-	d := newDTRoom(t)
+	d := newCastRoom(t)
 	h := d.h
 	newGoals := "## Goals\n\nship it this week\n\n"
-	want := strings.Replace(harnessDoc, dtRegionGoals, newGoals, 1)
+	want := strings.Replace(harnessDoc, regionGoals, newGoals, 1)
 
 	var pid string
 	t.Run("propose against the current version says base_is_current true", func(t *testing.T) {
-		p := dtPropose(t, h, d.author.SessionToken, 1, "Goals", newGoals)
-		pid = dtStr(p["proposal_id"])
+		p := h.propose(t, d.author.SessionToken, 1, "Goals", newGoals)
+		pid = str(p["proposal_id"])
 		if !strings.HasPrefix(pid, "proposal_") || p["status"] != "pending" || p["base_is_current"] != true {
 			t.Fatalf("propose = %v", p)
 		}
-		if p["target"] != "Idea/Goals" || mtGet(p, "change", "section") != "Idea/Goals" || mtGet(p, "change", "content") != newGoals {
+		if p["target"] != "Idea/Goals" || jsonAt(p, "change", "section") != "Idea/Goals" || jsonAt(p, "change", "content") != newGoals {
 			t.Errorf("target/change not canonical: %v", p)
 		}
-		if p["participant_id"] != d.author.ParticipantID || p["workspace_id"] != h.Eng.WorkspaceID || dtNum(p["base_version"]) != 1 {
+		if p["participant_id"] != d.author.ParticipantID || p["workspace_id"] != h.Eng.WorkspaceID || num(p["base_version"]) != 1 {
 			t.Errorf("propose = %v", p)
 		}
 		evs := h.events("proposal.created")
@@ -211,7 +211,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if strings.Contains(evs[0].Raw, "this week") {
 			t.Errorf("proposal.created carries the change body: %s", evs[0].Raw)
 		}
-		if dtFile(t, h) != harnessDoc {
+		if h.fileText(t) != harnessDoc {
 			t.Errorf("propose changed the file")
 		}
 	})
@@ -221,7 +221,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 
 	t.Run("review without approve is 403 and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
-		m := wantError(t, dtPost(t, h, d.author.SessionToken, "/workspace/proposal/review", map[string]any{"proposal_id": pid, "approve": true}),
+		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/proposal/review", map[string]any{"proposal_id": pid, "approve": true}),
 			http.StatusForbidden, "permission_denied")
 		if m["required"] != "approve" {
 			t.Errorf("required = %v", m["required"])
@@ -230,11 +230,11 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 	})
 
 	t.Run("review with approve moves it to approved", func(t *testing.T) {
-		r := dtReview(t, h, d.reviewer.SessionToken, pid, true)
+		r := h.review(t, d.reviewer.SessionToken, pid, true)
 		if !reflect.DeepEqual(r, map[string]any{"proposal_id": pid, "reviewer_id": d.reviewer.ParticipantID, "status": "approved"}) {
 			t.Errorf("review = %v", r)
 		}
-		if s := dtProposalStatus(t, h, pid); s != "approved" {
+		if s := h.status(t, "proposal", pid); s != "approved" {
 			t.Errorf("status = %s", s)
 		}
 		if evs := h.events("proposal.approved"); len(evs) != 1 || evs[0].Payload["reviewer_id"] != d.reviewer.ParticipantID {
@@ -244,9 +244,9 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 
 	var bystander string
 	t.Run("commit without the commit capability is 403", func(t *testing.T) {
-		bystander = dtStr(dtPropose(t, h, d.other.SessionToken, 1, "Plan", "## Plan\n\nstep zero\n")["proposal_id"])
+		bystander = str(h.propose(t, d.other.SessionToken, 1, "Plan", "## Plan\n\nstep zero\n")["proposal_id"])
 		before := h.snapshot()
-		m := wantError(t, dtCommit(t, h, d.reviewer.SessionToken, pid), http.StatusForbidden, "permission_denied")
+		m := wantError(t, h.commit(t, d.reviewer.SessionToken, pid), http.StatusForbidden, "permission_denied")
 		if m["required"] != "commit" {
 			t.Errorf("required = %v", m["required"])
 		}
@@ -254,114 +254,115 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 	})
 
 	t.Run("commit of the approved proposal writes the file and bumps the version", func(t *testing.T) {
-		r := dtOK(t, dtCommit(t, h, d.author.SessionToken, pid))
-		if dtNum(r["version"]) != 2 || r["participant_id"] != d.author.ParticipantID || r["summary"] != "rewrite Goals" {
+		r := okJSON(t, h.commit(t, d.author.SessionToken, pid))
+		if num(r["version"]) != 2 || r["participant_id"] != d.author.ParticipantID || r["summary"] != "rewrite Goals" {
 			t.Errorf("commit = %v", r)
 		}
-		if got := dtFile(t, h); got != want {
+		if got := h.fileText(t); got != want {
 			t.Errorf("file on disk =\n%q\nwant\n%q", got, want)
 		}
-		if v := dtVersion(t, h); v != 2 {
+		if v := h.newestVersion(t); v != 2 {
 			t.Errorf("versions max = %d, want 2", v)
 		}
-		st := dtOK(t, dtGet(t, h, d.reader.SessionToken, "/workspace/status"))
-		if dtNum(st["version"]) != 2 {
+		st := okJSON(t, h.get(t, d.reader.SessionToken, "/workspace/status"))
+		if num(st["version"]) != 2 {
 			t.Errorf("status version = %v", st["version"])
 		}
 		cc := h.events("change.committed")
 		last := cc[len(cc)-1]
-		if dtNum(last.Payload["version"]) != 2 || last.Payload["participant_id"] != d.author.ParticipantID {
+		if num(last.Payload["version"]) != 2 || last.Payload["participant_id"] != d.author.ParticipantID {
 			t.Errorf("change.committed = %v", last.Payload)
 		}
-		if pc := h.events("proposal.committed"); len(pc) != 1 || pc[0].Payload["proposal_id"] != pid || dtNum(pc[0].Payload["version"]) != 2 {
+		if pc := h.events("proposal.committed"); len(pc) != 1 || pc[0].Payload["proposal_id"] != pid || num(pc[0].Payload["version"]) != 2 {
 			t.Errorf("proposal.committed = %v", pc)
 		}
-		if s := dtProposalStatus(t, h, pid); s != "committed" {
+		if s := h.status(t, "proposal", pid); s != "committed" {
 			t.Errorf("status = %s", s)
 		}
-		if s := dtProposalStatus(t, h, bystander); s != "superseded" {
+		if s := h.status(t, "proposal", bystander); s != "superseded" {
 			t.Errorf("the pending bystander is %s, want superseded by the commit", s)
 		}
 	})
 
 	t.Run("propose against an older version says base_is_current false", func(t *testing.T) {
-		p := dtPropose(t, h, d.author.SessionToken, 1, "Plan", "## Plan\n\nstep zero\n")
+		p := h.propose(t, d.author.SessionToken, 1, "Plan", "## Plan\n\nstep zero\n")
 		if p["base_is_current"] != false || p["status"] != "pending" {
 			t.Errorf("propose on v1 at v2 = %v", p)
 		}
 	})
 
 	t.Run("a whole-document proposal replaces the file", func(t *testing.T) {
-		id := dtApproved(t, h, d.author.SessionToken, d.reviewer.SessionToken, 2, "", "# Idea\n\nall new\n")
-		r := dtOK(t, dtCommit(t, h, d.other.SessionToken, id))
-		if dtNum(r["version"]) != 3 {
+		id := h.approved(t, d.author.SessionToken, d.reviewer.SessionToken, 2, "", "# Idea\n\nall new\n")
+		r := okJSON(t, h.commit(t, d.other.SessionToken, id))
+		if num(r["version"]) != 3 {
 			t.Errorf("commit = %v", r)
 		}
-		if got := dtFile(t, h); got != "# Idea\n\nall new\n" {
+		if got := h.fileText(t); got != "# Idea\n\nall new\n" {
 			t.Errorf("file = %q", got)
 		}
 	})
 }
 
 func TestDocumentRawCommit(t *testing.T) {
-	d := newDTRoom(t)
+	d := newCastRoom(t)
 	h := d.h
 
 	t.Run("a non-admin session is refused with 403 and nothing changes", func(t *testing.T) {
 		before := h.snapshot()
-		m := wantError(t, dtPost(t, h, d.author.SessionToken, "/workspace/commit",
-			map[string]any{"base_version": 1, "summary": "sneak", "content": "# Mine\n"}), http.StatusForbidden, "permission_denied")
+		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/commit",
+			map[string]any{"base_version": 1, "summary": "sneak", "content": "# Mine\n"}),
+			http.StatusForbidden, "permission_denied")
 		if m["required"] != "admin" {
 			t.Errorf("required = %v", m["required"])
 		}
 		h.assertUnchanged(t, before)
-		if dtFile(t, h) != harnessDoc {
+		if h.fileText(t) != harnessDoc {
 			t.Errorf("the file changed")
 		}
 	})
 
 	t.Run("the operator commits whole content", func(t *testing.T) {
-		r := dtOK(t, dtOperator(t, h, "/workspace/commit", map[string]any{"base_version": 1, "summary": "host edit", "content": "# Idea\n\nhost text\n\n## Goals\n\nmore\n"}))
-		if dtNum(r["version"]) != 2 || r["summary"] != "host edit" || r["participant_id"] != h.Eng.HostID {
+		r := okJSON(t, h.operator(t, "/workspace/commit", map[string]any{"base_version": 1, "summary": "host edit", "content": "# Idea\n\nhost text\n\n## Goals\n\nmore\n"}))
+		if num(r["version"]) != 2 || r["summary"] != "host edit" || r["participant_id"] != h.Eng.HostID {
 			t.Errorf("raw commit = %v", r)
 		}
-		if got := dtFile(t, h); got != "# Idea\n\nhost text\n\n## Goals\n\nmore\n" {
+		if got := h.fileText(t); got != "# Idea\n\nhost text\n\n## Goals\n\nmore\n" {
 			t.Errorf("file = %q", got)
 		}
-		if cc := h.events("change.committed"); dtNum(cc[len(cc)-1].Payload["version"]) != 2 {
+		if cc := h.events("change.committed"); num(cc[len(cc)-1].Payload["version"]) != 2 {
 			t.Errorf("change.committed = %v", cc[len(cc)-1].Payload)
 		}
 	})
 
 	t.Run("the operator commits one section with a target", func(t *testing.T) {
-		r := dtOK(t, dtOperator(t, h, "/workspace/commit", map[string]any{"base_version": 2, "summary": "goals", "content": "## Goals\n\nless\n", "target": "Goals"}))
-		if dtNum(r["version"]) != 3 || r["target"] != "Idea/Goals" {
+		r := okJSON(t, h.operator(t, "/workspace/commit", map[string]any{"base_version": 2, "summary": "goals", "content": "## Goals\n\nless\n", "target": "Goals"}))
+		if num(r["version"]) != 3 || r["target"] != "Idea/Goals" {
 			t.Errorf("raw commit = %v", r)
 		}
-		if got := dtFile(t, h); got != "# Idea\n\nhost text\n\n## Goals\n\nless\n" {
+		if got := h.fileText(t); got != "# Idea\n\nhost text\n\n## Goals\n\nless\n" {
 			t.Errorf("file = %q", got)
 		}
 	})
 
 	t.Run("an admin session commits raw content on the ingress", func(t *testing.T) {
-		admin := h.session("admin", "read", "admin")
-		r := dtOK(t, dtPost(t, h, admin.SessionToken, "/workspace/commit", map[string]any{"base_version": 3, "summary": "admin", "content": "# Idea\n"}))
-		if dtNum(r["version"]) != 4 || r["participant_id"] != admin.ParticipantID {
+		admin := h.join("admin", "read", "admin")
+		r := okJSON(t, h.post(t, admin.SessionToken, "/workspace/commit", map[string]any{"base_version": 3, "summary": "admin", "content": "# Idea\n"}))
+		if num(r["version"]) != 4 || r["participant_id"] != admin.ParticipantID {
 			t.Errorf("raw commit = %v", r)
 		}
 	})
 
 	t.Run("a stale raw commit is 409 stale_version and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
-		m := wantError(t, dtOperator(t, h, "/workspace/commit", map[string]any{"base_version": 2, "summary": "late", "content": "# Late\n"}),
+		m := wantError(t, h.operator(t, "/workspace/commit", map[string]any{"base_version": 2, "summary": "late", "content": "# Late\n"}),
 			http.StatusConflict, "stale_version")
-		if dtNum(m["current_version"]) != 4 || dtNum(m["base_version"]) != 2 {
+		if num(m["current_version"]) != 4 || num(m["base_version"]) != 2 {
 			t.Errorf("stale_version = %v", m)
 		}
-		if diff := dtStr(m["diff"]); !strings.Contains(diff, "--- v4") || !strings.Contains(diff, "+++ attempted@v2") || !strings.Contains(diff, "+# Late") {
+		if diff := str(m["diff"]); !strings.Contains(diff, "--- v4") || !strings.Contains(diff, "+++ attempted@v2") || !strings.Contains(diff, "+# Late") {
 			t.Errorf("diff = %q", diff)
 		}
-		if ch, _ := m["changes"].([]any); len(ch) != 2 || dtNum(mtGet(ch[0], "version")) != 3 || dtNum(mtGet(ch[1], "version")) != 4 {
+		if ch, _ := m["changes"].([]any); len(ch) != 2 || num(jsonAt(ch[0], "version")) != 3 || num(jsonAt(ch[1], "version")) != 4 {
 			t.Errorf("changes = %v, want versions 3 and 4", m["changes"])
 		}
 		h.assertUnchanged(t, before)
@@ -373,15 +374,15 @@ func TestDocumentRawCommit(t *testing.T) {
 // hears stale_version with what it needs to recover, and its proposal is
 // conflicted. Several rounds, each from the version the last one left.
 func TestDocumentCommitRace(t *testing.T) {
-	d := newDTRoom(t)
+	d := newCastRoom(t)
 	h := d.h
 	for round := range 5 {
 		t.Run(fmt.Sprintf("round %d: exactly one commit lands, the other is stale_version and conflicted", round), func(t *testing.T) {
-			base := dtVersion(t, h)
+			base := h.newestVersion(t)
 			texts := [2]string{fmt.Sprintf("## Goals\n\nauthor round %d\n\n", round), fmt.Sprintf("## Goals\n\nother round %d\n\n", round)}
 			ids := [2]string{
-				dtApproved(t, h, d.author.SessionToken, d.reviewer.SessionToken, base, "Goals", texts[0]),
-				dtApproved(t, h, d.other.SessionToken, d.reviewer.SessionToken, base, "Goals", texts[1]),
+				h.approved(t, d.author.SessionToken, d.reviewer.SessionToken, base, "Goals", texts[0]),
+				h.approved(t, d.other.SessionToken, d.reviewer.SessionToken, base, "Goals", texts[1]),
 			}
 			tokens := [2]string{d.author.SessionToken, d.other.SessionToken}
 			var answers [2]apiResp
@@ -412,31 +413,31 @@ func TestDocumentCommitRace(t *testing.T) {
 				t.Fatalf("no commit answered 200: %d %s / %d %s", answers[0].Status, answers[0].Body, answers[1].Status, answers[1].Body)
 			}
 			loser := 1 - winner
-			if dtNum(answers[winner].JSON(t)["version"]) != base+1 {
+			if num(answers[winner].JSON(t)["version"]) != base+1 {
 				t.Errorf("winner = %s, want version %d", answers[winner].Body, base+1)
 			}
 			m := wantError(t, answers[loser], http.StatusConflict, "stale_version")
-			if dtNum(m["current_version"]) != base+1 || dtNum(m["base_version"]) != base || m["proposal_id"] != ids[loser] {
+			if num(m["current_version"]) != base+1 || num(m["base_version"]) != base || m["proposal_id"] != ids[loser] {
 				t.Errorf("stale_version = %v", m)
 			}
-			diff := dtStr(m["diff"])
+			diff := str(m["diff"])
 			if !strings.Contains(diff, fmt.Sprintf("--- v%d", base+1)) || !strings.Contains(diff, fmt.Sprintf("+++ attempted@v%d", base)) ||
 				!strings.Contains(diff, "+"+strings.Split(texts[loser], "\n")[2]) {
 				t.Errorf("diff = %q", diff)
 			}
-			if ch, _ := m["changes"].([]any); len(ch) != 1 || dtNum(mtGet(ch[0], "version")) != base+1 {
+			if ch, _ := m["changes"].([]any); len(ch) != 1 || num(jsonAt(ch[0], "version")) != base+1 {
 				t.Errorf("changes = %v, want the winner's version", m["changes"])
 			}
-			if s := dtProposalStatus(t, h, ids[winner]); s != "committed" {
+			if s := h.status(t, "proposal", ids[winner]); s != "committed" {
 				t.Errorf("winner's proposal is %s", s)
 			}
-			if s := dtProposalStatus(t, h, ids[loser]); s != "conflicted" {
+			if s := h.status(t, "proposal", ids[loser]); s != "conflicted" {
 				t.Errorf("loser's proposal is %s, want conflicted", s)
 			}
-			if v := dtVersion(t, h); v != base+1 {
+			if v := h.newestVersion(t); v != base+1 {
 				t.Errorf("version = %d, want %d", v, base+1)
 			}
-			if got := dtFile(t, h); !strings.Contains(got, texts[winner]) || strings.Contains(got, texts[loser]) {
+			if got := h.fileText(t); !strings.Contains(got, texts[winner]) || strings.Contains(got, texts[loser]) {
 				t.Errorf("file = %q, want the winner's text only", got)
 			}
 			evs := h.events("proposal.conflicted")
@@ -448,20 +449,20 @@ func TestDocumentCommitRace(t *testing.T) {
 }
 
 func TestDocumentReads(t *testing.T) {
-	d := newDTRoom(t)
+	d := newCastRoom(t)
 	h := d.h
-	id := dtApproved(t, h, d.author.SessionToken, d.reviewer.SessionToken, 1, "Goals", "## Goals\n\nship it now\n\n")
-	wantOK(t, dtCommit(t, h, d.author.SessionToken, id))
-	lease := dtCheckout(t, h, d.other.SessionToken, "Plan")
-	pending := dtStr(dtPropose(t, h, d.other.SessionToken, 2, "Plan", "## Plan\n\nstep zero\n")["proposal_id"])
+	id := h.approved(t, d.author.SessionToken, d.reviewer.SessionToken, 1, "Goals", "## Goals\n\nship it now\n\n")
+	wantOK(t, h.commit(t, d.author.SessionToken, id))
+	lease := h.checkout(t, d.other.SessionToken, "Plan")
+	pending := str(h.propose(t, d.other.SessionToken, 2, "Plan", "## Plan\n\nstep zero\n")["proposal_id"])
 	tok := d.reader.SessionToken
 
 	t.Run("diff from v1 is a unified diff labelled v1 and v2", func(t *testing.T) {
-		r := dtOK(t, dtGet(t, h, tok, "/workspace/diff?base_version=1"))
-		if r["workspace_id"] != h.Eng.WorkspaceID || dtNum(r["base_version"]) != 1 || dtNum(r["current_version"]) != 2 {
+		r := okJSON(t, h.get(t, tok, "/workspace/diff?base_version=1"))
+		if r["workspace_id"] != h.Eng.WorkspaceID || num(r["base_version"]) != 1 || num(r["current_version"]) != 2 {
 			t.Errorf("diff = %v", r)
 		}
-		diff := dtStr(r["diff"])
+		diff := str(r["diff"])
 		for _, want := range []string{"--- v1\n", "+++ v2\n", "-ship it\n", "-soon\n", "+ship it now\n"} {
 			if !strings.Contains(diff, want) {
 				t.Errorf("diff lacks %q:\n%s", want, diff)
@@ -469,56 +470,56 @@ func TestDocumentReads(t *testing.T) {
 		}
 	})
 	t.Run("diff from the current version is empty", func(t *testing.T) {
-		r := dtOK(t, dtGet(t, h, tok, "/workspace/diff?base_version=2"))
-		if r["diff"] != "" || dtNum(r["current_version"]) != 2 {
+		r := okJSON(t, h.get(t, tok, "/workspace/diff?base_version=2"))
+		if r["diff"] != "" || num(r["current_version"]) != 2 {
 			t.Errorf("diff = %v", r)
 		}
 	})
 	t.Run("changes_since lists later versions oldest first", func(t *testing.T) {
-		r := dtOK(t, dtGet(t, h, tok, "/workspace/changes_since?version=1"))
+		r := okJSON(t, h.get(t, tok, "/workspace/changes_since?version=1"))
 		ch, _ := r["changes"].([]any)
-		if dtNum(r["from_version"]) != 1 || dtNum(r["to_version"]) != 2 || len(ch) != 1 ||
-			dtNum(mtGet(ch[0], "version")) != 2 || mtGet(ch[0], "participant_id") != d.author.ParticipantID {
+		if num(r["from_version"]) != 1 || num(r["to_version"]) != 2 || len(ch) != 1 ||
+			num(jsonAt(ch[0], "version")) != 2 || jsonAt(ch[0], "participant_id") != d.author.ParticipantID {
 			t.Errorf("changes_since 1 = %v", r)
 		}
-		r = dtOK(t, dtGet(t, h, tok, "/workspace/changes_since?version=0"))
+		r = okJSON(t, h.get(t, tok, "/workspace/changes_since?version=0"))
 		ch, _ = r["changes"].([]any)
-		if len(ch) != 2 || dtNum(mtGet(ch[0], "version")) != 1 || dtNum(mtGet(ch[1], "version")) != 2 || mtGet(ch[0], "participant_id") != nil {
+		if len(ch) != 2 || num(jsonAt(ch[0], "version")) != 1 || num(jsonAt(ch[1], "version")) != 2 || jsonAt(ch[0], "participant_id") != nil {
 			t.Errorf("changes_since 0 = %v", r)
 		}
-		r = dtOK(t, dtGet(t, h, tok, "/workspace/changes_since?version=0&limit=1"))
+		r = okJSON(t, h.get(t, tok, "/workspace/changes_since?version=0&limit=1"))
 		if ch, _ := r["changes"].([]any); len(ch) != 1 {
 			t.Errorf("limit=1: %v", r)
 		}
 	})
 	t.Run("leases lists the live lease", func(t *testing.T) {
-		ls := dtList(t, dtGet(t, h, tok, "/workspace/leases"))
+		ls := okList(t, h.get(t, tok, "/workspace/leases"))
 		if len(ls) != 1 || ls[0]["lease_id"] != lease["lease_id"] || ls[0]["target"] != "Idea/Plan" || ls[0]["participant_id"] != d.other.ParticipantID {
 			t.Errorf("leases = %v", ls)
 		}
 	})
 	t.Run("proposals lists newest first and filters by status", func(t *testing.T) {
-		ps := dtProposals(t, dtGet(t, h, tok, "/workspace/proposals"))
+		ps := proposalsOf(t, h.get(t, tok, "/workspace/proposals"))
 		if len(ps) != 2 || ps[0]["proposal_id"] != pending || ps[1]["proposal_id"] != id {
 			t.Errorf("proposals = %v", ps)
 		}
-		if ps[1]["status"] != "committed" || dtNum(ps[1]["committed_version"]) != 2 || dtNum(mtGet(ps[1], "change", "content_bytes")) != int64(len("## Goals\n\nship it now\n\n")) {
+		if ps[1]["status"] != "committed" || num(ps[1]["committed_version"]) != 2 || num(jsonAt(ps[1], "change", "content_bytes")) != int64(len("## Goals\n\nship it now\n\n")) {
 			t.Errorf("committed proposal = %v", ps[1])
 		}
-		if one := dtOK(t, dtGet(t, h, tok, "/workspace/proposal?proposal_id="+id)); mtGet(one, "change", "content") != "## Goals\n\nship it now\n\n" {
+		if one := okJSON(t, h.get(t, tok, "/workspace/proposal?proposal_id="+id)); jsonAt(one, "change", "content") != "## Goals\n\nship it now\n\n" {
 			t.Errorf("GET /workspace/proposal = %v", one)
 		}
 		if _, has := ps[0]["base_is_current"]; has {
 			t.Errorf("base_is_current belongs to the propose answer only: %v", ps[0])
 		}
-		ps = dtProposals(t, dtGet(t, h, tok, "/workspace/proposals?status=pending"))
+		ps = proposalsOf(t, h.get(t, tok, "/workspace/proposals?status=pending"))
 		if len(ps) != 1 || ps[0]["proposal_id"] != pending {
 			t.Errorf("pending = %v", ps)
 		}
 	})
 	t.Run("diagnostics name the transport, never an address or a port", func(t *testing.T) {
-		r := dtGet(t, h, tok, "/workspace/diagnostics")
-		m := dtOK(t, r)
+		r := h.get(t, tok, "/workspace/diagnostics")
+		m := okJSON(t, r)
 		if !reflect.DeepEqual(m["listener"], map[string]any{"type": "loopback", "mode": "local", "encrypted": false, "describe": "loopback (local, not encrypted)"}) {
 			t.Errorf("listener = %v", m["listener"])
 		}
@@ -533,11 +534,11 @@ func TestDocumentReads(t *testing.T) {
 		}
 	})
 	t.Run("room shows handoffs visible to the caller and invites only with invite", func(t *testing.T) {
-		creator := h.session("creator", "read", "propose")
-		hr := dtOK(t, dtPost(t, h, creator.SessionToken, "/workspace/handoff", map[string]any{"summary": "check the plan"}))
-		hid := dtStr(mtGet(hr, "handoff", "handoff_id"))
-		inviter := h.session("inviter", "read", "invite")
-		own := dtStr(dtOK(t, dtPost(t, h, inviter.SessionToken, "/workspace/invite", map[string]any{"capabilities": []string{"read"}}))["invite_id"])
+		creator := h.join("creator", "read", "propose")
+		hr := okJSON(t, h.post(t, creator.SessionToken, "/workspace/handoff", map[string]any{"summary": "check the plan"}))
+		hid := str(jsonAt(hr, "handoff", "handoff_id"))
+		inviter := h.join("inviter", "read", "invite")
+		own := str(okJSON(t, h.post(t, inviter.SessionToken, "/workspace/invite", map[string]any{"capabilities": []string{"read"}}))["invite_id"])
 		for _, tc := range []struct {
 			name         string
 			token        string
@@ -550,8 +551,8 @@ func TestDocumentReads(t *testing.T) {
 			{name: "a checkout holder sees the open unassigned handoff", token: d.author.SessionToken, wantHandoffs: []string{hid}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				r := dtGet(t, h, tc.token, "/workspace/room")
-				m := dtOK(t, r)
+				r := h.get(t, tc.token, "/workspace/room")
+				m := okJSON(t, r)
 				for _, k := range []string{"status", "participants", "leases", "proposals", "events", "summary", "diagnostics", "handoffs"} {
 					if _, ok := m[k]; !ok {
 						t.Errorf("room lacks %q", k)
@@ -563,7 +564,7 @@ func TestDocumentReads(t *testing.T) {
 					t.Fatalf("handoffs = %v, want a list", m["handoffs"])
 				}
 				for _, x := range hs {
-					got = append(got, dtStr(mtGet(x, "handoff_id")))
+					got = append(got, str(jsonAt(x, "handoff_id")))
 				}
 				if !slices.Equal(got, tc.wantHandoffs) {
 					t.Errorf("handoffs = %v, want %v", got, tc.wantHandoffs)
@@ -576,17 +577,17 @@ func TestDocumentReads(t *testing.T) {
 					// Only its own: the room's other invitations (the host's
 					// among them) are not an inviter's to see (issue 13).
 					list, _ := inv.([]any)
-					if len(list) != 1 || dtStr(mtGet(list[0], "invite_id")) != own {
+					if len(list) != 1 || str(jsonAt(list[0], "invite_id")) != own {
 						t.Errorf("invites = %v, want exactly the inviter's own %s", inv, own)
 					}
 					if strings.Contains(string(r.Body), `"token"`) {
 						t.Errorf("room invites carry a secret: %s", r.Body)
 					}
 				}
-				if dtNum(mtGet(m, "status", "version")) != 2 || len(m["leases"].([]any)) != 1 {
+				if num(jsonAt(m, "status", "version")) != 2 || len(m["leases"].([]any)) != 1 {
 					t.Errorf("status/leases = %v / %v", m["status"], m["leases"])
 				}
-				for _, s := range []sessionGrant{d.author, d.other, d.reviewer, d.reader, creator, inviter} {
+				for _, s := range []party{d.author, d.other, d.reviewer, d.reader, creator, inviter} {
 					if strings.Contains(string(r.Body), s.SessionToken) {
 						t.Errorf("room view contains a session token")
 					}
@@ -597,14 +598,14 @@ func TestDocumentReads(t *testing.T) {
 	t.Run("every read needs a session", func(t *testing.T) {
 		for _, p := range []string{"/workspace/diff?base_version=1", "/workspace/changes_since?version=1", "/workspace/leases",
 			"/workspace/proposals", "/workspace/diagnostics", "/workspace/room"} {
-			wantError(t, dtGet(t, h, "", p), http.StatusUnauthorized, "unauthorized")
+			wantError(t, h.get(t, "", p), http.StatusUnauthorized, "unauthorized")
 		}
 	})
 	t.Run("every read needs read", func(t *testing.T) {
-		observer := h.session("observer", "observe")
+		observer := h.join("observer", "observe")
 		for _, p := range []string{"/workspace/diff?base_version=1", "/workspace/changes_since?version=1", "/workspace/leases",
 			"/workspace/proposals", "/workspace/diagnostics", "/workspace/room"} {
-			m := wantError(t, dtGet(t, h, observer.SessionToken, p), http.StatusForbidden, "permission_denied")
+			m := wantError(t, h.get(t, observer.SessionToken, p), http.StatusForbidden, "permission_denied")
 			if m["required"] != "read" {
 				t.Errorf("%s: required = %v", p, m["required"])
 			}
@@ -615,17 +616,17 @@ func TestDocumentReads(t *testing.T) {
 // TestDocumentBadInput: every refusal has its status and code, names the
 // field where there is one, and changes no row and not the file.
 func TestDocumentBadInput(t *testing.T) {
-	d := newDTRoom(t)
+	d := newCastRoom(t)
 	h := d.h
-	held := dtCheckout(t, h, d.other.SessionToken, "Plan")
-	mine := dtCheckout(t, h, d.author.SessionToken, "Goals")
-	pendingID := dtStr(dtPropose(t, h, d.author.SessionToken, 1, "Goals", "## Goals\n\nx\n")["proposal_id"])
-	approvedID := dtApproved(t, h, d.author.SessionToken, d.reviewer.SessionToken, 1, "Goals", "## Goals\n\ny\n")
-	rejectedID := dtStr(dtPropose(t, h, d.author.SessionToken, 1, "Goals", "## Goals\n\nz\n")["proposal_id"])
-	dtReview(t, h, d.reviewer.SessionToken, rejectedID, false)
+	held := h.checkout(t, d.other.SessionToken, "Plan")
+	mine := h.checkout(t, d.author.SessionToken, "Goals")
+	pendingID := str(h.propose(t, d.author.SessionToken, 1, "Goals", "## Goals\n\nx\n")["proposal_id"])
+	approvedID := h.approved(t, d.author.SessionToken, d.reviewer.SessionToken, 1, "Goals", "## Goals\n\ny\n")
+	rejectedID := str(h.propose(t, d.author.SessionToken, 1, "Goals", "## Goals\n\nz\n")["proposal_id"])
+	h.review(t, d.reviewer.SessionToken, rejectedID, false)
 
 	big := func(n int) map[string]any {
-		return dtProposeBody(1, "Goals", "## Goals\n\n"+strings.Repeat("a", n))
+		return proposeBody(1, "Goals", "## Goals\n\n"+strings.Repeat("a", n))
 	}
 	const unknownProposal = "proposal_0000000000000000"
 	type who int
@@ -682,12 +683,12 @@ func TestDocumentBadInput(t *testing.T) {
 		{name: "commit of a rejected proposal is 409 proposal_conflict", path: "/workspace/commit",
 			body: map[string]any{"proposal_id": rejectedID}, status: 409, code: "proposal_conflict", also: map[string]any{"proposal_id": rejectedID}},
 		{name: "propose with base_version in the future is 400 naming base_version", path: "/workspace/propose",
-			body: dtProposeBody(99, "Goals", "x"), status: 400, code: "invalid_request", field: "base_version", also: map[string]any{"current_version": float64(1)}},
+			body: proposeBody(99, "Goals", "x"), status: 400, code: "invalid_request", field: "base_version", also: map[string]any{"current_version": float64(1)}},
 		{name: "a summary over 2,000 characters is 429 limit_exceeded", path: "/workspace/propose",
 			body:   map[string]any{"target": "Goals", "base_version": 1, "summary": strings.Repeat("s", 2001), "change": map[string]any{"content": "x"}},
 			status: 429, code: "limit_exceeded", field: "summary"},
 		{name: "propose with base_version 0 is 400 naming base_version", path: "/workspace/propose",
-			body: dtProposeBody(0, "Goals", "x"), status: 400, code: "invalid_request", field: "base_version"},
+			body: proposeBody(0, "Goals", "x"), status: 400, code: "invalid_request", field: "base_version"},
 		{name: "raw commit with base_version in the future is 400", who: operator, path: "/workspace/commit",
 			body: map[string]any{"base_version": 99, "summary": "x", "content": "x"}, status: 400, code: "invalid_request", field: "base_version"},
 		{name: "review of an unknown proposal is 404 proposal_not_found", who: reviewer, path: "/workspace/proposal/review",
@@ -729,7 +730,7 @@ func TestDocumentBadInput(t *testing.T) {
 		{name: "commit with neither proposal_id nor content is 400", path: "/workspace/commit", body: map[string]any{}, status: 400, code: "invalid_request", field: "proposal_id"},
 		{name: "commit mixing proposal_id and content is 400", path: "/workspace/commit",
 			body: map[string]any{"proposal_id": approvedID, "content": "x"}, status: 400, code: "invalid_request", field: "proposal_id"},
-		{name: "propose without the propose capability is 403", who: reader, path: "/workspace/propose", body: dtProposeBody(1, "Goals", "x"),
+		{name: "propose without the propose capability is 403", who: reader, path: "/workspace/propose", body: proposeBody(1, "Goals", "x"),
 			status: 403, code: "permission_denied", also: map[string]any{"required": "propose"}},
 		{name: "commit without the commit capability is 403", who: reviewer, path: "/workspace/commit", body: map[string]any{"proposal_id": approvedID},
 			status: 403, code: "permission_denied", also: map[string]any{"required": "commit"}},
@@ -760,14 +761,14 @@ func TestDocumentBadInput(t *testing.T) {
 				}
 			}
 			h.assertUnchanged(t, before)
-			if dtFile(t, h) != harnessDoc {
+			if h.fileText(t) != harnessDoc {
 				t.Errorf("the file changed")
 			}
 		})
 	}
 	t.Run("the states the refusals left alone", func(t *testing.T) {
 		for id, want := range map[string]string{pendingID: "pending", approvedID: "approved", rejectedID: "rejected"} {
-			if s := dtProposalStatus(t, h, id); s != want {
+			if s := h.status(t, "proposal", id); s != want {
 				t.Errorf("%s is %s, want %s", id, s, want)
 			}
 		}
@@ -776,17 +777,17 @@ func TestDocumentBadInput(t *testing.T) {
 
 // TestDocumentMCPRoundTrip: the whole change flow through /mcp tools only.
 func TestDocumentMCPRoundTrip(t *testing.T) {
-	d := newDTRoom(t)
+	d := newCastRoom(t)
 	h := d.h
-	author := mcpClient(h, d.author.SessionToken, false)
-	reviewer := mcpClient(h, d.reviewer.SessionToken, false)
+	author := newMCPClient(h, d.author.SessionToken, false)
+	reviewer := newMCPClient(h, d.reviewer.SessionToken, false)
 	newPlan := "## Plan\n\nstep one\nstep two, done\n"
 
 	t.Run("propose, review, commit and release through tools write the file", func(t *testing.T) {
 		st := author.toolOK(t, "workspace_status", nil)
-		base := dtNum(st["version"])
+		base := num(st["version"])
 		rd := author.toolOK(t, "workspace_read", map[string]any{"section": "Plan"})
-		if dtNum(rd["version"]) != base || !strings.Contains(dtStr(rd["content"]), "step three") {
+		if num(rd["version"]) != base || !strings.Contains(str(rd["content"]), "step three") {
 			t.Fatalf("workspace_read = %v", rd)
 		}
 		lease := author.toolOK(t, "workspace_checkout", map[string]any{"target": "section:Plan", "minutes": 30})
@@ -798,12 +799,12 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 		}
 		p := author.toolOK(t, "workspace_propose", map[string]any{"target": "Plan", "base_version": base, "summary": "finish step two",
 			"change": map[string]any{"content": newPlan, "section": "Plan"}})
-		pid := dtStr(p["proposal_id"])
+		pid := str(p["proposal_id"])
 		if p["status"] != "pending" || p["base_is_current"] != true {
 			t.Fatalf("propose = %v", p)
 		}
 		pending := reviewer.toolOK(t, "workspace_proposals", map[string]any{"status": "pending"})
-		if ps, _ := pending["proposals"].([]any); len(ps) != 1 || mtGet(ps[0], "proposal_id") != pid {
+		if ps, _ := pending["proposals"].([]any); len(ps) != 1 || jsonAt(ps[0], "proposal_id") != pid {
 			t.Fatalf("pending proposals = %v", pending)
 		}
 		author.toolErr(t, "workspace_review", map[string]any{"proposal_id": pid, "approve": true}, "permission_denied")
@@ -812,54 +813,54 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 			t.Fatalf("review = %v", rv)
 		}
 		c := author.toolOK(t, "workspace_commit", map[string]any{"proposal_id": pid})
-		if dtNum(c["version"]) != base+1 || c["summary"] != "finish step two" {
+		if num(c["version"]) != base+1 || c["summary"] != "finish step two" {
 			t.Fatalf("commit = %v", c)
 		}
-		if got, want := dtFile(t, h), strings.Replace(harnessDoc, dtRegionPlan, newPlan, 1); got != want {
+		if got, want := h.fileText(t), strings.Replace(harnessDoc, regionPlan, newPlan, 1); got != want {
 			t.Errorf("file = %q, want %q", got, want)
 		}
 		df := author.toolOK(t, "workspace_diff", map[string]any{"base_version": base})
-		if !strings.Contains(dtStr(df["diff"]), "+step two, done") {
+		if !strings.Contains(str(df["diff"]), "+step two, done") {
 			t.Errorf("diff = %v", df)
 		}
 		cs := author.toolOK(t, "workspace_changes_since", map[string]any{"version": base})
-		if ch, _ := cs["changes"].([]any); len(ch) != 1 || mtGet(ch[0], "summary") != "finish step two" {
+		if ch, _ := cs["changes"].([]any); len(ch) != 1 || jsonAt(ch[0], "summary") != "finish step two" {
 			t.Errorf("changes_since = %v", cs)
 		}
 		if r := author.toolOK(t, "workspace_release", map[string]any{"lease_id": lease["lease_id"]}); r["status"] != "ok" {
 			t.Errorf("release = %v", r)
 		}
-		if s := dtProposalStatus(t, h, pid); s != "committed" {
+		if s := h.status(t, "proposal", pid); s != "committed" {
 			t.Errorf("proposal is %s", s)
 		}
 		// The HTTP view agrees with what the tools did.
-		if v := dtNum(dtOK(t, dtGet(t, h, d.reader.SessionToken, "/workspace/status"))["version"]); v != base+1 {
+		if v := num(okJSON(t, h.get(t, d.reader.SessionToken, "/workspace/status"))["version"]); v != base+1 {
 			t.Errorf("HTTP status version = %d", v)
 		}
 	})
 
 	t.Run("a stale commit is an isError result carrying current_version, diff and changes", func(t *testing.T) {
-		other := mcpClient(h, d.other.SessionToken, false)
-		base := dtVersion(t, h)
+		other := newMCPClient(h, d.other.SessionToken, false)
+		base := h.newestVersion(t)
 		ids := [2]string{}
-		for i, c := range []*mtClient{author, other} {
+		for i, c := range []*mcpClient{author, other} {
 			p := c.toolOK(t, "workspace_propose", map[string]any{"target": "Goals", "base_version": base, "summary": fmt.Sprintf("goals %d", i),
 				"change": map[string]any{"content": fmt.Sprintf("## Goals\n\nversion %d\n\n", i), "section": "Goals"}})
-			ids[i] = dtStr(p["proposal_id"])
+			ids[i] = str(p["proposal_id"])
 			reviewer.toolOK(t, "workspace_review", map[string]any{"proposal_id": ids[i], "approve": true})
 		}
 		author.toolOK(t, "workspace_commit", map[string]any{"proposal_id": ids[0]})
 		sc := other.toolErr(t, "workspace_commit", map[string]any{"proposal_id": ids[1]}, "stale_version")
-		if dtNum(sc["current_version"]) != base+1 || dtNum(sc["base_version"]) != base || sc["proposal_id"] != ids[1] {
+		if num(sc["current_version"]) != base+1 || num(sc["base_version"]) != base || sc["proposal_id"] != ids[1] {
 			t.Errorf("stale_version = %v", sc)
 		}
-		if diff := dtStr(sc["diff"]); !strings.Contains(diff, "+version 1") || !strings.Contains(diff, "-version 0") {
+		if diff := str(sc["diff"]); !strings.Contains(diff, "+version 1") || !strings.Contains(diff, "-version 0") {
 			t.Errorf("diff = %q", diff)
 		}
-		if ch, _ := sc["changes"].([]any); len(ch) != 1 || dtNum(mtGet(ch[0], "version")) != base+1 {
+		if ch, _ := sc["changes"].([]any); len(ch) != 1 || num(jsonAt(ch[0], "version")) != base+1 {
 			t.Errorf("changes = %v", sc["changes"])
 		}
-		if s := dtProposalStatus(t, h, ids[1]); s != "conflicted" {
+		if s := h.status(t, "proposal", ids[1]); s != "conflicted" {
 			t.Errorf("proposal is %s, want conflicted", s)
 		}
 	})
@@ -871,50 +872,50 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 // one stream keep commit order, so a later commit is the sentinel: a frame
 // for the untouched section would arrive before the later commit's frames.
 func TestDocumentCommitNotifiesResources(t *testing.T) {
-	d := newDTRoom(t)
+	d := newCastRoom(t)
 	h := d.h
 	doc := h.Eng.DocumentURI()
 	idea, goals, plan := h.Eng.SectionURI("Idea"), h.Eng.SectionURI("Idea/Goals"), h.Eng.SectionURI("Idea/Plan")
-	all, acked := dtListen(t, h, d.reader.SessionToken, 7, []string{doc, idea, goals, plan})
-	if !lsSameSet(acked, []string{doc, idea, goals, plan}) {
+	all, acked := h.listenURIs(t, d.reader.SessionToken, 7, []string{doc, idea, goals, plan})
+	if !sameSet(acked, []string{doc, idea, goals, plan}) {
 		t.Fatalf("acknowledged %v", acked)
 	}
-	planOnly, acked := dtListen(t, h, d.other.SessionToken, 8, []string{doc, plan})
-	if !lsSameSet(acked, []string{doc, plan}) {
+	planOnly, acked := h.listenURIs(t, d.other.SessionToken, 8, []string{doc, plan})
+	if !sameSet(acked, []string{doc, plan}) {
 		t.Fatalf("acknowledged %v", acked)
 	}
 	// uris reads n resources/updated frames of s and returns their URIs.
-	uris := func(t *testing.T, s *dtStream, subID float64, n int) []string {
+	uris := func(t *testing.T, s *stream, subID float64, n int) []string {
 		t.Helper()
 		var got []string
 		for range n {
 			f := s.next(t)
-			if f.Method != "notifications/resources/updated" || f.ID != nil {
-				t.Fatalf("frame %.300s, want a notifications/resources/updated notification", f.Raw)
+			if f.Msg.Method != "notifications/resources/updated" || f.Msg.ID != nil {
+				t.Fatalf("frame %.300s, want a notifications/resources/updated notification", string(f.Data))
 			}
-			if id := mtGet(f.Params, "_meta", "io.modelcontextprotocol/subscriptionId"); id != subID {
+			if id := jsonAt(f.params(), "_meta", "io.modelcontextprotocol/subscriptionId"); id != subID {
 				t.Errorf("subscriptionId = %v, want %v", id, subID)
 			}
-			got = append(got, dtStr(f.Params["uri"]))
+			got = append(got, str(f.params()["uri"]))
 		}
 		return got
 	}
 
 	// Proposing and reviewing change no resource: the first frames belong
 	// to the first commit.
-	id := dtApproved(t, h, d.author.SessionToken, d.reviewer.SessionToken, 1, "Goals", "## Goals\n\nship it today\n\n")
-	wantOK(t, dtCommit(t, h, d.author.SessionToken, id))
-	wantOK(t, dtOperator(t, h, "/workspace/commit", map[string]any{"base_version": 2, "target": "Plan", "content": "## Plan\n\nstep zero\n", "summary": "plan"}))
+	id := h.approved(t, d.author.SessionToken, d.reviewer.SessionToken, 1, "Goals", "## Goals\n\nship it today\n\n")
+	wantOK(t, h.commit(t, d.author.SessionToken, id))
+	wantOK(t, h.operator(t, "/workspace/commit", map[string]any{"base_version": 2, "target": "Plan", "content": "## Plan\n\nstep zero\n", "summary": "plan"}))
 
 	t.Run("a commit to Goals notifies the document, Idea and Goals, and not Plan", func(t *testing.T) {
 		got := uris(t, all, 7, 3)
-		if got[0] != doc || !lsSameSet(got, []string{doc, idea, goals}) {
+		if got[0] != doc || !sameSet(got, []string{doc, idea, goals}) {
 			t.Errorf("first commit: frames for %v, want the document first, then Idea and Idea/Goals", got)
 		}
 	})
 	t.Run("the next commit, to Plan, notifies the document, Idea and Plan", func(t *testing.T) {
 		got := uris(t, all, 7, 3)
-		if got[0] != doc || !lsSameSet(got, []string{doc, idea, plan}) {
+		if got[0] != doc || !sameSet(got, []string{doc, idea, plan}) {
 			t.Errorf("second commit: frames for %v, want the document first, then Idea and Idea/Plan", got)
 		}
 	})

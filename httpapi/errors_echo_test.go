@@ -16,7 +16,7 @@ import (
 // cut to wirejson.MaxErrorString bytes, or not at all, at HTTP and MCP alike.
 func TestErrorsDoNotEchoLongInput(t *testing.T) {
 	h := newHarness(t, "")
-	s := h.session("reader", "read")
+	s := h.join("reader", "read")
 	huge := strings.Repeat("x", 900_000)
 	run := strings.Repeat("x", wirejson.MaxErrorString+1) // more of the input than any error may carry
 	small := func(t *testing.T, what string, b []byte) {
@@ -30,11 +30,11 @@ func TestErrorsDoNotEchoLongInput(t *testing.T) {
 		wantError(t, r, http.StatusBadRequest, "invalid_request")
 		small(t, "GET /workspace/read", r.Body)
 	})
-	mcp := mcpClient(h, s.SessionToken, false)
+	mcp := newMCPClient(h, s.SessionToken, false)
 	t.Run("workspace_read with a 900 KB section: invalid_request, small", func(t *testing.T) {
 		r := mcp.call(t, "tools/call", map[string]any{"name": "workspace_read", "arguments": map[string]any{"section": huge}})
-		res := mtWantResult(t, r)
-		if res["isError"] != true || mtGet(res, "structuredContent", "error") != "invalid_request" {
+		res := wantResult(t, r)
+		if res["isError"] != true || jsonAt(res, "structuredContent", "error") != "invalid_request" {
 			t.Errorf("result %.300s, want isError with invalid_request", r.Raw)
 		}
 		small(t, "workspace_read", r.Raw)
@@ -44,7 +44,7 @@ func TestErrorsDoNotEchoLongInput(t *testing.T) {
 	} {
 		t.Run(tc.method+" with a 900 KB "+tc.field+": a small error", func(t *testing.T) {
 			r := mcp.call(t, tc.method, map[string]any{tc.field: huge, "arguments": map[string]any{}})
-			if r.rpcError() == nil {
+			if r.Error == nil {
 				t.Fatalf("want a JSON-RPC error, got %.300s", r.Raw)
 			}
 			small(t, tc.method, r.Raw)
@@ -52,12 +52,12 @@ func TestErrorsDoNotEchoLongInput(t *testing.T) {
 	}
 	t.Run("a request id over 256 bytes is refused without being echoed", func(t *testing.T) {
 		raw, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": strings.Repeat("i", 300), "method": "tools/list",
-			"params": map[string]any{"_meta": mtMeta(mcptest.Version, map[string]any{})}})
+			"params": map[string]any{"_meta": mcptest.Meta(mcptest.Version, map[string]any{}, "ce-tests")}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := mcp.do(t, mtReq{Raw: raw, Method: "tools/list"})
-		if e := r.rpcError(); e == nil || r.Status != http.StatusBadRequest {
+		r := mcp.do(t, mcpReq{Raw: raw, Method: "tools/list"})
+		if r.Error == nil || r.Status != http.StatusBadRequest {
 			t.Fatalf("status %d %.300s, want 400 with an error", r.Status, r.Raw)
 		}
 		if bytes.Contains(r.Raw, []byte(strings.Repeat("i", 300))) {

@@ -33,7 +33,7 @@ func exposedHarness(t *testing.T) *roomHarness {
 // listener accepts loopback only; every other Host and Origin is 403.
 func TestExposedHostGuard(t *testing.T) {
 	h := exposedHarness(t)
-	agent := h.session("agent", "read")
+	agent := h.join("agent", "read")
 	rp := strconv.Itoa(relayPort)
 	ip := serverPort(h.Ingress)
 	goodHosts := []string{relayName + ":" + rp, strings.ToUpper(relayName) + ":" + rp, relayName,
@@ -190,7 +190,7 @@ func TestJoinRecordsTheTransportItCameThrough(t *testing.T) {
 // participant the same line without it.
 func TestDiagnosticsDescribeTheTransport(t *testing.T) {
 	h := exposedHarness(t)
-	agent := h.session("agent", "read")
+	agent := h.join("agent", "read")
 	want := "exec:relay (private, encrypted) " + relayName + ":8443"
 	var d room.Diagnostics
 	r := h.do("GET", h.ownerURL("/workspace/diagnostics"), h.OpToken, nil)
@@ -205,7 +205,7 @@ func TestDiagnosticsDescribeTheTransport(t *testing.T) {
 	if d.Listener.Describe != "exec:relay (private, encrypted)" || strings.Contains(string(r.Body), relayName) || strings.Contains(string(r.Body), "8443") {
 		t.Errorf("participant: %s", r.Body)
 	}
-	_, cookie := azOwnerCookie(t, h)
+	_, cookie := h.pageCookie(t)
 	page := h.do("GET", h.ownerURL("/"), "", nil, withCookie(cookie))
 	wantOK(t, page)
 	if !strings.Contains(string(page.Body), `<p id="connection">`+want+`</p>`) {

@@ -29,9 +29,9 @@ func wantUnauthorized(t testing.TB, r apiResp, code string) {
 // request without a valid session with 401, a Bearer challenge, and no change.
 func TestBearerAuthRefused(t *testing.T) {
 	h := newHarness(t, "")
-	left := h.session("leaver", "read")
+	left := h.join("leaver", "read")
 	wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), left.SessionToken, nil))
-	live := h.session("live", "read")
+	live := h.join("live", "read")
 
 	creds := []struct {
 		name  string
@@ -87,7 +87,7 @@ func TestBearerAuthRefused(t *testing.T) {
 // session_expired everywhere, before and after the sweeper ends it.
 func TestBearerAuthExpiredSession(t *testing.T) {
 	h := newHarness(t, "")
-	s := h.session("agent", "read", "invite")
+	s := h.join("agent", "read", "invite")
 	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
 
 	h.Clock.Advance(8*time.Hour - time.Millisecond)
@@ -147,13 +147,13 @@ func TestOperatorToken(t *testing.T) {
 // TestCapabilities: routes check the session's capabilities.
 func TestCapabilities(t *testing.T) {
 	h := newHarness(t, "")
-	agent := h.session("agent") // default agent set: no invite
+	agent := h.join("agent") // default agent set: no invite
 	if !slices.Equal(agent.Capabilities, []string{"read", "observe", "propose", "checkout", "commit"}) {
 		t.Fatalf("default grant = %v", agent.Capabilities)
 	}
-	inviter := h.session("inviter", "read", "invite")
-	admin := h.session("admin", "admin")
-	blind := h.session("blind", "observe") // no read
+	inviter := h.join("inviter", "read", "invite")
+	admin := h.join("admin", "admin")
+	blind := h.join("blind", "observe") // no read
 	target := h.createInvite(nil)
 
 	denied := []struct {
@@ -218,7 +218,7 @@ func TestCapabilities(t *testing.T) {
 // both listeners before anything else; loopback names pass.
 func TestHostAndOrigin(t *testing.T) {
 	h := newHarness(t, "")
-	s := h.session("agent", "read")
+	s := h.join("agent", "read")
 	g := h.createInvite(nil)
 	type target struct {
 		name, base, port, token string
@@ -316,12 +316,12 @@ func TestHostAndOrigin(t *testing.T) {
 func TestSecretsNeverStored(t *testing.T) {
 	h := newHarness(t, "")
 	inv := h.createInvite(map[string]any{"capabilities": []string{"read", "invite"}, "max_uses": 1})
-	s := h.join(inv.URI, "agent")
+	s := h.redeem(inv.URI, "agent")
 	inv2R := h.do("POST", h.ingressURL("/workspace/invite"), s.SessionToken, map[string]any{"capabilities": []string{"read"}})
 	wantOK(t, inv2R)
 	var inv2 inviteGrant
 	inv2R.Into(t, &inv2)
-	s2 := h.join(inv2.Token, "second")
+	s2 := h.redeem(inv2.Token, "second")
 	revoked := h.createInvite(nil)
 	wantOK(t, h.do("POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": revoked.Token}))
 	pageKey := h.API.NewPageKey()
@@ -411,7 +411,7 @@ func TestSecretsNeverStored(t *testing.T) {
 		}
 	})
 	t.Run("sessions and invites hold SHA-256 hashes", func(t *testing.T) {
-		for _, sg := range []sessionGrant{s, s2} {
+		for _, sg := range []party{s, s2} {
 			var got []byte
 			if err := h.Store.Reader.QueryRow(`SELECT token_sha256 FROM sessions WHERE session_ref = ?`, sg.SessionRef).Scan(&got); err != nil {
 				t.Fatal(err)
@@ -636,7 +636,7 @@ func TestInvitations(t *testing.T) {
 	})
 
 	t.Run("revoke by token, by a session holding invite, of its own invitation", func(t *testing.T) {
-		inviter := h.session("inviter", "read", "invite")
+		inviter := h.join("inviter", "read", "invite")
 		var g inviteGrant
 		gr := h.doT(t, "POST", h.ingressURL("/workspace/invite"), inviter.SessionToken, map[string]any{"capabilities": []string{"read"}})
 		wantOK(t, gr)
@@ -710,7 +710,7 @@ func TestInvitationListingOrder(t *testing.T) {
 // TestReads: the read routes answer from the current version, bounded.
 func TestReads(t *testing.T) {
 	h := newHarness(t, "")
-	agent := h.session("agent", "read")
+	agent := h.join("agent", "read")
 	get := func(t *testing.T, path string) apiResp {
 		t.Helper()
 		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
@@ -980,8 +980,8 @@ func TestParticipants(t *testing.T) {
 // TestLeave: leaving ends the session and the participant's presence.
 func TestLeave(t *testing.T) {
 	h := newHarness(t, "")
-	s := h.session("agent", "read")
-	other := h.session("other", "read")
+	s := h.join("agent", "read")
+	other := h.join("other", "read")
 	r := h.do("POST", h.ingressURL("/workspace/leave"), s.SessionToken, nil)
 	wantOK(t, r)
 	if r.JSON(t)["status"] != "ok" {
@@ -1094,7 +1094,7 @@ func TestOwnerPageKey(t *testing.T) {
 		if cookie == nil {
 			t.Skip("no cookie") // the previous subtest already failed
 		}
-		h.session(`<script>alert(1)</script>`, "read")
+		h.join(`<script>alert(1)</script>`, "read")
 		r := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: cookie.Value}))
 		wantOK(t, r)
 		if !strings.Contains(string(r.Body), "<h1>idea</h1>") {
@@ -1157,7 +1157,7 @@ func TestOwnerPageKey(t *testing.T) {
 // workspace, its participants, sessions, invitations and events.
 func TestRestart(t *testing.T) {
 	h := newHarness(t, "")
-	s := h.session("agent", "read", "invite")
+	s := h.join("agent", "read", "invite")
 	pending := h.createInvite(map[string]any{"capabilities": []string{"read"}})
 	ws, host := h.Eng.WorkspaceID, h.Eng.HostID
 	partsBefore := h.do("GET", h.ingressURL("/workspace/participants"), s.SessionToken, nil)
@@ -1211,7 +1211,7 @@ func TestRestart(t *testing.T) {
 		}
 	})
 	t.Run("an invitation made before the restart admits after it", func(t *testing.T) {
-		g := h.join(pending.URI, "after-restart")
+		g := h.redeem(pending.URI, "after-restart")
 		if g.WorkspaceID != ws {
 			t.Errorf("workspace_id = %s", g.WorkspaceID)
 		}

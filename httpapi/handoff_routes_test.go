@@ -17,11 +17,11 @@ import (
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
-// mtTwin is what GET /workspace/task must equal: the tasks/get result
+// httpTwin is what GET /workspace/task must equal: the tasks/get result
 // without resultType and without serverInfo in _meta.
-func mtTwin(t testing.TB, res map[string]any) map[string]any {
+func httpTwin(t testing.TB, res map[string]any) map[string]any {
 	t.Helper()
-	out := mtJSON(t, res).(map[string]any)
+	out := generic(t, res).(map[string]any)
 	delete(out, "resultType")
 	if meta, ok := out["_meta"].(map[string]any); ok {
 		delete(meta, mcptest.MetaServerInfo)
@@ -31,18 +31,18 @@ func mtTwin(t testing.TB, res map[string]any) map[string]any {
 
 func TestHandoffRoutes(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
-	worker := mtJoin(h, "worker", "read", "checkout")
-	worker2 := mtJoin(h, "worker2", "read", "checkout")
-	approver := mtJoin(h, "approver", "read", "approve")
-	outsider := mtJoin(h, "outsider", "read", "propose")
+	owner := h.join("owner", "read", "propose")
+	worker := h.join("worker", "read", "checkout")
+	worker2 := h.join("worker2", "read", "checkout")
+	approver := h.join("approver", "read", "approve")
+	outsider := h.join("outsider", "read", "propose")
 
-	tok := func(p mtParty) string { return p.grant.SessionToken }
-	post := func(t *testing.T, p mtParty, path string, body any) apiResp {
+	tok := func(p party) string { return p.SessionToken }
+	post := func(t *testing.T, p party, path string, body any) apiResp {
 		t.Helper()
 		return h.doT(t, "POST", h.ingressURL(path), tok(p), body)
 	}
-	get := func(t *testing.T, p mtParty, path string, q url.Values) apiResp {
+	get := func(t *testing.T, p party, path string, q url.Values) apiResp {
 		t.Helper()
 		return h.doT(t, "GET", h.ingressURL(path+"?"+q.Encode()), tok(p), nil)
 	}
@@ -52,10 +52,10 @@ func TestHandoffRoutes(t *testing.T) {
 		return r.JSON(t)
 	}
 	// twinTask checks GET /workspace/task against tasks/get for the same session.
-	twinTask := func(t *testing.T, p mtParty, taskID string) map[string]any {
+	twinTask := func(t *testing.T, p party, taskID string) map[string]any {
 		t.Helper()
 		httpTask := obj(t, get(t, p, "/workspace/task", url.Values{"task_id": {taskID}}))
-		mcpTask := mtTwin(t, p.ext.taskGet(t, taskID))
+		mcpTask := httpTwin(t, p.ext.taskGet(t, taskID))
 		if !reflect.DeepEqual(any(httpTask), any(mcpTask)) {
 			t.Errorf("GET /workspace/task differs from tasks/get:\nhttp %v\nmcp  %v", httpTask, mcpTask)
 		}
@@ -74,19 +74,19 @@ func TestHandoffRoutes(t *testing.T) {
 	t.Run("POST /workspace/handoff creates the handoff and its task", func(t *testing.T) {
 		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "write the goals", "idempotency_key": "http-1",
 			"artifacts": []any{map[string]any{"uri": "https://example.com/brief", "title": "brief"}}}))
-		hid, _ = mtGet(res, "handoff", "handoff_id").(string)
-		taskID, _ = mtGet(res, "task", "taskId").(string)
-		if hid == "" || taskID == "" || mtGet(res, "handoff", "task_id") != taskID || mtGet(res, "handoff", "status") != "open" {
+		hid, _ = jsonAt(res, "handoff", "handoff_id").(string)
+		taskID, _ = jsonAt(res, "task", "taskId").(string)
+		if hid == "" || taskID == "" || jsonAt(res, "handoff", "task_id") != taskID || jsonAt(res, "handoff", "status") != "open" {
 			t.Fatalf("answer = %v", res)
 		}
-		if mtGet(res, "task", "status") != "working" || mtGet(res, "task", "_meta", mcptest.HandoffMeta) != hid {
+		if jsonAt(res, "task", "status") != "working" || jsonAt(res, "task", "_meta", mcptest.HandoffMeta) != hid {
 			t.Errorf("task = %v", res["task"])
 		}
 		if got := twinTask(t, owner, taskID); !reflect.DeepEqual(got, res["task"]) {
 			t.Errorf("the created task %v differs from GET /workspace/task %v", res["task"], got)
 		}
 		again := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "write the goals", "idempotency_key": "http-1"}))
-		if mtGet(again, "handoff", "handoff_id") != hid || mtGet(again, "task", "taskId") != taskID || again["replayed"] != true {
+		if jsonAt(again, "handoff", "handoff_id") != hid || jsonAt(again, "task", "taskId") != taskID || again["replayed"] != true {
 			t.Errorf("replay = %v", again)
 		}
 	})
@@ -105,7 +105,7 @@ func TestHandoffRoutes(t *testing.T) {
 	})
 	t.Run("POST accept", func(t *testing.T) {
 		hv := obj(t, post(t, worker, "/workspace/handoff/accept", map[string]any{"handoff_id": hid}))
-		if hv["status"] != "accepted" || hv["assignee_id"] != worker.id() {
+		if hv["status"] != "accepted" || hv["assignee_id"] != worker.ParticipantID {
 			t.Errorf("handoff = %v", hv)
 		}
 		if tk := twinTask(t, worker, taskID); tk["status"] != "working" {
@@ -138,8 +138,8 @@ func TestHandoffRoutes(t *testing.T) {
 	})
 	t.Run("POST /workspace/task/update with a null answer is 400 invalid_request", func(t *testing.T) {
 		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "a question answered with null"}))
-		hn, _ := mtGet(res, "handoff", "handoff_id").(string)
-		tn, _ := mtGet(res, "task", "taskId").(string)
+		hn, _ := jsonAt(res, "handoff", "handoff_id").(string)
+		tn, _ := jsonAt(res, "task", "taskId").(string)
 		obj(t, post(t, worker, "/workspace/handoff/accept", map[string]any{"handoff_id": hn}))
 		obj(t, post(t, worker, "/workspace/handoff/request_input", map[string]any{"handoff_id": hn,
 			"requests": []any{map[string]any{"key": "k", "message": "which?"}}}))
@@ -154,7 +154,7 @@ func TestHandoffRoutes(t *testing.T) {
 			t.Errorf("update answer = %v, want {}", r)
 		}
 		tk := twinTask(t, owner, taskID)
-		if tk["status"] != "input_required" || len(tk["inputRequests"].(map[string]any)) != 1 || mtGet(tk, "inputRequests", "k2") == nil {
+		if tk["status"] != "input_required" || len(tk["inputRequests"].(map[string]any)) != 1 || jsonAt(tk, "inputRequests", "k2") == nil {
 			t.Errorf("task after a partial answer = %v", tk)
 		}
 		obj(t, post(t, owner, "/workspace/task/update", map[string]any{"task_id": taskID,
@@ -166,18 +166,18 @@ func TestHandoffRoutes(t *testing.T) {
 	t.Run("POST complete", func(t *testing.T) {
 		hv := obj(t, post(t, worker, "/workspace/handoff/complete", map[string]any{"handoff_id": hid,
 			"result": map[string]any{"text": "goals written", "is_error": false}}))
-		if hv["status"] != "result_ready" || mtGet(hv, "result", "text") != "goals written" {
+		if hv["status"] != "result_ready" || jsonAt(hv, "result", "text") != "goals written" {
 			t.Errorf("handoff = %v", hv)
 		}
 		tk := twinTask(t, owner, taskID)
-		if tk["status"] != "completed" || mtGet(tk, "result", "isError") != false {
+		if tk["status"] != "completed" || jsonAt(tk, "result", "isError") != false {
 			t.Errorf("task = %v", tk)
 		}
 	})
 	t.Run("POST approve leaves the task as it was", func(t *testing.T) {
 		before := twinTask(t, owner, taskID)
 		hv := obj(t, post(t, approver, "/workspace/handoff/approve", map[string]any{"handoff_id": hid, "note": "fine"}))
-		if hv["status"] != "approved" || hv["decided_by"] != approver.id() {
+		if hv["status"] != "approved" || hv["decided_by"] != approver.ParticipantID {
 			t.Errorf("handoff = %v", hv)
 		}
 		if after := twinTask(t, owner, taskID); !reflect.DeepEqual(after, before) {
@@ -196,18 +196,18 @@ func TestHandoffRoutes(t *testing.T) {
 			t.Errorf("http %v\nmcp  %v", ev, mv)
 		}
 		list, _ := ev["events"].([]any)
-		if len(list) < 8 || mtGet(list[0], "event_type") != "handoff.created" || mtGet(list[len(list)-1], "event_type") != "handoff.approved" {
+		if len(list) < 8 || jsonAt(list[0], "event_type") != "handoff.created" || jsonAt(list[len(list)-1], "event_type") != "handoff.approved" {
 			t.Errorf("events = %v", list)
 		}
-		since := mtGet(list[len(list)-2], "event_id").(float64)
+		since := jsonAt(list[len(list)-2], "event_id").(float64)
 		page := obj(t, get(t, owner, "/workspace/handoff/events", url.Values{"handoff_id": {hid}, "since_event_id": {strconv.FormatInt(int64(since), 10)}, "limit": {"5"}}))
-		if l := page["events"].([]any); len(l) != 1 || mtGet(l[0], "event_type") != "handoff.approved" {
+		if l := page["events"].([]any); len(l) != 1 || jsonAt(l[0], "event_type") != "handoff.approved" {
 			t.Errorf("since page = %v", page["events"])
 		}
 	})
 	t.Run("POST reject", func(t *testing.T) {
-		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "write the plan", "assignee": worker.id()}))
-		h2, _ := mtGet(res, "handoff", "handoff_id").(string)
+		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "write the plan", "assignee": worker.ParticipantID}))
+		h2, _ := jsonAt(res, "handoff", "handoff_id").(string)
 		// Addressed to worker: invisible to worker2 (D2), so not found rather than a conflict.
 		failing(t, http.StatusNotFound, "handoff_not_found", func() apiResp {
 			return post(t, worker2, "/workspace/handoff/accept", map[string]any{"handoff_id": h2})
@@ -221,8 +221,8 @@ func TestHandoffRoutes(t *testing.T) {
 	})
 	t.Run("POST /workspace/task/cancel cancels task and handoff", func(t *testing.T) {
 		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "maybe later"}))
-		h3, _ := mtGet(res, "handoff", "handoff_id").(string)
-		t3, _ := mtGet(res, "task", "taskId").(string)
+		h3, _ := jsonAt(res, "handoff", "handoff_id").(string)
+		t3, _ := jsonAt(res, "task", "taskId").(string)
 		r := obj(t, post(t, owner, "/workspace/task/cancel", map[string]any{"task_id": t3}))
 		if len(r) != 0 {
 			t.Errorf("cancel answer = %v, want {}", r)
@@ -230,7 +230,7 @@ func TestHandoffRoutes(t *testing.T) {
 		if tk := twinTask(t, owner, t3); tk["status"] != "cancelled" {
 			t.Errorf("task = %v", tk)
 		}
-		if s := mtHandoffStatus(t, h, h3); s != "cancelled" {
+		if s := h.status(t, "handoff", h3); s != "cancelled" {
 			t.Errorf("handoff = %s", s)
 		}
 		before := h.snapshot()

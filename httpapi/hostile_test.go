@@ -37,40 +37,40 @@ import (
 
 // ---- deep, huge and key-heavy JSON ----
 
-// azPostRoute is a POST route with the listener that serves it.
-type azPostRoute struct {
+// postRoute is a POST route with the listener that serves it.
+type postRoute struct {
 	Path  string
 	Owner bool // served by the owner listener only
 }
 
-func azPostRoutes(t testing.TB, h *roomHarness) []azPostRoute {
+func postRoutes(t testing.TB, h *roomHarness) []postRoute {
 	t.Helper()
-	var out []azPostRoute
+	var out []postRoute
 	ingress := map[string]bool{}
-	for _, r := range azRoutes(t, h.API.IngressHandler()) {
+	for _, r := range walkRoutes(t, h.API.IngressHandler()) {
 		if r.Method == "POST" {
 			ingress[r.Path] = true
-			out = append(out, azPostRoute{Path: r.Path})
+			out = append(out, postRoute{Path: r.Path})
 		}
 	}
-	for _, r := range azRoutes(t, h.API.OwnerHandler()) {
+	for _, r := range walkRoutes(t, h.API.OwnerHandler()) {
 		if r.Method == "POST" && !ingress[r.Path] {
-			out = append(out, azPostRoute{Path: r.Path, Owner: true})
+			out = append(out, postRoute{Path: r.Path, Owner: true})
 		}
 	}
 	return out
 }
 
-// azIgnoresBody: routes whose handler never reads the body.
-var azIgnoresBody = map[string]bool{"/workspace/leave": true, "/owner/key": true}
+// ignoresBody: routes whose handler never reads the body.
+var ignoresBody = map[string]bool{"/workspace/leave": true, "/owner/key": true}
 
-func azDeep(n int, open, close string) []byte {
+func deepJSON(n int, open, close string) []byte {
 	return []byte(strings.Repeat(open, n) + strings.Repeat(close, n))
 }
 
 func TestHostileDeepAndHugeJSON(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) { l.RateLimitPerMinute = 0 }, InMemory: true})
-	star := h.session("star", "*")
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) { l.RateLimitPerMinute = 0 }, InMemory: true})
+	star := h.join("star", "*")
 	limit := int(h.Eng.Limits.MaxBodyBytes)
 
 	manyKeys := func(dup bool) []byte {
@@ -93,23 +93,23 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 		chunk bool
 		want  func(mcp bool) (int, string, int) // status, REST error code, JSON-RPC code
 	}{
-		{"a 100,000-deep array", azDeep(100_000, "[", "]"), false, func(mcp bool) (int, string, int) {
-			return 400, "invalid_request", codeParseError
+		{"a 100,000-deep array", deepJSON(100_000, "[", "]"), false, func(mcp bool) (int, string, int) {
+			return 400, "invalid_request", mcptest.CodeParseError
 		}},
-		{"a 100,000-deep array inside a field", append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","summary":`), azDeep(100_000, "[", "]")...), '}'),
-			false, func(mcp bool) (int, string, int) { return 400, "invalid_request", codeParseError }},
+		{"a 100,000-deep array inside a field", append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","summary":`), deepJSON(100_000, "[", "]")...), '}'),
+			false, func(mcp bool) (int, string, int) { return 400, "invalid_request", mcptest.CodeParseError }},
 		{"100,000-deep objects", []byte(strings.Repeat(`{"a":`, 100_000) + "1" + strings.Repeat("}", 100_000)),
-			false, func(mcp bool) (int, string, int) { return 400, "invalid_request", codeParseError }},
+			false, func(mcp bool) (int, string, int) { return 400, "invalid_request", mcptest.CodeParseError }},
 		{"1 MiB + 1 with Content-Length", huge[:limit+1], false, func(bool) (int, string, int) {
-			return 413, "limit_exceeded", codeInvalidRequest
+			return 413, "limit_exceeded", mcptest.CodeInvalidRequest
 		}},
-		{"1 MiB + 1 chunked", huge[:limit+1], true, func(bool) (int, string, int) { return 413, "limit_exceeded", codeInvalidRequest }},
+		{"1 MiB + 1 chunked", huge[:limit+1], true, func(bool) (int, string, int) { return 413, "limit_exceeded", mcptest.CodeInvalidRequest }},
 		{"100,000 distinct keys", manyKeys(false), false, nil},
 		{"one key repeated 100,000 times", manyKeys(true), false, nil},
 	}
 	h.sweep()
 	before := h.snapshot()
-	for _, rt := range azPostRoutes(t, h) {
+	for _, rt := range postRoutes(t, h) {
 		for _, b := range bodies {
 			t.Run(rt.Path+": "+b.name, func(t *testing.T) {
 				base, token := h.Ingress.URL, star.SessionToken
@@ -117,7 +117,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 					base, token = h.Owner.URL, h.OpToken
 				}
 				if rt.Path == "/workspace/leave" {
-					token = azJoin(t, h, "leaver", []string{"read"}, 0).SessionToken
+					token = h.admit(t, "leaver", []string{"read"}, 0).SessionToken
 				}
 				var body io.Reader = bytes.NewReader(b.body)
 				if b.chunk {
@@ -134,7 +134,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 				if r.Status >= 500 {
 					t.Fatalf("%d: %s", r.Status, r.Body)
 				}
-				if azIgnoresBody[rt.Path] {
+				if ignoresBody[rt.Path] {
 					return // never read: whatever it is, it costs nothing
 				}
 				if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -168,7 +168,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 	}
 	t.Run("the server keeps serving, nothing changed, nothing panicked", func(t *testing.T) {
 		wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), star.SessionToken, nil))
-		mcpClient(h, star.SessionToken, false).toolOK(t, "workspace_status", map[string]any{})
+		newMCPClient(h, star.SessionToken, false).toolOK(t, "workspace_status", map[string]any{})
 		after := h.snapshot()
 		// Only the leave route may have changed rows: it ended the sessions
 		// made for it. Everything else must be as it was.
@@ -189,14 +189,14 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 
 // ---- long strings in every text field ----
 
-// azLong is a long text of mixed one- to four-byte characters (270 KB, 120k
+// longText is a long text of mixed one- to four-byte characters (270 KB, 120k
 // code points): over every text limit (the largest are 256 KiB), under the
 // body limit.
-var azLong = strings.Repeat("ab€😀", 30_000)
+var longText = strings.Repeat("ab€😀", 30_000)
 
-// azStringPaths lists the paths of every string field of a tool's input
+// stringPaths lists the paths of every string field of a tool's input
 // schema; "[]" stands for the first element of an array.
-func azStringPaths(schema map[string]any, prefix []string) [][]string {
+func stringPaths(schema map[string]any, prefix []string) [][]string {
 	var out [][]string
 	switch schema["type"] {
 	case "string":
@@ -210,17 +210,17 @@ func azStringPaths(schema map[string]any, prefix []string) [][]string {
 		slices.Sort(keys)
 		for _, k := range keys {
 			sub, _ := props[k].(map[string]any)
-			out = append(out, azStringPaths(sub, append(slices.Clone(prefix), k))...)
+			out = append(out, stringPaths(sub, append(slices.Clone(prefix), k))...)
 		}
 	case "array":
 		items, _ := schema["items"].(map[string]any)
-		out = append(out, azStringPaths(items, append(slices.Clone(prefix), "[]"))...)
+		out = append(out, stringPaths(items, append(slices.Clone(prefix), "[]"))...)
 	}
 	return out
 }
 
-// azSchemaAt returns the schema of the value at path.
-func azSchemaAt(schema map[string]any, path []string) map[string]any {
+// schemaAt returns the schema of the value at path.
+func schemaAt(schema map[string]any, path []string) map[string]any {
 	for _, p := range path {
 		if p == "[]" {
 			schema, _ = schema["items"].(map[string]any)
@@ -232,10 +232,10 @@ func azSchemaAt(schema map[string]any, path []string) map[string]any {
 	return schema
 }
 
-// azSet returns v with the value at path set to val, creating what is
+// setAt returns v with the value at path set to val, creating what is
 // missing: an array element is made from its schema (an object holding its
 // required strings, or a string).
-func azSet(v any, schema map[string]any, path []string, val any) any {
+func setAt(v any, schema map[string]any, path []string, val any) any {
 	if len(path) == 0 {
 		return val
 	}
@@ -243,9 +243,9 @@ func azSet(v any, schema map[string]any, path []string, val any) any {
 		arr, _ := v.([]any)
 		items, _ := schema["items"].(map[string]any)
 		if len(arr) == 0 {
-			arr = []any{azZero(items)}
+			arr = []any{zeroFor(items)}
 		}
-		arr[0] = azSet(arr[0], items, path[1:], val)
+		arr[0] = setAt(arr[0], items, path[1:], val)
 		return arr
 	}
 	obj, _ := v.(map[string]any)
@@ -254,11 +254,11 @@ func azSet(v any, schema map[string]any, path []string, val any) any {
 	}
 	props, _ := schema["properties"].(map[string]any)
 	sub, _ := props[path[0]].(map[string]any)
-	obj[path[0]] = azSet(obj[path[0]], sub, path[1:], val)
+	obj[path[0]] = setAt(obj[path[0]], sub, path[1:], val)
 	return obj
 }
 
-func azZero(schema map[string]any) any {
+func zeroFor(schema map[string]any) any {
 	if schema["type"] != "object" {
 		return "x"
 	}
@@ -271,45 +271,45 @@ func azZero(schema map[string]any) any {
 }
 
 func TestHostileLongStrings(t *testing.T) {
-	h := lsHarness(t, azDoc(40), lsOpts{
+	h := newHarness(t, manySections(40), harnessOpts{
 		Limits: func(l *room.Limits) {
 			l.RateLimitPerMinute = 0
 			l.MaxActiveTasks, l.MaxTasksPerParticipant = 1<<20, 1<<20
 		},
 		InMemory: true,
 	})
-	star := mtJoin(h, "star", "*")
-	m := &azMatrix{h: h, docURI: h.Eng.DocumentURI()}
-	m.A = azJoin(t, h, "other owner", azAgentCaps, 0).ParticipantID
-	m.B = azJoin(t, h, "other assignee", azAgentCaps, 0).ParticipantID
-	me := star.id()
+	star := h.join("star", "*")
+	m := &matrix{h: h, docURI: h.Eng.DocumentURI()}
+	m.A = h.admit(t, "other owner", agentCaps, 0).ParticipantID
+	m.B = h.admit(t, "other assignee", agentCaps, 0).ParticipantID
+	me := star.ParticipantID
 
 	// base gives a tool's (and its HTTP twin's) arguments that reach the
 	// engine's own checks: records made fresh for each call.
 	base := func(t *testing.T, name string) map[string]any {
-		r := &azRec{}
+		r := &records{}
 		switch name {
 		case "handoff_accept":
-			m.handoff(t, r, me, azOpen, azFixOpen)
+			m.handoff(t, r, me, roleOpen, fixOpen)
 		case "handoff_request_input", "handoff_complete":
-			m.handoff(t, r, me, azAssignee, azFixAccepted)
+			m.handoff(t, r, me, roleAssignee, fixAccepted)
 		case "handoff_approve", "handoff_reject", "handoff_get", "handoff_events":
-			m.handoff(t, r, me, azOwner, azFixResult)
+			m.handoff(t, r, me, roleOwner, fixResult)
 		case "workspace_renew", "workspace_release":
 			s := m.nextSection(t)
-			l := azDo(t, h, func(tx *room.Tx) (room.Lease, error) {
-				return h.Eng.Checkout(tx, azP(me), room.CheckoutInput{Target: s})
+			l := inWriter(t, h, func(tx *room.Tx) (room.Lease, error) {
+				return h.Eng.Checkout(tx, trusted(me), room.CheckoutInput{Target: s})
 			})
 			return map[string]any{"lease_id": l.LeaseID}
 		case "workspace_review":
 			c := "## Goals\n\nx\n\n"
-			p := azDo(t, h, func(tx *room.Tx) (room.Proposal, error) {
-				return h.Eng.Propose(tx, azP(m.A), room.ProposeInput{Target: "Goals", BaseVersion: 1, Summary: "x",
+			p := inWriter(t, h, func(tx *room.Tx) (room.Proposal, error) {
+				return h.Eng.Propose(tx, trusted(m.A), room.ProposeInput{Target: "Goals", BaseVersion: 1, Summary: "x",
 					Change: room.ChangeInput{Content: &c, Section: "Goals"}})
 			})
 			return map[string]any{"proposal_id": p.ProposalID, "approve": true}
 		case "workspace_propose":
-			return azProposeIn(r)
+			return proposeIn(r)
 		case "workspace_checkout":
 			return map[string]any{"target": m.nextSection(t)}
 		case "workspace_diff":
@@ -346,7 +346,7 @@ func TestHostileLongStrings(t *testing.T) {
 		if !ok && len(raw) > largest {
 			largest, largestAt = len(raw), where
 		}
-		if !ok && len(raw) > len(azLong)/2 {
+		if !ok && len(raw) > len(longText)/2 {
 			echoes = append(echoes, fmt.Sprintf("%s (%d KB)", where, len(raw)>>10))
 		}
 		switch {
@@ -357,27 +357,19 @@ func TestHostileLongStrings(t *testing.T) {
 		}
 	}
 	for _, tl := range toolCatalog() {
-		for _, path := range azStringPaths(tl.Input, nil) {
+		for _, path := range stringPaths(tl.Input, nil) {
 			where := tl.Name + "." + strings.Join(path, ".")
 			t.Run("tool "+where, func(t *testing.T) {
-				args := azSet(base(t, tl.Name), tl.Input, path, azLong)
-				status, raw := azPostMCP(t, h, star.grant.SessionToken, "tools/call", map[string]any{"name": tl.Name, "arguments": args}, false)
-				var res struct {
-					Result *struct {
-						IsError           bool           `json:"isError"`
-						StructuredContent map[string]any `json:"structuredContent"`
-					} `json:"result"`
-				}
-				if err := json.Unmarshal(raw, &res); err != nil || status != http.StatusOK || res.Result == nil {
-					t.Fatalf("want a tool result, got %d %.400s", status, raw)
-				}
-				code, _ := res.Result.StructuredContent["error"].(string)
-				report(t, "tool "+where, !res.Result.IsError, code, raw)
+				args := setAt(base(t, tl.Name), tl.Input, path, longText)
+				r := star.mcp.do(t, mcpReq{Method: "tools/call", Params: map[string]any{"name": tl.Name, "arguments": args}, Timeout: frameWait})
+				res := wantResult(t, r) // a tool result, whatever it says
+				code, _ := jsonAt(res, "structuredContent", "error").(string)
+				report(t, "tool "+where, res["isError"] != true, code, r.Raw)
 			})
 			if p, ok := twin[tl.Name]; ok {
 				t.Run("POST "+p+" "+strings.Join(path, "."), func(t *testing.T) {
-					args := azSet(base(t, tl.Name), tl.Input, path, azLong)
-					r := h.do("POST", h.ingressURL(p), star.grant.SessionToken, args)
+					args := setAt(base(t, tl.Name), tl.Input, path, longText)
+					r := h.do("POST", h.ingressURL(p), star.SessionToken, args)
 					if r.Status >= 500 {
 						t.Fatalf("%d %.400s", r.Status, r.Body)
 					}
@@ -391,25 +383,25 @@ func TestHostileLongStrings(t *testing.T) {
 		}
 	}
 	// The routes and methods without a tool twin.
-	tasks := &azRec{}
-	m.handoff(t, tasks, me, azOwner, azFixInput)
+	tasks := &records{}
+	m.handoff(t, tasks, me, roleOwner, fixInput)
 	other := []struct {
 		name string
 		call func(t *testing.T) (bool, string, []byte)
 	}{
 		{"POST /session/join invite", func(t *testing.T) (bool, string, []byte) {
-			r := h.joinRaw(map[string]any{"invite": azLong, "name": "x"})
-			return azREST2(t, r)
+			r := h.joinRaw(map[string]any{"invite": longText, "name": "x"})
+			return restOutcome(t, r)
 		}},
 		{"POST /session/join name", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.joinRaw(map[string]any{"invite": azInvite(t, h, "read").Token, "name": azLong}))
+			return restOutcome(t, h.joinRaw(map[string]any{"invite": h.fixtureInvite(t, "read").Token, "name": longText}))
 		}},
 		{"POST /session/join kind", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.joinRaw(map[string]any{"invite": azInvite(t, h, "read").Token, "name": "x", "kind": azLong}))
+			return restOutcome(t, h.joinRaw(map[string]any{"invite": h.fixtureInvite(t, "read").Token, "name": "x", "kind": longText}))
 		}},
 		{"POST /session/join transport", func(t *testing.T) (bool, string, []byte) {
 			// The transport label is cut to 64 characters, not refused (spec §1.4).
-			r := h.joinRaw(map[string]any{"invite": azInvite(t, h, "read").Token, "name": "x", "transport": azLong})
+			r := h.joinRaw(map[string]any{"invite": h.fixtureInvite(t, "read").Token, "name": "x", "transport": longText})
 			if r.Status == 200 {
 				var g sessionGrant
 				r.Into(t, &g)
@@ -417,52 +409,52 @@ func TestHostileLongStrings(t *testing.T) {
 					t.Errorf("transport kept %d characters", len([]rune(g.Transport)))
 				}
 			}
-			return azREST2(t, r)
+			return restOutcome(t, r)
 		}},
 		{"POST /workspace/invite/revoke invite_id", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), star.grant.SessionToken, map[string]any{"invite_id": azLong}))
+			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), star.SessionToken, map[string]any{"invite_id": longText}))
 		}},
 		{"POST /workspace/invite/revoke token", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), star.grant.SessionToken, map[string]any{"token": azLong}))
+			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), star.SessionToken, map[string]any{"token": longText}))
 		}},
 		{"POST /workspace/session/end session_ref", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.do("POST", h.ingressURL("/workspace/session/end"), star.grant.SessionToken, map[string]any{"session_ref": azLong}))
+			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/session/end"), star.SessionToken, map[string]any{"session_ref": longText}))
 		}},
 		{"POST /workspace/session/end participant_id", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.do("POST", h.ingressURL("/workspace/session/end"), star.grant.SessionToken, map[string]any{"participant_id": azLong}))
+			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/session/end"), star.SessionToken, map[string]any{"participant_id": longText}))
 		}},
 		{"POST /workspace/task/update task_id", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.do("POST", h.ingressURL("/workspace/task/update"), star.grant.SessionToken, map[string]any{"task_id": azLong}))
+			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/task/update"), star.SessionToken, map[string]any{"task_id": longText}))
 		}},
 		{"POST /workspace/task/update input_responses", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.do("POST", h.ingressURL("/workspace/task/update"), star.grant.SessionToken, map[string]any{
-				"task_id": tasks.TaskID, "input_responses": map[string]any{"k": map[string]any{"action": "accept", "content": map[string]any{"answer": azLong}}}}))
+			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/task/update"), star.SessionToken, map[string]any{
+				"task_id": tasks.TaskID, "input_responses": map[string]any{"k": map[string]any{"action": "accept", "content": map[string]any{"answer": longText}}}}))
 		}},
 		{"POST /workspace/task/cancel task_id", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.do("POST", h.ingressURL("/workspace/task/cancel"), star.grant.SessionToken, map[string]any{"task_id": azLong}))
+			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/task/cancel"), star.SessionToken, map[string]any{"task_id": longText}))
 		}},
 		{"GET /workspace/task task_id", func(t *testing.T) (bool, string, []byte) {
-			return azREST2(t, h.do("GET", h.ingressURL("/workspace/task?task_id="+azLong[:4000]), star.grant.SessionToken, nil))
+			return restOutcome(t, h.do("GET", h.ingressURL("/workspace/task?task_id="+longText[:4000]), star.SessionToken, nil))
 		}},
 		{"tasks/get taskId (and Mcp-Name)", func(t *testing.T) (bool, string, []byte) {
-			r := star.ext.taskCall(t, "tasks/get", azLong, nil)
-			return azMCP2(t, r)
+			r := star.ext.taskCall(t, "tasks/get", longText, nil)
+			return mcpOutcome(t, r)
 		}},
 		{"tasks/update inputResponses", func(t *testing.T) (bool, string, []byte) {
 			r := star.ext.taskCall(t, "tasks/update", tasks.TaskID, map[string]any{"inputResponses": map[string]any{
-				azLong: map[string]any{"action": "accept"}}})
-			return azMCP2(t, r)
+				longText: map[string]any{"action": "accept"}}})
+			return mcpOutcome(t, r)
 		}},
 		{"resources/read uri (and Mcp-Name)", func(t *testing.T) (bool, string, []byte) {
-			return azMCP2(t, star.mcp.call(t, "resources/read", map[string]any{"uri": m.docURI + "/section/" + azLong}))
+			return mcpOutcome(t, star.mcp.call(t, "resources/read", map[string]any{"uri": m.docURI + "/section/" + longText}))
 		}},
 		{"tools/call name (and Mcp-Name)", func(t *testing.T) (bool, string, []byte) {
-			return azMCP2(t, star.mcp.call(t, "tools/call", map[string]any{"name": azLong, "arguments": map[string]any{}}))
+			return mcpOutcome(t, star.mcp.call(t, "tools/call", map[string]any{"name": longText, "arguments": map[string]any{}}))
 		}},
 		{"subscriptions/listen taskIds", func(t *testing.T) (bool, string, []byte) {
-			s, r := lsListenReq(t, h, lsClient(), star.grant.SessionToken, "1", map[string]any{"taskIds": []string{azLong}}, true)
+			s, r := h.listenReq(t, streamClient(), star.SessionToken, "1", map[string]any{"taskIds": []string{longText}}, true)
 			if s == nil {
-				return false, "refused", r.Body
+				return false, "refused", r.Raw
 			}
 			s.read()
 			ack := s.ack(t)
@@ -484,35 +476,17 @@ func TestHostileLongStrings(t *testing.T) {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	t.Logf("fields that took a %d-byte string (the rest were refused with a clear error): %v", len(azLong), names)
+	t.Logf("fields that took a %d-byte string (the rest were refused with a clear error): %v", len(longText), names)
 	t.Logf("the largest refusal was %d bytes (%s); %d refusals echo the text back: %v", largest, largestAt, len(echoes), echoes)
-	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), star.grant.SessionToken, nil))
+	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), star.SessionToken, nil))
 	if strings.Contains(h.Logs.String(), "panic") {
 		t.Errorf("a handler panicked")
 	}
 }
 
-// azPostMCP sends one MCP request and returns the status and raw answer,
-// without the conformance checks of mtClient (too slow on megabyte answers).
-func azPostMCP(t *testing.T, h *roomHarness, token, method string, params map[string]any, tasks bool) (int, []byte) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), lsWait)
-	defer cancel()
-	req := azMCPRequest(ctx, t, h.ingressURL("/mcp"), "1", method, params, tasks)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := h.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, b
-}
-
-func azREST2(t *testing.T, r apiResp) (bool, string, []byte) {
+// postMCP sends one MCP request and returns the status and raw answer,
+// without the conformance checks of mcpClient (too slow on megabyte answers).
+func restOutcome(t *testing.T, r apiResp) (bool, string, []byte) {
 	t.Helper()
 	if r.Status >= 500 {
 		t.Fatalf("%d %.400s", r.Status, r.Body)
@@ -524,19 +498,18 @@ func azREST2(t *testing.T, r apiResp) (bool, string, []byte) {
 	return false, code, r.Body
 }
 
-func azMCP2(t *testing.T, r mtResp) (bool, string, []byte) {
+func mcpOutcome(t *testing.T, r mcpResp) (bool, string, []byte) {
 	t.Helper()
 	if r.Status >= 500 {
 		t.Fatalf("%d %.400s", r.Status, r.Raw)
 	}
-	if e := r.rpcError(); e != nil {
-		code, _ := e["code"].(float64)
-		if int(code) == codeInternalError {
+	if e := r.Error; e != nil {
+		if e.Code == mcptest.CodeInternalError {
 			return false, "internal", r.Raw
 		}
-		return false, fmt.Sprint(int(code)), r.Raw
+		return false, fmt.Sprint(e.Code), r.Raw
 	}
-	if res := r.result(); res != nil && res["isError"] == true {
+	if res := r.Result; res != nil && res["isError"] == true {
 		sc, _ := res["structuredContent"].(map[string]any)
 		code, _ := sc["error"].(string)
 		return false, code, r.Raw
@@ -662,33 +635,33 @@ func TestHostileSlowClients(t *testing.T) {
 // ---- streams per session ----
 
 func TestHostileStreamsPerSession(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{})
-	c := lsClient()
-	s := h.session("greedy", "read", "observe")
-	other := h.session("other", "read")
-	open := func(t *testing.T, kind, token string) (*lsStream, *lsReply) {
+	h := newHarness(t, "", harnessOpts{})
+	c := streamClient()
+	s := h.join("greedy", "read", "observe")
+	other := h.join("other", "read")
+	open := func(t *testing.T, kind, token string) (*stream, *mcpResp) {
 		t.Helper()
 		switch kind {
 		case "listen":
-			return lsListenReq(t, h, c, token, fmt.Sprintf("%q", azRandomID("l")), map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+			return h.listenReq(t, c, token, fmt.Sprintf("%q", randomID("l")), map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 		case "GET /mcp":
-			return lsLegacyGet(t, h, c, token, "text/event-stream")
+			return h.legacyGet(t, c, token, "text/event-stream")
 		default:
 			ctx, cancel := context.WithCancel(context.Background())
 			req, _ := http.NewRequestWithContext(ctx, "GET", h.ingressURL("/workspace/observe"), nil)
 			req.Header.Set("Authorization", "Bearer "+token)
-			return lsOpen(t, c, req, cancel, "observe")
+			return openStream(t, c, req, cancel, "observe")
 		}
 	}
-	var held []*lsStream
+	var held []*stream
 	for _, kind := range []string{"listen", "listen", "observe", "GET /mcp"} {
 		st, r := open(t, kind, s.SessionToken)
 		if st == nil {
-			t.Fatalf("%s %d of 4 refused: %d %s", kind, len(held)+1, r.Status, r.Body)
+			t.Fatalf("%s %d of 4 refused: %d %s", kind, len(held)+1, r.Status, r.Raw)
 		}
 		held = append(held, st)
 	}
-	azWaitSubscribers(t, h, 4)
+	h.waitSubscribers(t, 4)
 	for _, kind := range []string{"listen", "observe", "GET /mcp"} {
 		t.Run("a fifth stream ("+kind+") is refused with 429 limit_exceeded", func(t *testing.T) {
 			st, r := open(t, kind, s.SessionToken)
@@ -696,25 +669,25 @@ func TestHostileStreamsPerSession(t *testing.T) {
 				st.close()
 				t.Fatal("a fifth stream opened")
 			}
-			if r.Status != http.StatusTooManyRequests || !bytes.Contains(r.Body, []byte(`"limit_exceeded"`)) {
-				t.Errorf("%d %s, want 429 limit_exceeded", r.Status, r.Body)
+			if r.Status != http.StatusTooManyRequests || !bytes.Contains(r.Raw, []byte(`"limit_exceeded"`)) {
+				t.Errorf("%d %s, want 429 limit_exceeded", r.Status, r.Raw)
 			}
 		})
 	}
 	t.Run("another session is not limited", func(t *testing.T) {
 		st, r := open(t, "listen", other.SessionToken)
 		if st == nil {
-			t.Fatalf("%d %s", r.Status, r.Body)
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 		st.close()
-		azWaitSubscribers(t, h, 4)
+		h.waitSubscribers(t, 4)
 	})
 	t.Run("after one ends, the session may open another", func(t *testing.T) {
 		held[0].close()
-		azWaitSubscribers(t, h, 3)
+		h.waitSubscribers(t, 3)
 		st, r := open(t, "listen", s.SessionToken)
 		if st == nil {
-			t.Fatalf("%d %s", r.Status, r.Body)
+			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 		held[0] = st
 	})
@@ -722,7 +695,7 @@ func TestHostileStreamsPerSession(t *testing.T) {
 		for _, st := range held {
 			st.close()
 		}
-		azWaitSubscribers(t, h, 0)
+		h.waitSubscribers(t, 0)
 	})
 }
 
@@ -730,11 +703,11 @@ func TestHostileStreamsPerSession(t *testing.T) {
 
 func TestHostileRateLimit(t *testing.T) {
 	const perMinute = 5
-	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) { l.RateLimitPerMinute = perMinute }})
-	a := mtJoin(h, "a", "read")
-	b := mtJoin(h, "b", "read")
-	status := func(p mtParty) apiResp {
-		return h.do("GET", h.ingressURL("/workspace/status"), p.grant.SessionToken, nil)
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) { l.RateLimitPerMinute = perMinute }})
+	a := h.join("a", "read")
+	b := h.join("b", "read")
+	status := func(p party) apiResp {
+		return h.do("GET", h.ingressURL("/workspace/status"), p.SessionToken, nil)
 	}
 	for i := range perMinute {
 		if r := status(a); r.Status != 200 {
@@ -756,7 +729,7 @@ func TestHostileRateLimit(t *testing.T) {
 	})
 	t.Run("MCP shares the budget: 429 with data.retry_after_seconds", func(t *testing.T) {
 		r := a.mcp.call(t, "tools/call", map[string]any{"name": "workspace_status", "arguments": map[string]any{}})
-		e := mtWantError(t, r, http.StatusTooManyRequests, codeInternalError)
+		e := wantRPCError(t, r, http.StatusTooManyRequests, mcptest.CodeInternalError)
 		data, _ := e["data"].(map[string]any)
 		if data["error"] != "limit_exceeded" || data["retry_after_seconds"] == nil {
 			t.Errorf("data %v, want error limit_exceeded and retry_after_seconds", data)
@@ -792,7 +765,7 @@ func TestHostileSSEBacklog(t *testing.T) {
 	// (listen_test.go) covers the same rule with many tasks; here two stalled
 	// streams of two sessions share one task with a reading one.
 	const big, queue = 128 << 10, 4
-	h := lsHarness(t, "", lsOpts{
+	h := newHarness(t, "", harnessOpts{
 		Limits: func(l *room.Limits) {
 			l.MaxInputMessage = big
 			l.RateLimitPerMinute = 0
@@ -800,27 +773,27 @@ func TestHostileSSEBacklog(t *testing.T) {
 		Hub:      listen.Config{QueueLen: queue},
 		InMemory: true,
 	})
-	c := lsClient()
-	o := mtJoin(h, "owner", "read", "propose")
-	a := mtJoin(h, "assignee", "read", "checkout")
-	x := &azRec{}
-	m := &azMatrix{h: h, A: o.id(), B: a.id()}
-	m.handoff(t, x, o.id(), azThird, azFixAccepted) // owned by o, accepted by a
+	c := streamClient()
+	o := h.join("owner", "read", "propose")
+	a := h.join("assignee", "read", "checkout")
+	x := &records{}
+	m := &matrix{h: h, A: o.ParticipantID, B: a.ParticipantID}
+	m.handoff(t, x, o.ParticipantID, roleThird, fixAccepted) // owned by o, accepted by a
 	follow := map[string]any{"taskIds": []string{x.TaskID}}
-	stalled := []*lsStream{}
-	for i, tok := range []string{o.grant.SessionToken, a.grant.SessionToken} {
-		s, r := lsListenReq(t, h, c, tok, fmt.Sprintf(`"stalled-%d"`, i), follow, true)
+	stalled := []*stream{}
+	for i, tok := range []string{o.SessionToken, a.SessionToken} {
+		s, r := h.listenReq(t, c, tok, fmt.Sprintf(`"stalled-%d"`, i), follow, true)
 		if s == nil {
-			t.Fatalf("listen refused: %d %s", r.Status, r.Body)
+			t.Fatalf("listen refused: %d %s", r.Status, r.Raw)
 		}
 		s.id = fmt.Sprintf(`"stalled-%d"`, i)
 		stalled = append(stalled, s)
 	}
-	healthy, ack := lsListen(t, h, c, o.grant.SessionToken, "1", follow, true)
+	healthy, ack := h.listen(t, c, o.SessionToken, "1", follow, true)
 	if _, ok := ack["taskIds"]; !ok {
 		t.Fatal("the healthy listen was not acknowledged for the task")
 	}
-	azWaitSubscribers(t, h, 3)
+	h.waitSubscribers(t, 3)
 	question := strings.Repeat("?", big-1)
 	published := 0
 	for i := 0; h.Hub.Stats().Dropped < 2; i++ {
@@ -828,12 +801,12 @@ func TestHostileSSEBacklog(t *testing.T) {
 			t.Fatalf("no drop after %d frames of %d KiB: %+v", published, big>>10, h.Hub.Stats())
 		}
 		key := fmt.Sprintf("q%d", i)
-		azDo(t, h, func(tx *room.Tx) (room.Handoff, error) {
-			return h.Eng.RequestInput(tx, azP(a.id()), room.RequestInputInput{HandoffID: x.HandoffID, Requests: []room.InputRequestSpec{{Key: key, Message: question}}})
+		inWriter(t, h, func(tx *room.Tx) (room.Handoff, error) {
+			return h.Eng.RequestInput(tx, trusted(a.ParticipantID), room.RequestInputInput{HandoffID: x.HandoffID, Requests: []room.InputRequestSpec{{Key: key, Message: question}}})
 		})
 		healthy.expectTask(t, x.TaskID, room.TaskInputRequired)
-		azDo(t, h, func(tx *room.Tx) (struct{}, error) {
-			_, err := h.Eng.UpdateTask(tx, azP(o.id()), room.UpdateTaskInput{TaskID: x.TaskID, InputResponses: map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept"}`)}})
+		inWriter(t, h, func(tx *room.Tx) (struct{}, error) {
+			_, err := h.Eng.UpdateTask(tx, trusted(o.ParticipantID), room.UpdateTaskInput{TaskID: x.TaskID, InputResponses: map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept"}`)}})
 			return struct{}{}, err
 		})
 		healthy.expectTask(t, x.TaskID, room.TaskWorking)
@@ -851,26 +824,26 @@ func TestHostileSSEBacklog(t *testing.T) {
 		s.read()
 		frames := s.end(t)
 		if len(frames) == 0 {
-			t.Fatalf("%s delivered nothing, not even its acknowledgement", s.name)
+			t.Fatalf("%s delivered nothing, not even its acknowledgement", s.Name)
 		}
 		got := 0
 		for _, f := range frames[1:] {
 			if f.IsFinal() {
-				t.Errorf("%s: a dropped stream carried the final result", s.name)
+				t.Errorf("%s: a dropped stream carried the final result", s.Name)
 			}
 			got++
 		}
 		// What the server held for it is bounded: its queue plus what the
 		// kernel buffers took; the rest never left the hub.
 		if got >= published {
-			t.Errorf("%s got all %d frames: it was never behind", s.name, published)
+			t.Errorf("%s got all %d frames: it was never behind", s.Name, published)
 		}
-		t.Logf("%s received %d of %d frames before it was dropped", s.name, got, published)
+		t.Logf("%s received %d of %d frames before it was dropped", s.Name, got, published)
 	}
 	t.Run("the room and the healthy stream go on", func(t *testing.T) {
 		o.ext.taskGet(t, x.TaskID)
-		azDo(t, h, func(tx *room.Tx) (room.Handoff, error) {
-			return h.Eng.RequestInput(tx, azP(a.id()), room.RequestInputInput{HandoffID: x.HandoffID, Requests: []room.InputRequestSpec{{Key: "last", Message: "?"}}})
+		inWriter(t, h, func(tx *room.Tx) (room.Handoff, error) {
+			return h.Eng.RequestInput(tx, trusted(a.ParticipantID), room.RequestInputInput{HandoffID: x.HandoffID, Requests: []room.InputRequestSpec{{Key: "last", Message: "?"}}})
 		})
 		healthy.expectTask(t, x.TaskID, room.TaskInputRequired)
 		if st := h.Hub.Stats(); st.Dropped != 2 || st.Subscribers != 1 {
@@ -883,8 +856,8 @@ func TestHostileSSEBacklog(t *testing.T) {
 
 func TestHostileDNSRebinding(t *testing.T) {
 	h := newHarness(t, "")
-	star := h.session("star", "*")
-	_, cookie := azOwnerCookie(t, h)
+	star := h.join("star", "*")
+	_, cookie := h.pageCookie(t)
 	variants := []struct {
 		name string
 		opt  func(port string) []reqOpt
@@ -903,7 +876,7 @@ func TestHostileDNSRebinding(t *testing.T) {
 		{"owner", h.Owner.URL, h.OpToken, serverPort(h.Owner), h.API.OwnerHandler()},
 		{"ingress", h.Ingress.URL, star.SessionToken, serverPort(h.Ingress), h.API.IngressHandler()},
 	} {
-		routes := append(azRoutes(t, l.handler), azRoute{"GET", "/no-such-route"}, azRoute{"GET", "/?key=anything"})
+		routes := append(walkRoutes(t, l.handler), servedRoute{"GET", "/no-such-route"}, servedRoute{"GET", "/?key=anything"})
 		for _, rt := range routes {
 			for _, v := range variants {
 				t.Run(l.name+" "+rt.String()+" with "+v.name, func(t *testing.T) {
@@ -939,7 +912,7 @@ func TestHostileDNSRebinding(t *testing.T) {
 // ---- secrets ----
 
 func TestHostileSecretsScan(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{})
+	h := newHarness(t, "", harnessOpts{})
 	secrets := map[string]string{"operator token": h.OpToken}
 	type answer struct {
 		label   string
@@ -960,7 +933,7 @@ func TestHostileSecretsScan(t *testing.T) {
 		keep(label, r.Status, r.Header, r.Body, allowed...)
 		return r
 	}
-	mcpCall := func(label string, c *mtClient, q mtReq, allowed ...string) mtResp {
+	mcpCall := func(label string, c *mcpClient, q mcpReq, allowed ...string) mcpResp {
 		t.Helper()
 		r := c.do(t, q)
 		keep(label, r.Status, r.Header, r.Raw, allowed...)
@@ -985,69 +958,69 @@ func TestHostileSecretsScan(t *testing.T) {
 	}
 
 	// An observe stream is open through it all: every event it carries is scanned.
-	c := lsClient()
+	c := streamClient()
 	watcherInv := addInvite("invite for watcher", call("operator invite", "POST", h.ownerURL("/workspace/invite"), h.OpToken,
 		map[string]any{"capabilities": []string{"read", "observe"}}, []string{"invite for watcher secret", "invite for watcher uri"}))
 	watcher := join("watcher", watcherInv.URI)
 	ctx, cancel := context.WithCancel(context.Background())
 	oreq, _ := http.NewRequestWithContext(ctx, "GET", h.ingressURL("/workspace/observe"), nil)
 	oreq.Header.Set("Authorization", "Bearer "+watcher.SessionToken)
-	observe, r0 := lsOpen(t, c, oreq, cancel, "observe")
+	observe, r0 := openStream(t, c, oreq, cancel, "observe")
 	if observe == nil {
-		t.Fatalf("observe: %d %s", r0.Status, r0.Body)
+		t.Fatalf("observe: %d %s", r0.Status, r0.Raw)
 	}
 	observe.read()
 
 	// Joins: by URI, by raw secret, by an invitation an agent made over MCP.
 	ia := addInvite("invite for alice", call("operator invite", "POST", h.ownerURL("/workspace/invite"), h.OpToken,
-		map[string]any{"capabilities": append(slices.Clone(azAgentCaps), "invite")}, []string{"invite for alice secret", "invite for alice uri"}))
+		map[string]any{"capabilities": append(slices.Clone(agentCaps), "invite")}, []string{"invite for alice secret", "invite for alice uri"}))
 	alice := join("alice", ia.URI)
 	ib := addInvite("invite for bob", call("operator invite", "POST", h.ownerURL("/workspace/invite"), h.OpToken,
 		map[string]any{"capabilities": []string{"read", "approve"}, "max_uses": 2}, []string{"invite for bob secret", "invite for bob uri"}))
 	bob := join("bob", ib.Token)
-	am := mcpClient(h, alice.SessionToken, false)
-	res := mcpCall("mcp workspace_invite", am, mtReq{Method: "tools/call", Params: map[string]any{"name": "workspace_invite",
-		"arguments": map[string]any{"capabilities": azAgentCaps}}}, "invite for carol secret", "invite for carol uri")
-	sc, _ := res.result()["structuredContent"].(map[string]any)
+	am := newMCPClient(h, alice.SessionToken, false)
+	res := mcpCall("mcp workspace_invite", am, mcpReq{Method: "tools/call", Params: map[string]any{"name": "workspace_invite",
+		"arguments": map[string]any{"capabilities": agentCaps}}}, "invite for carol secret", "invite for carol uri")
+	sc, _ := res.Result["structuredContent"].(map[string]any)
 	secrets["invite for carol secret"], _ = sc["token"].(string)
 	secrets["invite for carol uri"], _ = sc["uri"].(string)
 	if secrets["invite for carol secret"] == "" {
 		t.Fatalf("workspace_invite gave no token: %s", res.Raw)
 	}
 	carol := join("carol", secrets["invite for carol uri"])
-	bm := mcpClient(h, bob.SessionToken, true)
-	cm := mcpClient(h, carol.SessionToken, true)
+	bm := newMCPClient(h, bob.SessionToken, true)
+	cm := newMCPClient(h, carol.SessionToken, true)
 
 	// A handoff through its whole life, over both front doors.
-	cr := mcpCall("mcp handoff_create", am.withTasks(true), mtReq{Method: "tools/call", Params: map[string]any{"name": "handoff_create",
+	cr := mcpCall("mcp handoff_create", am.withTasks(true), mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_create",
 		"arguments": map[string]any{"summary": "write the plan", "assignee": carol.ParticipantID}}})
-	taskID, _ := cr.result()["taskId"].(string)
-	meta, _ := cr.result()["_meta"].(map[string]any)
+	taskID, _ := cr.Result["taskId"].(string)
+	meta, _ := cr.Result["_meta"].(map[string]any)
 	handoffID, _ := meta[mcptest.HandoffMeta].(string)
 	if taskID == "" || handoffID == "" {
 		t.Fatalf("handoff_create: %s", cr.Raw)
 	}
 	wantOK(t, call("accept", "POST", h.ingressURL("/workspace/handoff/accept"), carol.SessionToken, map[string]any{"handoff_id": handoffID}, nil))
-	mcpCall("mcp request_input", cm, mtReq{Method: "tools/call", Params: map[string]any{"name": "handoff_request_input",
+	mcpCall("mcp request_input", cm, mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_request_input",
 		"arguments": map[string]any{"handoff_id": handoffID, "requests": []any{map[string]any{"key": "when", "message": "by when?"}}}}})
-	mcpCall("mcp tasks/update", am.withTasks(true), mtReq{Method: "tasks/update", Params: map[string]any{"taskId": taskID,
+	mcpCall("mcp tasks/update", am.withTasks(true), mcpReq{Method: "tasks/update", Params: map[string]any{"taskId": taskID,
 		"inputResponses": map[string]any{"when": map[string]any{"action": "accept", "content": map[string]any{"answer": "friday"}}}}})
-	mcpCall("mcp tasks/get", cm, mtReq{Method: "tasks/get", Params: map[string]any{"taskId": taskID}})
+	mcpCall("mcp tasks/get", cm, mcpReq{Method: "tasks/get", Params: map[string]any{"taskId": taskID}})
 	wantOK(t, call("complete", "POST", h.ingressURL("/workspace/handoff/complete"), carol.SessionToken,
 		map[string]any{"handoff_id": handoffID, "result": map[string]any{"text": "done"}}, nil))
-	mcpCall("mcp handoff_approve", bm, mtReq{Method: "tools/call", Params: map[string]any{"name": "handoff_approve", "arguments": map[string]any{"handoff_id": handoffID}}})
-	mcpCall("mcp resources/read", am, mtReq{Method: "resources/read", Params: map[string]any{"uri": h.Eng.DocumentURI()}})
-	mcpCall("mcp handoff_events", am, mtReq{Method: "tools/call", Params: map[string]any{"name": "handoff_events", "arguments": map[string]any{"handoff_id": handoffID}}})
+	mcpCall("mcp handoff_approve", bm, mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_approve", "arguments": map[string]any{"handoff_id": handoffID}}})
+	mcpCall("mcp resources/read", am, mcpReq{Method: "resources/read", Params: map[string]any{"uri": h.Eng.DocumentURI()}})
+	mcpCall("mcp handoff_events", am, mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_events", "arguments": map[string]any{"handoff_id": handoffID}}})
 	for _, p := range []string{"/workspace/history", "/workspace/participants", "/workspace/room", "/workspace/invites", "/workspace/diagnostics", "/workspace/status"} {
 		call("GET "+p, "GET", h.ingressURL(p), alice.SessionToken, nil, nil)
 		call("operator GET "+p, "GET", h.ownerURL(p), h.OpToken, nil, nil)
 	}
-	lst, _ := lsListen(t, h, c, alice.SessionToken, "9", map[string]any{"taskIds": []string{taskID}, "resourceSubscriptions": []string{h.Eng.DocumentURI()}}, true)
+	lst, _ := h.listen(t, c, alice.SessionToken, "9", map[string]any{"taskIds": []string{taskID}, "resourceSubscriptions": []string{h.Eng.DocumentURI()}}, true)
 
 	// The operator: a call, one acting as a participant, a second handoff cancelled.
-	second := mcpCall("mcp handoff_create 2", am.withTasks(true), mtReq{Method: "tools/call", Params: map[string]any{"name": "handoff_create",
+	second := mcpCall("mcp handoff_create 2", am.withTasks(true), mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_create",
 		"arguments": map[string]any{"summary": "another"}}})
-	task2, _ := second.result()["taskId"].(string)
+	task2, _ := second.Result["taskId"].(string)
 	wantOK(t, call("operator act-as cancel", "POST", h.ownerURL("/workspace/task/cancel"), h.OpToken, map[string]any{"task_id": task2}, nil,
 		withHeader(ActAsHeader, alice.ParticipantID)))
 	wantOK(t, call("operator metrics", "GET", h.ownerURL("/debug/metrics"), h.OpToken, nil, nil))
@@ -1075,11 +1048,11 @@ func TestHostileSecretsScan(t *testing.T) {
 
 	// Failed logins and misuse: wrong bearer, wrong operator token, wrong
 	// and spent invitations, revoke by secret.
-	secrets["wrong session token"] = azRandomID("ses")
-	secrets["wrong operator token"] = "op_" + azRandomID("x")
-	secrets["wrong invite secret"] = strings.TrimPrefix(azRandomID("x"), "x_") + "AbCdEf"
+	secrets["wrong session token"] = randomID("ses")
+	secrets["wrong operator token"] = "op_" + randomID("x")
+	secrets["wrong invite secret"] = strings.TrimPrefix(randomID("x"), "x_") + "AbCdEf"
 	call("wrong bearer", "GET", h.ingressURL("/workspace/status"), secrets["wrong session token"], nil, nil)
-	mcpCall("mcp wrong bearer", mcpClient(h, secrets["wrong session token"], false), mtReq{Method: "tools/list"})
+	mcpCall("mcp wrong bearer", newMCPClient(h, secrets["wrong session token"], false), mcpReq{Method: "tools/list"})
 	call("wrong operator token", "GET", h.ownerURL("/workspace/status"), secrets["wrong operator token"], nil, nil)
 	call("operator token on ingress", "GET", h.ingressURL("/workspace/status"), h.OpToken, nil, nil)
 	call("wrong invite", "POST", h.ingressURL("/session/join"), "", map[string]any{"invite": secrets["wrong invite secret"], "name": "x"}, nil)
@@ -1089,7 +1062,7 @@ func TestHostileSecretsScan(t *testing.T) {
 	call("leave", "POST", h.ingressURL("/workspace/leave"), bob.SessionToken, map[string]any{}, nil)
 	call("after leave", "GET", h.ingressURL("/workspace/status"), bob.SessionToken, nil, nil)
 
-	lsCancelListen(t, h, alice.SessionToken, "9")
+	h.cancelListen(t, alice.SessionToken, "9")
 	listenFrames := lst.end(t)
 	observe.close()
 	var frames []string
@@ -1136,14 +1109,14 @@ func TestHostileSecretsScan(t *testing.T) {
 
 	t.Run("no secret in any answer but the one that hands it out", func(t *testing.T) {
 		for _, a := range answers {
-			if found := azContains(a.text, allowedFor(a)); len(found) > 0 {
+			if found := leaked(a.text, allowedFor(a)); len(found) > 0 {
 				t.Errorf("%s carries %v:\n%.600s", a.label, found, a.text)
 			}
 		}
 	})
 	t.Run("no secret in any stream frame (events, tasks, resources)", func(t *testing.T) {
 		for _, f := range frames {
-			if found := azContains(f, secrets); len(found) > 0 {
+			if found := leaked(f, secrets); len(found) > 0 {
 				t.Errorf("a frame carries %v: %.300s", found, f)
 			}
 		}
@@ -1153,7 +1126,7 @@ func TestHostileSecretsScan(t *testing.T) {
 		if !strings.Contains(logs, "request") {
 			t.Fatalf("the log captured nothing")
 		}
-		if found := azContains(logs, secrets); len(found) > 0 {
+		if found := leaked(logs, secrets); len(found) > 0 {
 			t.Errorf("the log carries %v", found)
 		}
 	})
@@ -1202,7 +1175,7 @@ func TestHostileSecretsScan(t *testing.T) {
 					if b, ok := v.([]byte); ok {
 						text = string(b)
 					}
-					if found := azContains(text, secrets); len(found) > 0 {
+					if found := leaked(text, secrets); len(found) > 0 {
 						t.Errorf("%s.%s holds %v", table, cols[i], found)
 					}
 				}
@@ -1221,7 +1194,7 @@ func TestHostileSecretsScan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if found := azContains(string(b), secrets); len(found) > 0 {
+			if found := leaked(string(b), secrets); len(found) > 0 {
 				t.Errorf("%s holds %v", e.Name(), found)
 			}
 		}

@@ -196,13 +196,13 @@ func TestJoinRefusals(t *testing.T) {
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "expired and used-up invitation is invitation_expired (expiry checked before uses)", status: 403, code: "invitation_expired",
 			prep: func(s setup) {
-				s.h.join(s.g.URI, "first")
+				s.h.redeem(s.g.URI, "first")
 				s.h.Clock.Advance(2 * time.Hour)
 				s.h.sweep()
 			},
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "used-up invitation is invitation_redeemed", status: 403, code: "invitation_redeemed",
-			prep: func(s setup) { s.h.join(s.g.URI, "first") },
+			prep: func(s setup) { s.h.redeem(s.g.URI, "first") },
 			send: func(t *testing.T, s setup) apiResp {
 				return s.h.joinRaw(map[string]any{"invite": s.g.URI, "name": "second"})
 			}},
@@ -440,9 +440,9 @@ func TestJoinSessionCap(t *testing.T) {
 	if many.MaxUses != nil {
 		t.Fatalf("max_uses 0 should be unlimited (null), got %v", *many.MaxUses)
 	}
-	var first sessionGrant
+	var first party
 	for i := range 32 {
-		s := h.join(many.URI, fmt.Sprintf("agent-%d", i))
+		s := h.redeem(many.URI, fmt.Sprintf("agent-%d", i))
 		if i == 0 {
 			first = s
 		}
@@ -467,7 +467,7 @@ func TestJoinSessionCap(t *testing.T) {
 	})
 	t.Run("after one session leaves the unspent invitation admits", func(t *testing.T) {
 		wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), first.SessionToken, nil))
-		h.join(one.URI, "late")
+		h.redeem(one.URI, "late")
 		if n := h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, one.InviteID); n != 1 {
 			t.Errorf("used_count = %d, want 1", n)
 		}
@@ -475,7 +475,7 @@ func TestJoinSessionCap(t *testing.T) {
 	t.Run("expired sessions do not count toward the cap, swept or not", func(t *testing.T) {
 		h.Clock.Advance(8*time.Hour + time.Minute)
 		fresh := h.createInvite(nil)
-		h.join(fresh.URI, "after-expiry")
+		h.redeem(fresh.URI, "after-expiry")
 		h.sweep()
 		if n := h.count(`SELECT count(*) FROM sessions WHERE ended_at IS NULL`); n != 1 {
 			t.Errorf("%d live sessions after the sweep, want 1", n)

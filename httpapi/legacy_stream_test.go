@@ -13,16 +13,16 @@ import (
 
 func TestLegacyStream(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	r := h.session("legacy", "read", "propose", "approve")
-	a := h.session("assignee", "read", "checkout")
+	c := streamClient()
+	r := h.join("legacy", "read", "propose", "approve")
+	a := h.join("assignee", "read", "checkout")
 	tok := r.SessionToken
 	doc := h.Eng.DocumentURI()
 	goals := h.Eng.SectionURI("Idea/Goals")
 	plan := h.Eng.SectionURI("Idea/Plan")
 	subscribe := func(t *testing.T, method, uri string) {
 		t.Helper()
-		res := lsOK(t, h, tok, method, map[string]any{"uri": uri}, false)
+		res := newMCPClient(h, tok, false).ok(t, method, map[string]any{"uri": uri})
 		if res["resultType"] != "complete" {
 			t.Fatalf("%s: %v", method, res)
 		}
@@ -31,36 +31,36 @@ func TestLegacyStream(t *testing.T) {
 	edit := func(t *testing.T, goalsText, planText string) {
 		t.Helper()
 		n++
-		lsEdit(t, h, tok, lsDoc("hello world"+strings.Repeat(".", n), goalsText, planText))
+		h.editFile(t, tok, threeSections("hello world"+strings.Repeat(".", n), goalsText, planText))
 	}
 
 	t.Run("GET /mcp without Accept text/event-stream is 405", func(t *testing.T) {
 		for _, accept := range []string{"", "application/json"} {
-			s, res := lsLegacyGet(t, h, c, tok, accept)
+			s, res := h.legacyGet(t, c, tok, accept)
 			if s != nil {
 				t.Fatalf("Accept %q opened a stream", accept)
 			}
 			if res.Status != http.StatusMethodNotAllowed {
-				t.Fatalf("Accept %q: status %d, want 405; body %s", accept, res.Status, res.Body)
+				t.Fatalf("Accept %q: status %d, want 405; body %s", accept, res.Status, res.Raw)
 			}
 		}
 	})
 
 	t.Run("GET /mcp without a session is 401", func(t *testing.T) {
-		s, res := lsLegacyGet(t, h, c, "", "text/event-stream")
+		s, res := h.legacyGet(t, c, "", "text/event-stream")
 		if s != nil || res.Status != http.StatusUnauthorized {
 			t.Fatalf("no bearer: stream %v, status %d; want 401", s != nil, res.Status)
 		}
 	})
 
-	var g *lsStream
+	var g *stream
 	outer := t // the stream outlives the subtest that opens it
 	t.Run("subscribe then GET receives resources/updated without subscriptionId", func(t *testing.T) {
 		subscribe(t, "resources/subscribe", doc)
-		var res *lsReply
-		g, res = lsLegacyGet(outer, h, c, tok, "text/event-stream")
+		var res *mcpResp
+		g, res = h.legacyGet(outer, c, tok, "text/event-stream")
 		if g == nil {
-			t.Fatalf("GET /mcp refused: %d %s", res.Status, res.Body)
+			t.Fatalf("GET /mcp refused: %d %s", res.Status, res.Raw)
 		}
 		if ct := g.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 			t.Errorf("Content-Type %q", ct)
@@ -77,11 +77,11 @@ func TestLegacyStream(t *testing.T) {
 	}
 
 	t.Run("task changes of this session never reach the legacy stream", func(t *testing.T) {
-		x := lsCreateTask(t, h, tok, "legacy owner's task")
-		lsAccept(t, h, a.SessionToken, x)
-		lsAsk(t, h, a.SessionToken, x, "q", "ok?")
-		lsAnswer(t, h, tok, x, "q")
-		lsComplete(t, h, a.SessionToken, x, "done")
+		x := h.newTask(t, tok, "legacy owner's task")
+		h.acceptTask(t, a.SessionToken, x)
+		h.askInput(t, a.SessionToken, x, "q", "ok?")
+		h.answerInput(t, tok, x, "q")
+		h.completeTask(t, a.SessionToken, x, "done")
 		edit(t, "ship it!", "step one")
 		// Had any task frame been sent, it would come before this one.
 		g.expectRes(t, doc)
@@ -108,15 +108,15 @@ func TestLegacyStream(t *testing.T) {
 	})
 
 	t.Run("a listen stream of the same session does not get legacy subscriptions", func(t *testing.T) {
-		s, ack := lsListen(t, h, c, tok, "1", map[string]any{"resourceSubscriptions": []string{goals}}, false)
-		if got := lsStrings(t, ack["resourceSubscriptions"]); len(got) != 1 || got[0] != goals {
+		s, ack := h.listen(t, c, tok, "1", map[string]any{"resourceSubscriptions": []string{goals}}, false)
+		if got := decodeStrings(t, ack["resourceSubscriptions"]); len(got) != 1 || got[0] != goals {
 			t.Fatalf("acknowledged %v", got)
 		}
 		edit(t, "ship it now", "step one, two, three")
 		// Not the document nor Plan, which only the legacy registry holds.
 		s.expectRes(t, goals)
 		g.expectRes(t, plan)
-		lsCancelListen(t, h, tok, "1")
+		h.cancelListen(t, tok, "1")
 		s.expectFinal(t)
 	})
 }

@@ -24,19 +24,19 @@ import (
 
 func TestListenValidation(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	o := h.session("owner", "read", "propose")
-	own := lsCreateTask(t, h, o.SessionToken, "write the intro")
+	c := streamClient()
+	o := h.join("owner", "read", "propose")
+	own := h.newTask(t, o.SessionToken, "write the intro")
 	before := h.snapshot()
 
 	t.Run("taskIds without the tasks extension is 400 -32021 before any lookup, no stream", func(t *testing.T) {
 		for _, ids := range [][]string{{own.TaskID}, {"task_00000000000000000000000000000000"}} {
-			s, r := lsListenReq(t, h, c, o.SessionToken, "5", map[string]any{"taskIds": ids}, false)
+			s, r := h.listenReq(t, c, o.SessionToken, "5", map[string]any{"taskIds": ids}, false)
 			if s != nil {
 				t.Fatalf("taskIds %v without the extension opened a stream", ids)
 			}
 			if r.Status != http.StatusBadRequest || r.Error == nil || r.Error.Code != -32021 {
-				t.Fatalf("taskIds %v without the extension: %d %s, want 400 -32021", ids, r.Status, r.Body)
+				t.Fatalf("taskIds %v without the extension: %d %s, want 400 -32021", ids, r.Status, r.Raw)
 			}
 			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				t.Errorf("Content-Type %q, want application/json", ct)
@@ -53,35 +53,35 @@ func TestListenValidation(t *testing.T) {
 	})
 
 	t.Run("missing notifications is -32602, no stream", func(t *testing.T) {
-		s, r := lsListenReq(t, h, c, o.SessionToken, "6", nil, true)
+		s, r := h.listenReq(t, c, o.SessionToken, "6", nil, true)
 		if s != nil {
 			t.Fatal("a listen without params.notifications opened a stream")
 		}
 		if r.Error == nil || r.Error.Code != -32602 || string(r.ID) != "6" {
-			t.Fatalf("listen without notifications: %d %s, want -32602 for id 6", r.Status, r.Body)
+			t.Fatalf("listen without notifications: %d %s, want -32602 for id 6", r.Status, r.Raw)
 		}
 	})
 
 	t.Run("notifications that is not an object is -32602, no stream", func(t *testing.T) {
 		for _, bad := range []any{[]any{}, "all", map[string]any{"taskIds": "one"}, map[string]any{"resourceSubscriptions": map[string]any{}}} {
-			s, r := lsListenReq(t, h, c, o.SessionToken, "8", bad, true)
+			s, r := h.listenReq(t, c, o.SessionToken, "8", bad, true)
 			if s != nil {
 				t.Fatalf("notifications %v opened a stream", bad)
 			}
 			if r.Error == nil || r.Error.Code != -32602 {
-				t.Fatalf("notifications %v: %d %s, want -32602", bad, r.Status, r.Body)
+				t.Fatalf("notifications %v: %d %s, want -32602", bad, r.Status, r.Raw)
 			}
 		}
 	})
 
 	t.Run("no bearer is 401 with a Bearer challenge, no stream", func(t *testing.T) {
 		for _, tok := range []string{"", "ses_not_a_session"} {
-			s, r := lsListenReq(t, h, c, tok, "9", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+			s, r := h.listenReq(t, c, tok, "9", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 			if s != nil {
 				t.Fatalf("token %q opened a stream", tok)
 			}
 			if r.Status != http.StatusUnauthorized || r.Error == nil || r.Error.Code != -31001 {
-				t.Fatalf("token %q: %d %s, want 401 -31001", tok, r.Status, r.Body)
+				t.Fatalf("token %q: %d %s, want 401 -31001", tok, r.Status, r.Raw)
 			}
 			if !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", r.Header.Get("WWW-Authenticate"))
@@ -97,9 +97,9 @@ func TestListenValidation(t *testing.T) {
 	})
 
 	t.Run("listen is answered 200 text/event-stream, acknowledgement first", func(t *testing.T) {
-		s, r := lsListenReq(t, h, c, o.SessionToken, "10", map[string]any{"taskIds": []string{own.TaskID}}, true)
+		s, r := h.listenReq(t, c, o.SessionToken, "10", map[string]any{"taskIds": []string{own.TaskID}}, true)
 		if s == nil {
-			t.Fatalf("listen refused: %d %s", r.Status, r.Body)
+			t.Fatalf("listen refused: %d %s", r.Status, r.Raw)
 		}
 		if ct := s.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 			t.Errorf("Content-Type %q, want text/event-stream", ct)
@@ -108,7 +108,7 @@ func TestListenValidation(t *testing.T) {
 			t.Errorf("Cache-Control %q, want no-cache", cc)
 		}
 		s.read()
-		if got := lsStrings(t, s.ack(t)["taskIds"]); !slices.Equal(got, []string{own.TaskID}) {
+		if got := decodeStrings(t, s.ack(t)["taskIds"]); !slices.Equal(got, []string{own.TaskID}) {
 			t.Errorf("acknowledged taskIds %v, want [%s]", got, own.TaskID)
 		}
 	})
@@ -116,17 +116,17 @@ func TestListenValidation(t *testing.T) {
 
 func TestListenAcknowledgement(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	b := lsNewBarrier(t, h, c)
-	o := h.session("owner", "read", "propose", "approve")
-	a := h.session("assignee", "read", "checkout")
-	x := h.session("stranger", "read", "propose")
-	n := h.session("no-read", "propose")
-	adm := h.session("admin", "admin")
-	mine := lsCreateTask(t, h, o.SessionToken, "mine")
-	foreign := lsCreateTask(t, h, x.SessionToken, "someone else's")
-	lsAccept(t, h, a.SessionToken, mine)
-	noReadTask := lsCreateTask(t, h, n.SessionToken, "made by a session that cannot read")
+	c := streamClient()
+	b := newBarrier(t, h, c)
+	o := h.join("owner", "read", "propose", "approve")
+	a := h.join("assignee", "read", "checkout")
+	x := h.join("stranger", "read", "propose")
+	n := h.join("no-read", "propose")
+	adm := h.join("admin", "admin")
+	mine := h.newTask(t, o.SessionToken, "mine")
+	foreign := h.newTask(t, x.SessionToken, "someone else's")
+	h.acceptTask(t, a.SessionToken, mine)
+	noReadTask := h.newTask(t, n.SessionToken, "made by a session that cannot read")
 	b.wait(t)
 
 	doc := h.Eng.DocumentURI()
@@ -150,34 +150,34 @@ func TestListenAcknowledgement(t *testing.T) {
 	edit := func(t *testing.T) {
 		t.Helper()
 		edits++
-		lsEdit(t, h, o.SessionToken, lsDoc("hello world"+strings.Repeat("!", edits), "ship it\nsoon", "step one\nstep two\nstep three"))
+		h.editFile(t, o.SessionToken, threeSections("hello world"+strings.Repeat("!", edits), "ship it\nsoon", "step one\nstep two\nstep three"))
 	}
 
 	for i, id := range []string{"42", `"42"`, `"sub-7"`, "-3"} {
 		key := fmt.Sprintf("k%d", i)
 		t.Run("id "+id+": honoured items only, and every frame carries it with its JSON type", func(t *testing.T) {
-			s, ack := lsListen(t, h, c, o.SessionToken, id, asked, true)
+			s, ack := h.listen(t, c, o.SessionToken, id, asked, true)
 			onlyKnownKeys(t, ack)
-			if got := lsStrings(t, ack["resourceSubscriptions"]); !lsSameSet(got, []string{doc, goals}) {
+			if got := decodeStrings(t, ack["resourceSubscriptions"]); !sameSet(got, []string{doc, goals}) {
 				t.Errorf("acknowledged resourceSubscriptions %v, want exactly [%s %s]", got, doc, goals)
 			}
-			if got := lsStrings(t, ack["taskIds"]); !slices.Equal(got, []string{mine.TaskID}) {
+			if got := decodeStrings(t, ack["taskIds"]); !slices.Equal(got, []string{mine.TaskID}) {
 				t.Errorf("acknowledged taskIds %v, want only the session's own [%s] (not the foreign or unknown one)", got, mine.TaskID)
 			}
 			// A task frame, a resource frame and the final result all carry the id.
-			lsAsk(t, h, a.SessionToken, mine, key, "which tone?")
+			h.askInput(t, a.SessionToken, mine, key, "which tone?")
 			s.expectTask(t, mine.TaskID, room.TaskInputRequired)
-			lsAnswer(t, h, o.SessionToken, mine, key)
+			h.answerInput(t, o.SessionToken, mine, key)
 			s.expectTask(t, mine.TaskID, room.TaskWorking)
 			edit(t)
 			s.expectRes(t, doc)
-			lsCancelListen(t, h, o.SessionToken, id)
+			h.cancelListen(t, o.SessionToken, id)
 			s.expectFinal(t)
 		})
 	}
 
 	t.Run("a session without read gets no resourceSubscriptions and no resource frames", func(t *testing.T) {
-		s, ack := lsListen(t, h, c, n.SessionToken, "1", asked, true)
+		s, ack := h.listen(t, c, n.SessionToken, "1", asked, true)
 		onlyKnownKeys(t, ack)
 		if _, ok := ack["resourceSubscriptions"]; ok {
 			t.Errorf("a session without read was acknowledged resourceSubscriptions %s", ack["resourceSubscriptions"])
@@ -187,65 +187,67 @@ func TestListenAcknowledgement(t *testing.T) {
 			t.Errorf("acknowledged taskIds %s for tasks this session cannot read", ack["taskIds"])
 		}
 		s.close()
-		s2, ack2 := lsListen(t, h, c, n.SessionToken, "2", map[string]any{
+		s2, ack2 := h.listen(t, c, n.SessionToken, "2", map[string]any{
 			"resourceSubscriptions": []string{doc}, "taskIds": []string{noReadTask.TaskID}}, true)
+
 		if _, ok := ack2["resourceSubscriptions"]; ok {
 			t.Errorf("a session without read was acknowledged resourceSubscriptions %s", ack2["resourceSubscriptions"])
 		}
-		if got := lsStrings(t, ack2["taskIds"]); !slices.Equal(got, []string{noReadTask.TaskID}) {
+		if got := decodeStrings(t, ack2["taskIds"]); !slices.Equal(got, []string{noReadTask.TaskID}) {
 			t.Errorf("acknowledged taskIds %v, want its own task", got)
 		}
 		edit(t)
-		lsCancelTask(t, h, n.SessionToken, noReadTask)
+		h.cancelTask(t, n.SessionToken, noReadTask)
 		// The edit came first; the first frame must still be the task's.
 		s2.expectTask(t, noReadTask.TaskID, room.TaskCancelled)
 	})
 
 	t.Run("the assignee gets the task it took; a stranger gets none of it", func(t *testing.T) {
-		_, ack := lsListen(t, h, c, a.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, foreign.TaskID}}, true)
-		if got := lsStrings(t, ack["taskIds"]); !slices.Equal(got, []string{mine.TaskID}) {
+		_, ack := h.listen(t, c, a.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, foreign.TaskID}}, true)
+		if got := decodeStrings(t, ack["taskIds"]); !slices.Equal(got, []string{mine.TaskID}) {
 			t.Errorf("assignee acknowledged taskIds %v, want [%s]", got, mine.TaskID)
 		}
-		_, ack = lsListen(t, h, c, x.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, unknown}}, true)
+		_, ack = h.listen(t, c, x.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, unknown}}, true)
 		if _, ok := ack["taskIds"]; ok {
 			t.Errorf("stranger acknowledged taskIds %s, want none", ack["taskIds"])
 		}
-		_, ack = lsListen(t, h, c, adm.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, foreign.TaskID, unknown}}, true)
-		if got := lsStrings(t, ack["taskIds"]); !lsSameSet(got, []string{mine.TaskID, foreign.TaskID}) {
+		_, ack = h.listen(t, c, adm.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, foreign.TaskID, unknown}}, true)
+		if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, []string{mine.TaskID, foreign.TaskID}) {
 			t.Errorf("admin acknowledged taskIds %v, want both real tasks", got)
 		}
 	})
 
 	t.Run("a listen asking for nothing honourable is acknowledged with an empty filter", func(t *testing.T) {
-		s, ack := lsListen(t, h, c, o.SessionToken, `"empty"`, map[string]any{
+		s, ack := h.listen(t, c, o.SessionToken, `"empty"`, map[string]any{
 			"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true,
 			"resourceSubscriptions": []string{"file:///nope"}, "taskIds": []string{unknown, foreign.TaskID}}, true)
+
 		if len(ack) != 0 {
 			t.Errorf("acknowledged %v, want {}", ack)
 		}
-		lsCancelListen(t, h, o.SessionToken, `"empty"`)
+		h.cancelListen(t, o.SessionToken, `"empty"`)
 		s.expectFinal(t)
 	})
 }
 
 func TestListenTaskNotifications(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	b := lsNewBarrier(t, h, c)
-	o := h.session("owner", "read", "propose", "approve")
-	a := h.session("assignee", "read", "checkout")
-	x := h.session("stranger", "read", "propose")
-	t1 := lsCreateTask(t, h, o.SessionToken, "draft the plan")
-	t2 := lsCreateTask(t, h, o.SessionToken, "second job")
-	tx := lsCreateTask(t, h, x.SessionToken, "the stranger's job")
+	c := streamClient()
+	b := newBarrier(t, h, c)
+	o := h.join("owner", "read", "propose", "approve")
+	a := h.join("assignee", "read", "checkout")
+	x := h.join("stranger", "read", "propose")
+	t1 := h.newTask(t, o.SessionToken, "draft the plan")
+	t2 := h.newTask(t, o.SessionToken, "second job")
+	tx := h.newTask(t, x.SessionToken, "the stranger's job")
 	b.wait(t)
 
-	so, ack := lsListen(t, h, c, o.SessionToken, "7", map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
-	if got := lsStrings(t, ack["taskIds"]); !lsSameSet(got, []string{t1.TaskID, t2.TaskID}) {
+	so, ack := h.listen(t, c, o.SessionToken, "7", map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
+	if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, []string{t1.TaskID, t2.TaskID}) {
 		t.Fatalf("owner acknowledged %v, want its two tasks and not the foreign one", got)
 	}
-	sx, _ := lsListen(t, h, c, x.SessionToken, `"x"`, map[string]any{"taskIds": []string{tx.TaskID}}, true)
-	var sa *lsStream
+	sx, _ := h.listen(t, c, x.SessionToken, `"x"`, map[string]any{"taskIds": []string{tx.TaskID}}, true)
+	var sa *stream
 
 	// step makes one foreign change, then one change of t1, and checks that
 	// every stream following t1 gets exactly that change, equal to tasks/get.
@@ -255,10 +257,10 @@ func TestListenTaskNotifications(t *testing.T) {
 		foreignChange()
 		change()
 		f := so.expectTask(t, t1.TaskID, status)
-		lsSameTask(t, f, lsTaskGet(t, h, o.SessionToken, t1))
+		sameTask(t, f, h.getTask(t, o.SessionToken, t1))
 		if sa != nil {
 			f := sa.expectTask(t, t1.TaskID, status)
-			lsSameTask(t, f, lsTaskGet(t, h, a.SessionToken, t1))
+			sameTask(t, f, h.getTask(t, a.SessionToken, t1))
 		}
 		// The stranger's own stream got the foreign change, so it was
 		// published before t1's; the owner's stream skipped it.
@@ -268,11 +270,11 @@ func TestListenTaskNotifications(t *testing.T) {
 	outer := t // the assignee's stream outlives the subtest that opens it
 	t.Run("accept is delivered as tasks/get shows it", func(t *testing.T) {
 		step(t, room.TaskWorking,
-			func() { lsAccept(t, h, a.SessionToken, tx) },
-			func() { lsAccept(t, h, a.SessionToken, t1) })
+			func() { h.acceptTask(t, a.SessionToken, tx) },
+			func() { h.acceptTask(t, a.SessionToken, t1) })
 		var ack map[string]json.RawMessage
-		sa, ack = lsListen(outer, h, c, a.SessionToken, `"a-1"`, map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
-		if got := lsStrings(t, ack["taskIds"]); !lsSameSet(got, []string{t1.TaskID, tx.TaskID}) {
+		sa, ack = h.listen(outer, c, a.SessionToken, `"a-1"`, map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
+		if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, []string{t1.TaskID, tx.TaskID}) {
 			t.Fatalf("assignee acknowledged %v, want the two tasks it took", got)
 		}
 	})
@@ -283,60 +285,60 @@ func TestListenTaskNotifications(t *testing.T) {
 	t.Run("a request for input is delivered with its inputRequests", func(t *testing.T) {
 		step(t, room.TaskInputRequired,
 			func() {
-				lsAsk(t, h, a.SessionToken, tx, "fx", "foreign?")
+				h.askInput(t, a.SessionToken, tx, "fx", "foreign?")
 				sa.expectTask(t, tx.TaskID, room.TaskInputRequired)
 			},
-			func() { lsAsk(t, h, a.SessionToken, t1, "tone", "formal or casual?") })
+			func() { h.askInput(t, a.SessionToken, t1, "tone", "formal or casual?") })
 	})
 
 	t.Run("an answer via tasks/update is delivered", func(t *testing.T) {
 		step(t, room.TaskWorking,
 			func() {
-				lsAnswer(t, h, x.SessionToken, tx, "fx")
+				h.answerInput(t, x.SessionToken, tx, "fx")
 				sa.expectTask(t, tx.TaskID, room.TaskWorking)
 			},
-			func() { lsAnswer(t, h, o.SessionToken, t1, "tone") })
+			func() { h.answerInput(t, o.SessionToken, t1, "tone") })
 	})
 
 	t.Run("completion is delivered with the result", func(t *testing.T) {
 		step(t, room.TaskCompleted,
 			func() {
-				lsComplete(t, h, a.SessionToken, tx, "foreign result")
+				h.completeTask(t, a.SessionToken, tx, "foreign result")
 				sa.expectTask(t, tx.TaskID, room.TaskCompleted)
 			},
-			func() { lsComplete(t, h, a.SessionToken, t1, "the plan, drafted") })
+			func() { h.completeTask(t, a.SessionToken, t1, "the plan, drafted") })
 	})
 
 	t.Run("approval changes no task and sends nothing; a later change still arrives", func(t *testing.T) {
-		lsTool(t, h, o.SessionToken, "handoff_approve", map[string]any{"handoff_id": t1.HandoffID})
+		newMCPClient(h, o.SessionToken, false).toolOK(t, "handoff_approve", map[string]any{"handoff_id": t1.HandoffID})
 		h.Clock.Advance(time.Second)
-		lsCancelTask(t, h, o.SessionToken, t2)
+		h.cancelTask(t, o.SessionToken, t2)
 		f := so.expectTask(t, t2.TaskID, room.TaskCancelled)
-		lsSameTask(t, f, lsTaskGet(t, h, o.SessionToken, t2))
+		sameTask(t, f, h.getTask(t, o.SessionToken, t2))
 	})
 
 	t.Run("the foreign task's changes never reached the owner's stream", func(t *testing.T) {
 		// Every frame so far was consumed in order above; nothing is left.
-		lsCancelListen(t, h, o.SessionToken, "7")
+		h.cancelListen(t, o.SessionToken, "7")
 		so.expectFinal(t)
 	})
 }
 
 func TestListenResourceUpdates(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	r := h.session("reader", "read")
+	c := streamClient()
+	r := h.join("reader", "read")
 	tok := r.SessionToken
 	doc := h.Eng.DocumentURI()
 	goals := h.Eng.SectionURI("Idea/Goals")
 	plan := h.Eng.SectionURI("Idea/Plan")
 
-	sDoc, ack := lsListen(t, h, c, tok, "1", map[string]any{"resourceSubscriptions": []string{doc}}, false)
-	if got := lsStrings(t, ack["resourceSubscriptions"]); !slices.Equal(got, []string{doc}) {
+	sDoc, ack := h.listen(t, c, tok, "1", map[string]any{"resourceSubscriptions": []string{doc}}, false)
+	if got := decodeStrings(t, ack["resourceSubscriptions"]); !slices.Equal(got, []string{doc}) {
 		t.Fatalf("acknowledged %v", got)
 	}
-	sBoth, _ := lsListen(t, h, c, tok, "2", map[string]any{"resourceSubscriptions": []string{goals, plan}}, false)
-	sGoals, _ := lsListen(t, h, c, tok, `"3"`, map[string]any{"resourceSubscriptions": []string{goals}}, false)
+	sBoth, _ := h.listen(t, c, tok, "2", map[string]any{"resourceSubscriptions": []string{goals, plan}}, false)
+	sGoals, _ := h.listen(t, c, tok, `"3"`, map[string]any{"resourceSubscriptions": []string{goals}}, false)
 
 	type want struct {
 		doc, both, goals []string
@@ -347,13 +349,13 @@ func TestListenResourceUpdates(t *testing.T) {
 		want    want
 	}{
 		{"editing Plan notifies the document and Plan only",
-			lsDoc("hello world", "ship it\nsoon", "step one\nstep two\nstep three\nstep four"),
+			threeSections("hello world", "ship it\nsoon", "step one\nstep two\nstep three\nstep four"),
 			want{[]string{doc}, []string{plan}, nil}},
 		{"editing Goals notifies the document and Goals",
-			lsDoc("hello world", "ship it\nsoon\nand well", "step one\nstep two\nstep three\nstep four"),
+			threeSections("hello world", "ship it\nsoon\nand well", "step one\nstep two\nstep three\nstep four"),
 			want{[]string{doc}, []string{goals}, []string{goals}}},
 		{"editing the intro notifies no section subscriber",
-			lsDoc("hello wide world", "ship it\nsoon\nand well", "step one\nstep two\nstep three\nstep four"),
+			threeSections("hello wide world", "ship it\nsoon\nand well", "step one\nstep two\nstep three\nstep four"),
 			want{[]string{doc}, nil, nil}},
 		{"Goals vanishing notifies Goals",
 			"# Idea\n\nhello wide world\n\n## Plan\n\nstep one\nstep two\nstep three\nstep four\n",
@@ -362,16 +364,16 @@ func TestListenResourceUpdates(t *testing.T) {
 			"# Idea\n\nhello wide world\n\n## Plan\n\nstep one\nstep two\n",
 			want{[]string{doc}, []string{plan}, nil}},
 		{"Goals reappearing notifies Goals",
-			lsDoc("hello wide world", "back again", "step one\nstep two"),
+			threeSections("hello wide world", "back again", "step one\nstep two"),
 			want{[]string{doc}, []string{goals}, []string{goals}}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			lsEdit(t, h, tok, st.content)
+			h.editFile(t, tok, st.content)
 			// Streams expecting nothing are checked by the next step that
 			// notifies them: a stray frame would come first and mismatch.
 			for _, x := range []struct {
-				s    *lsStream
+				s    *stream
 				uris []string
 			}{{sDoc, st.want.doc}, {sBoth, st.want.both}, {sGoals, st.want.goals}} {
 				for _, u := range x.uris {
@@ -381,7 +383,7 @@ func TestListenResourceUpdates(t *testing.T) {
 		})
 	}
 	t.Run("a frame carries only the uri besides _meta", func(t *testing.T) {
-		lsEdit(t, h, tok, lsDoc("hello wide world!", "back again", "step one\nstep two"))
+		h.editFile(t, tok, threeSections("hello wide world!", "back again", "step one\nstep two"))
 		f := sDoc.expectRes(t, doc)
 		for k := range f.Msg.Params {
 			if k != "uri" && k != "_meta" {
@@ -390,27 +392,27 @@ func TestListenResourceUpdates(t *testing.T) {
 		}
 	})
 	t.Run("no stray frame is left on any stream", func(t *testing.T) {
-		for _, s := range []*lsStream{sDoc, sBoth, sGoals} {
-			lsCancelListen(t, h, tok, s.id)
+		for _, s := range []*stream{sDoc, sBoth, sGoals} {
+			h.cancelListen(t, tok, s.id)
 			s.expectFinal(t)
 		}
 	})
 }
 
-// lsChange is a task change as a stream should show it.
-type lsChange struct{ task, status, key string }
+// taskChange is a task change as a stream should show it.
+type taskChange struct{ task, status, key string }
 
 func TestListenOrderIsCommitOrder(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	b := lsNewBarrier(t, h, c)
-	o := h.session("owner", "read", "propose")
-	a := h.session("assignee", "read", "checkout")
-	m := h.session("admin", "admin")
-	tasks := make([]lsTaskRef, 3)
+	c := streamClient()
+	b := newBarrier(t, h, c)
+	o := h.join("owner", "read", "propose")
+	a := h.join("assignee", "read", "checkout")
+	m := h.join("admin", "admin")
+	tasks := make([]taskRef, 3)
 	for i := range tasks {
-		tasks[i] = lsCreateTask(t, h, o.SessionToken, fmt.Sprintf("job %d", i))
-		lsAccept(t, h, a.SessionToken, tasks[i])
+		tasks[i] = h.newTask(t, o.SessionToken, fmt.Sprintf("job %d", i))
+		h.acceptTask(t, a.SessionToken, tasks[i])
 	}
 	b.wait(t)
 	ids := func(idx ...int) []string {
@@ -421,7 +423,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 		return out
 	}
 	type follower struct {
-		s     *lsStream
+		s     *stream
 		tasks []string
 	}
 	var fs []follower
@@ -433,8 +435,8 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 		{a.SessionToken, `"a"`, []int{0, 1, 2}}, {a.SessionToken, "5", []int{0}},
 		{m.SessionToken, "6", []int{2, 1, 0}},
 	} {
-		s, ack := lsListen(t, h, c, x.tok, x.id, map[string]any{"taskIds": ids(x.idx...)}, true)
-		if got := lsStrings(t, ack["taskIds"]); !lsSameSet(got, ids(x.idx...)) {
+		s, ack := h.listen(t, c, x.tok, x.id, map[string]any{"taskIds": ids(x.idx...)}, true)
+		if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, ids(x.idx...)) {
 			t.Fatalf("stream %s acknowledged %v", x.id, got)
 		}
 		fs = append(fs, follower{s, ids(x.idx...)})
@@ -443,14 +445,14 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 
 	// Three writers change the three tasks at once, many times in a row.
 	const rounds = 12
-	et := lsCollect(t)
+	et := collect(t)
 	var wg sync.WaitGroup
 	for _, x := range tasks {
 		wg.Go(func() {
 			for i := range rounds {
 				key := fmt.Sprintf("q%02d", i)
-				lsAsk(et, h, a.SessionToken, x, key, "question "+key)
-				lsAnswer(et, h, o.SessionToken, x, key)
+				h.askInput(et, a.SessionToken, x, key, "question "+key)
+				h.answerInput(et, o.SessionToken, x, key)
 			}
 		})
 	}
@@ -463,7 +465,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var commits []lsChange
+	var commits []taskChange
 	for rows.Next() {
 		var typ, task, payload string
 		if err := rows.Scan(&typ, &task, &payload); err != nil {
@@ -472,9 +474,9 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 		var p struct{ Keys []string }
 		_ = json.Unmarshal([]byte(payload), &p)
 		if typ == "handoff.input_requested" {
-			commits = append(commits, lsChange{task, room.TaskInputRequired, p.Keys[0]})
+			commits = append(commits, taskChange{task, room.TaskInputRequired, p.Keys[0]})
 		} else {
-			commits = append(commits, lsChange{task, room.TaskWorking, ""})
+			commits = append(commits, taskChange{task, room.TaskWorking, ""})
 		}
 	}
 	rows.Close()
@@ -483,7 +485,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 	}
 	for _, f := range fs {
 		t.Run(fmt.Sprintf("stream %s sees its tasks in commit order", f.s.id), func(t *testing.T) {
-			var want []lsChange
+			var want []taskChange
 			for _, c := range commits {
 				if slices.Contains(f.tasks, c.task) {
 					want = append(want, c)
@@ -493,24 +495,25 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 				fr := f.s.next(t)
 				f.s.check(t, fr, mcptest.TaskMethod)
 				id, status, keys := fr.Task()
-				got := lsChange{id, status, strings.Join(keys, ",")}
+				got := taskChange{id, status, strings.Join(keys, ",")}
 				if got != w {
 					t.Fatalf("frame %d is %+v, want %+v (commit order)", i, got, w)
 				}
 			}
-			lsCancelListen(t, h, map[string]string{"1": o.SessionToken, `"o-2"`: o.SessionToken, "3": o.SessionToken,
+			h.cancelListen(t, map[string]string{"1": o.SessionToken, `"o-2"`: o.SessionToken, "3": o.SessionToken,
 				`"a"`: a.SessionToken, "5": a.SessionToken, "6": m.SessionToken}[f.s.id], f.s.id)
+
 			f.s.expectFinal(t)
 		})
 	}
 }
 
-// lsOpenMany opens count listens for each session (in order), concurrently,
+// openMany opens count listens for each session (in order), concurrently,
 // each following uris, and returns them with their acknowledgements checked.
-func lsOpenMany(t *testing.T, h *roomHarness, c *http.Client, sessions []sessionGrant, perSession int, uris []string) []*lsStream {
+func openMany(t *testing.T, h *roomHarness, c *http.Client, sessions []party, perSession int, uris []string) []*stream {
 	t.Helper()
-	streams := make([]*lsStream, len(sessions)*perSession)
-	et := lsCollect(t)
+	streams := make([]*stream, len(sessions)*perSession)
+	et := collect(t)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
 	for i := range streams {
@@ -522,8 +525,8 @@ func lsOpenMany(t *testing.T, h *roomHarness, c *http.Client, sessions []session
 			if i%2 == 1 {
 				id = fmt.Sprintf(`"s-%d"`, i)
 			}
-			s, ack := lsListen(et, h, c, sess.SessionToken, id, map[string]any{"resourceSubscriptions": uris}, false)
-			if got := lsStrings(et, ack["resourceSubscriptions"]); !slices.Equal(got, uris) {
+			s, ack := h.listen(et, c, sess.SessionToken, id, map[string]any{"resourceSubscriptions": uris}, false)
+			if got := decodeStrings(et, ack["resourceSubscriptions"]); !slices.Equal(got, uris) {
 				et.Errorf("stream %s acknowledged %v", id, got)
 			}
 			streams[i] = s
@@ -536,27 +539,27 @@ func lsOpenMany(t *testing.T, h *roomHarness, c *http.Client, sessions []session
 
 func TestListenThousandStreams(t *testing.T) {
 	const sessions, perSession = 250, 4
-	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) {
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) {
 		l.MaxLiveSessions = sessions + 10
 		l.RateLimitPerMinute = 0
 	}})
-	c := lsClient()
-	ss := lsSessions(t, h, sessions, "read")
+	c := streamClient()
+	ss := h.joinMany(t, sessions, "read")
 	doc := h.Eng.DocumentURI()
-	streams := lsOpenMany(t, h, c, ss, perSession, []string{doc})
+	streams := openMany(t, h, c, ss, perSession, []string{doc})
 	if st := h.Hub.Stats(); st.Subscribers != sessions*perSession {
 		t.Fatalf("hub has %d subscribers, want %d", st.Subscribers, sessions*perSession)
 	}
 
 	t.Run("all 1,000 streams receive one change", func(t *testing.T) {
-		lsEdit(t, h, ss[0].SessionToken, lsDoc("hello everyone", "ship it\nsoon", "step one\nstep two\nstep three"))
-		lsEach(t, streams, func(ctx context.Context, s *lsStream) error {
+		h.editFile(t, ss[0].SessionToken, threeSections("hello everyone", "ship it\nsoon", "step one\nstep two\nstep three"))
+		eachStream(t, streams, func(ctx context.Context, s *stream) error {
 			f, err := s.nextCtx(ctx)
 			if err != nil {
 				return err
 			}
-			if f.Msg.Method != mcptest.ResourceMethod || f.URI() != doc || string(lsCompact(f.Meta()[mcptest.MetaSubscriptionID])) != s.id || len(f.Dups) > 0 {
-				return fmt.Errorf("%s: got %s, want resources/updated for the document", s.name, f)
+			if f.Msg.Method != mcptest.ResourceMethod || f.URI() != doc || string(compactJSON(f.Meta()[mcptest.MetaSubscriptionID])) != s.id || len(f.Dups) > 0 {
+				return fmt.Errorf("%s: got %s, want resources/updated for the document", s.Name, f)
 			}
 			return nil
 		})
@@ -571,24 +574,24 @@ func TestListenThousandStreams(t *testing.T) {
 			defer close(closed)
 			h.Hub.Close()
 		}()
-		lsEach(t, streams, func(ctx context.Context, s *lsStream) error {
+		eachStream(t, streams, func(ctx context.Context, s *stream) error {
 			f, err := s.nextCtx(ctx)
 			if err != nil {
 				return err
 			}
-			if !f.IsFinal() || string(lsCompact(f.Msg.ID)) != s.id || string(lsCompact(f.Meta()[mcptest.MetaSubscriptionID])) != s.id {
-				return fmt.Errorf("%s: got %s, want the final result", s.name, f)
+			if !f.IsFinal() || string(compactJSON(f.Msg.ID)) != s.id || string(compactJSON(f.Meta()[mcptest.MetaSubscriptionID])) != s.id {
+				return fmt.Errorf("%s: got %s, want the final result", s.Name, f)
 			}
 			rest, err := s.endCtx(ctx)
 			if err != nil {
 				return err
 			}
 			if len(rest) > 0 {
-				return fmt.Errorf("%s: frames after the final result: %v", s.name, rest)
+				return fmt.Errorf("%s: frames after the final result: %v", s.Name, rest)
 			}
 			return nil
 		})
-		ctx, cancel := context.WithTimeout(context.Background(), lsWait)
+		ctx, cancel := context.WithTimeout(context.Background(), frameWait)
 		defer cancel()
 		select {
 		case <-closed:
@@ -598,7 +601,7 @@ func TestListenThousandStreams(t *testing.T) {
 		if st := h.Hub.Stats(); st.Ended != sessions*perSession || st.Subscribers != 0 {
 			t.Errorf("after Close: %+v, want %d ended and none left", st, sessions*perSession)
 		}
-		s, r := lsListenReq(t, h, c, ss[1].SessionToken, "99", map[string]any{"resourceSubscriptions": []string{doc}}, false)
+		s, r := h.listenReq(t, c, ss[1].SessionToken, "99", map[string]any{"resourceSubscriptions": []string{doc}}, false)
 		if s != nil || r.Status != http.StatusServiceUnavailable {
 			t.Errorf("listen after the hub closed: stream %v, answer %+v; want 503 and no stream", s != nil, r)
 		}
@@ -622,7 +625,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 	// buffers (a few MiB on loopback), then its queue of 4; the next frame
 	// drops it.
 	const big, jobs, rounds = 256 << 10, 32, 8
-	h := lsHarness(t, "", lsOpts{
+	h := newHarness(t, "", harnessOpts{
 		Limits: func(l *room.Limits) {
 			l.MaxInputMessage = big
 			l.MaxBodyBytes = 4 << 20
@@ -634,39 +637,39 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 		Hub:      listen.Config{QueueLen: 4},
 		InMemory: true,
 	})
-	c := lsClient()
-	b := lsNewBarrier(t, h, c)
-	o := h.session("owner", "read", "propose")
-	a := h.session("assignee", "read", "checkout")
-	xs := make([]lsTaskRef, jobs)
+	c := streamClient()
+	b := newBarrier(t, h, c)
+	o := h.join("owner", "read", "propose")
+	a := h.join("assignee", "read", "checkout")
+	xs := make([]taskRef, jobs)
 	var ids []string
 	for i := range xs {
-		xs[i] = lsCreateTask(t, h, o.SessionToken, fmt.Sprintf("big question %d", i))
-		lsAccept(t, h, a.SessionToken, xs[i])
+		xs[i] = h.newTask(t, o.SessionToken, fmt.Sprintf("big question %d", i))
+		h.acceptTask(t, a.SessionToken, xs[i])
 		ids = append(ids, xs[i].TaskID)
 	}
 	b.wait(t)
 	follow := map[string]any{"taskIds": ids}
 
-	stalled, r := lsListenReq(t, h, c, o.SessionToken, `"stalled"`, follow, true)
+	stalled, r := h.listenReq(t, c, o.SessionToken, `"stalled"`, follow, true)
 	if stalled == nil {
-		t.Fatalf("listen refused: %d %s", r.Status, r.Body)
+		t.Fatalf("listen refused: %d %s", r.Status, r.Raw)
 	}
-	healthy := []*lsStream{}
+	healthy := []*stream{}
 	for _, v := range []struct{ tok, id string }{{o.SessionToken, "1"}, {o.SessionToken, "2"}, {a.SessionToken, "3"}} {
-		s, _ := lsListen(t, h, c, v.tok, v.id, follow, true)
+		s, _ := h.listen(t, c, v.tok, v.id, follow, true)
 		healthy = append(healthy, s)
 	}
-	var sent []lsChange
-	deliver := func(t *testing.T, want lsChange) {
+	var sent []taskChange
+	deliver := func(t *testing.T, want taskChange) {
 		t.Helper()
 		sent = append(sent, want)
 		for _, s := range healthy {
 			f := s.next(t)
 			s.check(t, f, mcptest.TaskMethod)
 			id, status, keys := f.Task()
-			if got := (lsChange{id, status, strings.Join(keys, ",")}); got != want {
-				t.Fatalf("%s got %+v, want %+v", s.name, got, want)
+			if got := (taskChange{id, status, strings.Join(keys, ",")}); got != want {
+				t.Fatalf("%s got %+v, want %+v", s.Name, got, want)
 			}
 		}
 	}
@@ -688,7 +691,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 			wantOK(t, h.do("POST", h.ingressURL("/workspace/handoff/request_input"), a.SessionToken, map[string]any{
 				"handoff_id": xs[i%jobs].HandoffID,
 				"requests":   []any{map[string]any{"key": fmt.Sprintf("q%d", i/jobs), "message": question}}}))
-			deliver(t, lsChange{xs[i%jobs].TaskID, room.TaskInputRequired, strings.Join(keys, ",")})
+			deliver(t, taskChange{xs[i%jobs].TaskID, room.TaskInputRequired, strings.Join(keys, ",")})
 		}
 		st := h.Hub.Stats()
 		t.Logf("dropped after %d big frames: %+v", i, st)
@@ -700,14 +703,14 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 		}
 		// One more change still reaches everyone else.
 		x := xs[i%jobs]
-		lsAsk(t, h, a.SessionToken, x, "after", "still there?")
-		f := lsTaskGet(t, h, a.SessionToken, x)
+		h.askInput(t, a.SessionToken, x, "after", "still there?")
+		f := h.getTask(t, a.SessionToken, x)
 		var open []string
 		for k := range f["inputRequests"].(map[string]any) {
 			open = append(open, k)
 		}
 		slices.Sort(open)
-		deliver(t, lsChange{x.TaskID, room.TaskInputRequired, strings.Join(open, ",")})
+		deliver(t, taskChange{x.TaskID, room.TaskInputRequired, strings.Join(open, ",")})
 	})
 
 	t.Run("the dropped stream ends without the final result, after a prefix of the frames", func(t *testing.T) {
@@ -723,7 +726,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 			}
 			stalled.check(t, f, mcptest.TaskMethod)
 			id, status, keys := f.Task()
-			if got := (lsChange{id, status, strings.Join(keys, ",")}); i >= len(sent) || got != sent[i] {
+			if got := (taskChange{id, status, strings.Join(keys, ",")}); i >= len(sent) || got != sent[i] {
 				t.Fatalf("stalled frame %d is %+v, not the frame the others got", i+1, got)
 			}
 		}
@@ -733,7 +736,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 	})
 
 	t.Run("the healthy streams still end gracefully", func(t *testing.T) {
-		lsCancelListen(t, h, o.SessionToken, "1")
+		h.cancelListen(t, o.SessionToken, "1")
 		healthy[0].expectFinal(t)
 		if st := h.Hub.Stats(); st.Dropped != 1 {
 			t.Errorf("stats %+v, want still one drop", st)
@@ -744,39 +747,39 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 	t.Run("listening again gets only changes after the new acknowledgement", func(t *testing.T) {
 		h := newHarness(t, "")
-		c := lsClient()
-		b := lsNewBarrier(t, h, c)
-		o := h.session("owner", "read", "propose")
-		a := h.session("assignee", "read", "checkout")
-		x := lsCreateTask(t, h, o.SessionToken, "gap test")
-		lsAccept(t, h, a.SessionToken, x)
+		c := streamClient()
+		b := newBarrier(t, h, c)
+		o := h.join("owner", "read", "propose")
+		a := h.join("assignee", "read", "checkout")
+		x := h.newTask(t, o.SessionToken, "gap test")
+		h.acceptTask(t, a.SessionToken, x)
 		b.wait(t)
 		follow := map[string]any{"taskIds": []string{x.TaskID}}
 		// An observer that stays connected shows when each change was published.
-		obs, _ := lsListen(t, h, c, a.SessionToken, `"observer"`, follow, true)
+		obs, _ := h.listen(t, c, a.SessionToken, `"observer"`, follow, true)
 
-		s, _ := lsListen(t, h, c, o.SessionToken, "1", follow, true)
-		lsAsk(t, h, a.SessionToken, x, "k1", "first?")
+		s, _ := h.listen(t, c, o.SessionToken, "1", follow, true)
+		h.askInput(t, a.SessionToken, x, "k1", "first?")
 		s.expectTask(t, x.TaskID, room.TaskInputRequired)
 		obs.expectTask(t, x.TaskID, room.TaskInputRequired)
 		s.close()
 
 		// The gap: two changes while the owner is away.
-		lsAnswer(t, h, o.SessionToken, x, "k1")
+		h.answerInput(t, o.SessionToken, x, "k1")
 		obs.expectTask(t, x.TaskID, room.TaskWorking)
-		lsAsk(t, h, a.SessionToken, x, "k2", "second?")
+		h.askInput(t, a.SessionToken, x, "k2", "second?")
 		obs.expectTask(t, x.TaskID, room.TaskInputRequired)
 
-		s2, ack := lsListen(t, h, c, o.SessionToken, "1", follow, true)
-		if got := lsStrings(t, ack["taskIds"]); !slices.Equal(got, []string{x.TaskID}) {
+		s2, ack := h.listen(t, c, o.SessionToken, "1", follow, true)
+		if got := decodeStrings(t, ack["taskIds"]); !slices.Equal(got, []string{x.TaskID}) {
 			t.Fatalf("acknowledged %v", got)
 		}
 		h.Clock.Advance(time.Second)
-		lsComplete(t, h, a.SessionToken, x, "done")
+		h.completeTask(t, a.SessionToken, x, "done")
 		f := s2.expectTask(t, x.TaskID, room.TaskCompleted)
-		lsSameTask(t, f, lsTaskGet(t, h, o.SessionToken, x))
+		sameTask(t, f, h.getTask(t, o.SessionToken, x))
 		obs.expectTask(t, x.TaskID, room.TaskCompleted)
-		lsCancelListen(t, h, o.SessionToken, "1")
+		h.cancelListen(t, o.SessionToken, "1")
 		s2.expectFinal(t)
 	})
 
@@ -785,14 +788,14 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		// that change is in the gap: the listen must not replay it. The
 		// gate holds the batch between the writer and the hub for as long
 		// as the test needs, which is what a busy scheduler can do.
-		gate := &lsGate{}
-		h := lsHarness(t, "", lsOpts{Gate: gate})
-		c := lsClient()
-		b := lsNewBarrier(t, h, c)
-		o := h.session("owner", "read", "propose")
-		a := h.session("assignee", "read", "checkout")
-		x := lsCreateTask(t, h, o.SessionToken, "answered before listening")
-		lsAccept(t, h, a.SessionToken, x)
+		gate := &publishGate{}
+		h := newHarness(t, "", harnessOpts{Gate: gate})
+		c := streamClient()
+		b := newBarrier(t, h, c)
+		o := h.join("owner", "read", "propose")
+		a := h.join("assignee", "read", "checkout")
+		x := h.newTask(t, o.SessionToken, "answered before listening")
+		h.acceptTask(t, a.SessionToken, x)
 		b.wait(t)
 		follow := map[string]any{"taskIds": []string{x.TaskID}}
 
@@ -800,13 +803,13 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		release := func() { once.Do(func() { close(gate.release) }) }
 		defer release()
 		gate.arm()
-		et := lsCollect(t)
+		et := collect(t)
 		answered := make(chan struct{})
 		go func() {
 			defer close(answered)
-			lsAsk(et, h, a.SessionToken, x, "gap", "asked before the owner listens")
+			h.askInput(et, a.SessionToken, x, "gap", "asked before the owner listens")
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), lsWait)
+		ctx, cancel := context.WithTimeout(context.Background(), frameWait)
 		defer cancel()
 		var repliedFirst bool
 		select {
@@ -825,37 +828,37 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 			t.Fatal("the change was never answered")
 		}
 		et.report(t)
-		s, _ := lsListen(t, h, c, o.SessionToken, "1", follow, true)
+		s, _ := h.listen(t, c, o.SessionToken, "1", follow, true)
 		release()
 		h.Clock.Advance(time.Second)
-		lsAnswer(t, h, o.SessionToken, x, "gap") // the first change after the acknowledgement
+		h.answerInput(t, o.SessionToken, x, "gap") // the first change after the acknowledgement
 		f := s.next(t)
 		s.check(t, f, mcptest.TaskMethod)
 		if id, status, keys := f.Task(); status != room.TaskWorking {
 			t.Fatalf("the first frame after the acknowledgement is %s %s %v: the change answered before the listen "+
 				"(writer answered first: %v) was delivered to it; want only the later change (working)", id, status, keys, repliedFirst)
 		}
-		lsSameTask(t, f, lsTaskGet(t, h, o.SessionToken, x))
+		sameTask(t, f, h.getTask(t, o.SessionToken, x))
 	})
 }
 
 func TestListenCancelledEndsTheStream(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	o := h.session("owner", "read", "propose")
-	a := h.session("assignee", "read", "checkout")
-	b := lsNewBarrier(t, h, c)
-	x := lsCreateTask(t, h, o.SessionToken, "cancel test")
-	lsAccept(t, h, a.SessionToken, x)
+	c := streamClient()
+	o := h.join("owner", "read", "propose")
+	a := h.join("assignee", "read", "checkout")
+	b := newBarrier(t, h, c)
+	x := h.newTask(t, o.SessionToken, "cancel test")
+	h.acceptTask(t, a.SessionToken, x)
 	follow := map[string]any{"taskIds": []string{x.TaskID}}
 	n := 0
 	change := func(t *testing.T) {
 		t.Helper()
 		n++
-		lsAsk(t, h, a.SessionToken, x, fmt.Sprintf("c%d", n), "again?")
-		lsAnswer(t, h, o.SessionToken, x, fmt.Sprintf("c%d", n))
+		h.askInput(t, a.SessionToken, x, fmt.Sprintf("c%d", n), "again?")
+		h.answerInput(t, o.SessionToken, x, fmt.Sprintf("c%d", n))
 	}
-	expectChange := func(t *testing.T, s *lsStream) {
+	expectChange := func(t *testing.T, s *stream) {
 		t.Helper()
 		s.expectTask(t, x.TaskID, room.TaskInputRequired)
 		s.expectTask(t, x.TaskID, room.TaskWorking)
@@ -863,9 +866,9 @@ func TestListenCancelledEndsTheStream(t *testing.T) {
 
 	t.Run("notifications/cancelled from the same session ends it with the final result", func(t *testing.T) {
 		b.wait(t) // no earlier change is still on its way to the hub
-		s, _ := lsListen(t, h, c, o.SessionToken, "9", follow, true)
+		s, _ := h.listen(t, c, o.SessionToken, "9", follow, true)
 		ended := h.Hub.Stats().Ended
-		lsCancelListen(t, h, o.SessionToken, "9")
+		h.cancelListen(t, o.SessionToken, "9")
 		s.expectFinal(t)
 		if st := h.Hub.Stats(); st.Ended != ended+1 {
 			t.Errorf("Ended %d, want %d", st.Ended, ended+1)
@@ -874,46 +877,46 @@ func TestListenCancelledEndsTheStream(t *testing.T) {
 
 	t.Run("the same id from another session does not end it", func(t *testing.T) {
 		b.wait(t) // no earlier change is still on its way to the hub
-		s, _ := lsListen(t, h, c, o.SessionToken, "10", follow, true)
-		other, _ := lsListen(t, h, c, a.SessionToken, "10", follow, true)
-		lsCancelListen(t, h, a.SessionToken, "10")
+		s, _ := h.listen(t, c, o.SessionToken, "10", follow, true)
+		other, _ := h.listen(t, c, a.SessionToken, "10", follow, true)
+		h.cancelListen(t, a.SessionToken, "10")
 		other.expectFinal(t) // the cancel was acted on, for its own session only
 		change(t)
 		expectChange(t, s)
-		lsCancelListen(t, h, o.SessionToken, "10")
+		h.cancelListen(t, o.SessionToken, "10")
 		s.expectFinal(t)
 	})
 
 	t.Run("a string id is not cancelled by the number with the same digits", func(t *testing.T) {
 		b.wait(t) // no earlier change is still on its way to the hub
-		s, _ := lsListen(t, h, c, o.SessionToken, `"11"`, follow, true)
-		lsCancelListen(t, h, o.SessionToken, "11")
+		s, _ := h.listen(t, c, o.SessionToken, `"11"`, follow, true)
+		h.cancelListen(t, o.SessionToken, "11")
 		change(t)
 		expectChange(t, s)
-		lsCancelListen(t, h, o.SessionToken, `"11"`)
+		h.cancelListen(t, o.SessionToken, `"11"`)
 		s.expectFinal(t)
 	})
 
 	t.Run("an id is cancelled by the same spelling even when it holds HTML characters", func(t *testing.T) {
 		b.wait(t)         // no earlier change is still on its way to the hub
 		id := `"sub&<1>"` // JSON.stringify leaves &, < and > as they are
-		s, _ := lsListen(t, h, c, o.SessionToken, id, follow, true)
-		lsCancelListen(t, h, o.SessionToken, id)
+		s, _ := h.listen(t, c, o.SessionToken, id, follow, true)
+		h.cancelListen(t, o.SessionToken, id)
 		change(t)
 		f := s.next(t)
 		if !f.IsFinal() {
 			t.Fatalf("notifications/cancelled naming %s did not end the listen %s; next frame %s", id, id, f)
 		}
-		lsCheckFinal(t, s, f)
+		checkFinal(t, s, f)
 	})
 
 	t.Run("a cancel naming no open listen is accepted and changes nothing", func(t *testing.T) {
 		b.wait(t) // no earlier change is still on its way to the hub
-		s, _ := lsListen(t, h, c, o.SessionToken, "12", follow, true)
-		lsCancelListen(t, h, o.SessionToken, "404")
+		s, _ := h.listen(t, c, o.SessionToken, "12", follow, true)
+		h.cancelListen(t, o.SessionToken, "404")
 		change(t)
 		expectChange(t, s)
-		lsCancelListen(t, h, o.SessionToken, "12")
+		h.cancelListen(t, o.SessionToken, "12")
 		s.expectFinal(t)
 	})
 }
@@ -923,16 +926,16 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 
 	t.Run("leaving ends the session's streams with the final result, not others'", func(t *testing.T) {
 		h := newHarness(t, "")
-		c := lsClient()
-		l := h.session("leaver", "read")
-		k := h.session("keeper", "read")
-		s1, _ := lsListen(t, h, c, l.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
-		s2, _ := lsListen(t, h, c, l.SessionToken, `"two"`, map[string]any{"resourceSubscriptions": doc(h)}, false)
-		sk, _ := lsListen(t, h, c, k.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
+		c := streamClient()
+		l := h.join("leaver", "read")
+		k := h.join("keeper", "read")
+		s1, _ := h.listen(t, c, l.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
+		s2, _ := h.listen(t, c, l.SessionToken, `"two"`, map[string]any{"resourceSubscriptions": doc(h)}, false)
+		sk, _ := h.listen(t, c, k.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), l.SessionToken, map[string]any{}))
 		s1.expectFinal(t)
 		s2.expectFinal(t)
-		lsEdit(t, h, k.SessionToken, lsDoc("hello again", "ship it\nsoon", "step one"))
+		h.editFile(t, k.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
 		sk.expectRes(t, h.Eng.DocumentURI())
 		if st := h.Hub.Stats(); st.Subscribers != 1 || st.Ended != 2 {
 			t.Errorf("stats %+v, want the keeper's stream only and two ended", st)
@@ -941,39 +944,39 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 
 	t.Run("expiry ends the expired session's streams, not others'", func(t *testing.T) {
 		h := newHarness(t, "")
-		c := lsClient()
-		e := h.session("early", "read")
+		c := streamClient()
+		e := h.join("early", "read")
 		h.Clock.Advance(4 * time.Hour)
-		lt := h.session("late", "read")
-		se, _ := lsListen(t, h, c, e.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
-		sl, _ := lsListen(t, h, c, lt.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
+		lt := h.join("late", "read")
+		se, _ := h.listen(t, c, e.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
+		sl, _ := h.listen(t, c, lt.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		h.Clock.Advance(4*time.Hour + time.Minute) // past the early session's 8 hours
 		h.sweep()
 		se.expectFinal(t)
-		lsEdit(t, h, lt.SessionToken, lsDoc("hello later", "ship it\nsoon", "step one"))
+		h.editFile(t, lt.SessionToken, threeSections("hello later", "ship it\nsoon", "step one"))
 		sl.expectRes(t, h.Eng.DocumentURI())
 	})
 }
 
 func TestListenStreamLimitPerSession(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	s := h.session("busy", "read")
-	other := h.session("other", "read")
+	c := streamClient()
+	s := h.join("busy", "read")
+	other := h.join("other", "read")
 	follow := map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}
-	var open []*lsStream
+	var open []*stream
 	for i := range 4 {
-		st, _ := lsListen(t, h, c, s.SessionToken, fmt.Sprint(i), follow, false)
+		st, _ := h.listen(t, c, s.SessionToken, fmt.Sprint(i), follow, false)
 		open = append(open, st)
 	}
 
 	t.Run("a fifth concurrent listen is refused with an error, not a stream", func(t *testing.T) {
-		st, r := lsListenReq(t, h, c, s.SessionToken, "4", follow, false)
+		st, r := h.listenReq(t, c, s.SessionToken, "4", follow, false)
 		if st != nil {
 			t.Fatal("a fifth listen for one session opened a stream")
 		}
 		if r.Status < 400 || r.Error == nil || string(r.ID) != "4" {
-			t.Fatalf("fifth listen: %d %s, want a JSON-RPC error for id 4", r.Status, r.Body)
+			t.Fatalf("fifth listen: %d %s, want a JSON-RPC error for id 4", r.Status, r.Raw)
 		}
 		if r.Error.Data["error"] != "limit_exceeded" {
 			t.Errorf("error data %v, want error limit_exceeded", r.Error.Data)
@@ -984,12 +987,12 @@ func TestListenStreamLimitPerSession(t *testing.T) {
 	})
 
 	t.Run("another session is not limited by it", func(t *testing.T) {
-		lsListen(t, h, c, other.SessionToken, "4", follow, false)
+		h.listen(t, c, other.SessionToken, "4", follow, false)
 	})
 
 	t.Run("after one ends, the session may listen again", func(t *testing.T) {
-		lsCancelListen(t, h, s.SessionToken, "0")
+		h.cancelListen(t, s.SessionToken, "0")
 		open[0].expectFinal(t)
-		lsListen(t, h, c, s.SessionToken, "5", follow, false)
+		h.listen(t, c, s.SessionToken, "5", follow, false)
 	})
 }

@@ -16,8 +16,8 @@ import (
 
 func TestMCPBadInput(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
-	worker := mtJoin(h, "worker", "read", "checkout")
+	owner := h.join("owner", "read", "propose")
+	worker := h.join("worker", "read", "checkout")
 	taskID, hid := owner.mcp.createTask(t, map[string]any{"summary": "answer me"})
 	worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
 	worker.mcp.toolOK(t, "handoff_request_input", map[string]any{"handoff_id": hid,
@@ -29,67 +29,67 @@ func TestMCPBadInput(t *testing.T) {
 
 	cases := []struct {
 		name   string
-		req    mtReq
+		req    mcpReq
 		status int
 		codes  []int // any of these JSON-RPC codes
 		noID   bool
 	}{
-		{name: "a batch of one request is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true,
-			req: mtReq{Method: "tools/list", Raw: `[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + metaOK + `}}]`}},
-		{name: "an empty batch is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true, req: mtReq{Method: "tools/list", Raw: `[]`}},
-		{name: "id null is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true,
-			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{` + metaOK + `}}`}},
-		{name: "a fractional id is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true,
-			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":1.5,"method":"tools/list","params":{` + metaOK + `}}`}},
-		{name: "an object id is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true,
-			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list","params":{` + metaOK + `}}`}},
-		{name: "100k nested arrays in params are refused with 400", status: 400, codes: []int{mtParseError, mtInvalidReq},
-			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":` + deep + `,` + metaOK + `}}`}},
-		{name: "a body over 1 MiB is 413", status: http.StatusRequestEntityTooLarge, codes: []int{mtInvalidReq}, noID: true,
-			req: mtReq{Method: "tools/list", Raw: huge}},
-		{name: "an empty body is 400 -32700", status: 400, codes: []int{mtParseError}, noID: true, req: mtReq{Method: "tools/list", Raw: ``}},
-		{name: "a JSON string body is 400 -32600", status: 400, codes: []int{mtInvalidReq}, noID: true, req: mtReq{Method: "tools/list", Raw: `"tools/list"`}},
-		{name: "params as an array is 400 -32600", status: 400, codes: []int{mtInvalidReq},
-			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[{` + metaOK + `}]}`}},
-		{name: "params as null is 400 -32600", status: 400, codes: []int{mtInvalidReq},
-			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":null}`}},
-		{name: "method as a number is 400 -32600", status: 400, codes: []int{mtInvalidReq},
-			req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":7,"params":{` + metaOK + `}}`}},
-		{name: "_meta as an array is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: []any{1}}},
-		{name: "_meta as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: "2026-07-28"}},
-		{name: "clientCapabilities as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: "tasks"}}},
-		{name: "clientCapabilities null is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: nil}}},
-		{name: "protocolVersion as a number is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: 20260728, mcptest.MetaCaps: map[string]any{}}}},
-		{name: "extensions as a string is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{"extensions": mcptest.TasksExtension}}}},
-		{name: "the tasks extension as true is not a declaration (400)", status: 400, codes: []int{mtMissingCap, mtInvalidPar},
-			req: mtReq{Method: "tasks/get", Params: map[string]any{"taskId": taskID},
+		{name: "a batch of one request is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest}, noID: true,
+			req: mcpReq{Method: "tools/list", Raw: `[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + metaOK + `}}]`}},
+		{name: "an empty batch is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest}, noID: true, req: mcpReq{Method: "tools/list", Raw: `[]`}},
+		{name: "id null is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest}, noID: true,
+			req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{` + metaOK + `}}`}},
+		{name: "a fractional id is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest}, noID: true,
+			req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":1.5,"method":"tools/list","params":{` + metaOK + `}}`}},
+		{name: "an object id is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest}, noID: true,
+			req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list","params":{` + metaOK + `}}`}},
+		{name: "100k nested arrays in params are refused with 400", status: 400, codes: []int{mcptest.CodeParseError, mcptest.CodeInvalidRequest},
+			req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":` + deep + `,` + metaOK + `}}`}},
+		{name: "a body over 1 MiB is 413", status: http.StatusRequestEntityTooLarge, codes: []int{mcptest.CodeInvalidRequest}, noID: true,
+			req: mcpReq{Method: "tools/list", Raw: huge}},
+		{name: "an empty body is 400 -32700", status: 400, codes: []int{mcptest.CodeParseError}, noID: true, req: mcpReq{Method: "tools/list", Raw: ``}},
+		{name: "a JSON string body is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest}, noID: true, req: mcpReq{Method: "tools/list", Raw: `"tools/list"`}},
+		{name: "params as an array is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest},
+			req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[{` + metaOK + `}]}`}},
+		{name: "params as null is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest},
+			req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":null}`}},
+		{name: "method as a number is 400 -32600", status: 400, codes: []int{mcptest.CodeInvalidRequest},
+			req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":3,"method":7,"params":{` + metaOK + `}}`}},
+		{name: "_meta as an array is 400 -32602", status: 400, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tools/list", Meta: []any{1}}},
+		{name: "_meta as a string is 400 -32602", status: 400, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tools/list", Meta: "2026-07-28"}},
+		{name: "clientCapabilities as a string is 400 -32602", status: 400, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: "tasks"}}},
+		{name: "clientCapabilities null is 400 -32602", status: 400, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: nil}}},
+		{name: "protocolVersion as a number is 400 -32602", status: 400, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: 20260728, mcptest.MetaCaps: map[string]any{}}}},
+		{name: "extensions as a string is 400 -32602", status: 400, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{"extensions": mcptest.TasksExtension}}}},
+		{name: "the tasks extension as true is not a declaration (400)", status: 400, codes: []int{mcptest.CodeMissingCapability, mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tasks/get", Params: map[string]any{"taskId": taskID},
 				Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{"extensions": map[string]any{mcptest.TasksExtension: true}}}}},
-		{name: "a progressToken that is an object is 400 -32602", status: 400, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{}, "progressToken": map[string]any{}}}},
-		{name: "a header value outside visible ASCII is 400 -32020", status: 400, codes: []int{mtHeaderMism},
-			req: mtReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status"}, Set: map[string]string{"Mcp-Name": "workspace_status\xc3\xa9"}}},
-		{name: "two Mcp-Name headers are 400 -32020", status: 400, codes: []int{mtHeaderMism},
-			req: mtReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status"},
+		{name: "a progressToken that is an object is 400 -32602", status: 400, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{}, "progressToken": map[string]any{}}}},
+		{name: "a header value outside visible ASCII is 400 -32020", status: 400, codes: []int{mcptest.CodeHeaderMismatch},
+			req: mcpReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status"}, Set: map[string]string{"Mcp-Name": "workspace_status\xc3\xa9"}}},
+		{name: "two Mcp-Name headers are 400 -32020", status: 400, codes: []int{mcptest.CodeHeaderMismatch},
+			req: mcpReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status"},
 				Opts: []reqOpt{func(r *http.Request) { r.Header.Add("Mcp-Name", "workspace_status") }}}},
-		{name: "Mcp-Name on a params name that is a number is 400 -32020", status: 400, codes: []int{mtHeaderMism},
-			req: mtReq{Method: "tools/call", Params: map[string]any{"name": 5}, Set: map[string]string{"Mcp-Name": "5"}}},
-		{name: "a name spelled NAME beside name is 400 -32020", status: 400, codes: []int{mtHeaderMism},
-			req: mtReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status", "NAME": "workspace_leave"}}},
-		{name: "prompts/get with a number argument is -32602", status: 200, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "prompts/get", Params: map[string]any{"name": "commonroom_edit_workflow", "arguments": map[string]any{"goal": 5}}}},
-		{name: "tools/list with a number cursor is -32602", status: 200, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tools/list", Params: map[string]any{"cursor": 5}}},
-		{name: "tasks/update with inputResponses as a string is -32602", status: 200, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "tasks/update", Params: map[string]any{"taskId": taskID, "inputResponses": "q"},
-				Meta: mtMeta(mcptest.Version, mtTasksCaps())}},
-		{name: "listen without notifications is -32602", status: 200, codes: []int{mtInvalidPar},
-			req: mtReq{Method: "subscriptions/listen", Params: map[string]any{}, Timeout: 5 * time.Second}},
+		{name: "Mcp-Name on a params name that is a number is 400 -32020", status: 400, codes: []int{mcptest.CodeHeaderMismatch},
+			req: mcpReq{Method: "tools/call", Params: map[string]any{"name": 5}, Set: map[string]string{"Mcp-Name": "5"}}},
+		{name: "a name spelled NAME beside name is 400 -32020", status: 400, codes: []int{mcptest.CodeHeaderMismatch},
+			req: mcpReq{Method: "tools/call", Params: map[string]any{"name": "workspace_status", "NAME": "workspace_leave"}}},
+		{name: "prompts/get with a number argument is -32602", status: 200, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "prompts/get", Params: map[string]any{"name": "commonroom_edit_workflow", "arguments": map[string]any{"goal": 5}}}},
+		{name: "tools/list with a number cursor is -32602", status: 200, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tools/list", Params: map[string]any{"cursor": 5}}},
+		{name: "tasks/update with inputResponses as a string is -32602", status: 200, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "tasks/update", Params: map[string]any{"taskId": taskID, "inputResponses": "q"},
+				Meta: mcptest.Meta(mcptest.Version, tasksCaps(), "ce-tests")}},
+		{name: "listen without notifications is -32602", status: 200, codes: []int{mcptest.CodeInvalidParams},
+			req: mcpReq{Method: "subscriptions/listen", Params: map[string]any{}, Timeout: 5 * time.Second}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,37 +98,36 @@ func TestMCPBadInput(t *testing.T) {
 			if r.Status != c.status {
 				t.Fatalf("status %d, want %d; body %.300s", r.Status, c.status, r.Raw)
 			}
-			e := r.rpcError()
-			if e == nil {
+			if r.Error == nil {
 				t.Fatalf("no JSON-RPC error in %.300s", r.Raw)
 			}
-			code, _ := e["code"].(float64)
+			code := r.Error.Code
 			ok := false
 			for _, want := range c.codes {
-				ok = ok || int(code) == want
+				ok = ok || code == want
 			}
 			if !ok {
-				t.Errorf("code %v, want one of %v; body %.300s", e["code"], c.codes, r.Raw)
+				t.Errorf("code %v, want one of %v; body %.300s", code, c.codes, r.Raw)
 			}
 			if _, has := r.Top["id"]; has && c.noID {
 				t.Errorf("id %s echoed where it could not be read", r.Top["id"])
 			}
 			h.assertUnchanged(t, before)
-			mtWantResult(t, owner.mcp.call(t, "tools/list", nil)) // the server keeps serving
+			wantResult(t, owner.mcp.call(t, "tools/list", nil)) // the server keeps serving
 		})
 	}
 
 	t.Run("tasks/update with only unknown keys acknowledges and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{
+		wantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{
 			"nope": map[string]any{"action": "accept", "content": map[string]any{"answer": "x"}},
 			"":     map[string]any{"action": "decline"},
 		}}))
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{}}))
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, nil))
+		wantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{}}))
+		wantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, nil))
 		h.assertUnchanged(t, before)
 		task := owner.ext.taskGet(t, taskID)
-		if task["status"] != "input_required" || mtGet(task, "inputRequests", "q") == nil {
+		if task["status"] != "input_required" || jsonAt(task, "inputRequests", "q") == nil {
 			t.Errorf("task = %v", task)
 		}
 	})
@@ -154,10 +153,10 @@ func TestMCPBadInput(t *testing.T) {
 			before := h.snapshot()
 			r := owner.ext.taskCall(t, "tasks/update", tid, map[string]any{"inputResponses": map[string]any{"q": c.answer}})
 			h.assertUnchanged(t, before)
-			if task := owner.ext.taskGet(t, tid); task["status"] != "input_required" || mtGet(task, "inputRequests", "q") == nil {
+			if task := owner.ext.taskGet(t, tid); task["status"] != "input_required" || jsonAt(task, "inputRequests", "q") == nil {
 				t.Errorf("task = %v, want q still outstanding", task)
 			}
-			mtWantError(t, r, http.StatusOK, mtInvalidPar)
+			wantRPCError(t, r, http.StatusOK, mcptest.CodeInvalidParams)
 		})
 	}
 	t.Run("tasks/update with an answer over 256 KiB is a limit_exceeded params error, not -32603, and changes nothing", func(t *testing.T) {
@@ -169,22 +168,20 @@ func TestMCPBadInput(t *testing.T) {
 		// The client sent too much: invalid params (or an application code
 		// outside the reserved range), never -32603 "internal error", which
 		// tells a client the server failed and invites a retry of the same body.
-		e := r.rpcError()
-		if e == nil {
+		if r.Error == nil {
 			t.Fatalf("no JSON-RPC error: %s", r.Raw)
 		}
-		code, _ := e["code"].(float64)
-		if c := int(code); c != mtInvalidPar && c >= -32768 && c <= -32000 {
+		if c := r.Error.Code; c != mcptest.CodeInvalidParams && c >= -32768 && c <= -32000 {
 			t.Errorf("code %d, want -32602 (or an application code outside -32768..-32000): %s", c, r.Raw)
 		}
-		if mtGet(e, "data", "error") != "limit_exceeded" {
-			t.Errorf("data = %v, want error limit_exceeded", e["data"])
+		if jsonAt(r.Body, "error", "data", "error") != "limit_exceeded" {
+			t.Errorf("data = %v, want error limit_exceeded", r.Error.Data)
 		}
 	})
 	t.Run("tasks/update on a working task acknowledges and changes nothing", func(t *testing.T) {
 		tid2, _ := owner.mcp.createTask(t, map[string]any{"summary": "no questions"})
 		before := h.snapshot()
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", tid2, map[string]any{"inputResponses": map[string]any{"q": map[string]any{"action": "accept"}}}))
+		wantAck(t, owner.ext.taskCall(t, "tasks/update", tid2, map[string]any{"inputResponses": map[string]any{"q": map[string]any{"action": "accept"}}}))
 		h.assertUnchanged(t, before)
 	})
 	t.Run("a body just under the limit is served", func(t *testing.T) {
@@ -193,13 +190,13 @@ func TestMCPBadInput(t *testing.T) {
 		if len(body) > 1<<20 {
 			t.Fatalf("test body is %d bytes", len(body))
 		}
-		mtWantResult(t, owner.mcp.do(t, mtReq{Method: "tools/list", Raw: body}))
+		wantResult(t, owner.mcp.do(t, mcpReq{Method: "tools/list", Raw: body}))
 	})
 	t.Run("after the 413 the same connection pool still serves", func(t *testing.T) {
 		for range 3 {
-			mtWantResult(t, owner.mcp.call(t, "tools/list", nil))
+			wantResult(t, owner.mcp.call(t, "tools/list", nil))
 		}
-		if bytes.Contains([]byte(strings.Join(h.errorBodies(), "\n")), []byte(owner.grant.SessionToken)) {
+		if bytes.Contains([]byte(strings.Join(h.errorBodies(), "\n")), []byte(owner.SessionToken)) {
 			t.Errorf("an error body echoed the session token")
 		}
 	})

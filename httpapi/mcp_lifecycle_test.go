@@ -19,9 +19,9 @@ import (
 
 func TestMCPHandoffLifecycle(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner-agent", "read", "propose")
-	worker := mtJoin(h, "worker-agent", "read", "checkout")
-	approver := mtJoin(h, "approver", "read", "approve")
+	owner := h.join("owner-agent", "read", "propose")
+	worker := h.join("worker-agent", "read", "checkout")
+	approver := h.join("approver", "read", "approve")
 
 	taskID, hid := owner.mcp.createTask(t, map[string]any{
 		"summary":     "draft the risks section",
@@ -32,7 +32,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 
 	t.Run("the worker accepts; the task stays working and records the assignee", func(t *testing.T) {
 		acc := worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
-		if acc["status"] != "accepted" || acc["assignee_id"] != worker.id() || acc["task_status"] != "working" {
+		if acc["status"] != "accepted" || acc["assignee_id"] != worker.ParticipantID || acc["task_status"] != "working" {
 			t.Errorf("handoff after accept = %v", acc)
 		}
 		got := owner.ext.taskGet(t, taskID)
@@ -74,7 +74,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 			"count": map[string]any{"method": "elicitation/create", "params": map[string]any{"mode": "form", "message": "How many bullets?",
 				"requestedSchema": schema}},
 		}
-		if !reflect.DeepEqual(mtJSON(t, reqs), mtJSON(t, want)) {
+		if !reflect.DeepEqual(generic(t, reqs), generic(t, want)) {
 			t.Errorf("inputRequests = %v\nwant %v", reqs, want)
 		}
 	})
@@ -82,7 +82,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 	toneAnswer := map[string]any{"action": "accept", "content": map[string]any{"answer": "formal"}}
 	countAnswer := map[string]any{"action": "accept", "content": map[string]any{"n": 3}}
 	t.Run("answering one key (and an unknown one) leaves only the other outstanding at once", func(t *testing.T) {
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{
+		wantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{
 			"tone": toneAnswer, "never-asked": map[string]any{"action": "accept", "content": map[string]any{"x": 1}},
 		}}))
 		task := owner.ext.taskGet(t, taskID)
@@ -95,7 +95,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("answering the second key returns the task to working", func(t *testing.T) {
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{"count": countAnswer}}))
+		wantAck(t, owner.ext.taskCall(t, "tasks/update", taskID, map[string]any{"inputResponses": map[string]any{"count": countAnswer}}))
 		task := owner.ext.taskGet(t, taskID)
 		if task["status"] != "working" {
 			t.Errorf("status = %v, want working", task["status"])
@@ -112,13 +112,13 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		}
 		answers := map[string]any{}
 		for _, in := range ins {
-			key, _ := mtGet(in, "key").(string)
-			if mtGet(in, "status") != "answered" || mtGet(in, "answered_at") == nil {
+			key, _ := jsonAt(in, "key").(string)
+			if jsonAt(in, "status") != "answered" || jsonAt(in, "answered_at") == nil {
 				t.Errorf("input %s = %v", key, in)
 			}
-			answers[key] = mtGet(in, "response")
+			answers[key] = jsonAt(in, "response")
 		}
-		want := mtJSON(t, map[string]any{"tone": toneAnswer, "count": countAnswer})
+		want := generic(t, map[string]any{"tone": toneAnswer, "count": countAnswer})
 		if !reflect.DeepEqual(any(answers), want) {
 			t.Errorf("answers = %v, want %v", answers, want)
 		}
@@ -129,7 +129,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		art := []any{map[string]any{"uri": h.Eng.DocumentURI() + "/section/Idea%2FPlan", "title": "Plan"}}
 		got := worker.mcp.toolOK(t, "handoff_complete", map[string]any{"handoff_id": hid,
 			"result": map[string]any{"text": "five formal bullets", "artifacts": art}, "status_message": "done"})
-		if got["status"] != "result_ready" || mtGet(got, "result", "text") != "five formal bullets" {
+		if got["status"] != "result_ready" || jsonAt(got, "result", "text") != "five formal bullets" {
 			t.Errorf("handoff after complete = %v", got)
 		}
 		completed = owner.ext.taskGet(t, taskID)
@@ -138,13 +138,13 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		}
 		res, _ := completed["result"].(map[string]any)
 		content, _ := res["content"].([]any)
-		if len(content) != 1 || mtGet(content[0], "type") != "text" || mtGet(content[0], "text") != "five formal bullets" {
+		if len(content) != 1 || jsonAt(content[0], "type") != "text" || jsonAt(content[0], "text") != "five formal bullets" {
 			t.Errorf("result.content = %v", res["content"])
 		}
 		if res["isError"] != false {
 			t.Errorf("result.isError = %v, want false", res["isError"])
 		}
-		if mtGet(res, "structuredContent", "handoff_id") != hid {
+		if jsonAt(res, "structuredContent", "handoff_id") != hid {
 			t.Errorf("result.structuredContent = %v", res["structuredContent"])
 		}
 		for _, k := range []string{"error", "inputRequests"} {
@@ -152,13 +152,13 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 				t.Errorf("a completed task carries %q", k)
 			}
 		}
-		if mtGet(completed, "_meta", mcptest.HandoffMeta) != hid {
+		if jsonAt(completed, "_meta", mcptest.HandoffMeta) != hid {
 			t.Errorf("_meta = %v", completed["_meta"])
 		}
 	})
 	t.Run("a second completion keeps the first result", func(t *testing.T) {
 		again := worker.mcp.toolOK(t, "handoff_complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "other"}})
-		if again["already_completed"] != true || mtGet(again, "result", "text") != "five formal bullets" {
+		if again["already_completed"] != true || jsonAt(again, "result", "text") != "five formal bullets" {
 			t.Errorf("second completion = %v", again)
 		}
 		if got := owner.ext.taskGet(t, taskID); !reflect.DeepEqual(got, completed) {
@@ -167,7 +167,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 	})
 	t.Run("tasks/cancel on the completed task acknowledges and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/cancel", taskID, nil))
+		wantAck(t, owner.ext.taskCall(t, "tasks/cancel", taskID, nil))
 		h.assertUnchanged(t, before)
 		if got := owner.ext.taskGet(t, taskID); !reflect.DeepEqual(got, completed) {
 			t.Errorf("task after cancel:\n%v\nwant %v", got, completed)
@@ -176,7 +176,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 	t.Run("the approver approves; the task is untouched", func(t *testing.T) {
 		h.Clock.Advance(time.Second) // a later instant, so a rewrite would show in lastUpdatedAt
 		got := approver.mcp.toolOK(t, "handoff_approve", map[string]any{"handoff_id": hid, "note": "ship it"})
-		if got["status"] != "approved" || got["decided_by"] != approver.id() || got["decision_note"] != "ship it" {
+		if got["status"] != "approved" || got["decided_by"] != approver.ParticipantID || got["decision_note"] != "ship it" {
 			t.Errorf("handoff after approve = %v", got)
 		}
 		if _, has := got["inputs"]; has {
@@ -193,13 +193,13 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		var types []string
 		var last float64
 		for _, e := range list {
-			types = append(types, mtGet(e, "event_type").(string))
-			id, _ := mtGet(e, "event_id").(float64)
+			types = append(types, jsonAt(e, "event_type").(string))
+			id, _ := jsonAt(e, "event_id").(float64)
 			if id <= last {
 				t.Errorf("event ids not ascending: %v after %v", id, last)
 			}
 			last = id
-			if p, _ := mtGet(e, "payload").(map[string]any); p["handoff_id"] != hid {
+			if p, _ := jsonAt(e, "payload").(map[string]any); p["handoff_id"] != hid {
 				t.Errorf("event %v does not name the handoff", e)
 			}
 		}
@@ -212,9 +212,9 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		if !slices.Equal(types, want) {
 			t.Errorf("events = %v\nwant     %v", types, want)
 		}
-		since := mtGet(list[2], "event_id")
+		since := jsonAt(list[2], "event_id")
 		tail := owner.mcp.toolOK(t, "handoff_events", map[string]any{"handoff_id": hid, "since_event_id": since, "limit": 2})
-		if got := tail["events"].([]any); len(got) != 2 || mtGet(got[0], "event_type") != want[3] {
+		if got := tail["events"].([]any); len(got) != 2 || jsonAt(got[0], "event_type") != want[3] {
 			t.Errorf("since_event_id page = %v", got)
 		}
 	})
@@ -224,12 +224,12 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid2})
 		worker.mcp.toolOK(t, "handoff_request_input", map[string]any{"handoff_id": hid2,
 			"requests": []any{map[string]any{"key": "q", "message": "still wanted?"}}})
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/cancel", tid2, nil))
+		wantAck(t, owner.ext.taskCall(t, "tasks/cancel", tid2, nil))
 		// Read the sidecar right after the ack: no waiting, nothing eventual.
-		if s, _ := mtTaskRow(t, h, tid2); s != "cancelled" {
+		if s, _ := h.taskRow(t, tid2); s != "cancelled" {
 			t.Errorf("task row = %s, want cancelled", s)
 		}
-		if s := mtHandoffStatus(t, h, hid2); s != "cancelled" {
+		if s := h.status(t, "handoff", hid2); s != "cancelled" {
 			t.Errorf("handoff row = %s, want cancelled", s)
 		}
 		got := owner.ext.taskGet(t, tid2)
@@ -242,14 +242,14 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 			}
 		}
 		hv := owner.mcp.toolOK(t, "handoff_get", map[string]any{"handoff_id": hid2})
-		if hv["status"] != "cancelled" || hv["cancel_reason"] != "requested" || hv["cancelled_by"] != owner.id() {
+		if hv["status"] != "cancelled" || hv["cancel_reason"] != "requested" || hv["cancelled_by"] != owner.ParticipantID {
 			t.Errorf("handoff = %v", hv)
 		}
 		if n := h.count(`SELECT count(*) FROM events WHERE handoff_id = ? AND event_type IN ('task.cancelled','handoff.cancelled')`, hid2); n != 2 {
 			t.Errorf("%d cancel events, want task.cancelled and handoff.cancelled", n)
 		}
 		before := h.snapshot()
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/cancel", tid2, nil))
+		wantAck(t, owner.ext.taskCall(t, "tasks/cancel", tid2, nil))
 		h.assertUnchanged(t, before)
 		// The worker cannot deliver into a cancelled handoff.
 		worker.mcp.toolErr(t, "handoff_complete", map[string]any{"handoff_id": hid2, "result": map[string]any{"text": "late"}}, "handoff_conflict")
@@ -261,7 +261,7 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 		before := h.snapshot()
 		for _, m := range []string{"tasks/cancel", "tasks/update"} {
 			r := worker.ext.taskCall(t, m, tid3, map[string]any{"inputResponses": map[string]any{}})
-			if r.result() != nil {
+			if r.Result != nil {
 				t.Errorf("%s by the assignee succeeded: %s", m, r.Raw)
 			}
 		}
@@ -269,18 +269,18 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 	})
 
 	t.Run("unknown and foreign task ids give the identical -32602 unknown task", func(t *testing.T) {
-		outsider := mtJoin(h, "outsider", "read", "propose", "checkout", "approve")
+		outsider := h.join("outsider", "read", "propose", "checkout", "approve")
 		for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
 			extra := map[string]any{}
 			if m == "tasks/update" {
 				extra["inputResponses"] = map[string]any{"tone": toneAnswer}
 			}
 			before := h.snapshot()
-			foreign := outsider.ext.do(t, mtReq{Method: m, ID: "same", Params: mtWith(extra, "taskId", taskID)})
-			unknown := outsider.ext.do(t, mtReq{Method: m, ID: "same", Params: mtWith(extra, "taskId", "task_00000000000000000000000000000000")})
+			foreign := outsider.ext.do(t, mcpReq{Method: m, ID: "same", Params: withKey(extra, "taskId", taskID)})
+			unknown := outsider.ext.do(t, mcpReq{Method: m, ID: "same", Params: withKey(extra, "taskId", "task_00000000000000000000000000000000")})
 			h.assertUnchanged(t, before)
-			fe := mtWantError(t, foreign, http.StatusOK, mtInvalidPar)
-			ue := mtWantError(t, unknown, http.StatusOK, mtInvalidPar)
+			fe := wantRPCError(t, foreign, http.StatusOK, mcptest.CodeInvalidParams)
+			ue := wantRPCError(t, unknown, http.StatusOK, mcptest.CodeInvalidParams)
 			if fe["message"] != "unknown task" {
 				t.Errorf("%s: message = %v, want \"unknown task\"", m, fe["message"])
 			}
@@ -292,38 +292,30 @@ func TestMCPHandoffLifecycle(t *testing.T) {
 
 	t.Run("Mcp-Name must equal taskId", func(t *testing.T) {
 		for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
-			r := owner.ext.do(t, mtReq{Method: m, Params: map[string]any{"taskId": taskID}, Set: map[string]string{"Mcp-Name": hid}})
-			mtWantError(t, r, http.StatusBadRequest, mtHeaderMism)
+			r := owner.ext.do(t, mcpReq{Method: m, Params: map[string]any{"taskId": taskID}, Set: map[string]string{"Mcp-Name": hid}})
+			wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeHeaderMismatch)
 		}
 	})
 	t.Run("a missing or non-string taskId is 400 -32020", func(t *testing.T) {
 		// Mcp-Name cannot equal a field that is not there: 400 -32020.
-		r := owner.ext.do(t, mtReq{Method: "tasks/get", Params: map[string]any{}, Set: map[string]string{"Mcp-Name": "x"}})
-		mtWantError(t, r, http.StatusBadRequest, mtHeaderMism)
-		r = owner.ext.do(t, mtReq{Method: "tasks/get", Params: map[string]any{"taskId": 5}, Set: map[string]string{"Mcp-Name": "5"}})
-		mtWantError(t, r, http.StatusBadRequest, mtHeaderMism)
+		r := owner.ext.do(t, mcpReq{Method: "tasks/get", Params: map[string]any{}, Set: map[string]string{"Mcp-Name": "x"}})
+		wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeHeaderMismatch)
+		r = owner.ext.do(t, mcpReq{Method: "tasks/get", Params: map[string]any{"taskId": 5}, Set: map[string]string{"Mcp-Name": "5"}})
+		wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeHeaderMismatch)
 	})
 }
 
-// mtWith copies m and sets k to v.
-func mtWith(m map[string]any, k string, v any) map[string]any {
-	out := map[string]any{k: v}
-	for kk, vv := range m {
-		out[kk] = vv
-	}
-	return out
-}
-
+// with copies m and sets k to v.
 func TestMCPTaskExpiry(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
-	worker := mtJoin(h, "worker", "read", "checkout")
+	owner := h.join("owner", "read", "propose")
+	worker := h.join("worker", "read", "checkout")
 	taskID, hid := owner.mcp.createTask(t, map[string]any{"summary": "never finished"})
 	worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
 
 	h.Clock.Advance(24*time.Hour + time.Millisecond)
 	h.sweep()
-	admin := mtJoin(h, "admin", "admin") // the old sessions expired with the clock
+	admin := h.join("admin", "admin") // the old sessions expired with the clock
 
 	t.Run("a task past its TTL is failed with a JSON-RPC error and no result", func(t *testing.T) {
 		got := admin.ext.taskGet(t, taskID)
@@ -339,7 +331,7 @@ func TestMCPTaskExpiry(t *testing.T) {
 				t.Errorf("a failed task carries %q", k)
 			}
 		}
-		if twin := obj2(t, h, admin, taskID); !reflect.DeepEqual(any(twin), any(mtTwin(t, got))) {
+		if twin := obj2(t, h, admin, taskID); !reflect.DeepEqual(any(twin), any(httpTwin(t, got))) {
 			t.Errorf("GET /workspace/task %v differs from tasks/get %v", twin, got)
 		}
 	})
@@ -351,14 +343,14 @@ func TestMCPTaskExpiry(t *testing.T) {
 	})
 	t.Run("cancel on the failed task acknowledges and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
-		mtWantAck(t, admin.ext.taskCall(t, "tasks/cancel", taskID, nil))
+		wantAck(t, admin.ext.taskCall(t, "tasks/cancel", taskID, nil))
 		h.assertUnchanged(t, before)
 	})
 	t.Run("one TTL after its last update the row is gone: -32602, the handoff keeps its record", func(t *testing.T) {
 		h.Clock.Advance(24*time.Hour + time.Millisecond)
 		h.sweep()
-		admin = mtJoin(h, "admin2", "admin")
-		mtWantError(t, admin.ext.taskCall(t, "tasks/get", taskID, nil), http.StatusOK, mtInvalidPar)
+		admin = h.join("admin2", "admin")
+		wantRPCError(t, admin.ext.taskCall(t, "tasks/get", taskID, nil), http.StatusOK, mcptest.CodeInvalidParams)
 		hv := admin.mcp.toolOK(t, "handoff_get", map[string]any{"handoff_id": hid})
 		if hv["task_id"] != taskID || hv["task_status"] != nil {
 			t.Errorf("handoff after the purge = %v", hv)
@@ -367,9 +359,9 @@ func TestMCPTaskExpiry(t *testing.T) {
 }
 
 // obj2 is GET /workspace/task for a party, decoded.
-func obj2(t *testing.T, h *roomHarness, p mtParty, taskID string) map[string]any {
+func obj2(t *testing.T, h *roomHarness, p party, taskID string) map[string]any {
 	t.Helper()
-	r := h.doT(t, "GET", h.ingressURL("/workspace/task?task_id="+taskID), p.grant.SessionToken, nil)
+	r := h.doT(t, "GET", h.ingressURL("/workspace/task?task_id="+taskID), p.SessionToken, nil)
 	wantOK(t, r)
 	return r.JSON(t)
 }
@@ -378,11 +370,11 @@ func obj2(t *testing.T, h *roomHarness, p mtParty, taskID string) map[string]any
 // concurrent creates with one idempotency key make one handoff.
 func TestMCPConcurrentHandoffs(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
+	owner := h.join("owner", "read", "propose")
 	const n = 8
-	workers := make([]mtParty, n)
+	workers := make([]party, n)
 	for i := range workers {
-		workers[i] = mtJoin(h, "worker", "read", "checkout")
+		workers[i] = h.join("worker", "read", "checkout")
 	}
 
 	// The losers saw the open call, so they learn it was taken (D3):
@@ -400,10 +392,10 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 		for _, w := range workers {
 			go func() {
 				<-start
-				r, err := w.mcp.mc.Do(context.Background(), mtReq{ID: 1, Method: "tools/call",
+				r, err := w.mcp.mc.Do(context.Background(), mcpReq{ID: 1, Method: "tools/call",
 					Params: map[string]any{"name": "handoff_accept", "arguments": map[string]any{"handoff_id": hid}}})
 				if err != nil || r.Status != http.StatusOK {
-					out <- outcome{who: w.id(), err: true}
+					out <- outcome{who: w.ParticipantID, err: true}
 					return
 				}
 				var body struct {
@@ -413,14 +405,14 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 					} `json:"result"`
 				}
 				if json.Unmarshal(r.Raw, &body) != nil {
-					out <- outcome{who: w.id(), err: true}
+					out <- outcome{who: w.ParticipantID, err: true}
 					return
 				}
 				sc := body.Result.StructuredContent
 				if body.Result.IsError {
 					sc = map[string]any{"failed": sc["error"]}
 				}
-				out <- outcome{who: w.id(), sc: sc}
+				out <- outcome{who: w.ParticipantID, sc: sc}
 			}()
 		}
 		close(start)
@@ -457,7 +449,7 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 		ids := make(chan string, n)
 		for range n {
 			go func() {
-				r, err := owner.ext.mc.Do(context.Background(), mtReq{ID: 1, Method: "tools/call", Params: map[string]any{
+				r, err := owner.ext.mc.Do(context.Background(), mcpReq{ID: 1, Method: "tools/call", Params: map[string]any{
 					"name": "handoff_create", "arguments": map[string]any{"summary": "once only", "idempotency_key": "same-key"}}})
 				if err != nil || r.Status != http.StatusOK {
 					ids <- "error"

@@ -22,16 +22,16 @@ import (
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
-// mtTasksCaps is the ClientCapabilities object declaring the Tasks extension.
-func mtTasksCaps() map[string]any {
+// tasksCaps is the ClientCapabilities object declaring the Tasks extension.
+func tasksCaps() map[string]any {
 	return map[string]any{"extensions": map[string]any{mcptest.TasksExtension: map[string]any{}}}
 }
 
-// mtWantMissingTasks checks a 400 -32021 naming the Tasks extension exactly.
-func mtWantMissingTasks(t testing.TB, r mtResp) {
+// wantMissingTasks checks a 400 -32021 naming the Tasks extension exactly.
+func wantMissingTasks(t testing.TB, r mcpResp) {
 	t.Helper()
-	e := mtWantError(t, r, http.StatusBadRequest, mtMissingCap)
-	want := map[string]any{"requiredCapabilities": mtJSON(t, mtTasksCaps())}
+	e := wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeMissingCapability)
+	want := map[string]any{"requiredCapabilities": generic(t, tasksCaps())}
 	if !reflect.DeepEqual(e["data"], any(want)) {
 		t.Errorf("data = %v, want %v", e["data"], want)
 	}
@@ -39,80 +39,80 @@ func mtWantMissingTasks(t testing.TB, r mtResp) {
 
 func TestMCPValidationOrder(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
+	owner := h.join("owner", "read", "propose")
 	taskID, _ := owner.mcp.createTask(t, map[string]any{"summary": "a task for the header checks"})
 	doc := h.Eng.DocumentURI()
 	b64 := func(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
-	extMeta := mtMeta(mcptest.Version, mtTasksCaps())
+	extMeta := mcptest.Meta(mcptest.Version, tasksCaps(), "ce-tests")
 
 	type vcase struct {
 		name   string
-		req    mtReq
+		req    mcpReq
 		ext    bool // declare the Tasks extension
 		status int
 		code   int  // 0: a result is expected
 		noID   bool // the answer must not carry an id (it could not be read)
-		check  func(t *testing.T, r mtResp)
+		check  func(t *testing.T, r mcpResp)
 	}
 	cases := []vcase{
 		// Step 1: Host / Origin.
-		{name: "evil Host is 403", req: mtReq{Method: "server/discover", Opts: []reqOpt{withHost("evil.example.com")}}, status: 403},
-		{name: "evil Host and Origin is 403", req: mtReq{Method: "server/discover",
+		{name: "evil Host is 403", req: mcpReq{Method: "server/discover", Opts: []reqOpt{withHost("evil.example.com")}}, status: 403},
+		{name: "evil Host and Origin is 403", req: mcpReq{Method: "server/discover",
 			Set: map[string]string{"Origin": "http://evil.example.com"}, Opts: []reqOpt{withHost("evil.example.com")}}, status: 403},
-		{name: "evil Origin on a loopback Host is 403", req: mtReq{Method: "tools/list", Set: map[string]string{"Origin": "http://evil.example.com"}}, status: 403},
+		{name: "evil Origin on a loopback Host is 403", req: mcpReq{Method: "tools/list", Set: map[string]string{"Origin": "http://evil.example.com"}}, status: 403},
 		// Step 2: POST only.
-		{name: "GET without Accept text/event-stream is 405", req: mtReq{HTTPMethod: "GET", Set: map[string]string{"Accept": "application/json"}},
-			status: 405, check: mtWantAllowPOST},
-		{name: "DELETE is 405", req: mtReq{HTTPMethod: "DELETE"}, status: 405, check: mtWantAllowPOST},
+		{name: "GET without Accept text/event-stream is 405", req: mcpReq{HTTPMethod: "GET", Set: map[string]string{"Accept": "application/json"}},
+			status: 405, check: wantAllowPOST},
+		{name: "DELETE is 405", req: mcpReq{HTTPMethod: "DELETE"}, status: 405, check: wantAllowPOST},
 		// Step 3: parse.
-		{name: "not JSON is 400 -32700 without id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":7,"method":"tools/list"`},
-			status: 400, code: mtParseError, noID: true},
-		{name: "trailing garbage is 400 -32700 without id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":7,"method":"tools/list"} x`},
-			status: 400, code: mtParseError, noID: true},
-		{name: "batch array is 400 -32600 without id", req: mtReq{Method: "tools/list",
+		{name: "not JSON is 400 -32700 without id", req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":7,"method":"tools/list"`},
+			status: 400, code: mcptest.CodeParseError, noID: true},
+		{name: "trailing garbage is 400 -32700 without id", req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":7,"method":"tools/list"} x`},
+			status: 400, code: mcptest.CodeParseError, noID: true},
+		{name: "batch array is 400 -32600 without id", req: mcpReq{Method: "tools/list",
 			Raw: `[{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}]`},
-			status: 400, code: mtInvalidReq, noID: true},
-		{name: "id null is 400 -32600 without id", req: mtReq{Method: "tools/list",
+			status: 400, code: mcptest.CodeInvalidRequest, noID: true},
+		{name: "id null is 400 -32600 without id", req: mcpReq{Method: "tools/list",
 			Raw: `{"jsonrpc":"2.0","id":null,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
-			status: 400, code: mtInvalidReq, noID: true},
-		{name: "response object is 400 -32600 echoing a number id", req: mtReq{Raw: `{"jsonrpc":"2.0","id":5,"result":{"resultType":"complete"}}`},
-			status: 400, code: mtInvalidReq, check: mtWantRawID(`5`)},
-		{name: "error object is 400 -32600 echoing a string id", req: mtReq{Raw: `{"jsonrpc":"2.0","id":"r-5","error":{"code":1,"message":"x"}}`},
-			status: 400, code: mtInvalidReq, check: mtWantRawID(`"r-5"`)},
-		{name: "params array is 400 -32600 echoing the id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":[1]}`},
-			status: 400, code: mtInvalidReq, check: mtWantRawID(`9`)},
-		{name: "params string is 400 -32600 echoing the id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":"p","method":"tools/list","params":"x"}`},
-			status: 400, code: mtInvalidReq, check: mtWantRawID(`"p"`)},
-		{name: "jsonrpc 1.0 is 400 -32600 echoing the id", req: mtReq{Method: "tools/list", Raw: `{"jsonrpc":"1.0","id":10,"method":"tools/list","params":{}}`},
-			status: 400, code: mtInvalidReq, check: mtWantRawID(`10`)},
+			status: 400, code: mcptest.CodeInvalidRequest, noID: true},
+		{name: "response object is 400 -32600 echoing a number id", req: mcpReq{Raw: `{"jsonrpc":"2.0","id":5,"result":{"resultType":"complete"}}`},
+			status: 400, code: mcptest.CodeInvalidRequest, check: wantRawID(`5`)},
+		{name: "error object is 400 -32600 echoing a string id", req: mcpReq{Raw: `{"jsonrpc":"2.0","id":"r-5","error":{"code":1,"message":"x"}}`},
+			status: 400, code: mcptest.CodeInvalidRequest, check: wantRawID(`"r-5"`)},
+		{name: "params array is 400 -32600 echoing the id", req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":[1]}`},
+			status: 400, code: mcptest.CodeInvalidRequest, check: wantRawID(`9`)},
+		{name: "params string is 400 -32600 echoing the id", req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"2.0","id":"p","method":"tools/list","params":"x"}`},
+			status: 400, code: mcptest.CodeInvalidRequest, check: wantRawID(`"p"`)},
+		{name: "jsonrpc 1.0 is 400 -32600 echoing the id", req: mcpReq{Method: "tools/list", Raw: `{"jsonrpc":"1.0","id":10,"method":"tools/list","params":{}}`},
+			status: 400, code: mcptest.CodeInvalidRequest, check: wantRawID(`10`)},
 		// Step 4: notifications.
-		{name: "notification is 202 with no body", req: mtReq{ID: mcptest.NoID, Method: "notifications/progress"}, status: 202, check: mtWantEmpty},
-		{name: "notification without MCP headers is 202", req: mtReq{ID: mcptest.NoID, Method: "notifications/cancelled",
-			Params: map[string]any{"requestId": 1}, Del: []string{"MCP-Protocol-Version", "Mcp-Method"}}, status: 202, check: mtWantEmpty},
+		{name: "notification is 202 with no body", req: mcpReq{ID: mcptest.NoID, Method: "notifications/progress"}, status: 202, check: wantEmpty},
+		{name: "notification without MCP headers is 202", req: mcpReq{ID: mcptest.NoID, Method: "notifications/cancelled",
+			Params: map[string]any{"requestId": 1}, Del: []string{"MCP-Protocol-Version", "Mcp-Method"}}, status: 202, check: wantEmpty},
 		// Step 5: the version header.
-		{name: "missing MCP-Protocol-Version is 400 -32020", req: mtReq{Method: "tools/list", Del: []string{"MCP-Protocol-Version"}},
-			status: 400, code: mtHeaderMism},
+		{name: "missing MCP-Protocol-Version is 400 -32020", req: mcpReq{Method: "tools/list", Del: []string{"MCP-Protocol-Version"}},
+			status: 400, code: mcptest.CodeHeaderMismatch},
 		// Step 6: _meta.
-		{name: "missing _meta is 400 -32602", req: mtReq{Method: "tools/list", Meta: mcptest.DropMeta}, status: 400, code: mtInvalidPar},
-		{name: "missing _meta on server/discover is 400 -32602", req: mtReq{Method: "server/discover", Meta: mcptest.DropMeta, NoAuth: true}, status: 400, code: mtInvalidPar},
-		{name: "missing protocolVersion is 400 -32602", req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaCaps: map[string]any{}}},
-			status: 400, code: mtInvalidPar},
-		{name: "missing clientCapabilities is 400 -32602", req: mtReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version}},
-			status: 400, code: mtInvalidPar},
-		{name: "missing clientInfo is accepted", req: mtReq{Method: "tools/list",
+		{name: "missing _meta is 400 -32602", req: mcpReq{Method: "tools/list", Meta: mcptest.DropMeta}, status: 400, code: mcptest.CodeInvalidParams},
+		{name: "missing _meta on server/discover is 400 -32602", req: mcpReq{Method: "server/discover", Meta: mcptest.DropMeta, NoAuth: true}, status: 400, code: mcptest.CodeInvalidParams},
+		{name: "missing protocolVersion is 400 -32602", req: mcpReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaCaps: map[string]any{}}},
+			status: 400, code: mcptest.CodeInvalidParams},
+		{name: "missing clientCapabilities is 400 -32602", req: mcpReq{Method: "tools/list", Meta: map[string]any{mcptest.MetaVersion: mcptest.Version}},
+			status: 400, code: mcptest.CodeInvalidParams},
+		{name: "missing clientInfo is accepted", req: mcpReq{Method: "tools/list",
 			Meta: map[string]any{mcptest.MetaVersion: mcptest.Version, mcptest.MetaCaps: map[string]any{}}}, status: 200},
 		// Step 7: header and _meta versions agree before the support check.
-		{name: "header 2026-07-28 with _meta v999.0.0 is 400 -32020", req: mtReq{Method: "tools/list",
-			Meta: mtMeta("v999.0.0", map[string]any{})}, status: 400, code: mtHeaderMism},
-		{name: "header 2025-11-25 with _meta 2026-07-28 is 400 -32020", req: mtReq{Method: "tools/list",
-			Set: map[string]string{"MCP-Protocol-Version": "2025-11-25"}, Meta: mtMeta(mcptest.Version, map[string]any{})}, status: 400, code: mtHeaderMism},
+		{name: "header 2026-07-28 with _meta v999.0.0 is 400 -32020", req: mcpReq{Method: "tools/list",
+			Meta: mcptest.Meta("v999.0.0", map[string]any{}, "ce-tests")}, status: 400, code: mcptest.CodeHeaderMismatch},
+		{name: "header 2025-11-25 with _meta 2026-07-28 is 400 -32020", req: mcpReq{Method: "tools/list",
+			Set: map[string]string{"MCP-Protocol-Version": "2025-11-25"}, Meta: mcptest.Meta(mcptest.Version, map[string]any{}, "ce-tests")}, status: 400, code: mcptest.CodeHeaderMismatch},
 		// Step 8: Mcp-Method.
-		{name: "missing Mcp-Method is 400 -32020", req: mtReq{Method: "tools/list", Del: []string{"Mcp-Method"}}, status: 400, code: mtHeaderMism},
-		{name: "different Mcp-Method is 400 -32020", req: mtReq{Method: "tools/list", Set: map[string]string{"Mcp-Method": "prompts/list"}},
-			status: 400, code: mtHeaderMism},
-		{name: "Mcp-Method in another case is 400 -32020", req: mtReq{Method: "tools/list", Set: map[string]string{"Mcp-Method": "TOOLS/LIST"}},
-			status: 400, code: mtHeaderMism},
-		{name: "lower-case header names are accepted", req: mtReq{Method: "tools/list", Opts: []reqOpt{func(r *http.Request) {
+		{name: "missing Mcp-Method is 400 -32020", req: mcpReq{Method: "tools/list", Del: []string{"Mcp-Method"}}, status: 400, code: mcptest.CodeHeaderMismatch},
+		{name: "different Mcp-Method is 400 -32020", req: mcpReq{Method: "tools/list", Set: map[string]string{"Mcp-Method": "prompts/list"}},
+			status: 400, code: mcptest.CodeHeaderMismatch},
+		{name: "Mcp-Method in another case is 400 -32020", req: mcpReq{Method: "tools/list", Set: map[string]string{"Mcp-Method": "TOOLS/LIST"}},
+			status: 400, code: mcptest.CodeHeaderMismatch},
+		{name: "lower-case header names are accepted", req: mcpReq{Method: "tools/list", Opts: []reqOpt{func(r *http.Request) {
 			for _, k := range []string{"MCP-Protocol-Version", "Mcp-Method"} {
 				v := r.Header.Get(k)
 				r.Header.Del(k)
@@ -120,28 +120,28 @@ func TestMCPValidationOrder(t *testing.T) {
 			}
 		}}}, status: 200},
 		// Step 9: the version we serve.
-		{name: "v999.0.0 on header and _meta is 400 -32022", req: mtReq{Method: "tools/list", Version: "v999.0.0"},
-			status: 400, code: mtUnsupVersion, check: mtWantUnsupported("v999.0.0")},
-		{name: "v999.0.0 on server/discover without a session is 400 -32022", req: mtReq{Method: "server/discover", Version: "v999.0.0", NoAuth: true},
-			status: 400, code: mtUnsupVersion, check: mtWantUnsupported("v999.0.0")},
+		{name: "v999.0.0 on header and _meta is 400 -32022", req: mcpReq{Method: "tools/list", Version: "v999.0.0"},
+			status: 400, code: mcptest.CodeUnsupportedVersion, check: wantUnsupported("v999.0.0")},
+		{name: "v999.0.0 on server/discover without a session is 400 -32022", req: mcpReq{Method: "server/discover", Version: "v999.0.0", NoAuth: true},
+			status: 400, code: mcptest.CodeUnsupportedVersion, check: wantUnsupported("v999.0.0")},
 		// Step 10: methods we do not serve.
-		{name: "tasks/result without Mcp-Name is 404 -32601", req: mtReq{Method: "tasks/result", Params: map[string]any{"taskId": taskID}},
-			ext: true, status: 404, code: mtNoMethod},
+		{name: "tasks/result without Mcp-Name is 404 -32601", req: mcpReq{Method: "tasks/result", Params: map[string]any{"taskId": taskID}},
+			ext: true, status: 404, code: mcptest.CodeMethodNotFound},
 		// Step 12: the Tasks gate, before any lookup.
-		{name: "listen for taskIds without the extension is 400 -32021", req: mtReq{Method: "subscriptions/listen", Timeout: 5 * time.Second,
-			Params: map[string]any{"notifications": map[string]any{"taskIds": []string{taskID}}}}, status: 400, code: mtMissingCap, check: mtWantTasksData},
-		{name: "listen for an unknown taskId without the extension is 400 -32021", req: mtReq{Method: "subscriptions/listen", Timeout: 5 * time.Second,
-			Params: map[string]any{"notifications": map[string]any{"taskIds": []string{"gate-test"}}}}, status: 400, code: mtMissingCap, check: mtWantTasksData},
+		{name: "listen for taskIds without the extension is 400 -32021", req: mcpReq{Method: "subscriptions/listen", Timeout: 5 * time.Second,
+			Params: map[string]any{"notifications": map[string]any{"taskIds": []string{taskID}}}}, status: 400, code: mcptest.CodeMissingCapability, check: wantTasksData},
+		{name: "listen for an unknown taskId without the extension is 400 -32021", req: mcpReq{Method: "subscriptions/listen", Timeout: 5 * time.Second,
+			Params: map[string]any{"notifications": map[string]any{"taskIds": []string{"gate-test"}}}}, status: 400, code: mcptest.CodeMissingCapability, check: wantTasksData},
 	}
 	for _, m := range []string{"initialize", "ping", "logging/setLevel", "tasks/list", "unknown/method", "resources/unsubscribe/all"} {
-		cases = append(cases, vcase{name: m + " is 404 -32601", req: mtReq{Method: m}, status: 404, code: mtNoMethod})
+		cases = append(cases, vcase{name: m + " is 404 -32601", req: mcpReq{Method: m}, status: 404, code: mcptest.CodeMethodNotFound})
 	}
 	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
 		cases = append(cases,
-			vcase{name: m + " without the extension is 400 -32021", req: mtReq{Method: m, Params: map[string]any{"taskId": taskID}},
-				status: 400, code: mtMissingCap, check: mtWantTasksData},
-			vcase{name: m + " on an unknown task without the extension is still 400 -32021", req: mtReq{Method: m, Params: map[string]any{"taskId": "gate-test"}},
-				status: 400, code: mtMissingCap, check: mtWantTasksData},
+			vcase{name: m + " without the extension is 400 -32021", req: mcpReq{Method: m, Params: map[string]any{"taskId": taskID}},
+				status: 400, code: mcptest.CodeMissingCapability, check: wantTasksData},
+			vcase{name: m + " on an unknown task without the extension is still 400 -32021", req: mcpReq{Method: m, Params: map[string]any{"taskId": "gate-test"}},
+				status: 400, code: mcptest.CodeMissingCapability, check: wantTasksData},
 		)
 	}
 
@@ -167,16 +167,16 @@ func TestMCPValidationOrder(t *testing.T) {
 		}
 		add := func(name string, set map[string]string, del []string, status, code int) {
 			cases = append(cases, vcase{name: n.method + ": " + name, ext: n.ext,
-				req: mtReq{Method: n.method, Params: params, Set: set, Del: del, Meta: meta}, status: status, code: code})
+				req: mcpReq{Method: n.method, Params: params, Set: set, Del: del, Meta: meta}, status: status, code: code})
 		}
 		add("Mcp-Name equal is accepted", nil, nil, 200, 0)
-		add("missing Mcp-Name is 400 -32020", nil, []string{"Mcp-Name"}, 400, mtHeaderMism)
-		add("different Mcp-Name is 400 -32020", map[string]string{"Mcp-Name": n.value + "x"}, nil, 400, mtHeaderMism)
+		add("missing Mcp-Name is 400 -32020", nil, []string{"Mcp-Name"}, 400, mcptest.CodeHeaderMismatch)
+		add("different Mcp-Name is 400 -32020", map[string]string{"Mcp-Name": n.value + "x"}, nil, 400, mcptest.CodeHeaderMismatch)
 		add("Base64 sentinel of the value is accepted", map[string]string{"Mcp-Name": b64(n.value)}, nil, 200, 0)
-		add("Base64 sentinel of another value is 400 -32020", map[string]string{"Mcp-Name": b64(n.value + "x")}, nil, 400, mtHeaderMism)
-		add("invalid Base64 inside the sentinel is 400 -32020", map[string]string{"Mcp-Name": "=?base64?SGVsbG8?="}, nil, 400, mtHeaderMism)
+		add("Base64 sentinel of another value is 400 -32020", map[string]string{"Mcp-Name": b64(n.value + "x")}, nil, 400, mcptest.CodeHeaderMismatch)
+		add("invalid Base64 inside the sentinel is 400 -32020", map[string]string{"Mcp-Name": "=?base64?SGVsbG8?="}, nil, 400, mcptest.CodeHeaderMismatch)
 		add("upper-case sentinel markers are literal (400 -32020)",
-			map[string]string{"Mcp-Name": "=?BASE64?" + base64.StdEncoding.EncodeToString([]byte(n.value)) + "?="}, nil, 400, mtHeaderMism)
+			map[string]string{"Mcp-Name": "=?BASE64?" + base64.StdEncoding.EncodeToString([]byte(n.value)) + "?="}, nil, 400, mcptest.CodeHeaderMismatch)
 	}
 
 	for _, c := range cases {
@@ -193,7 +193,7 @@ func TestMCPValidationOrder(t *testing.T) {
 				}
 				r := client.do(t, q)
 				if c.code != 0 {
-					mtWantError(t, r, c.status, c.code)
+					wantRPCError(t, r, c.status, c.code)
 					if c.noID {
 						if raw, has := r.Top["id"]; has {
 							t.Errorf("the id could not be read, yet the answer has id %s", raw)
@@ -202,7 +202,7 @@ func TestMCPValidationOrder(t *testing.T) {
 				} else if r.Status != c.status {
 					t.Fatalf("status %d, want %d; body %s", r.Status, c.status, r.Raw)
 				} else if c.status == 200 {
-					mtWantResult(t, r)
+					wantResult(t, r)
 				}
 				if c.check != nil {
 					c.check(t, r)
@@ -222,16 +222,16 @@ func TestMCPValidationOrder(t *testing.T) {
 			if n.ext {
 				params["_meta"] = extMeta
 			} else {
-				params["_meta"] = mtMeta(mcptest.Version, map[string]any{})
+				params["_meta"] = mcptest.Meta(mcptest.Version, map[string]any{}, "ce-tests")
 			}
 			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "pad", "method": n.method, "params": params})
-			r := mtRawPOST(t, mtHostPort(h.Ingress.URL), []string{
-				"Authorization: Bearer " + owner.grant.SessionToken,
+			r := rawPOST(t, hostPort(h.Ingress.URL), []string{
+				"Authorization: Bearer " + owner.SessionToken,
 				"mcp-protocol-version: \t2026-07-28 ",
 				"MCP-METHOD:  " + n.method + "\t",
 				"Mcp-Name:    " + n.value + "  \t",
 			}, body)
-			res := mtWantResult(t, r)
+			res := wantResult(t, r)
 			if string(r.Top["id"]) != `"pad"` {
 				t.Errorf("id = %s", r.Top["id"])
 			}
@@ -245,12 +245,12 @@ func TestMCPValidationOrder(t *testing.T) {
 		for _, id := range []string{`9007199254740993`, `-1`, `0`, `"caf\u00e9 <&>"`, `""`} {
 			ok := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 			bad := `{"jsonrpc":"2.0","id":` + id + `,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-			r := owner.mcp.do(t, mtReq{Method: "tools/list", Raw: ok})
-			mtWantResult(t, r)
-			mtWantRawID(id)(t, r)
-			r = owner.mcp.do(t, mtReq{Method: "ping", Raw: bad})
-			mtWantError(t, r, http.StatusNotFound, mtNoMethod)
-			mtWantRawID(id)(t, r)
+			r := owner.mcp.do(t, mcpReq{Method: "tools/list", Raw: ok})
+			wantResult(t, r)
+			wantRawID(id)(t, r)
+			r = owner.mcp.do(t, mcpReq{Method: "ping", Raw: bad})
+			wantRPCError(t, r, http.StatusNotFound, mcptest.CodeMethodNotFound)
+			wantRawID(id)(t, r)
 		}
 	})
 	t.Run("a good request still works after all of the above", func(t *testing.T) {
@@ -258,22 +258,22 @@ func TestMCPValidationOrder(t *testing.T) {
 	})
 }
 
-func mtWantAllowPOST(t *testing.T, r mtResp) {
+func wantAllowPOST(t *testing.T, r mcpResp) {
 	t.Helper()
 	if allow := r.Header.Get("Allow"); !strings.Contains(allow, "POST") {
 		t.Errorf("Allow = %q, want it to name POST", allow)
 	}
 }
 
-func mtWantEmpty(t *testing.T, r mtResp) {
+func wantEmpty(t *testing.T, r mcpResp) {
 	t.Helper()
 	if len(strings.TrimSpace(string(r.Raw))) != 0 {
 		t.Errorf("body = %q, want none", r.Raw)
 	}
 }
 
-func mtWantRawID(want string) func(t *testing.T, r mtResp) {
-	return func(t *testing.T, r mtResp) {
+func wantRawID(want string) func(t *testing.T, r mcpResp) {
+	return func(t *testing.T, r mcpResp) {
 		t.Helper()
 		if got := string(r.Top["id"]); got != want {
 			t.Errorf("id = %s, want %s (same JSON type)", got, want)
@@ -281,11 +281,11 @@ func mtWantRawID(want string) func(t *testing.T, r mtResp) {
 	}
 }
 
-func mtWantUnsupported(requested string) func(t *testing.T, r mtResp) {
-	return func(t *testing.T, r mtResp) {
+func wantUnsupported(requested string) func(t *testing.T, r mcpResp) {
+	return func(t *testing.T, r mcpResp) {
 		t.Helper()
-		data, _ := r.rpcError()["data"].(map[string]any)
-		if got := mtStrings(data["supported"]); !slices.Equal(got, []string{mcptest.Version}) {
+		data, _ := jsonAt(r.Body, "error", "data").(map[string]any)
+		if got := stringsOf(data["supported"]); !slices.Equal(got, []string{mcptest.Version}) {
 			t.Errorf("data.supported = %v, want [%s]", data["supported"], mcptest.Version)
 		}
 		if data["requested"] != requested {
@@ -294,16 +294,16 @@ func mtWantUnsupported(requested string) func(t *testing.T, r mtResp) {
 	}
 }
 
-func mtWantTasksData(t *testing.T, r mtResp) {
+func wantTasksData(t *testing.T, r mcpResp) {
 	t.Helper()
-	mtWantMissingTasks(t, r)
+	wantMissingTasks(t, r)
 }
 
-// mtProtocolMethods are the methods that need a session, with params that
+// protocolMethods are the methods that need a session, with params that
 // would be acceptable to them.
-func mtProtocolMethods(doc string) []mtReq {
+func protocolMethods(doc string) []mcpReq {
 	task := map[string]any{"taskId": "task_0000000000000000"}
-	return []mtReq{
+	return []mcpReq{
 		{Method: "tools/list"},
 		{Method: "tools/call", Params: map[string]any{"name": "workspace_status", "arguments": map[string]any{}}},
 		{Method: "resources/list"},
@@ -325,7 +325,7 @@ func TestMCPAuth(t *testing.T) {
 	doc := h.Eng.DocumentURI()
 
 	// A session that then expires: past its 8 h, swept.
-	expired := h.session("soon-gone", "read", "propose")
+	expired := h.join("soon-gone", "read", "propose")
 	h.Clock.Advance(9 * time.Hour)
 	h.sweep()
 
@@ -341,7 +341,7 @@ func TestMCPAuth(t *testing.T) {
 	if cookie == nil {
 		t.Fatalf("the page key exchange set no owner cookie: %d %v", page.Status, page.Header)
 	}
-	live := mtJoin(h, "live", "read", "propose")
+	live := h.join("live", "read", "propose")
 
 	creds := []struct {
 		name, token string
@@ -358,7 +358,7 @@ func TestMCPAuth(t *testing.T) {
 			opts: []reqOpt{withCookie(&http.Cookie{Name: ownerCookie, Value: cookie.Value})}},
 	}
 	for _, cr := range creds {
-		for _, m := range mtProtocolMethods(doc) {
+		for _, m := range protocolMethods(doc) {
 			t.Run(cr.name+"/"+m.Method+" is 401", func(t *testing.T) {
 				q := m
 				q.NoAuth = cr.token == ""
@@ -371,11 +371,11 @@ func TestMCPAuth(t *testing.T) {
 				for _, id := range []any{int64(77), "auth-77"} {
 					q.ID = id
 					r := client.do(t, q)
-					e := mtWantError(t, r, http.StatusUnauthorized, mtErrUnauth)
+					e := wantRPCError(t, r, http.StatusUnauthorized, mcptest.CodeUnauthorized)
 					if got := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
 						t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", got)
 					}
-					if got := mtGet(e, "data", "error"); got != cr.kind {
+					if got := jsonAt(e, "data", "error"); got != cr.kind {
 						t.Errorf("data.error = %v, want %q", got, cr.kind)
 					}
 				}
@@ -384,18 +384,18 @@ func TestMCPAuth(t *testing.T) {
 	}
 
 	t.Run("server/discover needs no session", func(t *testing.T) {
-		c := mcpClient(h, "", false)
-		res := mtWantResult(t, c.do(t, mtReq{Method: "server/discover", NoAuth: true}))
+		c := newMCPClient(h, "", false)
+		res := wantResult(t, c.do(t, mcpReq{Method: "server/discover", NoAuth: true}))
 		if res["supportedVersions"] == nil {
 			t.Errorf("no supportedVersions: %v", res)
 		}
 	})
 	t.Run("server/discover with a garbage bearer still works", func(t *testing.T) {
-		c := mcpClient(h, "garbage", false)
-		mtWantResult(t, c.do(t, mtReq{Method: "server/discover"}))
+		c := newMCPClient(h, "garbage", false)
+		wantResult(t, c.do(t, mcpReq{Method: "server/discover"}))
 	})
 	t.Run("the live session is accepted on every method that needs one", func(t *testing.T) {
-		for _, m := range mtProtocolMethods(doc) {
+		for _, m := range protocolMethods(doc) {
 			if m.Method == "subscriptions/listen" {
 				continue // a stream: its own tests cover it
 			}
@@ -410,11 +410,11 @@ func TestMCPAuth(t *testing.T) {
 
 func TestMCPDiscover(t *testing.T) {
 	h := newHarness(t, "")
-	reader := mtJoin(h, "reader", "read")
-	res := mtWantResult(t, mcpClient(h, "", false).do(t, mtReq{Method: "server/discover", NoAuth: true}))
+	reader := h.join("reader", "read")
+	res := wantResult(t, newMCPClient(h, "", false).do(t, mcpReq{Method: "server/discover", NoAuth: true}))
 
 	t.Run("supportedVersions is exactly 2026-07-28", func(t *testing.T) {
-		if got := mtStrings(res["supportedVersions"]); !slices.Equal(got, []string{mcptest.Version}) {
+		if got := stringsOf(res["supportedVersions"]); !slices.Equal(got, []string{mcptest.Version}) {
 			t.Errorf("supportedVersions = %v", res["supportedVersions"])
 		}
 	})
@@ -428,17 +428,17 @@ func TestMCPDiscover(t *testing.T) {
 		if !reflect.DeepEqual(res["capabilities"], any(want)) {
 			t.Errorf("capabilities = %v, want %v", res["capabilities"], want)
 		}
-		if _, v1 := mtGet(res, "capabilities").(map[string]any)["tasks"]; v1 {
+		if _, v1 := jsonAt(res, "capabilities").(map[string]any)["tasks"]; v1 {
 			t.Errorf("a v1-style capabilities.tasks is advertised")
 		}
 	})
 	t.Run("no listChanged anywhere", func(t *testing.T) {
-		if mtHasKey(res, "listChanged") {
+		if hasKey(res, "listChanged") {
 			t.Errorf("listChanged advertised: %v", res)
 		}
 	})
 	t.Run("serverInfo in result _meta", func(t *testing.T) {
-		info, _ := mtGet(res, "_meta", mcptest.MetaServerInfo).(map[string]any)
+		info, _ := jsonAt(res, "_meta", mcptest.MetaServerInfo).(map[string]any)
 		if name, _ := info["name"].(string); name == "" {
 			t.Errorf("serverInfo.name missing: %v", res["_meta"])
 		}
@@ -449,25 +449,25 @@ func TestMCPDiscover(t *testing.T) {
 			t.Errorf("serverInfo in the result body (removed in 2026-07-28)")
 		}
 	})
-	t.Run("discover carries caching hints", func(t *testing.T) { mtWantCaching(t, res) })
+	t.Run("discover carries caching hints", func(t *testing.T) { wantCaching(t, res) })
 
 	doc := h.Eng.DocumentURI()
-	for _, m := range []mtReq{
+	for _, m := range []mcpReq{
 		{Method: "tools/list"}, {Method: "prompts/list"}, {Method: "resources/list"},
 		{Method: "resources/templates/list"}, {Method: "resources/read", Params: map[string]any{"uri": doc}},
 	} {
 		t.Run(m.Method+" carries caching hints and resultType complete", func(t *testing.T) {
-			res := mtWantResult(t, reader.mcp.do(t, m))
+			res := wantResult(t, reader.mcp.do(t, m))
 			if res["resultType"] != "complete" {
 				t.Errorf("resultType = %v", res["resultType"])
 			}
-			mtWantCaching(t, res)
+			wantCaching(t, res)
 		})
 	}
 }
 
-// mtWantCaching: ttlMs an integer >= 0, cacheScope public or private (spec §2.3).
-func mtWantCaching(t testing.TB, res map[string]any) {
+// wantCaching: ttlMs an integer >= 0, cacheScope public or private (spec §2.3).
+func wantCaching(t testing.TB, res map[string]any) {
 	t.Helper()
 	ttl, ok := res["ttlMs"].(float64)
 	if !ok || ttl < 0 || ttl != float64(int64(ttl)) {
@@ -478,8 +478,8 @@ func mtWantCaching(t testing.TB, res map[string]any) {
 	}
 }
 
-// mtCatalog is the tool catalog: exactly the tools whose engine methods exist.
-var mtCatalog = []string{
+// catalogNames is the tool catalog: exactly the tools whose engine methods exist.
+var catalogNames = []string{
 	"workspace_status", "workspace_summary", "workspace_regions", "workspace_read", "workspace_history",
 	"workspace_participants", "workspace_invite", "workspace_leave",
 	"workspace_changes_since", "workspace_checkout", "workspace_commit", "workspace_diagnostics", "workspace_diff",
@@ -490,11 +490,11 @@ var mtCatalog = []string{
 
 func TestMCPToolsCatalog(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose", "invite")
-	worker := mtJoin(h, "worker", "read", "checkout")
-	approver := mtJoin(h, "approver", "read", "approve")
-	leaver := mtJoin(h, "leaver", "read")
-	committer := mtJoin(h, "committer", "read", "commit")
+	owner := h.join("owner", "read", "propose", "invite")
+	worker := h.join("worker", "read", "checkout")
+	approver := h.join("approver", "read", "approve")
+	leaver := h.join("leaver", "read")
+	committer := h.join("committer", "read", "commit")
 
 	res := owner.mcp.ok(t, "tools/list", nil)
 	list, _ := res["tools"].([]any)
@@ -515,7 +515,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 			if schema["type"] != "object" {
 				t.Errorf("inputSchema.type = %v, want object", schema["type"])
 			}
-			if tl["execution"] != nil || mtHasKey(tl, "taskSupport") {
+			if tl["execution"] != nil || hasKey(tl, "taskSupport") {
 				t.Errorf("a 2025-11-25 execution.taskSupport field: %v", tl)
 			}
 		})
@@ -530,11 +530,11 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 	})
 	t.Run("the catalog is exactly the tools with engine methods", func(t *testing.T) {
-		if len(mtCatalog) != 28 {
-			t.Fatalf("the expected catalog has %d tools, want 28", len(mtCatalog))
+		if len(catalogNames) != 28 {
+			t.Fatalf("the expected catalog has %d tools, want 28", len(catalogNames))
 		}
 		got := slices.Clone(names)
-		want := slices.Clone(mtCatalog)
+		want := slices.Clone(catalogNames)
 		sort.Strings(got)
 		sort.Strings(want)
 		if !slices.Equal(got, want) {
@@ -550,7 +550,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 
 	// Every listed tool, called for real in one realistic flow.
 	worked := map[string]bool{}
-	ok := func(c *mtClient, name string, args map[string]any) map[string]any {
+	ok := func(c *mcpClient, name string, args map[string]any) map[string]any {
 		t.Helper()
 		sc := c.toolOK(t, name, args)
 		worked[name] = true
@@ -565,7 +565,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 			t.Errorf("empty summary")
 		}
 		regs := ok(owner.mcp, "workspace_regions", map[string]any{})
-		if len(mtGet(regs, "regions").([]any)) != 3 {
+		if len(jsonAt(regs, "regions").([]any)) != 3 {
 			t.Errorf("regions = %v, want 3 headings", regs)
 		}
 		rd := ok(owner.mcp, "workspace_read", map[string]any{"section": "Goals"})
@@ -573,11 +573,11 @@ func TestMCPToolsCatalog(t *testing.T) {
 			t.Errorf("workspace_read Goals = %v", rd)
 		}
 		hist := ok(owner.mcp, "workspace_history", map[string]any{"limit": 10})
-		if len(mtGet(hist, "events").([]any)) == 0 {
+		if len(jsonAt(hist, "events").([]any)) == 0 {
 			t.Errorf("workspace_history has no events: %v", hist)
 		}
 		parts := ok(owner.mcp, "workspace_participants", nil)
-		if n := len(mtGet(parts, "participants").([]any)); n < 5 {
+		if n := len(jsonAt(parts, "participants").([]any)); n < 5 {
 			t.Errorf("participants = %d, want the host and four joiners", n)
 		}
 		inv := ok(owner.mcp, "workspace_invite", map[string]any{"capabilities": []string{"read"}})
@@ -586,7 +586,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 
 		created := ok(owner.mcp, "handoff_create", map[string]any{"summary": "write the risks section"})
-		hid, _ := mtGet(created, "handoff", "handoff_id").(string)
+		hid, _ := jsonAt(created, "handoff", "handoff_id").(string)
 		tid, _ := created["task_id"].(string)
 		if hid == "" || tid == "" {
 			t.Fatalf("handoff_create without the extension: %v", created)
@@ -596,10 +596,10 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 		ok(worker.mcp, "handoff_request_input", map[string]any{"handoff_id": hid,
 			"requests": []any{map[string]any{"key": "scope", "message": "How many risks?"}}})
-		mtWantAck(t, owner.ext.taskCall(t, "tasks/update", tid, map[string]any{
+		wantAck(t, owner.ext.taskCall(t, "tasks/update", tid, map[string]any{
 			"inputResponses": map[string]any{"scope": map[string]any{"action": "accept", "content": map[string]any{"answer": "three"}}}}))
 		got := ok(worker.mcp, "handoff_get", map[string]any{"handoff_id": hid})
-		if ins, _ := got["inputs"].([]any); len(ins) != 1 || mtGet(ins[0], "status") != "answered" {
+		if ins, _ := got["inputs"].([]any); len(ins) != 1 || jsonAt(ins[0], "status") != "answered" {
 			t.Errorf("handoff_get inputs = %v", got["inputs"])
 		}
 		if done := ok(worker.mcp, "handoff_complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "three risks"}}); done["status"] != "result_ready" {
@@ -609,12 +609,12 @@ func TestMCPToolsCatalog(t *testing.T) {
 			t.Errorf("approve: %v", ap)
 		}
 		evs := ok(owner.mcp, "handoff_events", map[string]any{"handoff_id": hid})
-		if len(mtGet(evs, "events").([]any)) == 0 {
+		if len(jsonAt(evs, "events").([]any)) == 0 {
 			t.Errorf("handoff_events: %v", evs)
 		}
 
 		second := ok(owner.mcp, "handoff_create", map[string]any{"summary": "write the plan"})
-		hid2, _ := mtGet(second, "handoff", "handoff_id").(string)
+		hid2, _ := jsonAt(second, "handoff", "handoff_id").(string)
 		ok(worker.mcp, "handoff_accept", map[string]any{"handoff_id": hid2})
 		ok(worker.mcp, "handoff_complete", map[string]any{"handoff_id": hid2, "result": map[string]any{"text": "a plan"}})
 		if rj := ok(approver.mcp, "handoff_reject", map[string]any{"handoff_id": hid2, "note": "too thin"}); rj["status"] != "rejected" {
@@ -622,7 +622,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 
 		// The document: lease, propose, review, commit, and the reads of what changed.
-		base := dtNum(st["version"])
+		base := num(st["version"])
 		lease := ok(worker.mcp, "workspace_checkout", map[string]any{"target": "Goals"})
 		leaseID, _ := lease["lease_id"].(string)
 		if leaseID == "" || lease["target"] != "Idea/Goals" {
@@ -631,7 +631,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 		if rn := ok(worker.mcp, "workspace_renew", map[string]any{"lease_id": leaseID, "minutes": 30}); rn["lease_id"] != leaseID {
 			t.Errorf("workspace_renew = %v", rn)
 		}
-		if ls, _ := ok(owner.mcp, "workspace_leases", nil)["leases"].([]any); len(ls) != 1 || mtGet(ls[0], "lease_id") != leaseID {
+		if ls, _ := ok(owner.mcp, "workspace_leases", nil)["leases"].([]any); len(ls) != 1 || jsonAt(ls[0], "lease_id") != leaseID {
 			t.Errorf("workspace_leases = %v", ls)
 		}
 		prop := ok(owner.mcp, "workspace_propose", map[string]any{"target": "Goals", "base_version": base, "summary": "sharper goals",
@@ -640,25 +640,25 @@ func TestMCPToolsCatalog(t *testing.T) {
 		if pid == "" || prop["base_is_current"] != true {
 			t.Fatalf("workspace_propose = %v", prop)
 		}
-		if ps, _ := ok(approver.mcp, "workspace_proposals", map[string]any{"status": "pending"})["proposals"].([]any); len(ps) != 1 || mtGet(ps[0], "proposal_id") != pid {
+		if ps, _ := ok(approver.mcp, "workspace_proposals", map[string]any{"status": "pending"})["proposals"].([]any); len(ps) != 1 || jsonAt(ps[0], "proposal_id") != pid {
 			t.Errorf("workspace_proposals = %v", ps)
 		}
-		if one := ok(approver.mcp, "workspace_proposal", map[string]any{"proposal_id": pid}); mtGet(one, "change", "content") != "## Goals\n\nship it on Friday\n\n" {
+		if one := ok(approver.mcp, "workspace_proposal", map[string]any{"proposal_id": pid}); jsonAt(one, "change", "content") != "## Goals\n\nship it on Friday\n\n" {
 			t.Errorf("workspace_proposal = %v", one)
 		}
 		if rv := ok(approver.mcp, "workspace_review", map[string]any{"proposal_id": pid, "approve": true}); rv["status"] != "approved" {
 			t.Errorf("workspace_review = %v", rv)
 		}
-		if cm := ok(committer.mcp, "workspace_commit", map[string]any{"proposal_id": pid}); dtNum(cm["version"]) != base+1 {
+		if cm := ok(committer.mcp, "workspace_commit", map[string]any{"proposal_id": pid}); num(cm["version"]) != base+1 {
 			t.Errorf("workspace_commit = %v", cm)
 		}
-		if df := ok(owner.mcp, "workspace_diff", map[string]any{"base_version": base}); !strings.Contains(dtStr(df["diff"]), "+ship it on Friday") {
+		if df := ok(owner.mcp, "workspace_diff", map[string]any{"base_version": base}); !strings.Contains(str(df["diff"]), "+ship it on Friday") {
 			t.Errorf("workspace_diff = %v", df)
 		}
 		if cs, _ := ok(owner.mcp, "workspace_changes_since", map[string]any{"version": base})["changes"].([]any); len(cs) != 1 {
 			t.Errorf("workspace_changes_since = %v", cs)
 		}
-		if dg := ok(owner.mcp, "workspace_diagnostics", nil); mtGet(dg, "listener", "type") != "loopback" {
+		if dg := ok(owner.mcp, "workspace_diagnostics", nil); jsonAt(dg, "listener", "type") != "loopback" {
 			t.Errorf("workspace_diagnostics = %v", dg)
 		}
 		if rl := ok(worker.mcp, "workspace_release", map[string]any{"lease_id": leaseID}); rl["status"] != "ok" {
@@ -667,7 +667,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 
 		ok(leaver.mcp, "workspace_leave", nil)
 		r := leaver.mcp.call(t, "tools/list", nil)
-		mtWantError(t, r, http.StatusUnauthorized, mtErrUnauth)
+		wantRPCError(t, r, http.StatusUnauthorized, mcptest.CodeUnauthorized)
 	})
 	t.Run("no listed tool went uncalled", func(t *testing.T) {
 		for _, n := range names {
@@ -680,8 +680,8 @@ func TestMCPToolsCatalog(t *testing.T) {
 
 func TestMCPDomainErrors(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
-	worker := mtJoin(h, "worker", "read", "checkout", "approve")
+	owner := h.join("owner", "read", "propose")
+	worker := h.join("worker", "read", "checkout", "approve")
 
 	t.Run("unknown handoff id is isError handoff_not_found", func(t *testing.T) {
 		before := h.snapshot()
@@ -694,7 +694,7 @@ func TestMCPDomainErrors(t *testing.T) {
 	})
 	t.Run("approving as the assignee is isError permission_denied", func(t *testing.T) {
 		created := owner.mcp.toolOK(t, "handoff_create", map[string]any{"summary": "check the goals"})
-		hid, _ := mtGet(created, "handoff", "handoff_id").(string)
+		hid, _ := jsonAt(created, "handoff", "handoff_id").(string)
 		worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
 		worker.mcp.toolOK(t, "handoff_complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "checked"}})
 		before := h.snapshot()
@@ -704,7 +704,7 @@ func TestMCPDomainErrors(t *testing.T) {
 		}
 		worker.mcp.toolErr(t, "handoff_reject", map[string]any{"handoff_id": hid}, "permission_denied")
 		h.assertUnchanged(t, before)
-		if s := mtHandoffStatus(t, h, hid); s != "result_ready" {
+		if s := h.status(t, "handoff", hid); s != "result_ready" {
 			t.Errorf("handoff status = %s, want result_ready", s)
 		}
 	})
@@ -720,8 +720,8 @@ func TestMCPDomainErrors(t *testing.T) {
 	})
 	t.Run("arguments that are not an object are isError invalid_request", func(t *testing.T) {
 		r := worker.mcp.call(t, "tools/call", map[string]any{"name": "handoff_get", "arguments": "handoff_x"})
-		res := mtWantResult(t, r)
-		if res["isError"] != true || mtGet(res, "structuredContent", "error") != "invalid_request" {
+		res := wantResult(t, r)
+		if res["isError"] != true || jsonAt(res, "structuredContent", "error") != "invalid_request" {
 			t.Errorf("result = %v", res)
 		}
 	})
@@ -733,11 +733,11 @@ func TestMCPDomainErrors(t *testing.T) {
 	})
 	t.Run("an unknown tool is JSON-RPC -32602", func(t *testing.T) {
 		r := worker.mcp.call(t, "tools/call", map[string]any{"name": "no_such_tool", "arguments": map[string]any{}})
-		mtWantError(t, r, http.StatusOK, mtInvalidPar)
+		wantRPCError(t, r, http.StatusOK, mcptest.CodeInvalidParams)
 	})
 	t.Run("a tool call with no arguments key works", func(t *testing.T) {
 		r := worker.mcp.call(t, "tools/call", map[string]any{"name": "workspace_status"})
-		res := mtWantResult(t, r)
+		res := wantResult(t, r)
 		if res["isError"] != false {
 			t.Errorf("isError = %v: %v", res["isError"], res)
 		}
@@ -745,7 +745,7 @@ func TestMCPDomainErrors(t *testing.T) {
 	t.Run("a legacy params.task is ignored", func(t *testing.T) {
 		r := owner.mcp.call(t, "tools/call", map[string]any{"name": "handoff_create",
 			"arguments": map[string]any{"summary": "legacy"}, "task": map[string]any{"ttl": 1000}})
-		res := mtWantResult(t, r)
+		res := wantResult(t, r)
 		if res["resultType"] != "complete" || res["isError"] != false {
 			t.Errorf("result = %v", res)
 		}
@@ -754,7 +754,7 @@ func TestMCPDomainErrors(t *testing.T) {
 
 func TestMCPCompatibility(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
+	owner := h.join("owner", "read", "propose")
 
 	t.Run("2026-07-28 without the extension", func(t *testing.T) {
 		var taskID string
@@ -770,8 +770,8 @@ func TestMCPCompatibility(t *testing.T) {
 			}
 			sc, _ := res["structuredContent"].(map[string]any)
 			taskID, _ = sc["task_id"].(string)
-			hid, _ := mtGet(sc, "handoff", "handoff_id").(string)
-			if taskID == "" || hid == "" || mtGet(sc, "handoff", "status") != "open" || mtGet(sc, "handoff", "task_id") != taskID {
+			hid, _ := jsonAt(sc, "handoff", "handoff_id").(string)
+			if taskID == "" || hid == "" || jsonAt(sc, "handoff", "status") != "open" || jsonAt(sc, "handoff", "task_id") != taskID {
 				t.Errorf("structuredContent = %v", sc)
 			}
 			if n := h.count(`SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'working'`, taskID); n != 1 {
@@ -779,7 +779,7 @@ func TestMCPCompatibility(t *testing.T) {
 			}
 		})
 		t.Run("tasks/get is -32021", func(t *testing.T) {
-			mtWantMissingTasks(t, owner.mcp.taskCall(t, "tasks/get", taskID, nil))
+			wantMissingTasks(t, owner.mcp.taskCall(t, "tasks/get", taskID, nil))
 		})
 		t.Run("resources/subscribe works", func(t *testing.T) {
 			res := owner.mcp.ok(t, "resources/subscribe", map[string]any{"uri": h.Eng.DocumentURI()})
@@ -803,7 +803,7 @@ func TestMCPCompatibility(t *testing.T) {
 				t.Errorf("status = %v", res["status"])
 			}
 			for _, k := range []string{"createdAt", "lastUpdatedAt"} {
-				if s, _ := res[k].(string); !mtTimeRE.MatchString(s) {
+				if s, _ := res[k].(string); !isoTimeRE.MatchString(s) {
 					t.Errorf("%s = %v, want ISO 8601", k, res[k])
 				}
 			}
@@ -813,10 +813,10 @@ func TestMCPCompatibility(t *testing.T) {
 			if res["pollIntervalMs"] != float64(5000) {
 				t.Errorf("pollIntervalMs = %v, want 5000", res["pollIntervalMs"])
 			}
-			hid, _ := mtGet(res, "_meta", mcptest.HandoffMeta).(string)
+			hid, _ := jsonAt(res, "_meta", mcptest.HandoffMeta).(string)
 			if !strings.HasPrefix(hid, "handoff_") {
 				t.Errorf("_meta[%q] = %v", mcptest.HandoffMeta, hid)
-			} else if s := mtHandoffStatus(t, h, hid); s != "open" {
+			} else if s := h.status(t, "handoff", hid); s != "open" {
 				t.Errorf("handoff %s is %s, want open", hid, s)
 			}
 			for _, k := range []string{"result", "error", "inputRequests", "requestState", "content", "isError",
@@ -832,8 +832,8 @@ func TestMCPCompatibility(t *testing.T) {
 			if got["status"] != "working" || got["createdAt"] != res["createdAt"] || got["ttlMs"] != res["ttlMs"] {
 				t.Errorf("tasks/get = %v\ncreate   = %v", got, res)
 			}
-			if mtGet(got, "_meta", mcptest.HandoffMeta) != mtGet(res, "_meta", mcptest.HandoffMeta) {
-				t.Errorf("tasks/get handoff id %v, create %v", mtGet(got, "_meta", mcptest.HandoffMeta), mtGet(res, "_meta", mcptest.HandoffMeta))
+			if jsonAt(got, "_meta", mcptest.HandoffMeta) != jsonAt(res, "_meta", mcptest.HandoffMeta) {
+				t.Errorf("tasks/get handoff id %v, create %v", jsonAt(got, "_meta", mcptest.HandoffMeta), jsonAt(res, "_meta", mcptest.HandoffMeta))
 			}
 		})
 		t.Run("the extension is per request: the next request without it gets a plain result", func(t *testing.T) {
@@ -848,30 +848,30 @@ func TestMCPCompatibility(t *testing.T) {
 		initParams := map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
 			"clientInfo": map[string]any{"name": "old", "version": "1"}}
 		t.Run("initialize without _meta is 400 -32602 (step 6)", func(t *testing.T) {
-			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Meta: mcptest.DropMeta, Version: "2025-11-25", Del: []string{"Mcp-Method"}})
-			mtWantError(t, r, http.StatusBadRequest, mtInvalidPar)
+			r := owner.mcp.do(t, mcpReq{Method: "initialize", Params: initParams, Meta: mcptest.DropMeta, Version: "2025-11-25", Del: []string{"Mcp-Method"}})
+			wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeInvalidParams)
 		})
 		t.Run("initialize without a version header is 400 -32020 (step 5)", func(t *testing.T) {
-			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Meta: mcptest.DropMeta, Del: []string{"Mcp-Method", "MCP-Protocol-Version"}})
-			mtWantError(t, r, http.StatusBadRequest, mtHeaderMism)
+			r := owner.mcp.do(t, mcpReq{Method: "initialize", Params: initParams, Meta: mcptest.DropMeta, Del: []string{"Mcp-Method", "MCP-Protocol-Version"}})
+			wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeHeaderMismatch)
 		})
 		t.Run("initialize with a 2025-11-25 _meta and no Mcp-Method is 400 -32020 (step 8 before 9)", func(t *testing.T) {
-			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Version: "2025-11-25", Del: []string{"Mcp-Method"}})
-			mtWantError(t, r, http.StatusBadRequest, mtHeaderMism)
+			r := owner.mcp.do(t, mcpReq{Method: "initialize", Params: initParams, Version: "2025-11-25", Del: []string{"Mcp-Method"}})
+			wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeHeaderMismatch)
 		})
 		t.Run("initialize with a 2025-11-25 _meta is 400 -32022", func(t *testing.T) {
-			r := owner.mcp.do(t, mtReq{Method: "initialize", Params: initParams, Version: "2025-11-25"})
-			mtWantError(t, r, http.StatusBadRequest, mtUnsupVersion)
-			mtWantUnsupported("2025-11-25")(t, r)
+			r := owner.mcp.do(t, mcpReq{Method: "initialize", Params: initParams, Version: "2025-11-25"})
+			wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeUnsupportedVersion)
+			wantUnsupported("2025-11-25")(t, r)
 		})
 		t.Run("tools/list at 2025-11-25 is 400 -32022", func(t *testing.T) {
-			r := owner.mcp.do(t, mtReq{Method: "tools/list", Version: "2025-11-25"})
-			mtWantError(t, r, http.StatusBadRequest, mtUnsupVersion)
-			mtWantUnsupported("2025-11-25")(t, r)
+			r := owner.mcp.do(t, mcpReq{Method: "tools/list", Version: "2025-11-25"})
+			wantRPCError(t, r, http.StatusBadRequest, mcptest.CodeUnsupportedVersion)
+			wantUnsupported("2025-11-25")(t, r)
 		})
 		t.Run("no Mcp-Session-Id is minted", func(t *testing.T) {
-			r := owner.mcp.do(t, mtReq{Method: "tools/list", Set: map[string]string{"Mcp-Session-Id": "abc"}})
-			mtWantResult(t, r)
+			r := owner.mcp.do(t, mcpReq{Method: "tools/list", Set: map[string]string{"Mcp-Session-Id": "abc"}})
+			wantResult(t, r)
 			if v := r.Header.Get("Mcp-Session-Id"); v != "" {
 				t.Errorf("Mcp-Session-Id = %q", v)
 			}
@@ -881,8 +881,8 @@ func TestMCPCompatibility(t *testing.T) {
 
 func TestMCPIdempotentCreate(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
-	other := mtJoin(h, "other", "read", "propose")
+	owner := h.join("owner", "read", "propose")
+	other := h.join("other", "read", "propose")
 
 	t.Run("with the extension the same key returns the same task", func(t *testing.T) {
 		args := map[string]any{"summary": "once", "idempotency_key": "k-ext"}
@@ -899,7 +899,7 @@ func TestMCPIdempotentCreate(t *testing.T) {
 		args := map[string]any{"summary": "twice", "idempotency_key": "k-plain"}
 		a := owner.mcp.toolOK(t, "handoff_create", args)
 		b := owner.mcp.toolOK(t, "handoff_create", args)
-		if mtGet(a, "handoff", "handoff_id") != mtGet(b, "handoff", "handoff_id") || a["task_id"] != b["task_id"] {
+		if jsonAt(a, "handoff", "handoff_id") != jsonAt(b, "handoff", "handoff_id") || a["task_id"] != b["task_id"] {
 			t.Errorf("first %v\nreplay %v", a, b)
 		}
 		if b["replayed"] != true {
@@ -926,7 +926,7 @@ func TestMCPIdempotentCreate(t *testing.T) {
 	})
 	t.Run("at the participant's share a new create is isError limit_exceeded and a replay still answers", func(t *testing.T) {
 		share := h.Eng.Limits.MaxTasksPerParticipant
-		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required') AND owner_id = '`+owner.id()+`'`) < share; i++ {
+		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required') AND owner_id = '`+owner.ParticipantID+`'`) < share; i++ {
 			owner.mcp.createTask(t, map[string]any{"summary": "filler"})
 			if i > 40 {
 				t.Fatal("the active-task count does not grow")
@@ -947,7 +947,7 @@ func TestMCPIdempotentCreate(t *testing.T) {
 	})
 	t.Run("at the 32-task cap a new create is isError limit_exceeded and a replay still answers", func(t *testing.T) {
 		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
-			filler := mtJoin(h, fmt.Sprintf("filler %d", i), "read", "propose")
+			filler := h.join(fmt.Sprintf("filler %d", i), "read", "propose")
 			for range h.Eng.Limits.MaxTasksPerParticipant {
 				if h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32 {
 					filler.mcp.createTask(t, map[string]any{"summary": "filler"})
@@ -957,7 +957,7 @@ func TestMCPIdempotentCreate(t *testing.T) {
 				t.Fatal("the active-task count does not grow")
 			}
 		}
-		late := mtJoin(h, "late", "read", "propose")
+		late := h.join("late", "read", "propose")
 		before := h.snapshot()
 		sc := late.ext.toolErr(t, "handoff_create", map[string]any{"summary": "one too many"}, "limit_exceeded")
 		if sc["scope"] != "room" || sc["limit"] != float64(32) || sc["count"] != float64(32) {
@@ -975,8 +975,8 @@ func TestMCPIdempotentCreate(t *testing.T) {
 
 func TestMCPResourcesAndPrompts(t *testing.T) {
 	h := newHarness(t, "")
-	reader := mtJoin(h, "reader", "read")
-	blind := mtJoin(h, "blind", "propose")
+	reader := h.join("reader", "read")
+	blind := h.join("blind", "propose")
 	doc := h.Eng.DocumentURI()
 	if doc != "commonroom://workspace/"+h.Eng.WorkspaceID {
 		t.Fatalf("DocumentURI = %s", doc)
@@ -999,10 +999,10 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 	t.Run("resources/templates/list gives the section template", func(t *testing.T) {
 		res := reader.mcp.ok(t, "resources/templates/list", nil)
 		list, _ := res["resourceTemplates"].([]any)
-		if len(list) != 1 || mtGet(list[0], "uriTemplate") != doc+"/section/{path}" {
+		if len(list) != 1 || jsonAt(list[0], "uriTemplate") != doc+"/section/{path}" {
 			t.Errorf("resourceTemplates = %v", res["resourceTemplates"])
 		}
-		if n, _ := mtGet(list[0], "name").(string); n == "" {
+		if n, _ := jsonAt(list[0], "name").(string); n == "" {
 			t.Errorf("template without name")
 		}
 	})
@@ -1016,7 +1016,7 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		if c0["uri"] != doc || c0["mimeType"] != "text/markdown" || c0["text"] != harnessDoc {
 			t.Errorf("content = %v", c0)
 		}
-		mtWantCaching(t, res)
+		wantCaching(t, res)
 	})
 	t.Run("resources/read of a percent-encoded section", func(t *testing.T) {
 		uri := doc + "/section/Idea%2FPlan"
@@ -1040,21 +1040,21 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 	} {
 		t.Run("unknown URI "+uri+" is -32602 with data.uri", func(t *testing.T) {
 			r := reader.mcp.call(t, "resources/read", map[string]any{"uri": uri})
-			e := mtWantError(t, r, http.StatusOK, mtInvalidPar)
-			if mtGet(e, "data", "uri") != uri {
-				t.Errorf("data.uri = %v, want %q", mtGet(e, "data", "uri"), uri)
+			e := wantRPCError(t, r, http.StatusOK, mcptest.CodeInvalidParams)
+			if jsonAt(e, "data", "uri") != uri {
+				t.Errorf("data.uri = %v, want %q", jsonAt(e, "data", "uri"), uri)
 			}
-			if r.result() != nil {
+			if r.Result != nil {
 				t.Errorf("a result (contents) beside the error: %s", r.Raw)
 			}
 		})
 	}
 	t.Run("a session without read cannot read resources", func(t *testing.T) {
 		r := blind.mcp.call(t, "resources/read", map[string]any{"uri": doc})
-		if r.result() != nil {
+		if r.Result != nil {
 			t.Fatalf("a session without read got contents: %s", r.Raw)
 		}
-		if e := r.rpcError(); e == nil || mtGet(e, "data", "error") != "permission_denied" {
+		if r.Error == nil || jsonAt(r.Body, "error", "data", "error") != "permission_denied" {
 			t.Errorf("error = %s, want a JSON-RPC error with data.error permission_denied", r.Raw)
 		}
 		res := blind.mcp.ok(t, "resources/list", nil)
@@ -1062,7 +1062,7 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 			t.Errorf("a session without read sees resources %v", l)
 		}
 		r = blind.mcp.call(t, "resources/subscribe", map[string]any{"uri": doc})
-		if r.result() != nil {
+		if r.Result != nil {
 			t.Errorf("a session without read subscribed: %s", r.Raw)
 		}
 	})
@@ -1073,17 +1073,17 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 			t.Fatalf("no prompts")
 		}
 		for _, p := range list {
-			if n, _ := mtGet(p, "name").(string); n == "" {
+			if n, _ := jsonAt(p, "name").(string); n == "" {
 				t.Errorf("prompt without name: %v", p)
 			}
-			if d, _ := mtGet(p, "description").(string); strings.TrimSpace(d) == "" {
+			if d, _ := jsonAt(p, "description").(string); strings.TrimSpace(d) == "" {
 				t.Errorf("prompt without description: %v", p)
 			}
-			if strings.Contains(strings.ToLower(mtGet(p, "name").(string)), "test") {
+			if strings.Contains(strings.ToLower(jsonAt(p, "name").(string)), "test") {
 				t.Errorf("a fixture prompt: %v", p)
 			}
 		}
-		mtWantCaching(t, res)
+		wantCaching(t, res)
 	})
 	t.Run("prompts/get returns messages", func(t *testing.T) {
 		for _, name := range []string{"commonroom_edit_workflow", "commonroom_handoff_workflow"} {
@@ -1092,20 +1092,20 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 			if len(msgs) == 0 {
 				t.Fatalf("%s: no messages", name)
 			}
-			if mtGet(msgs[0], "role") != "user" || mtGet(msgs[0], "content", "type") != "text" {
+			if jsonAt(msgs[0], "role") != "user" || jsonAt(msgs[0], "content", "type") != "text" {
 				t.Errorf("%s: message = %v", name, msgs[0])
 			}
-			if txt, _ := mtGet(msgs[0], "content", "text").(string); len(txt) < 40 {
+			if txt, _ := jsonAt(msgs[0], "content", "text").(string); len(txt) < 40 {
 				t.Errorf("%s: text = %q", name, txt)
 			}
 		}
 	})
 	t.Run("unknown prompt is -32602", func(t *testing.T) {
-		mtWantError(t, reader.mcp.call(t, "prompts/get", map[string]any{"name": "no_such_prompt"}), http.StatusOK, mtInvalidPar)
+		wantRPCError(t, reader.mcp.call(t, "prompts/get", map[string]any{"name": "no_such_prompt"}), http.StatusOK, mcptest.CodeInvalidParams)
 	})
 	t.Run("a cursor on a list is -32602", func(t *testing.T) {
 		for _, m := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"} {
-			mtWantError(t, reader.mcp.call(t, m, map[string]any{"cursor": "p2"}), http.StatusOK, mtInvalidPar)
+			wantRPCError(t, reader.mcp.call(t, m, map[string]any{"cursor": "p2"}), http.StatusOK, mcptest.CodeInvalidParams)
 		}
 	})
 }

@@ -20,7 +20,7 @@ import (
 // the fan-out: its names are part of the scriptable contract.
 func TestMetricsReportLiveCountsAndTotals(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
+	owner := h.join("owner", "read", "propose")
 	metrics := func() map[string]any {
 		t.Helper()
 		r := h.doT(t, "GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
@@ -30,7 +30,7 @@ func TestMetricsReportLiveCountsAndTotals(t *testing.T) {
 
 	before := metrics()
 	for range 3 {
-		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/handoff"), owner.grant.SessionToken,
+		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/handoff"), owner.SessionToken,
 			map[string]any{"summary": "count me"}))
 	}
 	after := metrics()
@@ -58,7 +58,7 @@ func TestMetricsReportLiveCountsAndTotals(t *testing.T) {
 
 func TestPprofServesTheLocalOperatorOnly(t *testing.T) {
 	h := newHarness(t, "")
-	guest := mtJoin(h, "guest", "read", "admin")
+	guest := h.join("guest", "read", "admin")
 	cases := []struct {
 		name   string
 		url    string
@@ -68,9 +68,9 @@ func TestPprofServesTheLocalOperatorOnly(t *testing.T) {
 		{"the operator gets a heap profile", h.ownerURL("/debug/pprof/heap"), h.OpToken, 200},
 		{"the operator gets the index", h.ownerURL("/debug/pprof/"), h.OpToken, 200},
 		{"an unknown profile is not found", h.ownerURL("/debug/pprof/nosuch"), h.OpToken, 404},
-		{"an admin session is refused", h.ownerURL("/debug/pprof/heap"), guest.grant.SessionToken, 403},
+		{"an admin session is refused", h.ownerURL("/debug/pprof/heap"), guest.SessionToken, 403},
 		{"no credential is refused", h.ownerURL("/debug/pprof/heap"), "", 401},
-		{"the ingress listener has no profiles", h.ingressURL("/debug/pprof/heap"), guest.grant.SessionToken, 404},
+		{"the ingress listener has no profiles", h.ingressURL("/debug/pprof/heap"), guest.SessionToken, 404},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -16,23 +16,23 @@ import (
 	"testing"
 )
 
-// dtEventFrame checks that f is an event notification and returns its id.
-func dtEventFrame(t testing.TB, f dtFrame) int64 {
+// eventFrame checks that f is an event notification and returns its id.
+func eventFrame(t testing.TB, f frame) int64 {
 	t.Helper()
-	if f.Method != "notifications/commonroom/event" || f.ID != nil {
-		t.Fatalf("frame %.300s, want a notifications/commonroom/event notification", f.Raw)
+	if f.Msg.Method != "notifications/commonroom/event" || f.Msg.ID != nil {
+		t.Fatalf("frame %.300s, want a notifications/commonroom/event notification", string(f.Data))
 	}
 	id := f.eventID()
-	if id <= 0 || f.eventType() == "" || f.Params["created_at"] == nil {
-		t.Fatalf("event frame without event_id, event_type or created_at: %.300s", f.Raw)
+	if id <= 0 || f.eventType() == "" || f.params()["created_at"] == nil {
+		t.Fatalf("event frame without event_id, event_type or created_at: %.300s", string(f.Data))
 	}
-	if _, ok := f.Params["payload"].(map[string]any); !ok {
-		t.Fatalf("event frame without a payload object: %.300s", f.Raw)
+	if _, ok := f.params()["payload"].(map[string]any); !ok {
+		t.Fatalf("event frame without a payload object: %.300s", string(f.Data))
 	}
 	return id
 }
 
-// dtCheckOrder applies the ordering rule to the event ids a stream sent
+// checkOrder applies the ordering rule to the event ids a stream sent
 // after since: no id at or below since (the actor publishes a write's
 // events before it answers, so what the client was answered for before it
 // opened the stream is never sent live); an id at or below the highest one
@@ -40,7 +40,7 @@ func dtEventFrame(t testing.TB, f dtFrame) int64 {
 // and live: an event committed between the subscription and the backlog
 // read); such duplicates form one run, increase within it, and no id is sent
 // more than twice. Every other id is higher than all before it.
-func dtCheckOrder(since int64, ids []int64) error {
+func checkOrder(since int64, ids []int64) error {
 	high := since
 	count := map[int64]int{}
 	runs, inRun := 0, false
@@ -90,8 +90,8 @@ func TestObserveOrderRule(t *testing.T) {
 		{name: "two duplicate runs fail", ids: []int64{11, 12, 12, 13, 14, 14}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := dtCheckOrder(10, tc.ids); (err == nil) != tc.ok {
-				t.Errorf("dtCheckOrder(%v) = %v, want ok=%v", tc.ids, err, tc.ok)
+			if err := checkOrder(10, tc.ids); (err == nil) != tc.ok {
+				t.Errorf("checkOrder(%v) = %v, want ok=%v", tc.ids, err, tc.ok)
 			}
 		})
 	}
@@ -99,8 +99,8 @@ func TestObserveOrderRule(t *testing.T) {
 
 func TestObserveNeedsObserve(t *testing.T) {
 	h := newHarness(t, "")
-	observer := h.session("observer", "read", "observe")
-	reader := h.session("reader", "read")
+	observer := h.join("observer", "read", "observe")
+	reader := h.join("reader", "read")
 	for _, tc := range []struct {
 		name   string
 		token  string
@@ -117,7 +117,7 @@ func TestObserveNeedsObserve(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := h.snapshot()
-			s, r := dtObserve(t, h, tc.token, tc.query)
+			s, r := h.observe(t, tc.token, tc.query)
 			if s != nil {
 				s.close()
 				t.Fatalf("observe opened a stream, want %d %s", tc.status, tc.code)
@@ -133,7 +133,7 @@ func TestObserveNeedsObserve(t *testing.T) {
 		})
 	}
 	t.Run("a session with observe gets a text/event-stream", func(t *testing.T) {
-		s, r := dtObserve(t, h, observer.SessionToken, "")
+		s, r := h.observe(t, observer.SessionToken, "")
 		if s == nil {
 			t.Fatalf("observe = %d %s", r.Status, r.Body)
 		}
@@ -146,17 +146,17 @@ func TestObserveNeedsObserve(t *testing.T) {
 
 func TestObserveStreamsNewEvents(t *testing.T) {
 	h := newHarness(t, "")
-	agent := h.session("agent", azAgentCaps...)
-	observer := h.session("observer", "read", "observe")
-	start := dtMaxEvent(t, h)
-	s, r := dtObserve(t, h, observer.SessionToken, "")
+	agent := h.join("agent", agentCaps...)
+	observer := h.join("observer", "read", "observe")
+	start := h.maxEvent(t)
+	s, r := h.observe(t, observer.SessionToken, "")
 	if s == nil {
 		t.Fatalf("observe = %d %s", r.Status, r.Body)
 	}
 	defer s.close()
 
-	lease := dtCheckout(t, h, agent.SessionToken, "Goals")
-	wantOK(t, dtPost(t, h, agent.SessionToken, "/workspace/release", map[string]any{"lease_id": lease["lease_id"]}))
+	lease := h.checkout(t, agent.SessionToken, "Goals")
+	wantOK(t, h.post(t, agent.SessionToken, "/workspace/release", map[string]any{"lease_id": lease["lease_id"]}))
 	rows := h.events("")
 	var want []eventRow
 	for _, ev := range rows {
@@ -172,28 +172,28 @@ func TestObserveStreamsNewEvents(t *testing.T) {
 	// events of the joins above were published before the stream subscribed.
 	t.Run("without since_event_id the stream starts with the next event, no backlog", func(t *testing.T) {
 		f := s.next(t)
-		if id := dtEventFrame(t, f); id != want[0].ID || f.eventType() != "lease.acquired" {
+		if id := eventFrame(t, f); id != want[0].ID || f.eventType() != "lease.acquired" {
 			t.Fatalf("first frame is event %d %s, want %d lease.acquired", id, f.eventType(), want[0].ID)
 		}
-		if mtGet(f.Params, "payload", "lease_id") != lease["lease_id"] {
-			t.Errorf("payload = %v", f.Params["payload"])
+		if jsonAt(f.params(), "payload", "lease_id") != lease["lease_id"] {
+			t.Errorf("payload = %v", f.params()["payload"])
 		}
 	})
 	t.Run("the next event follows with a higher id", func(t *testing.T) {
 		f := s.next(t)
-		if id := dtEventFrame(t, f); id != want[1].ID || f.eventType() != "lease.released" {
+		if id := eventFrame(t, f); id != want[1].ID || f.eventType() != "lease.released" {
 			t.Fatalf("second frame is event %d %s, want %d lease.released", id, f.eventType(), want[1].ID)
 		}
 	})
 	t.Run("frames carry no session token or invitation secret", func(t *testing.T) {
 		h.inviteCaps("read")
 		f := s.next(t)
-		if dtEventFrame(t, f); f.eventType() != "invite.created" {
+		if eventFrame(t, f); f.eventType() != "invite.created" {
 			t.Fatalf("frame %s, want invite.created", f.eventType())
 		}
 		for _, secret := range []string{agent.SessionToken, observer.SessionToken, h.OpToken} {
-			if strings.Contains(f.Raw, secret) {
-				t.Errorf("an event frame carries a secret: %s", f.Raw)
+			if strings.Contains(string(f.Data), secret) {
+				t.Errorf("an event frame carries a secret: %s", string(f.Data))
 			}
 		}
 	})
@@ -201,15 +201,15 @@ func TestObserveStreamsNewEvents(t *testing.T) {
 
 func TestObserveBacklogThenLive(t *testing.T) {
 	h := newHarness(t, "")
-	agent := h.session("agent", azAgentCaps...)
-	observer := h.session("observer", "read", "observe")
+	agent := h.join("agent", agentCaps...)
+	observer := h.join("observer", "read", "observe")
 	for _, target := range []string{"Goals", "Plan"} {
-		l := dtCheckout(t, h, agent.SessionToken, target)
-		wantOK(t, dtPost(t, h, agent.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]}))
+		l := h.checkout(t, agent.SessionToken, target)
+		wantOK(t, h.post(t, agent.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]}))
 	}
 	all := h.events("")
 	since := all[len(all)-4].ID // the backlog is the last three events
-	s, r := dtObserve(t, h, observer.SessionToken, fmt.Sprintf("since_event_id=%d", since))
+	s, r := h.observe(t, observer.SessionToken, fmt.Sprintf("since_event_id=%d", since))
 	if s == nil {
 		t.Fatalf("observe = %d %s", r.Status, r.Body)
 	}
@@ -219,7 +219,7 @@ func TestObserveBacklogThenLive(t *testing.T) {
 	t.Run("the backlog after since_event_id comes first, in order", func(t *testing.T) {
 		for _, ev := range all[len(all)-3:] {
 			f := s.next(t)
-			id := dtEventFrame(t, f)
+			id := eventFrame(t, f)
 			got = append(got, id)
 			if id != ev.ID || f.eventType() != ev.Type {
 				t.Fatalf("backlog frame is event %d %s, want %d %s", id, f.eventType(), ev.ID, ev.Type)
@@ -227,11 +227,11 @@ func TestObserveBacklogThenLive(t *testing.T) {
 		}
 	})
 	t.Run("then live events follow, strictly increasing", func(t *testing.T) {
-		l := dtCheckout(t, h, agent.SessionToken, "Idea")
+		l := h.checkout(t, agent.SessionToken, "Idea")
 		f := s.next(t)
-		got = append(got, dtEventFrame(t, f))
-		if f.eventType() != "lease.acquired" || mtGet(f.Params, "payload", "lease_id") != l["lease_id"] {
-			t.Fatalf("live frame %.300s, want the new lease", f.Raw)
+		got = append(got, eventFrame(t, f))
+		if f.eventType() != "lease.acquired" || jsonAt(f.params(), "payload", "lease_id") != l["lease_id"] {
+			t.Fatalf("live frame %.300s, want the new lease", string(f.Data))
 		}
 		// Nothing was written while the stream opened, and what was
 		// answered before was published before: not even the join's
@@ -241,15 +241,15 @@ func TestObserveBacklogThenLive(t *testing.T) {
 		}
 	})
 	t.Run("since_event_id at the newest event sends no backlog", func(t *testing.T) {
-		newest := dtMaxEvent(t, h)
-		s2, r := dtObserve(t, h, observer.SessionToken, fmt.Sprintf("since_event_id=%d", newest))
+		newest := h.maxEvent(t)
+		s2, r := h.observe(t, observer.SessionToken, fmt.Sprintf("since_event_id=%d", newest))
 		if s2 == nil {
 			t.Fatalf("observe = %d %s", r.Status, r.Body)
 		}
 		defer s2.close()
 		h.inviteCaps("read")
 		f := s2.next(t)
-		if id := dtEventFrame(t, f); id != newest+1 || f.eventType() != "invite.created" {
+		if id := eventFrame(t, f); id != newest+1 || f.eventType() != "invite.created" {
 			t.Errorf("first frame is event %d %s, want %d invite.created", id, f.eventType(), newest+1)
 		}
 	})
@@ -263,15 +263,15 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 	h := newHarness(t, "")
 	for round := range 6 {
 		t.Run(fmt.Sprintf("round %d: every event arrives once or in the join's duplicate run, never backwards", round), func(t *testing.T) {
-			writer := h.session(fmt.Sprintf("writer%d", round), azAgentCaps...)
-			observer := h.session(fmt.Sprintf("observer%d", round), "read", "observe")
+			writer := h.join(fmt.Sprintf("writer%d", round), agentCaps...)
+			observer := h.join(fmt.Sprintf("observer%d", round), "read", "observe")
 			for range 3 {
-				l := dtCheckout(t, h, writer.SessionToken, "Goals")
-				wantOK(t, dtPost(t, h, writer.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]}))
+				l := h.checkout(t, writer.SessionToken, "Goals")
+				wantOK(t, h.post(t, writer.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]}))
 			}
-			since := dtMaxEvent(t, h) - 5
+			since := h.maxEvent(t) - 5
 			const pairs = 30
-			errs := lsCollect(t)
+			errs := collect(t)
 			var wg sync.WaitGroup
 			begin := make(chan struct{})
 			wg.Go(func() {
@@ -297,22 +297,22 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 				}
 			})
 			close(begin)
-			s, r := dtObserve(t, h, observer.SessionToken, fmt.Sprintf("since_event_id=%d", since))
+			s, r := h.observe(t, observer.SessionToken, fmt.Sprintf("since_event_id=%d", since))
 			wg.Wait()
 			errs.report(t)
 			if s == nil {
 				t.Fatalf("observe = %d %s", r.Status, r.Body)
 			}
 			defer s.close()
-			last := dtMaxEvent(t, h)
+			last := h.maxEvent(t)
 			var ids []int64
 			seen := map[int64]bool{}
 			for !seen[last] {
-				id := dtEventFrame(t, s.next(t))
+				id := eventFrame(t, s.next(t))
 				ids = append(ids, id)
 				seen[id] = true
 			}
-			if err := dtCheckOrder(since, ids); err != nil {
+			if err := checkOrder(since, ids); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%d frames for %d events after since_event_id %d (%d duplicates at the join)", len(ids), last-since, since, int64(len(ids))-(last-since))

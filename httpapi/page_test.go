@@ -23,22 +23,22 @@ import (
 	"time"
 )
 
-// pgCookie exchanges a fresh one-time key for the owner cookie, as a
+// browserCookie exchanges a fresh one-time key for the owner cookie, as a
 // browser opening the printed link does.
-func pgCookie(t testing.TB, h *roomHarness) *http.Cookie {
+func browserCookie(t testing.TB, h *roomHarness) *http.Cookie {
 	t.Helper()
 	r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(h.API.NewPageKey())), "", nil)
 	if r.Status != http.StatusSeeOther {
 		t.Fatalf("page key exchange: %d %s", r.Status, r.Body)
 	}
-	if c := pgCookieOf(r); c != nil {
+	if c := cookieOf(r); c != nil {
 		return &http.Cookie{Name: c.Name, Value: c.Value}
 	}
 	t.Fatalf("page key exchange set no %s cookie: %v", ownerCookie, r.Header.Values("Set-Cookie"))
 	return nil
 }
 
-func pgCookieOf(r apiResp) *http.Cookie {
+func cookieOf(r apiResp) *http.Cookie {
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 		if c.Name == ownerCookie {
 			return c
@@ -47,14 +47,14 @@ func pgCookieOf(r apiResp) *http.Cookie {
 	return nil
 }
 
-// pgOrigin sets the Origin header (the page's own is h.Owner.URL).
-func pgOrigin(o string) reqOpt { return withHeader("Origin", o) }
+// withOrigin sets the Origin header (the page's own is h.Owner.URL).
+func withOrigin(o string) reqOpt { return withHeader("Origin", o) }
 
-// pgFixture is a room with a handoff waiting on the host's answer (alice
+// pageRoom is a room with a handoff waiting on the host's answer (alice
 // owns it, bob asked one question), a pending proposal, and a lease.
-type pgFixture struct {
+type pageRoom struct {
 	h                  *roomHarness
-	alice, bob         sessionGrant
+	alice, bob         party
 	handoffID, taskID  string
 	proposalID         string
 	cookie             *http.Cookie
@@ -64,12 +64,12 @@ type pgFixture struct {
 	httpsSameAuthority string // https://127.0.0.1:<owner port>
 }
 
-func pgSetup(t *testing.T) *pgFixture {
+func newPageRoom(t *testing.T) *pageRoom {
 	t.Helper()
 	h := newHarness(t, "")
-	f := &pgFixture{h: h,
-		alice: h.session("alice", "read", "observe", "propose", "checkout", "commit"),
-		bob:   h.session("bob", "read", "observe", "propose", "checkout", "commit"),
+	f := &pageRoom{h: h,
+		alice: h.join("alice", "read", "observe", "propose", "checkout", "commit"),
+		bob:   h.join("bob", "read", "observe", "propose", "checkout", "commit"),
 	}
 	r := h.do("POST", h.ingressURL("/workspace/handoff"), f.alice.SessionToken,
 		map[string]any{"summary": "draft the goals", "assignee": f.bob.ParticipantID})
@@ -91,7 +91,7 @@ func pgSetup(t *testing.T) *pgFixture {
 		"change": map[string]any{"section": "Idea/Goals", "content": "## Goals\n\nship it now\n\n"}})
 	wantOK(t, r)
 	f.proposalID, _ = r.JSON(t)["proposal_id"].(string)
-	f.cookie = pgCookie(t, h)
+	f.cookie = browserCookie(t, h)
 	f.ownerOrigin = h.Owner.URL
 	f.ingressOrigin = h.Ingress.URL
 	f.hostnameSamePort = "http://localhost:" + serverPort(h.Owner)
@@ -102,20 +102,20 @@ func pgSetup(t *testing.T) *pgFixture {
 // pageWrite is one write the page's script makes.
 type pageWrite struct {
 	path string
-	body func(f *pgFixture) map[string]any
+	body func(f *pageRoom) map[string]any
 }
 
 var pageWrites = []pageWrite{
-	{"/workspace/handoff/approve", func(f *pgFixture) map[string]any { return map[string]any{"handoff_id": f.handoffID, "note": "ok"} }},
-	{"/workspace/handoff/reject", func(f *pgFixture) map[string]any { return map[string]any{"handoff_id": f.handoffID, "note": "no"} }},
-	{"/workspace/task/update", func(f *pgFixture) map[string]any {
+	{"/workspace/handoff/approve", func(f *pageRoom) map[string]any { return map[string]any{"handoff_id": f.handoffID, "note": "ok"} }},
+	{"/workspace/handoff/reject", func(f *pageRoom) map[string]any { return map[string]any{"handoff_id": f.handoffID, "note": "no"} }},
+	{"/workspace/task/update", func(f *pageRoom) map[string]any {
 		return map[string]any{"task_id": f.taskID, "input_responses": map[string]any{
 			"tone": map[string]any{"action": "accept", "content": map[string]any{"answer": "forged"}}}}
 	}},
-	{"/workspace/task/cancel", func(f *pgFixture) map[string]any { return map[string]any{"task_id": f.taskID} }},
-	{"/workspace/proposal/review", func(f *pgFixture) map[string]any { return map[string]any{"proposal_id": f.proposalID, "approve": true} }},
-	{"/workspace/commit", func(f *pgFixture) map[string]any { return map[string]any{"proposal_id": f.proposalID} }},
-	{"/workspace/invite", func(f *pgFixture) map[string]any { return map[string]any{} }},
+	{"/workspace/task/cancel", func(f *pageRoom) map[string]any { return map[string]any{"task_id": f.taskID} }},
+	{"/workspace/proposal/review", func(f *pageRoom) map[string]any { return map[string]any{"proposal_id": f.proposalID, "approve": true} }},
+	{"/workspace/commit", func(f *pageRoom) map[string]any { return map[string]any{"proposal_id": f.proposalID} }},
+	{"/workspace/invite", func(f *pageRoom) map[string]any { return map[string]any{} }},
 }
 
 // TestOwnerPageServedOnlyWithTheCookie: the page needs the cookie; it is
@@ -123,8 +123,8 @@ var pageWrites = []pageWrite{
 // style for such a policy to have to allow.
 func TestOwnerPageServedOnlyWithTheCookie(t *testing.T) {
 	h := newHarness(t, "")
-	h.session(`<img src=x onerror=alert(1)>`, "read")
-	cookie := pgCookie(t, h)
+	h.join(`<img src=x onerror=alert(1)>`, "read")
+	cookie := browserCookie(t, h)
 
 	t.Run("no cookie, a forged one, or a bearer instead: no page", func(t *testing.T) {
 		for name, opts := range map[string][]reqOpt{
@@ -303,7 +303,7 @@ func TestOwnerPageAssets(t *testing.T) {
 // page, no cookie, and the owner cookie means nothing.
 func TestOwnerPageIngressNeverServesIt(t *testing.T) {
 	h := newHarness(t, "")
-	cookie := pgCookie(t, h)
+	cookie := browserCookie(t, h)
 	key := h.API.NewPageKey()
 	for _, p := range []string{"/", "/?key=" + url.QueryEscape(key), "/?key=garbage"} {
 		r := h.doT(t, "GET", h.ingressURL(p), "", nil, withCookie(cookie))
@@ -319,7 +319,7 @@ func TestOwnerPageIngressNeverServesIt(t *testing.T) {
 	}
 	// The key shown to the ingress is still good on the owner listener.
 	r := h.do("GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil)
-	if r.Status != http.StatusSeeOther || pgCookieOf(r) == nil {
+	if r.Status != http.StatusSeeOther || cookieOf(r) == nil {
 		t.Errorf("owner after ingress: %d", r.Status)
 	}
 }
@@ -333,7 +333,7 @@ func TestOwnerPageKeyOnce(t *testing.T) {
 	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/" {
 		t.Fatalf("first use: %d, Location %q", r.Status, r.Header.Get("Location"))
 	}
-	c := pgCookieOf(r)
+	c := cookieOf(r)
 	if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
 		t.Fatalf("cookie = %+v", c)
 	}
@@ -341,8 +341,8 @@ func TestOwnerPageKeyOnce(t *testing.T) {
 
 	refused := func(t *testing.T, r apiResp) {
 		t.Helper()
-		if r.Status != http.StatusForbidden || pgCookieOf(r) != nil {
-			t.Errorf("status %d, cookie %v; want 403 and none", r.Status, pgCookieOf(r))
+		if r.Status != http.StatusForbidden || cookieOf(r) != nil {
+			t.Errorf("status %d, cookie %v; want 403 and none", r.Status, cookieOf(r))
 		}
 		if !strings.Contains(string(r.Body), "already used or is not valid") || strings.Contains(string(r.Body), "<html") {
 			t.Errorf("refusal page = %q", r.Body)
@@ -372,7 +372,7 @@ func TestOwnerPageKeyOnce(t *testing.T) {
 // same port, https, a foreign site, none at all) every write the page can
 // make is 403 and changes nothing; from the page's own origin they work.
 func TestOwnerPageCrossOriginWrites(t *testing.T) {
-	f := pgSetup(t)
+	f := newPageRoom(t)
 	h := f.h
 	origins := map[string]string{
 		"the ingress listener":       f.ingressOrigin,
@@ -386,7 +386,7 @@ func TestOwnerPageCrossOriginWrites(t *testing.T) {
 	for _, w := range pageWrites {
 		for name, o := range origins {
 			t.Run(w.path+" from "+name, func(t *testing.T) {
-				r := h.doT(t, "POST", h.ownerURL(w.path), "", w.body(f), withCookie(f.cookie), pgOrigin(o))
+				r := h.doT(t, "POST", h.ownerURL(w.path), "", w.body(f), withCookie(f.cookie), withOrigin(o))
 				wantError(t, r, http.StatusForbidden, "permission_denied")
 			})
 		}
@@ -396,7 +396,7 @@ func TestOwnerPageCrossOriginWrites(t *testing.T) {
 		})
 		t.Run(w.path+" as text/plain from the ingress origin", func(t *testing.T) {
 			b, _ := json.Marshal(w.body(f))
-			r := h.doT(t, "POST", h.ownerURL(w.path), "", string(b), withCookie(f.cookie), pgOrigin(f.ingressOrigin),
+			r := h.doT(t, "POST", h.ownerURL(w.path), "", string(b), withCookie(f.cookie), withOrigin(f.ingressOrigin),
 				withHeader("Content-Type", "text/plain"))
 			wantError(t, r, http.StatusForbidden, "permission_denied")
 		})
@@ -404,7 +404,7 @@ func TestOwnerPageCrossOriginWrites(t *testing.T) {
 	h.assertUnchanged(t, before)
 
 	t.Run("from the page's own origin the same writes work", func(t *testing.T) {
-		same := pgOrigin(f.ownerOrigin)
+		same := withOrigin(f.ownerOrigin)
 		post := func(path string, body map[string]any) map[string]any {
 			t.Helper()
 			r := h.doT(t, "POST", h.ownerURL(path), "", body, withCookie(f.cookie), same)
@@ -438,9 +438,9 @@ func TestOwnerPageCrossOriginWrites(t *testing.T) {
 // naming a handoff or task that does not exist is refused with the not-found
 // error and changes nothing.
 func TestOwnerPageForgedIDs(t *testing.T) {
-	f := pgSetup(t)
+	f := newPageRoom(t)
 	h := f.h
-	same := pgOrigin(f.ownerOrigin)
+	same := withOrigin(f.ownerOrigin)
 	noHandoff := "handoff_" + strings.Repeat("0", 32)
 	noTask := "task_" + strings.Repeat("0", 32)
 	before := h.snapshot()
@@ -471,7 +471,7 @@ func TestOwnerPageForgedIDs(t *testing.T) {
 // TestOwnerPageLiveStream: the page's live path works with the cookie: the
 // observe stream opens and carries the next change as a notification frame.
 func TestOwnerPageLiveStream(t *testing.T) {
-	f := pgSetup(t)
+	f := newPageRoom(t)
 	h := f.h
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -16,10 +16,10 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// dtProposals requires a 200 page of the listing and returns its proposals.
-func dtProposals(t testing.TB, r apiResp) []map[string]any {
+// proposalsOf requires a 200 page of the listing and returns its proposals.
+func proposalsOf(t testing.TB, r apiResp) []map[string]any {
 	t.Helper()
-	page := dtOK(t, r)
+	page := okJSON(t, r)
 	raw, ok := page["proposals"].([]any)
 	if !ok {
 		t.Fatalf("no proposals array in %.300s", r.Body)
@@ -32,8 +32,8 @@ func dtProposals(t testing.TB, r apiResp) []map[string]any {
 	return out
 }
 
-// ppCount is the number of proposal rows in the sidecar.
-func ppCount(t testing.TB, h *roomHarness) int {
+// proposalCount is the number of proposal rows in the sidecar.
+func proposalCount(t testing.TB, h *roomHarness) int {
 	t.Helper()
 	var n int
 	if err := h.Store.Reader.QueryRow(`SELECT count(*) FROM proposals`).Scan(&n); err != nil {
@@ -42,36 +42,36 @@ func ppCount(t testing.TB, h *roomHarness) int {
 	return n
 }
 
-func ppPropose(i int) map[string]any {
+func numberedProposal(i int) map[string]any {
 	return map[string]any{"target": "Goals", "base_version": 1, "summary": fmt.Sprintf("edit %d", i),
 		"change": map[string]any{"section": "Goals", "content": fmt.Sprintf("## Goals\n\nproposal %d, é\n\n", i)}}
 }
 
-// ppNoText fails when a listed proposal carries text rather than its size.
-func ppNoText(t testing.TB, p map[string]any) {
+// wantNoChangeText fails when a listed proposal carries text rather than its size.
+func wantNoChangeText(t testing.TB, p map[string]any) {
 	t.Helper()
-	if mtHasKey(p["change"], "content") {
+	if hasKey(p["change"], "content") {
 		t.Fatalf("a listed proposal carries its text: %v", p)
 	}
-	if _, ok := mtGet(p, "change", "content_bytes").(float64); !ok {
+	if _, ok := jsonAt(p, "change", "content_bytes").(float64); !ok {
 		t.Fatalf("a listed proposal has no content_bytes: %v", p)
 	}
 }
 
 func TestProposalListingPagedAtEachDoor(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) {
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) {
 		l.MaxPendingProposalsPerParticipant = 100
 		l.MaxPendingProposals = 100
 	}})
-	author := mtJoin(h, "author", azAgentCaps...)
-	reader := mtJoin(h, "reader", "read")
-	tok := reader.grant.SessionToken
+	author := h.join("author", agentCaps...)
+	reader := h.join("reader", "read")
+	tok := reader.SessionToken
 	const n = 12
 	var want []string // newest first
 	sizes := map[string]int64{}
 	for i := range n {
-		p := dtOK(t, dtPost(t, h, author.grant.SessionToken, "/workspace/propose", ppPropose(i)))
-		id := dtStr(p["proposal_id"])
+		p := okJSON(t, h.post(t, author.SessionToken, "/workspace/propose", numberedProposal(i)))
+		id := str(p["proposal_id"])
 		want = append([]string{id}, want...)
 		sizes[id] = int64(len(fmt.Sprintf("## Goals\n\nproposal %d, é\n\n", i)))
 	}
@@ -80,9 +80,9 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 		t.Helper()
 		var ids []string
 		for _, p := range ps {
-			ppNoText(t, p)
-			id := dtStr(p["proposal_id"])
-			if got := dtNum(mtGet(p, "change", "content_bytes")); got != sizes[id] {
+			wantNoChangeText(t, p)
+			id := str(p["proposal_id"])
+			if got := num(jsonAt(p, "change", "content_bytes")); got != sizes[id] {
 				t.Errorf("%s: content_bytes %d, want %d", id, got, sizes[id])
 			}
 			ids = append(ids, id)
@@ -97,7 +97,7 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 			if cursor != "" {
 				q.Set("cursor", cursor)
 			}
-			m := dtOK(t, dtGet(t, h, tok, "/workspace/proposals?"+q.Encode()))
+			m := okJSON(t, h.get(t, tok, "/workspace/proposals?"+q.Encode()))
 			raw, _ := m["proposals"].([]any)
 			var ps []map[string]any
 			for _, p := range raw {
@@ -136,16 +136,16 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 		}
 	})
 	t.Run("the room view carries sizes, not text", func(t *testing.T) {
-		r := dtGet(t, h, tok, "/workspace/room")
-		for _, p := range dtOK(t, r)["proposals"].([]any) {
-			ppNoText(t, p.(map[string]any))
+		r := h.get(t, tok, "/workspace/room")
+		for _, p := range okJSON(t, r)["proposals"].([]any) {
+			wantNoChangeText(t, p.(map[string]any))
 		}
 		if strings.Contains(string(r.Body), "proposal 3, é") {
 			t.Fatal("the room view carries proposed text")
 		}
 	})
 
-	pendingCursor := dtStr(dtOK(t, dtGet(t, h, tok, "/workspace/proposals?status=pending&limit=1"))["next_cursor"])
+	pendingCursor := str(okJSON(t, h.get(t, tok, "/workspace/proposals?status=pending&limit=1"))["next_cursor"])
 	huge := strings.Repeat("Q", 64<<10)
 	bad := []struct {
 		name, query, field string
@@ -159,7 +159,7 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run("HTTP: "+tc.name, func(t *testing.T) {
-			r := dtGet(t, h, tok, "/workspace/proposals?"+tc.query)
+			r := h.get(t, tok, "/workspace/proposals?"+tc.query)
 			m := wantError(t, r, http.StatusBadRequest, "invalid_request")
 			if m["field"] != tc.field {
 				t.Errorf("field %v, want %s", m["field"], tc.field)
@@ -192,19 +192,19 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 	t.Run("one proposal with its text, at both doors", func(t *testing.T) {
 		id := want[3]
 		text := fmt.Sprintf("## Goals\n\nproposal %d, é\n\n", n-1-3)
-		p := dtOK(t, dtGet(t, h, tok, "/workspace/proposal?proposal_id="+id))
-		if mtGet(p, "change", "content") != text || p["proposal_id"] != id || p["status"] != "pending" {
+		p := okJSON(t, h.get(t, tok, "/workspace/proposal?proposal_id="+id))
+		if jsonAt(p, "change", "content") != text || p["proposal_id"] != id || p["status"] != "pending" {
 			t.Fatalf("GET /workspace/proposal = %v", p)
 		}
 		sc := reader.mcp.toolOK(t, "workspace_proposal", map[string]any{"proposal_id": id})
-		if mtGet(sc, "change", "content") != text || sc["proposal_id"] != id {
+		if jsonAt(sc, "change", "content") != text || sc["proposal_id"] != id {
 			t.Fatalf("workspace_proposal = %v", sc)
 		}
 	})
 	t.Run("one proposal: unknown, missing and oversize ids are refused without echo", func(t *testing.T) {
-		wantError(t, dtGet(t, h, tok, "/workspace/proposal?proposal_id=proposal_0123456789abcdef"), http.StatusNotFound, "proposal_not_found")
-		wantError(t, dtGet(t, h, tok, "/workspace/proposal"), http.StatusBadRequest, "invalid_request")
-		r := dtGet(t, h, tok, "/workspace/proposal?proposal_id="+strings.Repeat("p", 16<<10))
+		wantError(t, h.get(t, tok, "/workspace/proposal?proposal_id=proposal_0123456789abcdef"), http.StatusNotFound, "proposal_not_found")
+		wantError(t, h.get(t, tok, "/workspace/proposal"), http.StatusBadRequest, "invalid_request")
+		r := h.get(t, tok, "/workspace/proposal?proposal_id="+strings.Repeat("p", 16<<10))
 		wantError(t, r, http.StatusNotFound, "proposal_not_found")
 		if len(r.Body) > 1024 {
 			t.Errorf("an oversize id came back: %d bytes", len(r.Body))
@@ -216,28 +216,28 @@ func TestProposalListingPagedAtEachDoor(t *testing.T) {
 }
 
 func TestProposalCapsAtEachDoor(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) {
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) {
 		l.MaxPendingProposalsPerParticipant = 2
 		l.MaxPendingProposals = 3
 	}})
-	a := mtJoin(h, "a", azAgentCaps...)
-	b := mtJoin(h, "b", azAgentCaps...)
-	c := mtJoin(h, "c", azAgentCaps...)
-	dtOK(t, dtPost(t, h, a.grant.SessionToken, "/workspace/propose", ppPropose(1)))
-	a.mcp.toolOK(t, "workspace_propose", ppPropose(2))
+	a := h.join("a", agentCaps...)
+	b := h.join("b", agentCaps...)
+	c := h.join("c", agentCaps...)
+	okJSON(t, h.post(t, a.SessionToken, "/workspace/propose", numberedProposal(1)))
+	a.mcp.toolOK(t, "workspace_propose", numberedProposal(2))
 
-	refusedHTTP := func(t *testing.T, p mtParty, scope string, limit, pending int) {
+	refusedHTTP := func(t *testing.T, p party, scope string, limit, pending int) {
 		t.Helper()
-		before := ppCount(t, h)
-		m := wantError(t, dtPost(t, h, p.grant.SessionToken, "/workspace/propose", ppPropose(9)), http.StatusTooManyRequests, "limit_exceeded")
-		if m["scope"] != scope || dtNum(m["limit"]) != int64(limit) || dtNum(m["pending"]) != int64(pending) {
+		before := proposalCount(t, h)
+		m := wantError(t, h.post(t, p.SessionToken, "/workspace/propose", numberedProposal(9)), http.StatusTooManyRequests, "limit_exceeded")
+		if m["scope"] != scope || num(m["limit"]) != int64(limit) || num(m["pending"]) != int64(pending) {
 			t.Fatalf("refusal %v, want scope %s limit %d pending %d", m, scope, limit, pending)
 		}
-		sc := p.mcp.toolErr(t, "workspace_propose", ppPropose(9), "limit_exceeded")
-		if sc["scope"] != scope || dtNum(sc["limit"]) != int64(limit) {
+		sc := p.mcp.toolErr(t, "workspace_propose", numberedProposal(9), "limit_exceeded")
+		if sc["scope"] != scope || num(sc["limit"]) != int64(limit) {
 			t.Fatalf("MCP refusal %v", sc)
 		}
-		if after := ppCount(t, h); after != before {
+		if after := proposalCount(t, h); after != before {
 			t.Fatalf("a refused proposal was stored: %d rows, then %d", before, after)
 		}
 	}
@@ -245,12 +245,12 @@ func TestProposalCapsAtEachDoor(t *testing.T) {
 		refusedHTTP(t, a, "participant", 2, 2)
 	})
 	t.Run("the room's cap refuses everyone once reached", func(t *testing.T) {
-		dtOK(t, dtPost(t, h, b.grant.SessionToken, "/workspace/propose", ppPropose(3)))
+		okJSON(t, h.post(t, b.SessionToken, "/workspace/propose", numberedProposal(3)))
 		refusedHTTP(t, c, "room", 3, 3)
 	})
 	t.Run("the host rejecting one frees a place", func(t *testing.T) {
-		ps := dtProposals(t, dtGet(t, h, a.grant.SessionToken, "/workspace/proposals?status=pending"))
+		ps := proposalsOf(t, h.get(t, a.SessionToken, "/workspace/proposals?status=pending"))
 		wantOK(t, h.do("POST", h.ownerURL("/workspace/proposal/review"), h.OpToken, map[string]any{"proposal_id": ps[0]["proposal_id"], "approve": false}))
-		c.mcp.toolOK(t, "workspace_propose", ppPropose(4))
+		c.mcp.toolOK(t, "workspace_propose", numberedProposal(4))
 	})
 }

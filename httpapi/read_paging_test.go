@@ -13,8 +13,8 @@ import (
 // clear invalid_request that changes nothing.
 func TestReadPaging(t *testing.T) {
 	h := newHarness(t, "")
-	s := h.session("reader", "read")
-	mcp := mcpClient(h, s.SessionToken, false)
+	s := h.join("reader", "read")
+	mcp := newMCPClient(h, s.SessionToken, false)
 	goals := "## Goals\n\nship it\nsoon\n\n"
 
 	doors := []struct {
@@ -35,7 +35,7 @@ func TestReadPaging(t *testing.T) {
 			return pageOf(m)
 		}},
 		{"workspace_read", func(t *testing.T, args map[string]any) rpPage {
-			res := mtWantResult(t, mcp.call(t, "tools/call", map[string]any{"name": "workspace_read", "arguments": args}))
+			res := wantResult(t, mcp.call(t, "tools/call", map[string]any{"name": "workspace_read", "arguments": args}))
 			sc, _ := res["structuredContent"].(map[string]any)
 			if res["isError"] == true {
 				code, _ := sc["error"].(string)
@@ -90,7 +90,7 @@ func TestReadPaging(t *testing.T) {
 	})
 	t.Run("resources/read still returns the section whole", func(t *testing.T) {
 		res := mcp.ok(t, "resources/read", map[string]any{"uri": h.Eng.SectionURI("Idea/Goals")})
-		if text := mtGet(res, "contents"); !strings.Contains(fmt.Sprint(text), "ship it\nsoon") {
+		if text := jsonAt(res, "contents"); !strings.Contains(fmt.Sprint(text), "ship it\nsoon") {
 			t.Fatalf("contents %v", text)
 		}
 	})

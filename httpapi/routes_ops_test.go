@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 )
 
@@ -11,9 +12,9 @@ import (
 // other name for a smaller limit, and unknown parameters are ignored.
 func TestOpsQueryDecoding(t *testing.T) {
 	h := newHarness(t, "# Doc\n\n## A\n\none\n")
-	g := h.session("reader", "read")
+	g := h.join("reader", "read")
 	for i := 2; i <= 4; i++ {
-		dtOK(t, dtOperator(t, h, "/workspace/commit", map[string]any{"base_version": i - 1, "summary": "v", "content": "# Doc\n\n## A\n\n" + itoa(i) + "\n"}))
+		okJSON(t, h.operator(t, "/workspace/commit", map[string]any{"base_version": i - 1, "summary": "v", "content": "# Doc\n\n## A\n\n" + strconv.Itoa(i) + "\n"}))
 	}
 	for _, tc := range []struct{ query, field, message string }{
 		{"/workspace/diff", "base_version", "base_version is required"},
@@ -25,7 +26,7 @@ func TestOpsQueryDecoding(t *testing.T) {
 		{"/workspace/read?offset=ten", "offset", "offset must be an integer"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
-			m := wantError(t, dtGet(t, h, g.SessionToken, tc.query), http.StatusBadRequest, "invalid_request")
+			m := wantError(t, h.get(t, g.SessionToken, tc.query), http.StatusBadRequest, "invalid_request")
 			if m["field"] != tc.field || m["message"] != tc.message {
 				t.Errorf("error = %v, want field %s, message %q", m, tc.field, tc.message)
 			}
@@ -33,7 +34,7 @@ func TestOpsQueryDecoding(t *testing.T) {
 	}
 	count := func(query string) int {
 		t.Helper()
-		changes, _ := dtOK(t, dtGet(t, h, g.SessionToken, query))["changes"].([]any)
+		changes, _ := okJSON(t, h.get(t, g.SessionToken, query))["changes"].([]any)
 		return len(changes)
 	}
 	for query, want := range map[string]int{

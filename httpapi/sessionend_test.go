@@ -12,16 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
-// seTool calls an MCP tool as token and returns the tool result.
-func seTool(t testing.TB, h *roomHarness, token, name string, args map[string]any) map[string]any {
-	t.Helper()
-	return mtWantResult(t, mcpClient(h, token, false).call(t, "tools/call", map[string]any{"name": name, "arguments": args}))
-}
-
-// seWantToolError requires an isError tool result with code and field.
-func seWantToolError(t testing.TB, res map[string]any, code, field string) {
+// wantToolError requires an isError tool result with code and field.
+func wantToolError(t testing.TB, res map[string]any, code, field string) {
 	t.Helper()
 	sc, _ := res["structuredContent"].(map[string]any)
 	if res["isError"] != true || sc["error"] != code || (field != "" && sc["field"] != field) {
@@ -29,56 +25,42 @@ func seWantToolError(t testing.TB, res map[string]any, code, field string) {
 	}
 }
 
-// dtStrings reads a JSON array of strings (nil for anything else).
-func dtStrings(v any) []string {
-	list, ok := v.([]any)
-	if !ok {
-		return nil
-	}
-	out := []string{}
-	for _, x := range list {
-		s, _ := x.(string)
-		out = append(out, s)
-	}
-	return out
-}
-
-// seWaitEnded waits for an observe stream to be closed by the server.
-func seWaitEnded(t testing.TB, s *dtStream) {
+// waitEnded waits for an observe stream to be closed by the server.
+func waitEnded(t testing.TB, s *stream) {
 	t.Helper()
 	select {
 	case <-s.Done():
-	case <-time.After(lsWait):
-		t.Fatalf("%s: the stream was not closed", s.name)
+	case <-time.After(frameWait):
+		t.Fatalf("%s: the stream was not closed", s.Name)
 	}
 }
 
 func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	victim := h.session("victim", "read", "observe")
-	keeper := h.session("keeper", "read")
-	listen, _ := lsListen(t, h, c, victim.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
-	observe, r := dtObserve(t, h, victim.SessionToken, "")
+	c := streamClient()
+	victim := h.join("victim", "read", "observe")
+	keeper := h.join("keeper", "read")
+	listen, _ := h.listen(t, c, victim.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+	observe, r := h.observe(t, victim.SessionToken, "")
 	if observe == nil {
 		t.Fatalf("observe: %d %s", r.Status, r.Body)
 	}
-	keep, _ := lsListen(t, h, c, keeper.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+	keep, _ := h.listen(t, c, keeper.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 
 	res := h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": victim.ParticipantID})
 	wantOK(t, res)
 	body := res.JSON(t)
 	if body["participant_id"] != victim.ParticipantID || body["participant_left"] != true ||
-		!slices.Equal(dtStrings(body["ended_sessions"]), []string{victim.SessionRef}) {
+		!slices.Equal(stringsOf(body["ended_sessions"]), []string{victim.SessionRef}) {
 		t.Fatalf("answer = %s", res.Body)
 	}
 	listen.expectFinal(t)
-	seWaitEnded(t, observe)
+	waitEnded(t, observe)
 	wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), victim.SessionToken, nil), "unauthorized")
-	mtWantError(t, mcpClient(h, victim.SessionToken, false).call(t, "tools/call",
-		map[string]any{"name": "workspace_status", "arguments": map[string]any{}}), http.StatusUnauthorized, codeUnauthorized)
+	wantRPCError(t, newMCPClient(h, victim.SessionToken, false).call(t, "tools/call",
+		map[string]any{"name": "workspace_status", "arguments": map[string]any{}}), http.StatusUnauthorized, mcptest.CodeUnauthorized)
 	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), keeper.SessionToken, nil))
-	lsEdit(t, h, keeper.SessionToken, lsDoc("hello again", "ship it\nsoon", "step one"))
+	h.editFile(t, keeper.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
 	keep.expectRes(t, h.Eng.DocumentURI())
 	evs := h.events("session.ended")
 	if last := evs[len(evs)-1]; last.Payload["reason"] != "ended_by_host" || last.Payload["session_ref"] != victim.SessionRef {
@@ -89,11 +71,11 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	}
 
 	t.Run("an admin session on the ingress ends one session by its ref", func(t *testing.T) {
-		admin := h.session("moderator", "admin")
-		other := h.session("other", "read")
+		admin := h.join("moderator", "admin")
+		other := h.join("other", "read")
 		r := h.do("POST", h.ingressURL("/workspace/session/end"), admin.SessionToken, map[string]any{"session_ref": other.SessionRef})
 		wantOK(t, r)
-		if b := r.JSON(t); b["participant_left"] != false || !slices.Equal(dtStrings(b["ended_sessions"]), []string{other.SessionRef}) {
+		if b := r.JSON(t); b["participant_left"] != false || !slices.Equal(stringsOf(b["ended_sessions"]), []string{other.SessionRef}) {
 			t.Errorf("answer = %s", r.Body)
 		}
 		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), other.SessionToken, nil), "unauthorized")
@@ -103,8 +85,8 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 		}
 	})
 	t.Run("the owner page ends a participant", func(t *testing.T) {
-		_, cookie := azOwnerCookie(t, h)
-		other := h.session("paged", "read")
+		_, cookie := h.pageCookie(t)
+		other := h.join("paged", "read")
 		wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), "", map[string]any{"participant_id": other.ParticipantID},
 			withCookie(cookie), withHeader("Origin", h.Owner.URL)))
 		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), other.SessionToken, nil), "unauthorized")
@@ -113,7 +95,7 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 		before := h.snapshot()
 		r := h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
 		wantOK(t, r)
-		if b := r.JSON(t); len(dtStrings(b["ended_sessions"])) != 0 {
+		if b := r.JSON(t); len(stringsOf(b["ended_sessions"])) != 0 {
 			t.Errorf("answer = %s", r.Body)
 		}
 		h.assertUnchanged(t, before)
@@ -122,10 +104,10 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 
 func TestEndSessionRoute_RefusalsChangeNothing(t *testing.T) {
 	h := newHarness(t, "")
-	victim := h.session("victim", "read")
-	agent := h.session("agent")
-	inviter := h.session("inviter", "read", "invite")
-	_, cookie := azOwnerCookie(t, h)
+	victim := h.join("victim", "read")
+	agent := h.join("agent")
+	inviter := h.join("inviter", "read", "invite")
+	_, cookie := h.pageCookie(t)
 	pid := map[string]any{"participant_id": victim.ParticipantID}
 	for _, tc := range []struct {
 		name     string
@@ -172,12 +154,12 @@ func TestEndSessionRoute_RefusalsChangeNothing(t *testing.T) {
 
 func TestRevokeRoute_EndSessions(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
+	c := streamClient()
 	inv := h.createInvite(map[string]any{"capabilities": []string{"read"}, "max_uses": 2})
-	a, b := h.join(inv.URI, "a"), h.join(inv.URI, "b")
-	keeper := h.session("keeper", "read")
-	stream, _ := lsListen(t, h, c, a.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
-	inviter := h.session("inviter", "read", "invite")
+	a, b := h.redeem(inv.URI, "a"), h.redeem(inv.URI, "b")
+	keeper := h.join("keeper", "read")
+	stream, _ := h.listen(t, c, a.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+	inviter := h.join("inviter", "read", "invite")
 
 	t.Run("another's invitation answers as an unknown one and nothing ends", func(t *testing.T) {
 		before := h.snapshot()
@@ -199,11 +181,11 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 	})
 	r := h.do("POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": inv.InviteID, "end_sessions": true})
 	wantOK(t, r)
-	if got := dtStrings(r.JSON(t)["ended_sessions"]); !slices.Equal(got, []string{a.SessionRef, b.SessionRef}) {
+	if got := stringsOf(r.JSON(t)["ended_sessions"]); !slices.Equal(got, []string{a.SessionRef, b.SessionRef}) {
 		t.Fatalf("ended %v, want %s and %s", got, a.SessionRef, b.SessionRef)
 	}
 	stream.expectFinal(t)
-	for _, s := range []sessionGrant{a, b} {
+	for _, s := range []party{a, b} {
 		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 	}
 	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), keeper.SessionToken, nil))
@@ -215,7 +197,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 
 	t.Run("a restart does not bring them back", func(t *testing.T) {
 		h.restart()
-		for _, s := range []sessionGrant{a, b} {
+		for _, s := range []party{a, b} {
 			wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 		}
 		wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), keeper.SessionToken, nil))
@@ -225,9 +207,9 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 func TestJoin_PerInvitationCapOverHTTP(t *testing.T) {
 	h := newHarness(t, "")
 	many := h.createInvite(map[string]any{"max_uses": 0})
-	var gs []sessionGrant
+	var gs []party
 	for i := range 8 {
-		gs = append(gs, h.join(many.URI, "bot"+string(rune('a'+i))))
+		gs = append(gs, h.redeem(many.URI, "bot"+string(rune('a'+i))))
 	}
 	before := h.snapshot()
 	m := wantError(t, h.joinRaw(map[string]any{"invite": many.URI, "name": "ninth"}), 429, "limit_exceeded")
@@ -235,9 +217,9 @@ func TestJoin_PerInvitationCapOverHTTP(t *testing.T) {
 		t.Errorf("limit = %v", m["limit"])
 	}
 	h.assertUnchanged(t, before)
-	h.join(h.createInvite(nil).URI, "newcomer")
+	h.redeem(h.createInvite(nil).URI, "newcomer")
 	wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": gs[0].SessionRef}))
-	h.join(many.URI, "ninth")
+	h.redeem(many.URI, "ninth")
 	t.Run("the listing shows its live sessions against its cap", func(t *testing.T) {
 		r := h.do("GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)
 		wantOK(t, r)
@@ -253,9 +235,9 @@ func TestJoin_PerInvitationCapOverHTTP(t *testing.T) {
 
 func TestInvitations_ScopedToTheirCreatorOverHTTP(t *testing.T) {
 	h := newHarness(t, "")
-	a := h.session("a", "read", "invite")
-	b := h.session("b", "read", "invite")
-	admin := h.session("admin", "admin")
+	a := h.join("a", "read", "invite")
+	b := h.join("b", "read", "invite")
+	admin := h.join("admin", "admin")
 	mint := func(token string) string {
 		t.Helper()
 		r := h.do("POST", h.ingressURL("/workspace/invite"), token, map[string]any{"capabilities": []string{"read"}})
@@ -307,8 +289,8 @@ func TestInvitations_ScopedToTheirCreatorOverHTTP(t *testing.T) {
 
 func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 	h := newHarness(t, "")
-	inviter := h.session("inviter", "read", "observe", "propose", "checkout", "commit", "invite")
-	_, cookie := azOwnerCookie(t, h)
+	inviter := h.join("inviter", "read", "observe", "propose", "checkout", "commit", "invite")
+	_, cookie := h.pageCookie(t)
 	agentSet := []string{"read", "observe", "propose", "checkout", "commit"}
 	bodies := []struct {
 		name  string
@@ -343,7 +325,7 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &args); err != nil {
 				t.Fatal(err)
 			}
-			res := seTool(t, h, inviter.SessionToken, "workspace_invite", args)
+			res := inviter.mcp.tool(t, "workspace_invite", args)
 			sc, _ := res["structuredContent"].(map[string]any)
 			if res["isError"] == true {
 				return 400, sc
@@ -357,7 +339,7 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 				before := h.snapshot()
 				status, m := d.send(b.body)
 				if b.field == "" {
-					if status != 200 || !slices.Equal(dtStrings(m["capabilities"]), agentSet) {
+					if status != 200 || !slices.Equal(stringsOf(m["capabilities"]), agentSet) {
 						t.Fatalf("%d %v, want the default set", status, m)
 					}
 					return
@@ -373,7 +355,7 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 
 func TestValueErrors_Are400NotLimits(t *testing.T) {
 	h := newHarness(t, "")
-	inviter := h.session("inviter", "read", "invite", "checkout")
+	inviter := h.join("inviter", "read", "invite", "checkout")
 	t.Run("HTTP expires_in_minutes names the field and the limit", func(t *testing.T) {
 		before := h.snapshot()
 		m := wantError(t, h.do("POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{"expires_in_minutes": 10081}), 400, "invalid_request")
@@ -384,14 +366,16 @@ func TestValueErrors_Are400NotLimits(t *testing.T) {
 	})
 	t.Run("MCP workspace_invite expires_in_minutes", func(t *testing.T) {
 		before := h.snapshot()
-		seWantToolError(t, seTool(t, h, inviter.SessionToken, "workspace_invite",
-			map[string]any{"capabilities": []string{"read"}, "expires_in_minutes": 20000}), "invalid_request", "expires_in_minutes")
+		wantToolError(t, inviter.mcp.tool(t, "workspace_invite",
+			map[string]any{"capabilities": []string{"read"}, "expires_in_minutes": 20000}),
+			"invalid_request", "expires_in_minutes")
 		h.assertUnchanged(t, before)
 	})
 	t.Run("MCP workspace_checkout minutes", func(t *testing.T) {
 		before := h.snapshot()
-		seWantToolError(t, seTool(t, h, inviter.SessionToken, "workspace_checkout",
-			map[string]any{"target": "Goals", "minutes": 121}), "invalid_request", "minutes")
+		wantToolError(t, inviter.mcp.tool(t, "workspace_checkout",
+			map[string]any{"target": "Goals", "minutes": 121}),
+			"invalid_request", "minutes")
 		h.assertUnchanged(t, before)
 	})
 	t.Run("a type error names the field, not the decoder's path", func(t *testing.T) {
@@ -404,9 +388,9 @@ func TestValueErrors_Are400NotLimits(t *testing.T) {
 
 func TestDebug_OnlyTheOperatorBearer(t *testing.T) {
 	h := newHarness(t, "")
-	star := h.session("star", "*")
-	agent := h.session("agent")
-	_, cookie := azOwnerCookie(t, h)
+	star := h.join("star", "*")
+	agent := h.join("agent")
+	_, cookie := h.pageCookie(t)
 	for _, path := range []string{"/debug/metrics", "/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine?debug=1"} {
 		for _, tc := range []struct {
 			name   string

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -30,20 +31,20 @@ func hasSession(api *Server, session string) bool {
 
 func TestLegacySubscribeBounds(t *testing.T) {
 	const maxSubs = 2
-	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) { l.MaxSubscriptionsPerSession = maxSubs }})
-	a := mtJoin(h, "a", "read")
-	b := mtJoin(h, "b", "read")
-	ref := a.grant.SessionRef
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) { l.MaxSubscriptionsPerSession = maxSubs }})
+	a := h.join("a", "read")
+	b := h.join("b", "read")
+	ref := a.SessionRef
 	doc := h.Eng.DocumentURI()
 	goals := h.Eng.SectionURI("Idea/Goals")
 	plan := h.Eng.SectionURI("Idea/Plan")
 	huge := doc + "/section/" + strings.Repeat("a", 512<<10)
 	long := doc + "/section/" + strings.Repeat("b", h.Eng.Limits.MaxResourceURIChars)
 
-	refused := func(t *testing.T, p mtParty, uri string) (map[string]any, mtResp) {
+	refused := func(t *testing.T, p party, uri string) (map[string]any, mcpResp) {
 		t.Helper()
 		r := p.mcp.call(t, "resources/subscribe", map[string]any{"uri": uri})
-		e := mtWantError(t, r, http.StatusOK, codeInvalidParams)
+		e := wantRPCError(t, r, http.StatusOK, mcptest.CodeInvalidParams)
 		return e, r
 	}
 
@@ -59,7 +60,7 @@ func TestLegacySubscribeBounds(t *testing.T) {
 			if !strings.HasPrefix(e["message"].(string), "resource not found") {
 				t.Errorf("%q: message %v", uri, e["message"])
 			}
-			if got := mtGet(e, "data", "uri"); got != uri {
+			if got := jsonAt(e, "data", "uri"); got != uri {
 				t.Errorf("%q: data.uri = %v, want the URI echoed (it is short)", uri, got)
 			}
 		}
@@ -74,13 +75,13 @@ func TestLegacySubscribeBounds(t *testing.T) {
 			if len(r.Raw) > 1024 || bytes.Contains(r.Raw, []byte("bbbbbbbbbbbbbbbb")) || bytes.Contains(r.Raw, []byte("aaaaaaaaaaaaaaaa")) {
 				t.Errorf("a %d-byte URI came back in a %d-byte answer: %.300s", len(uri), len(r.Raw), r.Raw)
 			}
-			if mtGet(e, "data", "limit") != float64(h.Eng.Limits.MaxResourceURIChars) {
+			if jsonAt(e, "data", "limit") != float64(h.Eng.Limits.MaxResourceURIChars) {
 				t.Errorf("data %v, want the limit", e["data"])
 			}
 		}
 		// resources/read answers the same way.
 		r := a.mcp.call(t, "resources/read", map[string]any{"uri": huge})
-		mtWantError(t, r, http.StatusOK, codeInvalidParams)
+		wantRPCError(t, r, http.StatusOK, mcptest.CodeInvalidParams)
 		if len(r.Raw) > 1024 {
 			t.Errorf("resources/read echoed an oversize URI: %d bytes", len(r.Raw))
 		}
@@ -99,7 +100,7 @@ func TestLegacySubscribeBounds(t *testing.T) {
 	t.Run("the per-session cap refuses one more with limit_exceeded and keeps what was held", func(t *testing.T) {
 		a.mcp.ok(t, "resources/subscribe", map[string]any{"uri": doc})
 		e, _ := refused(t, a, plan)
-		if mtGet(e, "data", "error") != "limit_exceeded" || mtGet(e, "data", "limit") != float64(maxSubs) {
+		if jsonAt(e, "data", "error") != "limit_exceeded" || jsonAt(e, "data", "limit") != float64(maxSubs) {
 			t.Fatalf("error %v, want data.error limit_exceeded and data.limit %d", e, maxSubs)
 		}
 		if got := held(h.API, ref); !slices.Equal(got, []string{doc, goals}) {
@@ -120,9 +121,9 @@ func TestLegacySubscribeBounds(t *testing.T) {
 		if got := held(h.API, ref); !slices.Equal(got, []string{goals, plan}) {
 			t.Fatalf("held %.200q", got)
 		}
-		c := mtJoin(h, "c", "read")
+		c := h.join("c", "read")
 		c.mcp.ok(t, "resources/unsubscribe", map[string]any{"uri": doc})
-		if hasSession(h.API, c.grant.SessionRef) {
+		if hasSession(h.API, c.SessionRef) {
 			t.Fatal("an unsubscribe created an entry for a session that had none")
 		}
 	})
@@ -131,29 +132,29 @@ func TestLegacySubscribeBounds(t *testing.T) {
 func TestLegacySubscriptionsEndWithSession(t *testing.T) {
 	tests := []struct {
 		name string
-		end  func(t *testing.T, h *roomHarness, p mtParty)
+		end  func(t *testing.T, h *roomHarness, p party)
 	}{
-		{"leaving drops them", func(t *testing.T, h *roomHarness, p mtParty) {
-			wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), p.grant.SessionToken, map[string]any{}))
+		{"leaving drops them", func(t *testing.T, h *roomHarness, p party) {
+			wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), p.SessionToken, map[string]any{}))
 		}},
-		{"expiry drops them", func(t *testing.T, h *roomHarness, p mtParty) {
+		{"expiry drops them", func(t *testing.T, h *roomHarness, p party) {
 			h.Clock.Advance(h.Eng.Limits.SessionDefault + time.Minute)
 			h.sweep()
 		}},
-		{"the host ending the session drops them", func(t *testing.T, h *roomHarness, p mtParty) {
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": p.grant.SessionRef}))
+		{"the host ending the session drops them", func(t *testing.T, h *roomHarness, p party) {
+			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": p.SessionRef}))
 		}},
-		{"the host ending the participant drops them", func(t *testing.T, h *roomHarness, p mtParty) {
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": p.grant.ParticipantID}))
+		{"the host ending the participant drops them", func(t *testing.T, h *roomHarness, p party) {
+			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": p.ParticipantID}))
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := lsHarness(t, "", lsOpts{})
-			c := lsClient()
-			p := mtJoin(h, "p", "read")
-			keep := mtJoin(h, "keep", "read")
-			ref := p.grant.SessionRef
+			h := newHarness(t, "", harnessOpts{})
+			c := streamClient()
+			p := h.join("p", "read")
+			keep := h.join("keep", "read")
+			ref := p.SessionRef
 			for _, uri := range []string{h.Eng.DocumentURI(), h.Eng.SectionURI("Idea/Goals")} {
 				p.mcp.ok(t, "resources/subscribe", map[string]any{"uri": uri})
 			}
@@ -165,12 +166,12 @@ func TestLegacySubscriptionsEndWithSession(t *testing.T) {
 			// The end was published before the call returned, and the hub
 			// handles batches in order: once a later change reaches a
 			// stream, the registry has heard of the end.
-			lsNewBarrier(t, h, c).wait(t)
+			newBarrier(t, h, c).wait(t)
 			if hasSession(h.API, ref) {
 				t.Fatalf("the ended session still holds %.200q", held(h.API, ref))
 			}
 			if tt.name == "leaving drops them" {
-				if got := held(h.API, keep.grant.SessionRef); len(got) != 1 {
+				if got := held(h.API, keep.SessionRef); len(got) != 1 {
 					t.Fatalf("another session's subscriptions went too: %q", got)
 				}
 			}
@@ -188,46 +189,46 @@ func TestLegacySubscriptionsEndWithSession(t *testing.T) {
 // Retry-After once it is spent, like /workspace/observe and listen do.
 func TestLegacyGetRateLimited(t *testing.T) {
 	const perMinute = 3
-	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) { l.RateLimitPerMinute = perMinute }})
-	c := lsClient()
-	a := mtJoin(h, "a", "read")
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) { l.RateLimitPerMinute = perMinute }})
+	c := streamClient()
+	a := h.join("a", "read")
 	for range perMinute {
 		a.mcp.toolOK(t, "workspace_status", map[string]any{})
 	}
 	t.Run("the budget spent, GET /mcp is 429 with Retry-After and no stream", func(t *testing.T) {
-		s, r := lsLegacyGet(t, h, c, a.grant.SessionToken, "text/event-stream")
+		s, r := h.legacyGet(t, c, a.SessionToken, "text/event-stream")
 		if s != nil {
 			s.close()
 			t.Fatal("GET /mcp opened a stream after the session's budget was spent")
 		}
 		if r.Status != http.StatusTooManyRequests {
-			t.Fatalf("status %d, want 429; body %s", r.Status, r.Body)
+			t.Fatalf("status %d, want 429; body %s", r.Status, r.Raw)
 		}
 		if r.Header.Get("Retry-After") == "" {
 			t.Error("no Retry-After header")
 		}
-		if !bytes.Contains(r.Body, []byte(`"limit_exceeded"`)) || !bytes.Contains(r.Body, []byte(`"retry_after_seconds"`)) {
-			t.Errorf("body %s, want data.error limit_exceeded and retry_after_seconds", r.Body)
+		if !bytes.Contains(r.Raw, []byte(`"limit_exceeded"`)) || !bytes.Contains(r.Raw, []byte(`"retry_after_seconds"`)) {
+			t.Errorf("body %s, want data.error limit_exceeded and retry_after_seconds", r.Raw)
 		}
 	})
 	t.Run("a minute later it opens", func(t *testing.T) {
 		h.Clock.Advance(time.Minute + time.Second)
-		s, r := lsLegacyGet(t, h, c, a.grant.SessionToken, "text/event-stream")
+		s, r := h.legacyGet(t, c, a.SessionToken, "text/event-stream")
 		if s == nil {
-			t.Fatalf("GET /mcp refused: %d %s", r.Status, r.Body)
+			t.Fatalf("GET /mcp refused: %d %s", r.Status, r.Raw)
 		}
 		s.close()
 	})
 	t.Run("opening it spends the budget", func(t *testing.T) {
 		h.Clock.Advance(time.Minute + time.Second)
 		for range perMinute {
-			s, r := lsLegacyGet(t, h, c, a.grant.SessionToken, "text/event-stream")
+			s, r := h.legacyGet(t, c, a.SessionToken, "text/event-stream")
 			if s == nil {
-				t.Fatalf("GET /mcp refused: %d %s", r.Status, r.Body)
+				t.Fatalf("GET /mcp refused: %d %s", r.Status, r.Raw)
 			}
 			s.close()
 		}
 		r := a.mcp.call(t, "tools/call", map[string]any{"name": "workspace_status", "arguments": map[string]any{}})
-		mtWantError(t, r, http.StatusTooManyRequests, codeInternalError)
+		wantRPCError(t, r, http.StatusTooManyRequests, mcptest.CodeInternalError)
 	})
 }

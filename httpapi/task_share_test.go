@@ -26,8 +26,8 @@ func wantShareRefusal(t *testing.T, body map[string]any, scope string, limit, co
 
 func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 	h := newHarness(t, "")
-	flooder := h.session("flooder", "read", "propose")
-	other := h.session("other", "read", "propose")
+	flooder := h.join("flooder", "read", "propose")
+	other := h.join("other", "read", "propose")
 	share := h.Eng.Limits.MaxTasksPerParticipant
 	create := func(token, summary, key string) apiResp {
 		body := map[string]any{"summary": summary}
@@ -54,8 +54,10 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 	t.Run("MCP: the ninth is isError limit_exceeded with scope participant", func(t *testing.T) {
 		before := h.snapshot()
 		for _, tasks := range []bool{false, true} {
-			res := lsOK(t, h, flooder.SessionToken, "tools/call", map[string]any{"name": "handoff_create",
-				"arguments": map[string]any{"summary": "one too many"}}, tasks)
+			res := newMCPClient(h, flooder.SessionToken,
+				tasks).ok(t, "tools/call", map[string]any{"name": "handoff_create",
+				"arguments": map[string]any{"summary": "one too many"}})
+
 			sc, _ := res["structuredContent"].(map[string]any)
 			if res["isError"] != true {
 				t.Fatalf("tasks=%v: created over the share: %v", tasks, res)
@@ -68,7 +70,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 		again := create(flooder.SessionToken, "keyed", "retry-me")
 		wantOK(t, again)
 		a, b := first.JSON(t), again.JSON(t)
-		if mtGet(a, "handoff", "handoff_id") != mtGet(b, "handoff", "handoff_id") || b["replayed"] != true {
+		if jsonAt(a, "handoff", "handoff_id") != jsonAt(b, "handoff", "handoff_id") || b["replayed"] != true {
 			t.Fatalf("retry answered %s, want the original %s", again.Body, first.Body)
 		}
 	})
@@ -83,14 +85,14 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 			if i > 40 {
 				t.Fatal("the active-task count does not grow")
 			}
-			p := h.session("filler", "read", "propose")
+			p := h.join("filler", "read", "propose")
 			for range share {
 				if h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32 {
 					wantOK(t, create(p.SessionToken, "filler", ""))
 				}
 			}
 		}
-		late := h.session("late", "read", "propose")
+		late := h.join("late", "read", "propose")
 		before := h.snapshot()
 		body := wantError(t, h.do("POST", h.ownerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "over"}),
 			http.StatusTooManyRequests, "limit_exceeded")
@@ -102,31 +104,31 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 
 func TestCancelParticipantHandoffs_Route(t *testing.T) {
 	h := newHarness(t, "")
-	c := lsClient()
-	flooder := h.session("flooder", "read", "propose")
-	worker := h.session("worker", "read", "checkout")
-	other := h.session("other", "read", "propose")
-	moderator := h.session("moderator", "admin")
-	open := lsCreateTask(t, h, flooder.SessionToken, "open")
-	accepted := lsCreateTask(t, h, flooder.SessionToken, "accepted")
-	asking := lsCreateTask(t, h, flooder.SessionToken, "asking")
-	done := lsCreateTask(t, h, flooder.SessionToken, "done")
-	theirs := lsCreateTask(t, h, other.SessionToken, "someone else's")
-	for _, x := range []lsTaskRef{accepted, asking, done} {
-		lsAccept(t, h, worker.SessionToken, x)
+	c := streamClient()
+	flooder := h.join("flooder", "read", "propose")
+	worker := h.join("worker", "read", "checkout")
+	other := h.join("other", "read", "propose")
+	moderator := h.join("moderator", "admin")
+	open := h.newTask(t, flooder.SessionToken, "open")
+	accepted := h.newTask(t, flooder.SessionToken, "accepted")
+	asking := h.newTask(t, flooder.SessionToken, "asking")
+	done := h.newTask(t, flooder.SessionToken, "done")
+	theirs := h.newTask(t, other.SessionToken, "someone else's")
+	for _, x := range []taskRef{accepted, asking, done} {
+		h.acceptTask(t, worker.SessionToken, x)
 	}
-	lsAsk(t, h, worker.SessionToken, asking, "q", "which one?")
-	lsComplete(t, h, worker.SessionToken, done, "finished")
-	live := []lsTaskRef{open, accepted, asking}
+	h.askInput(t, worker.SessionToken, asking, "q", "which one?")
+	h.completeTask(t, worker.SessionToken, done, "finished")
+	live := []taskRef{open, accepted, asking}
 	route := "/workspace/participant/cancel_handoffs"
 
 	// The flooder follows its tasks live; the other participant its own.
 	ids := []string{open.TaskID, accepted.TaskID, asking.TaskID, done.TaskID}
-	sf, ack := lsListen(t, h, c, flooder.SessionToken, "9", map[string]any{"taskIds": ids}, true)
-	if got := lsStrings(t, ack["taskIds"]); !lsSameSet(got, ids) {
+	sf, ack := h.listen(t, c, flooder.SessionToken, "9", map[string]any{"taskIds": ids}, true)
+	if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, ids) {
 		t.Fatalf("acknowledged %v, want %v", got, ids)
 	}
-	so, _ := lsListen(t, h, c, other.SessionToken, "10", map[string]any{"taskIds": []string{theirs.TaskID}}, true)
+	so, _ := h.listen(t, c, other.SessionToken, "10", map[string]any{"taskIds": []string{theirs.TaskID}}, true)
 
 	t.Run("non-admins are refused with required admin and nothing changes", func(t *testing.T) {
 		before := h.snapshot()
@@ -184,14 +186,14 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 			t.Fatalf("answer %s, want the 3 live handoffs %v", r.Body, want)
 		}
 		for _, x := range live {
-			if st, _ := mtTaskRow(t, h, x.TaskID); st != room.TaskCancelled || mtHandoffStatus(t, h, x.HandoffID) != room.HandoffCancelled {
-				t.Fatalf("%s: task %s handoff %s, want both cancelled", x.HandoffID, st, mtHandoffStatus(t, h, x.HandoffID))
+			if st, _ := h.taskRow(t, x.TaskID); st != room.TaskCancelled || h.status(t, "handoff", x.HandoffID) != room.HandoffCancelled {
+				t.Fatalf("%s: task %s handoff %s, want both cancelled", x.HandoffID, st, h.status(t, "handoff", x.HandoffID))
 			}
 		}
-		if st, _ := mtTaskRow(t, h, done.TaskID); st != room.TaskCompleted || mtHandoffStatus(t, h, done.HandoffID) != room.HandoffResultReady {
+		if st, _ := h.taskRow(t, done.TaskID); st != room.TaskCompleted || h.status(t, "handoff", done.HandoffID) != room.HandoffResultReady {
 			t.Fatal("the result waiting for a decision was touched")
 		}
-		if st, _ := mtTaskRow(t, h, theirs.TaskID); st != room.TaskWorking || mtHandoffStatus(t, h, theirs.HandoffID) != room.HandoffOpen {
+		if st, _ := h.taskRow(t, theirs.TaskID); st != room.TaskWorking || h.status(t, "handoff", theirs.HandoffID) != room.HandoffOpen {
 			t.Fatal("someone else's handoff was touched")
 		}
 		var got []string
@@ -212,17 +214,17 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 	t.Run("the live listen stream gets notifications/tasks for each, as tasks/get says", func(t *testing.T) {
 		for _, x := range live {
 			f := sf.expectTask(t, x.TaskID, room.TaskCancelled)
-			lsSameTask(t, f, lsTaskGet(t, h, flooder.SessionToken, x))
+			sameTask(t, f, h.getTask(t, flooder.SessionToken, x))
 		}
 		// The other participant's stream got nothing: the next frame it
 		// sees is about its own task, changed after the clear.
-		lsCancelTask(t, h, other.SessionToken, theirs)
+		h.cancelTask(t, other.SessionToken, theirs)
 		so.expectTask(t, theirs.TaskID, room.TaskCancelled)
 	})
 	t.Run("the share is free again, and the operator clears it on the owner listener", func(t *testing.T) {
 		share := h.Eng.Limits.MaxTasksPerParticipant
 		for range share {
-			lsCreateTask(t, h, flooder.SessionToken, "again")
+			h.newTask(t, flooder.SessionToken, "again")
 		}
 		r := h.do("POST", h.ownerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
 		wantOK(t, r)

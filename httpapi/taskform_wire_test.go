@@ -14,14 +14,14 @@ import (
 // the same place in the object as before (after the result, before _meta).
 func TestExpiredTaskErrorOnTheWire(t *testing.T) {
 	h := newHarness(t, "")
-	owner := mtJoin(h, "owner", "read", "propose")
+	owner := h.join("owner", "read", "propose")
 	taskID, _ := owner.mcp.createTask(t, map[string]any{"summary": "never finished"})
 	h.Clock.Advance(24*time.Hour + time.Millisecond)
 	h.sweep()
-	admin := mtJoin(h, "admin", "admin")
+	admin := h.join("admin", "admin")
 	const want = `"pollIntervalMs":5000,"error":{"code":-32603,"message":"task expired"},"_meta":{`
 
-	r := h.doT(t, "GET", h.ingressURL("/workspace/task?task_id="+taskID), admin.grant.SessionToken, nil)
+	r := h.doT(t, "GET", h.ingressURL("/workspace/task?task_id="+taskID), admin.SessionToken, nil)
 	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), want) {
 		t.Errorf("GET /workspace/task = %d %s\nwant it to contain %s", r.Status, r.Body, want)
 	}
@@ -36,8 +36,8 @@ func TestExpiredTaskErrorOnTheWire(t *testing.T) {
 // included: the task form is applied to every operation's result, not per
 // handler.
 func TestReplayOfAnExpiredTaskShowsItsError(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{Limits: func(l *room.Limits) { l.TaskTTL = time.Hour }})
-	owner := mtJoin(h, "owner", "read", "propose")
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) { l.TaskTTL = time.Hour }})
+	owner := h.join("owner", "read", "propose")
 	args := map[string]any{"summary": "never finished", "idempotency_key": "k-1"}
 	taskID, _ := owner.mcp.createTask(t, args)
 	h.Clock.Advance(time.Hour + time.Millisecond)
@@ -50,7 +50,7 @@ func TestReplayOfAnExpiredTaskShowsItsError(t *testing.T) {
 	if got.Status != http.StatusOK || !strings.Contains(string(got.Raw), `"status":"failed","statusMessage":"task expired","taskId":"`+taskID+`"`) {
 		t.Errorf("MCP replay = %d %s\nwant the task %s failed", got.Status, got.Raw, taskID)
 	}
-	r := h.doT(t, "POST", h.ingressURL("/workspace/handoff"), owner.grant.SessionToken, args)
+	r := h.doT(t, "POST", h.ingressURL("/workspace/handoff"), owner.SessionToken, args)
 	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), want) || !strings.Contains(string(r.Body), `"replayed":true`) {
 		t.Errorf("POST /workspace/handoff replay = %d %s\nwant it replayed with %s", r.Status, r.Body, want)
 	}

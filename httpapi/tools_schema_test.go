@@ -17,8 +17,8 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// tsValue is a JSON value of the schema's type that the decoder must take.
-func tsValue(s map[string]any) any {
+// validValue is a JSON value of the schema's type that the decoder must take.
+func validValue(s map[string]any) any {
 	switch s["type"] {
 	case "string":
 		return "x"
@@ -31,27 +31,27 @@ func tsValue(s map[string]any) any {
 		return true
 	case "array":
 		items, _ := s["items"].(map[string]any)
-		return []any{tsValue(items)}
+		return []any{validValue(items)}
 	case "object":
 		out := map[string]any{}
 		props, _ := s["properties"].(map[string]any)
-		for _, r := range mtStrings(s["required"]) {
-			out[r] = tsValue(props[r].(map[string]any))
+		for _, r := range stringsOf(s["required"]) {
+			out[r] = validValue(props[r].(map[string]any))
 		}
 		return out
 	}
 	return nil
 }
 
-// tsWrong is a JSON value no property of the schema's type accepts.
-func tsWrong(s map[string]any) any {
+// wrongValue is a JSON value no property of the schema's type accepts.
+func wrongValue(s map[string]any) any {
 	if s["type"] == "string" {
 		return float64(7)
 	}
 	return "wrong"
 }
 
-func tsResolve(t *testing.T, schema map[string]any) *jsonschema.Resolved {
+func resolveSchema(t *testing.T, schema map[string]any) *jsonschema.Resolved {
 	t.Helper()
 	b, _ := json.Marshal(schema)
 	var s jsonschema.Schema
@@ -65,8 +65,8 @@ func tsResolve(t *testing.T, schema map[string]any) *jsonschema.Resolved {
 	return rs
 }
 
-// tsDecode decodes args as tools/call does and re-encodes the result.
-func tsDecode(tl tool, args map[string]any) (map[string]any, error) {
+// decodeArgs decodes args as tools/call does and re-encodes the result.
+func decodeArgs(tl tool, args map[string]any) (map[string]any, error) {
 	b, _ := json.Marshal(args)
 	v := reflect.New(tl.Op.Call.Input()).Interface()
 	if err := wirejson.DecodeArgs(b, v); err != nil {
@@ -89,38 +89,38 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 	}
 	for _, tl := range tools {
 		t.Run(tl.Name, func(t *testing.T) {
-			rs := tsResolve(t, tl.Input)
+			rs := resolveSchema(t, tl.Input)
 			props, _ := tl.Input["properties"].(map[string]any)
-			required := mtStrings(tl.Input["required"])
+			required := stringsOf(tl.Input["required"])
 			if tl.Input["type"] != "object" || tl.Input["additionalProperties"] != false {
 				t.Fatalf("schema = %v, want an object without additional properties", tl.Input)
 			}
-			base := tsValue(tl.Input).(map[string]any)
+			base := validValue(tl.Input).(map[string]any)
 			if err := rs.Validate(base); err != nil {
 				t.Fatalf("the required fields %v filled do not validate: %v", required, err)
 			}
-			if _, err := tsDecode(tl, base); err != nil {
+			if _, err := decodeArgs(tl, base); err != nil {
 				t.Fatalf("the decoder refuses %v: %v", base, err)
 			}
 			for name, raw := range props {
 				p := raw.(map[string]any)
-				args := tsWith(base, name, tsValue(p))
+				args := withKey(base, name, validValue(p))
 				if err := rs.Validate(args); err != nil {
 					t.Errorf("%s: the schema refuses its own type: %v", name, err)
 				}
-				got, err := tsDecode(tl, args)
+				got, err := decodeArgs(tl, args)
 				if err != nil {
 					t.Errorf("%s: the decoder refuses a value of the schema's type %v: %v", name, p["type"], err)
-				} else if g, w := tsJSON(got[name]), tsJSON(args[name]); p["type"] != "object" && p["type"] != "array" && g != w {
+				} else if g, w := jsonText(got[name]), jsonText(args[name]); p["type"] != "object" && p["type"] != "array" && g != w {
 					t.Errorf("%s: decoded %s, want %s (the decoder does not read this property)", name, g, w)
 				} else if got[name] == nil {
 					t.Errorf("%s: the decoder does not read this property", name)
 				}
-				bad := tsWith(base, name, tsWrong(p))
+				bad := withKey(base, name, wrongValue(p))
 				if rs.Validate(bad) == nil {
 					t.Errorf("%s: the schema takes %v for a %v", name, bad[name], p["type"])
 				}
-				if _, err := tsDecode(tl, bad); room.ErrorKind(err) != room.KindInvalidRequest || !strings.Contains(err.Error(), name) {
+				if _, err := decodeArgs(tl, bad); room.ErrorKind(err) != room.KindInvalidRequest || !strings.Contains(err.Error(), name) {
 					t.Errorf("%s: the decoder takes %v for a %v (err %v)", name, bad[name], p["type"], err)
 				}
 			}
@@ -140,15 +140,15 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 				if _, ok := props[r]; !ok {
 					t.Errorf("required %q is not a property", r)
 				}
-				if rs.Validate(tsWithout(base, r)) == nil {
+				if rs.Validate(withoutKey(base, r)) == nil {
 					t.Errorf("the schema takes the arguments without required %q", r)
 				}
 			}
-			unknown := tsWith(base, "no_such_field", "x")
+			unknown := withKey(base, "no_such_field", "x")
 			if rs.Validate(unknown) == nil {
 				t.Errorf("the schema takes an unknown property")
 			}
-			if _, err := tsDecode(tl, unknown); err != nil {
+			if _, err := decodeArgs(tl, unknown); err != nil {
 				t.Errorf("the decoder refuses an unknown property (it ignores them so newer clients keep working): %v", err)
 			}
 		})
@@ -165,8 +165,8 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 // refuses the absent version; MCP kept the original's leniency).
 func TestToolRequiredFieldsAreRequired(t *testing.T) {
 	h := newHarness(t, "# Doc\n\n## A\n\ntext\n")
-	g := h.session("admin", "*")
-	c := mcpClient(h, g.SessionToken, false)
+	g := h.join("admin", "*")
+	c := newMCPClient(h, g.SessionToken, false)
 	refused := map[string]bool{"workspace_commit": true, "workspace_changes_since": false}
 	var last []tool // workspace_leave ends the session: call it last
 	for _, tl := range toolCatalog() {
@@ -174,16 +174,16 @@ func TestToolRequiredFieldsAreRequired(t *testing.T) {
 			last = append(last, tl)
 			continue
 		}
-		tsCallEmpty(t, c, tl, refused)
+		callEmpty(t, c, tl, refused)
 	}
 	for _, tl := range last {
-		tsCallEmpty(t, c, tl, refused)
+		callEmpty(t, c, tl, refused)
 	}
 }
 
-func tsCallEmpty(t *testing.T, c *mtClient, tl tool, exceptions map[string]bool) {
+func callEmpty(t *testing.T, c *mcpClient, tl tool, exceptions map[string]bool) {
 	t.Run(tl.Name, func(t *testing.T) {
-		required := mtStrings(tl.Input["required"])
+		required := stringsOf(tl.Input["required"])
 		want, named := exceptions[tl.Name]
 		if !named {
 			want = len(required) > 0
@@ -195,22 +195,7 @@ func tsCallEmpty(t *testing.T, c *mtClient, tl tool, exceptions map[string]bool)
 	})
 }
 
-func tsWith(m map[string]any, k string, v any) map[string]any {
-	out := make(map[string]any, len(m)+1)
-	for a, b := range m {
-		out[a] = b
-	}
-	out[k] = v
-	return out
-}
-
-func tsWithout(m map[string]any, k string) map[string]any {
-	out := tsWith(m, k, nil)
-	delete(out, k)
-	return out
-}
-
-func tsJSON(v any) string {
+func jsonText(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)

@@ -16,25 +16,25 @@ import (
 // too, and no request between the save and the frames (a read would sync):
 // only the file watcher can explain them.
 func TestOutsideSaveReachesLiveStreams(t *testing.T) {
-	h := lsHarness(t, "", lsOpts{Actor: func(c *actor.Config) {
+	h := newHarness(t, "", harnessOpts{Actor: func(c *actor.Config) {
 		c.MaxSweepWait = time.Hour
 		c.Watch = actor.WatchConfig{Enabled: true, Poll: time.Hour}
 	}})
-	c := lsClient()
+	c := streamClient()
 	doc := h.Eng.DocumentURI()
 
-	l := h.session("listener", "read")
-	s, ack := lsListen(t, h, c, l.SessionToken, `"watch"`, map[string]any{"resourceSubscriptions": []string{doc}}, false)
-	if got := lsStrings(t, ack["resourceSubscriptions"]); len(got) != 1 || got[0] != doc {
+	l := h.join("listener", "read")
+	s, ack := h.listen(t, c, l.SessionToken, `"watch"`, map[string]any{"resourceSubscriptions": []string{doc}}, false)
+	if got := decodeStrings(t, ack["resourceSubscriptions"]); len(got) != 1 || got[0] != doc {
 		t.Fatalf("listen acknowledged %v, want [%s]", got, doc)
 	}
-	g := h.session("legacy", "read")
-	if res := lsOK(t, h, g.SessionToken, "resources/subscribe", map[string]any{"uri": doc}, false); res["resultType"] != "complete" {
+	g := h.join("legacy", "read")
+	if res := newMCPClient(h, g.SessionToken, false).ok(t, "resources/subscribe", map[string]any{"uri": doc}); res["resultType"] != "complete" {
 		t.Fatalf("resources/subscribe: %v", res)
 	}
-	legacy, refused := lsLegacyGet(t, h, c, g.SessionToken, "text/event-stream")
+	legacy, refused := h.legacyGet(t, c, g.SessionToken, "text/event-stream")
 	if legacy == nil {
-		t.Fatalf("GET /mcp refused: %d %s", refused.Status, refused.Body)
+		t.Fatalf("GET /mcp refused: %d %s", refused.Status, refused.Raw)
 	}
 	legacy.read()
 
@@ -44,7 +44,7 @@ func TestOutsideSaveReachesLiveStreams(t *testing.T) {
 	}{
 		{"an editor's save by rename", func(t *testing.T) {
 			tmp := filepath.Join(filepath.Dir(h.Doc), ".idea.md.swp")
-			if err := os.WriteFile(tmp, []byte(lsDoc("saved by an editor", "ship it", "step one")), 0o644); err != nil {
+			if err := os.WriteFile(tmp, []byte(threeSections("saved by an editor", "ship it", "step one")), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Rename(tmp, h.Doc); err != nil {
@@ -71,10 +71,10 @@ func TestOutsideSaveReachesLiveStreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := lsVersion(t, h, l.SessionToken); v != int64(i+2) {
+			if v := h.statusVersion(t, l.SessionToken); v != int64(i+2) {
 				t.Fatalf("version %d after the save, want %d", v, i+2)
 			}
-			res := lsOK(t, h, l.SessionToken, "resources/read", map[string]any{"uri": doc}, false)
+			res := newMCPClient(h, l.SessionToken, false).ok(t, "resources/read", map[string]any{"uri": doc})
 			contents, _ := res["contents"].([]any)
 			if len(contents) != 1 {
 				t.Fatalf("resources/read: %v", res)

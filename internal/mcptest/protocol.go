@@ -32,6 +32,23 @@ const (
 	Accept = "application/json, text/event-stream"
 )
 
+// The JSON-RPC error codes an answer on /mcp carries, written out as the
+// spec gives them (§6; the application codes of §2) rather than taken from
+// the server's own constants, so a test pins the number on the wire and not
+// whatever the server says.
+const (
+	CodeParseError         = -32700 // the body is not JSON
+	CodeInvalidRequest     = -32600 // JSON, but not one JSON-RPC request
+	CodeMethodNotFound     = -32601 // unknown or not advertised method
+	CodeInvalidParams      = -32602 // params (or a required _meta member) wrong
+	CodeInternalError      = -32603
+	CodeHeaderMismatch     = -32020 // a routing header disagrees with the body
+	CodeMissingCapability  = -32021 // the Tasks extension was not declared
+	CodeUnsupportedVersion = -32022 // a protocol version the server does not speak
+	CodeUnauthorized       = -31001 // no live session
+	CodePermissionDenied   = -31003 // the session lacks the capability
+)
+
 // NameField is the params member Mcp-Name carries for method ("" when the
 // method has none): spec §1.3.
 func NameField(method string) string {

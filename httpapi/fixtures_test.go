@@ -1,14 +1,13 @@
 package httpapi
 
-// Helpers shared by the authorization matrix (authz_matrix_test.go) and the
-// hostile-input tests (hostile_test.go). Every name here starts with "az" so
-// it cannot collide with the other helper files of the package. Records are
-// made through the engine inside the room's writer (actor.Do), never by
-// editing rows, with one documented exception: a session holding no
-// capability at all, which no invitation can grant (an invitation must grant
-// at least one), is made by emptying its invitation's grant before the join.
-// Nothing sleeps to wait for time: the room's clock is the harness's fake
-// clock, and the few waits on the server (a stream unregistering) are
+// Fixtures made through the engine inside the room's writer (actor.Do),
+// never by editing rows, with one documented exception: a session holding
+// no capability at all, which no invitation can grant (an invitation must
+// grant at least one), is made by emptying its invitation's grant before
+// the join (admit). Also what the authorization matrix and the hostile-input
+// tests share: routes walked from the real router, the owner cookie, random
+// ids. Nothing sleeps to wait for time: the room's clock is the harness's
+// fake clock, and the few waits on the server (a stream unregistering) are
 // bounded polls on a condition.
 
 import (
@@ -28,18 +27,18 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// azAgentCaps is the default agent grant (spec §1.5).
-var azAgentCaps = []string{"read", "observe", "propose", "checkout", "commit"}
+// agentCaps is the default agent grant (spec §1.5).
+var agentCaps = []string{"read", "observe", "propose", "checkout", "commit"}
 
-// azP is a principal acting as participant pid with every capability: the
+// trusted is a principal acting as participant pid with every capability: the
 // trusted, in-process way fixtures are made (spec §1.5: in-process callers of
 // the engine are trusted). Party rules still see pid.
-func azP(pid string) room.Principal {
+func trusted(pid string) room.Principal {
 	return room.Principal{ParticipantID: pid, Caps: room.Caps{room.CapAll}}
 }
 
-// azDo runs fn as one command in the room's writer.
-func azDo[T any](t testing.TB, h *roomHarness, fn func(tx *room.Tx) (T, error)) T {
+// inWriter runs fn as one command in the room's writer.
+func inWriter[T any](t testing.TB, h *roomHarness, fn func(tx *room.Tx) (T, error)) T {
 	t.Helper()
 	out, err := actor.Do(context.Background(), h.Room, "az fixture", fn)
 	if err != nil {
@@ -48,12 +47,13 @@ func azDo[T any](t testing.TB, h *roomHarness, fn func(tx *room.Tx) (T, error)) 
 	return out
 }
 
-// azJoin admits a participant holding exactly caps (nil or empty: none at
-// all) and returns its session grant. life is the session's length in
-// minutes (0: the default).
-func azJoin(t testing.TB, h *roomHarness, name string, caps []string, life int) room.SessionGrant {
+// admit is join done inside the room's writer, for the two sessions no
+// invitation over HTTP can make: one holding no capability at all (caps nil
+// or empty) and one of a chosen length (life in minutes; 0: the default).
+// It returns the same party join does.
+func (h *roomHarness) admit(t testing.TB, name string, caps []string, life int) party {
 	t.Helper()
-	return azDo(t, h, func(tx *room.Tx) (room.SessionGrant, error) {
+	return h.asParty(sessionGrant(inWriter(t, h, func(tx *room.Tx) (room.SessionGrant, error) {
 		grant := caps
 		if len(grant) == 0 {
 			grant = []string{"read"}
@@ -72,21 +72,21 @@ func azJoin(t testing.TB, h *roomHarness, name string, caps []string, life int) 
 			}
 		}
 		return h.Eng.Join(tx, room.JoinInput{Secret: inv.Token, Name: name, Kind: "agent", Transport: "test", SessionMinutes: life})
-	})
+	})))
 }
 
-// azInvite creates an invitation as the operator and returns it.
-func azInvite(t testing.TB, h *roomHarness, caps ...string) room.InviteGrant {
+// fixtureInvite creates an invitation as the operator and returns it.
+func (h *roomHarness) fixtureInvite(t testing.TB, caps ...string) room.InviteGrant {
 	t.Helper()
-	return azDo(t, h, func(tx *room.Tx) (room.InviteGrant, error) {
+	return inWriter(t, h, func(tx *room.Tx) (room.InviteGrant, error) {
 		return h.Eng.CreateInvite(tx, room.Operator(h.Eng.HostID), room.InviteInput{Capabilities: caps})
 	})
 }
 
-// azOwnerCookie exchanges a fresh one-time page key for the owner cookie,
+// pageCookie exchanges a fresh one-time page key for the owner cookie,
 // the way a browser opening the printed link does. It returns the key and
 // the cookie.
-func azOwnerCookie(t testing.TB, h *roomHarness) (string, *http.Cookie) {
+func (h *roomHarness) pageCookie(t testing.TB) (string, *http.Cookie) {
 	t.Helper()
 	r := h.do("POST", h.ownerURL("/owner/key"), h.OpToken, map[string]any{})
 	wantOK(t, r)
@@ -107,29 +107,29 @@ func azOwnerCookie(t testing.TB, h *roomHarness) (string, *http.Cookie) {
 	return "", nil
 }
 
-// azRandomID is an id of the given prefix that names nothing.
-func azRandomID(prefix string) string {
+// randomID is an id of the given prefix that names nothing.
+func randomID(prefix string) string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	return prefix + "_" + hex.EncodeToString(b)
 }
 
-// azRoute is one route a handler serves.
-type azRoute struct{ Method, Path string }
+// servedRoute is one route a handler serves.
+type servedRoute struct{ Method, Path string }
 
-func (r azRoute) String() string { return r.Method + " " + r.Path }
+func (r servedRoute) String() string { return r.Method + " " + r.Path }
 
-// azRoutes lists every route a listener's router serves (chi.Walk over the
+// walkRoutes lists every route a listener's router serves (chi.Walk over the
 // real handler), so a table that must cover every route can be checked.
-func azRoutes(t testing.TB, handler http.Handler) []azRoute {
+func walkRoutes(t testing.TB, handler http.Handler) []servedRoute {
 	t.Helper()
 	routes, ok := handler.(chi.Routes)
 	if !ok {
 		t.Fatalf("handler %T is not a chi router", handler)
 	}
-	var out []azRoute
+	var out []servedRoute
 	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		out = append(out, azRoute{method, route})
+		out = append(out, servedRoute{method, route})
 		return nil
 	})
 	if err != nil {
@@ -138,9 +138,19 @@ func azRoutes(t testing.TB, handler http.Handler) []azRoute {
 	return out
 }
 
-// azWaitSubscribers waits (bounded) until the hub holds n subscribers: a
+// routePatterns is walkRoutes as "METHOD /path" strings.
+func routePatterns(t testing.TB, handler http.Handler) []string {
+	t.Helper()
+	var out []string
+	for _, r := range walkRoutes(t, handler) {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+// waitSubscribers waits (bounded) until the hub holds n subscribers: a
 // stream the client closed is unregistered by its handler a moment later.
-func azWaitSubscribers(t testing.TB, h *roomHarness, n int) {
+func (h *roomHarness) waitSubscribers(t testing.TB, n int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for h.Hub.Stats().Subscribers != n {
@@ -151,19 +161,19 @@ func azWaitSubscribers(t testing.TB, h *roomHarness, n int) {
 	}
 }
 
-// azMCPRequest builds a POST /mcp request the way a conforming client does;
+// mcpRequest builds a POST /mcp request the way a conforming client does;
 // id is raw JSON ("" for a notification).
-func azMCPRequest(ctx context.Context, t testing.TB, url, id, method string, params map[string]any, tasks bool, opts ...reqOpt) *http.Request {
+func mcpRequest(ctx context.Context, t testing.TB, url, id, method string, params map[string]any, tasks bool, opts ...reqOpt) *http.Request {
 	t.Helper()
-	req, _, err := mcptest.New(nil, url, "", tasks, "").NewRequest(ctx, mcptest.Request{ID: lsID(id), Method: method, Params: params, Opts: opts})
+	req, _, err := mcptest.New(nil, url, "", tasks, "").NewRequest(ctx, mcptest.Request{ID: rawID(id), Method: method, Params: params, Opts: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return req
 }
 
-// azContains reports every secret (by label) found in text.
-func azContains(text string, secrets map[string]string) []string {
+// leaked reports every secret (by label) found in text.
+func leaked(text string, secrets map[string]string) []string {
 	var out []string
 	for label, s := range secrets {
 		if s != "" && strings.Contains(text, s) {
@@ -173,9 +183,9 @@ func azContains(text string, secrets map[string]string) []string {
 	return out
 }
 
-// azDoc is harnessDoc followed by n further sections, "Part 0000" …, so
+// manySections is harnessDoc followed by n further sections, "Part 0000" …, so
 // tests that lease many sections never collide on one.
-func azDoc(n int) string {
+func manySections(n int) string {
 	var b strings.Builder
 	b.WriteString(harnessDoc)
 	for i := range n {

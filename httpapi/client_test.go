@@ -18,35 +18,30 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
-const (
-	mtErrUnauth    = -31001
-	mtParseError   = -32700
-	mtInvalidReq   = -32600
-	mtNoMethod     = -32601
-	mtInvalidPar   = -32602
-	mtHeaderMism   = -32020
-	mtMissingCap   = -32021
-	mtUnsupVersion = -32022
-)
+// mcpReq is one request. Zero fields take the conforming default.
+type mcpReq = mcptest.Request
 
-// mtReq is one request. Zero fields take the conforming default.
-type mtReq = mcptest.Request
-
-// mtResp is one answer.
-type mtResp struct {
+// mcpResp is one answer on /mcp (a JSON-RPC answer, a refused stream, or
+// an HTTP failure), decoded once: the body as it came, its members, and the
+// JSON-RPC envelope typed.
+type mcpResp struct {
 	Status int
 	Header http.Header
 	Raw    []byte
 	Top    map[string]json.RawMessage // nil when the body is not a JSON object
 	Body   map[string]any             // the same, decoded
+	ID     json.RawMessage            // the answer's id as sent
+	Result map[string]any             // nil when the answer carries none
+	Error  *mcptest.RPCError          // nil when the answer carries none
 }
 
-// mtClient speaks MCP as one session (mcptest's client, whose answers the
+// mcpClient speaks MCP as one session (mcptest's client, whose answers the
 // harness records and checks).
-type mtClient struct {
+type mcpClient struct {
 	h     *roomHarness
 	url   string
 	token string
@@ -54,31 +49,27 @@ type mtClient struct {
 }
 
 // mcpClient is a client on the ingress listener for token ("" = none).
-func mcpClient(h *roomHarness, token string, tasks bool) *mtClient {
+func newMCPClient(h *roomHarness, token string, tasks bool) *mcpClient {
 	url := h.ingressURL("/mcp")
-	return &mtClient{h: h, url: url, token: token, mc: mcptest.New(h.client, url, token, tasks, "")}
+	return &mcpClient{h: h, url: url, token: token, mc: mcptest.New(h.client, url, token, tasks, "")}
 }
 
 // withTasks is the same session declaring (or not) the Tasks extension.
-func (c *mtClient) withTasks(on bool) *mtClient {
+func (c *mcpClient) withTasks(on bool) *mcpClient {
 	cp := *c
 	cp.mc = c.mc.WithTasks(on)
 	return &cp
 }
 
-func mtMeta(version string, caps map[string]any) map[string]any {
-	return mcptest.Meta(version, caps, "ce-tests")
-}
-
 // do sends q and decodes the answer.
-func (c *mtClient) do(t testing.TB, q mtReq) mtResp {
+func (c *mcpClient) do(t testing.TB, q mcpReq) mcpResp {
 	t.Helper()
 	r, err := c.mc.Do(context.Background(), q)
 	if err != nil {
 		t.Fatalf("%s %s: %v", q.HTTPMethod, q.Method, err)
 	}
 	c.h.noteError(r)
-	out := mtDecode(t, r.Status, r.Header, r.Raw)
+	out := decodeMCP(t, r.Status, r.Header, r.Raw)
 
 	// Rules for every answer.
 	if out.Status >= 400 && len(out.Raw) > 0 {
@@ -88,13 +79,13 @@ func (c *mtClient) do(t testing.TB, q mtReq) mtResp {
 	}
 	if out.Top != nil {
 		if _, isResult := out.Top["result"]; isResult {
-			res := out.result()
+			res := out.Result
 			switch res["resultType"] {
 			case "complete", "task":
 			default:
 				t.Errorf("%s: result has resultType %v, want complete or task: %s", q.Method, res["resultType"], out.Raw)
 			}
-			if name, _ := mtGet(res, "_meta", mcptest.MetaServerInfo, "name").(string); name == "" {
+			if name, _ := jsonAt(res, "_meta", mcptest.MetaServerInfo, "name").(string); name == "" {
 				t.Errorf("%s: result without _meta[%q] (spec §2.3: on every result): %.300s", q.Method, mcptest.MetaServerInfo, out.Raw)
 			}
 		}
@@ -108,10 +99,10 @@ func (c *mtClient) do(t testing.TB, q mtReq) mtResp {
 	return out
 }
 
-// mtDecode decodes an answer body when it is a JSON object.
-func mtDecode(t testing.TB, status int, h http.Header, body []byte) mtResp {
+// decodeMCP decodes an answer body when it is a JSON object.
+func decodeMCP(t testing.TB, status int, h http.Header, body []byte) mcpResp {
 	t.Helper()
-	out := mtResp{Status: status, Header: h, Raw: body}
+	out := mcpResp{Status: status, Header: h, Raw: body}
 	if len(bytes.TrimSpace(body)) == 0 || bytes.TrimSpace(body)[0] != '{' {
 		return out
 	}
@@ -124,52 +115,50 @@ func mtDecode(t testing.TB, status int, h http.Header, body []byte) mtResp {
 	if dups := mcptest.DupKeys(body); len(dups) > 0 {
 		t.Errorf("answer repeats key %q in one object (a decoder keeps only one): %.300s", dups[0], body)
 	}
+	out.ID = out.Top["id"]
+	out.Result, _ = out.Body["result"].(map[string]any)
+	if e := bytes.TrimSpace(out.Top["error"]); len(e) > 0 && e[0] == '{' { // a REST error is {"error":"code"}
+		out.Error = &mcptest.RPCError{Status: status}
+		if err := json.Unmarshal(e, out.Error); err != nil {
+			t.Fatalf("answer %d: the error member is not a JSON-RPC error object: %v\n%s", status, err, body)
+		}
+	}
 	return out
 }
 
-func (r mtResp) result() map[string]any {
-	m, _ := r.Body["result"].(map[string]any)
-	return m
-}
-
-func (r mtResp) rpcError() map[string]any {
-	m, _ := r.Body["error"].(map[string]any)
-	return m
-}
-
 // call sends method with params the conforming way.
-func (c *mtClient) call(t testing.TB, method string, params map[string]any) mtResp {
+func (c *mcpClient) call(t testing.TB, method string, params map[string]any) mcpResp {
 	t.Helper()
-	return c.do(t, mtReq{Method: method, Params: params})
+	return c.do(t, mcpReq{Method: method, Params: params})
 }
 
 // ok sends method and requires HTTP 200 with a result.
-func (c *mtClient) ok(t testing.TB, method string, params map[string]any) map[string]any {
+func (c *mcpClient) ok(t testing.TB, method string, params map[string]any) map[string]any {
 	t.Helper()
-	return mtWantResult(t, c.call(t, method, params))
+	return wantResult(t, c.call(t, method, params))
 }
 
-// mtWantResult requires HTTP 200 with a JSON-RPC result and returns it.
-func mtWantResult(t testing.TB, r mtResp) map[string]any {
+// wantResult requires HTTP 200 with a JSON-RPC result and returns it.
+func wantResult(t testing.TB, r mcpResp) map[string]any {
 	t.Helper()
 	if r.Status != http.StatusOK {
 		t.Fatalf("status %d, want 200; body %s", r.Status, r.Raw)
 	}
-	res := r.result()
+	res := r.Result
 	if res == nil {
 		t.Fatalf("no result in %s", r.Raw)
 	}
 	return res
 }
 
-// mtWantError requires the status and JSON-RPC error code and returns the
+// wantRPCError requires the status and JSON-RPC error code and returns the
 // error object. The error must have a message.
-func mtWantError(t testing.TB, r mtResp, status, code int) map[string]any {
+func wantRPCError(t testing.TB, r mcpResp, status, code int) map[string]any {
 	t.Helper()
 	if r.Status != status {
 		t.Fatalf("status %d, want %d (code %d); body %s", r.Status, status, code, r.Raw)
 	}
-	e := r.rpcError()
+	e, _ := r.Body["error"].(map[string]any)
 	if e == nil {
 		t.Fatalf("no JSON-RPC error in %s", r.Raw)
 	}
@@ -189,18 +178,18 @@ func mtWantError(t testing.TB, r mtResp, status, code int) map[string]any {
 }
 
 // tool calls a tool; args nil sends no arguments member. It returns the result.
-func (c *mtClient) tool(t testing.TB, name string, args map[string]any) map[string]any {
+func (c *mcpClient) tool(t testing.TB, name string, args map[string]any) map[string]any {
 	t.Helper()
 	params := map[string]any{"name": name}
 	if args != nil {
 		params["arguments"] = args
 	}
-	return mtWantResult(t, c.call(t, "tools/call", params))
+	return wantResult(t, c.call(t, "tools/call", params))
 }
 
 // toolOK calls a tool that must succeed and returns its structuredContent.
 // The text block must hold the same JSON.
-func (c *mtClient) toolOK(t testing.TB, name string, args map[string]any) map[string]any {
+func (c *mcpClient) toolOK(t testing.TB, name string, args map[string]any) map[string]any {
 	t.Helper()
 	res := c.tool(t, name, args)
 	if res["isError"] != false {
@@ -213,13 +202,13 @@ func (c *mtClient) toolOK(t testing.TB, name string, args map[string]any) map[st
 	if sc == nil {
 		t.Fatalf("%s: no structuredContent object: %v", name, res)
 	}
-	mtCheckTextBlock(t, name, res, sc)
+	checkTextBlock(t, name, res, sc)
 	return sc
 }
 
 // toolErr calls a tool that must fail as a tool (isError) with Commonroom
 // error code want, and returns structuredContent.
-func (c *mtClient) toolErr(t testing.TB, name string, args map[string]any, want string) map[string]any {
+func (c *mcpClient) toolErr(t testing.TB, name string, args map[string]any, want string) map[string]any {
 	t.Helper()
 	res := c.tool(t, name, args)
 	if res["isError"] != true {
@@ -235,13 +224,13 @@ func (c *mtClient) toolErr(t testing.TB, name string, args map[string]any, want 
 	if msg, _ := sc["message"].(string); msg == "" {
 		t.Errorf("%s: error without message: %v", name, sc)
 	}
-	mtCheckTextBlock(t, name, res, sc)
+	checkTextBlock(t, name, res, sc)
 	return sc
 }
 
-// mtCheckTextBlock: content holds one text block whose text is the
+// checkTextBlock: content holds one text block whose text is the
 // structuredContent as JSON (spec §3.3: SHOULD).
-func mtCheckTextBlock(t testing.TB, name string, res, sc map[string]any) {
+func checkTextBlock(t testing.TB, name string, res, sc map[string]any) {
 	t.Helper()
 	content, _ := res["content"].([]any)
 	if len(content) == 0 {
@@ -264,7 +253,7 @@ func mtCheckTextBlock(t testing.TB, name string, res, sc map[string]any) {
 }
 
 // taskCall sends a tasks/* method with taskId (Mcp-Name = taskId) and extra params.
-func (c *mtClient) taskCall(t testing.TB, method, taskID string, extra map[string]any) mtResp {
+func (c *mcpClient) taskCall(t testing.TB, method, taskID string, extra map[string]any) mcpResp {
 	t.Helper()
 	params := map[string]any{"taskId": taskID}
 	for k, v := range extra {
@@ -274,9 +263,9 @@ func (c *mtClient) taskCall(t testing.TB, method, taskID string, extra map[strin
 }
 
 // taskGet is tasks/get that must succeed; it returns the result.
-func (c *mtClient) taskGet(t testing.TB, taskID string) map[string]any {
+func (c *mcpClient) taskGet(t testing.TB, taskID string) map[string]any {
 	t.Helper()
-	res := mtWantResult(t, c.taskCall(t, "tasks/get", taskID, nil))
+	res := wantResult(t, c.taskCall(t, "tasks/get", taskID, nil))
 	if res["resultType"] != "complete" {
 		t.Errorf("tasks/get resultType = %v, want complete", res["resultType"])
 	}
@@ -286,11 +275,11 @@ func (c *mtClient) taskGet(t testing.TB, taskID string) map[string]any {
 	return res
 }
 
-// mtWantAck checks an empty acknowledgement (tasks/update, tasks/cancel):
+// wantAck checks an empty acknowledgement (tasks/update, tasks/cancel):
 // resultType complete and none of the task's fields.
-func mtWantAck(t testing.TB, r mtResp) {
+func wantAck(t testing.TB, r mcpResp) {
 	t.Helper()
-	res := mtWantResult(t, r)
+	res := wantResult(t, r)
 	if res["resultType"] != "complete" {
 		t.Errorf("ack resultType = %v", res["resultType"])
 	}
@@ -303,7 +292,7 @@ func mtWantAck(t testing.TB, r mtResp) {
 
 // createTask is handoff_create with the extension declared: it returns the
 // task id and the handoff id from the CreateTaskResult.
-func (c *mtClient) createTask(t testing.TB, args map[string]any) (taskID, handoffID string) {
+func (c *mcpClient) createTask(t testing.TB, args map[string]any) (taskID, handoffID string) {
 	t.Helper()
 	res := c.withTasks(true).tool(t, "handoff_create", args)
 	if res["resultType"] != "task" {
@@ -318,25 +307,25 @@ func (c *mtClient) createTask(t testing.TB, args map[string]any) (taskID, handof
 	return taskID, handoffID
 }
 
-// mtRawPOST writes one request on a fresh TCP connection byte for byte, for
+// rawPOST writes one request on a fresh TCP connection byte for byte, for
 // what net/http's client would normalise (padded header values).
-func mtRawPOST(t testing.TB, hostport string, headerLines []string, body []byte) mtResp {
+func rawPOST(t testing.TB, hostport string, headerLines []string, body []byte) mcpResp {
 	t.Helper()
 	r, err := mcptest.RawPOST(hostport, headerLines, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mtDecode(t, r.Status, r.Header, r.Raw)
+	return decodeMCP(t, r.Status, r.Header, r.Raw)
 }
 
-// mtHostPort is a test server's host:port.
-func mtHostPort(url string) string { return strings.TrimPrefix(url, "http://") }
+// hostPort is a test server's host:port.
+func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
 
-// mtTimeRE is the ISO 8601 prefix conformance checks on task times.
-var mtTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}`)
+// isoTimeRE is the ISO 8601 prefix conformance checks on task times.
+var isoTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}`)
 
-// mtGet walks a decoded JSON value by keys; nil when a step is missing.
-func mtGet(v any, keys ...string) any {
+// jsonAt walks a decoded JSON value by keys; nil when a step is missing.
+func jsonAt(v any, keys ...string) any {
 	for _, k := range keys {
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -347,18 +336,35 @@ func mtGet(v any, keys ...string) any {
 	return v
 }
 
-// mtHasKey reports whether any object anywhere inside v has key k.
-func mtHasKey(v any, k string) bool {
+// withKey is a copy of m with k set to v.
+func withKey(m map[string]any, k string, v any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}
+
+// withoutKey is a copy of m without k.
+func withoutKey(m map[string]any, k string) map[string]any {
+	out := withKey(m, k, nil)
+	delete(out, k)
+	return out
+}
+
+// hasKey reports whether any object anywhere inside v has key k.
+func hasKey(v any, k string) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		for kk, vv := range x {
-			if kk == k || mtHasKey(vv, k) {
+			if kk == k || hasKey(vv, k) {
 				return true
 			}
 		}
 	case []any:
 		for _, vv := range x {
-			if mtHasKey(vv, k) {
+			if hasKey(vv, k) {
 				return true
 			}
 		}
@@ -366,9 +372,9 @@ func mtHasKey(v any, k string) bool {
 	return false
 }
 
-// mtJSON round-trips v through JSON into generic values, so Go structs and
+// generic round-trips v through JSON into generic values, so Go structs and
 // decoded answers compare with reflect.DeepEqual.
-func mtJSON(t testing.TB, v any) any {
+func generic(t testing.TB, v any) any {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -381,27 +387,8 @@ func mtJSON(t testing.TB, v any) any {
 	return out
 }
 
-// mtParty is one participant of a test room with its MCP client.
-type mtParty struct {
-	grant sessionGrant
-	mcp   *mtClient // without the Tasks extension
-	ext   *mtClient // declaring it
-}
-
-// mtJoin creates an invitation with caps on the owner listener (operator
-// token) and joins with it.
-func mtJoin(h *roomHarness, name string, caps ...string) mtParty {
-	h.t.Helper()
-	g := h.session(name, caps...)
-	c := mcpClient(h, g.SessionToken, false)
-	return mtParty{grant: g, mcp: c, ext: c.withTasks(true)}
-}
-
-// mtID is the participant id of a party.
-func (p mtParty) id() string { return p.grant.ParticipantID }
-
-// mtTaskRow reads a task's status and last update from the sidecar.
-func mtTaskRow(t testing.TB, h *roomHarness, taskID string) (status string, updated int64) {
+// taskRow reads a task's status and last update from the sidecar.
+func (h *roomHarness) taskRow(t testing.TB, taskID string) (status string, updated int64) {
 	t.Helper()
 	if err := h.Store.Reader.QueryRow(`SELECT status, last_updated_at FROM tasks WHERE task_id = ?`, taskID).Scan(&status, &updated); err != nil {
 		t.Fatalf("task %s: %v", taskID, err)
@@ -409,18 +396,8 @@ func mtTaskRow(t testing.TB, h *roomHarness, taskID string) (status string, upda
 	return status, updated
 }
 
-// mtHandoffStatus reads a handoff's status from the sidecar.
-func mtHandoffStatus(t testing.TB, h *roomHarness, handoffID string) string {
-	t.Helper()
-	var s string
-	if err := h.Store.Reader.QueryRow(`SELECT status FROM handoffs WHERE handoff_id = ?`, handoffID).Scan(&s); err != nil {
-		t.Fatalf("handoff %s: %v", handoffID, err)
-	}
-	return s
-}
-
-// mtStrings turns a decoded []any of strings into []string.
-func mtStrings(v any) []string {
+// stringsOf turns a decoded []any of strings into []string.
+func stringsOf(v any) []string {
 	var out []string
 	list, _ := v.([]any)
 	for _, x := range list {
@@ -428,4 +405,89 @@ func mtStrings(v any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// tool is a tool of the door's catalog as tools/list shows it.
+type tool = mcp.Tool
+
+// toolCatalog is the MCP door's tool catalog.
+func toolCatalog() []tool { return mcp.Tools() }
+
+// ---- notifications and tasks ----
+
+// rawID is a raw JSON id as mcptest sends it ("" for a notification).
+func rawID(id string) any {
+	if id == "" {
+		return mcptest.NoID
+	}
+	return json.RawMessage(id)
+}
+
+// notify sends a client notification (no id) and requires 202.
+func (h *roomHarness) notify(t testing.TB, token, method string, params map[string]any) {
+	t.Helper()
+	r := newMCPClient(h, token, false).do(t, mcpReq{ID: mcptest.NoID, Method: method, Params: params, Timeout: frameWait})
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("%s: status %d, want 202; body %s", method, r.Status, r.Raw)
+	}
+}
+
+// cancelListen sends notifications/cancelled naming requestID (raw JSON).
+func (h *roomHarness) cancelListen(t testing.TB, token, requestID string) {
+	t.Helper()
+	h.notify(t, token, "notifications/cancelled", map[string]any{"requestId": json.RawMessage(requestID), "reason": "done"})
+}
+
+// ---- tasks ----
+
+// taskRef is a handoff and its task.
+type taskRef struct{ HandoffID, TaskID string }
+
+// newTask creates a handoff with the Tasks extension declared and
+// returns the handle's ids.
+func (h *roomHarness) newTask(t testing.TB, token, summary string) taskRef {
+	t.Helper()
+	tid, hid := newMCPClient(h, token, true).createTask(t, map[string]any{"summary": summary})
+	return taskRef{HandoffID: hid, TaskID: tid}
+}
+
+func (h *roomHarness) acceptTask(t testing.TB, token string, x taskRef) {
+	t.Helper()
+	newMCPClient(h, token, false).toolOK(t, "handoff_accept", map[string]any{"handoff_id": x.HandoffID})
+}
+
+// askInput has the assignee ask the owner one question under key.
+func (h *roomHarness) askInput(t testing.TB, token string, x taskRef, key, message string) {
+	t.Helper()
+	newMCPClient(h, token, false).toolOK(t, "handoff_request_input", map[string]any{"handoff_id": x.HandoffID,
+		"requests": []any{map[string]any{"key": key, "message": message}}})
+
+}
+
+// answerInput has the owner answer key with tasks/update.
+func (h *roomHarness) answerInput(t testing.TB, token string, x taskRef, key string) {
+	t.Helper()
+	res := newMCPClient(h, token,
+		true).ok(t, "tasks/update", map[string]any{"taskId": x.TaskID, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"answer": "yes to " + key}}}})
+
+	if res["resultType"] != "complete" {
+		t.Fatalf("tasks/update: %v", res)
+	}
+}
+
+func (h *roomHarness) completeTask(t testing.TB, token string, x taskRef, text string) {
+	t.Helper()
+	newMCPClient(h, token, false).toolOK(t, "handoff_complete", map[string]any{"handoff_id": x.HandoffID, "result": map[string]any{"text": text}})
+}
+
+func (h *roomHarness) cancelTask(t testing.TB, token string, x taskRef) {
+	t.Helper()
+	wantAck(t, newMCPClient(h, token, true).taskCall(t, "tasks/cancel", x.TaskID, nil))
+}
+
+// getTask is tasks/get's result.
+func (h *roomHarness) getTask(t testing.TB, token string, x taskRef) map[string]any {
+	t.Helper()
+	return newMCPClient(h, token, true).taskGet(t, x.TaskID)
 }

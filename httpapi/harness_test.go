@@ -5,6 +5,12 @@ package httpapi
 // handlers, each served on its own real listener bound to 127.0.0.1:0.
 // Time is a fake clock the tests advance; expiry is applied with
 // (*actor.Room).Sweep, never by sleeping.
+//
+// The vocabulary every test uses: newHarness (with harnessOpts) opens a
+// room; h.join admits a participant as a party (its session, its MCP client
+// and its Tasks-extension client); h.do sends plain HTTP and answers an
+// apiResp; a party's mcpClient answers an mcpResp (client_test.go); streams
+// are read frame by frame (stream_test.go).
 
 import (
 	"bytes"
@@ -27,6 +33,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -37,6 +44,9 @@ const harnessDoc = "# Idea\n\nhello world\n\n## Goals\n\nship it\nsoon\n\n## Pla
 
 // harnessOperatorToken is the operator credential the harness configures.
 const harnessOperatorToken = "op_test_7f3c1a9e5b2d4c6e8a0f1b3d5e7a9c1e"
+
+// EncodeChange is the hub's encoder the test servers use, as ce serve does.
+var EncodeChange = mcp.EncodeChange
 
 // fakeClock is the room's injectable clock; safe for concurrent use.
 type fakeClock = room.ManualClock
@@ -82,7 +92,7 @@ type roomHarness struct {
 	Ingress *httptest.Server
 
 	client *http.Client
-	opts   lsOpts // what this harness changes from the defaults, kept for restart
+	opts   harnessOpts // what this harness changes from the defaults, kept for restart
 
 	mu        sync.Mutex
 	errBodies []string // every error response body seen (status >= 400)
@@ -90,20 +100,22 @@ type roomHarness struct {
 }
 
 // newHarness opens a room around a fresh file holding content (harnessDoc
-// when empty) and serves it. Everything is closed by t.Cleanup.
-func newHarness(t testing.TB, content string) *roomHarness {
+// when empty) and serves it; everything is closed by t.Cleanup. An options
+// value (at most one) chooses the room's limits, the hub's configuration, a
+// publication gate or tmpfs; restart keeps them.
+func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness {
 	t.Helper()
-	return lsHarness(t, content, lsOpts{})
-}
-
-// lsHarness is newHarness with the room's limits, the hub's configuration,
-// a publication gate or tmpfs chosen by the test; restart keeps them.
-func lsHarness(t testing.TB, content string, o lsOpts) *roomHarness {
-	t.Helper()
+	if len(opts) > 1 {
+		t.Fatalf("newHarness takes at most one harnessOpts, got %d", len(opts))
+	}
+	var o harnessOpts
+	if len(opts) == 1 {
+		o = opts[0]
+	}
 	if content == "" {
 		content = harnessDoc
 	}
-	dir := lsTempDir(t, o.InMemory)
+	dir := harnessDir(t, o.InMemory)
 	doc := filepath.Join(dir, "idea.md")
 	if err := os.WriteFile(doc, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -358,20 +370,39 @@ func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
 	return h.do("POST", h.ingressURL("/session/join"), "", body, opts...)
 }
 
-// join redeems invite (URI, payload or secret) under name and requires success.
-func (h *roomHarness) join(invite, name string) sessionGrant {
+// redeem is join with an invitation the test made itself: it redeems invite
+// (URI, payload or secret) under name and requires success.
+func (h *roomHarness) redeem(invite, name string) party {
 	h.t.Helper()
 	g, err := mcptest.Join(context.Background(), h.client, h.Ingress.URL, invite, name, "")
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return g
+	return h.asParty(g)
 }
 
-// session invites with caps and joins: a live session holding exactly caps.
-func (h *roomHarness) session(name string, caps ...string) sessionGrant {
+// party is one participant of a test room: its session (embedded, so
+// p.SessionToken and p.ParticipantID read as the join's answer), an MCP
+// client without the Tasks extension and one declaring it, both on the
+// ingress listener as that session.
+type party struct {
+	sessionGrant
+	mcp *mcpClient // without the Tasks extension
+	ext *mcpClient // declaring it
+}
+
+// asParty wraps a session in its two MCP clients.
+func (h *roomHarness) asParty(g sessionGrant) party {
+	c := newMCPClient(h, g.SessionToken, false)
+	return party{sessionGrant: g, mcp: c, ext: c.withTasks(true)}
+}
+
+// join is the one way a test admits a participant: the operator invites
+// with caps (none: the default agent grant) and name redeems it on the
+// ingress listener. The party holds exactly caps.
+func (h *roomHarness) join(name string, caps ...string) party {
 	h.t.Helper()
-	return h.join(h.inviteCaps(caps...).URI, name)
+	return h.redeem(h.inviteCaps(caps...).URI, name)
 }
 
 // wantError checks an error answer: status, the error code, a message, and a
@@ -479,6 +510,18 @@ func (h *roomHarness) count(query string, args ...any) int {
 	return n
 }
 
+// status reads the status column of one row of a table whose key is
+// kind_id (kind "proposal", "handoff"): the state a test expects a record
+// to be left in.
+func (h *roomHarness) status(t testing.TB, kind, id string) string {
+	t.Helper()
+	var s string
+	if err := h.Store.Reader.QueryRow(`SELECT status FROM `+kind+`s WHERE `+kind+`_id = ?`, id).Scan(&s); err != nil {
+		t.Fatalf("%s %s: %v", kind, id, err)
+	}
+	return s
+}
+
 // eventRow is one row of the events table.
 type eventRow struct {
 	ID      int64
@@ -568,4 +611,123 @@ var workspaceRoutes = []struct {
 var readRoutes = []string{
 	"/workspace/status", "/workspace/summary", "/workspace/regions",
 	"/workspace/read", "/workspace/history", "/workspace/participants",
+}
+
+// ---- options ----
+
+// harnessOpts chooses what newHarness changes from the default harness.
+type harnessOpts struct {
+	Limits func(*room.Limits) // adjusts room.Defaults()
+	Hub    listen.Config      // Logger and Now are filled in when nil
+	// Gate, when set, stands between the room's writer and the hub; see publishGate.
+	Gate *publishGate
+	// InMemory puts the room's files on tmpfs (/dev/shm) when there is
+	// one, for tests that push megabytes through the sidecar: its commits
+	// fsync, and on a disk that, not the code under test, would dominate.
+	InMemory bool
+	// Actor adjusts the room actor's configuration (the sweeper, the file
+	// watcher) after the harness has filled it in.
+	Actor func(*actor.Config)
+	// Server adjusts the front door's configuration (timeouts, caps).
+	Server func(*Config)
+}
+
+// harnessDir is t.TempDir(), on /dev/shm when asked and available.
+func harnessDir(t testing.TB, inMemory bool) string {
+	t.Helper()
+	if inMemory {
+		if dir, err := os.MkdirTemp("/dev/shm", "ce-listen-test-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
+// publishGate is the room's Publisher in front of the hub. Armed, it holds the
+// next batch the writer hands over, reports whether the writer had already
+// answered that batch's caller (the writer's Commands counter moved past
+// the count taken when arming: runBatch counts each command just before
+// answering it), and forwards the batch only when released. That makes
+// the window between "the caller has its answer" and "the hub has the
+// change" as wide as a test needs, without sleeping.
+type publishGate struct {
+	hub     *listen.Hub
+	mu      sync.Mutex
+	room    *actor.Room
+	armed   bool
+	base    uint64
+	entered chan bool
+	release chan struct{}
+}
+
+func (g *publishGate) Publish(b listen.Batch) {
+	g.mu.Lock()
+	armed, base, r := g.armed, g.base, g.room
+	g.armed = false
+	g.mu.Unlock()
+	if armed {
+		g.entered <- r.Stats().Commands.Load() > base
+		<-g.release
+	}
+	g.hub.Publish(b)
+}
+
+// arm catches the next batch. Nothing else may be writing meanwhile.
+func (g *publishGate) arm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed = true
+	g.base = g.room.Stats().Commands.Load()
+}
+
+// joinMany joins n parties holding caps through one multi-use invitation,
+// a few joins at a time (named s000, s001, …).
+func (h *roomHarness) joinMany(t testing.TB, n int, caps ...string) []party {
+	t.Helper()
+	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n, "max_live_sessions": n})
+	gs, err := mcptest.JoinMany(context.Background(), h.client, h.Ingress.URL, inv.URI, "s%03d", "", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]party, n)
+	for i, g := range gs {
+		out[i] = h.asParty(g)
+	}
+	return out
+}
+
+// ---- the document, edited out of band ----
+
+// editFile replaces the file out of band, then makes the room notice with a
+// workspace_status call through /mcp, and returns the version it reports.
+// Contents must differ in length from the previous ones: the file's stamp
+// (size, mtime, inode) is how the room notices an edit, and two writes within
+// one clock tick keep the same mtime.
+func (h *roomHarness) editFile(t testing.TB, token, content string) int64 {
+	t.Helper()
+	before := h.statusVersion(t, token)
+	if err := os.WriteFile(h.Doc, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := h.statusVersion(t, token)
+	if after != before+1 {
+		t.Fatalf("the out-of-band edit made version %d, want %d", after, before+1)
+	}
+	return after
+}
+
+func (h *roomHarness) statusVersion(t testing.TB, token string) int64 {
+	t.Helper()
+	st := newMCPClient(h, token, false).toolOK(t, "workspace_status", map[string]any{})
+	v, ok := st["version"].(float64)
+	if !ok {
+		t.Fatalf("workspace_status has no version: %v", st)
+	}
+	return int64(v)
+}
+
+// threeSections builds a document from the three sections' bodies.
+func threeSections(idea, goals, plan string) string {
+	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"
 }
