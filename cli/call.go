@@ -378,7 +378,7 @@ func runCall(ctx context.Context, env Env, log *slog.Logger, f callFlags, ts *tr
 			err = s.err
 		}
 		if err == nil && w.plug == nil {
-			err = room.Errorf(room.KindTransportUnavailable, "no transport in the invitation reached the room; tried: %s", strings.Join(tried, "; ")).
+			err = room.Errorf(room.KindTransportUnavailable, "none of the room's transport hints reached it; tried: %s", strings.Join(tried, "; ")).
 				With("tried", tried)
 		}
 		if w.plug != nil {

@@ -9,9 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/commonroom/ce/room"
@@ -380,5 +383,29 @@ func TestCallOverAnExecTransport(t *testing.T) {
 	}
 	if j := join(t, dir, ig.URI, "later"); j.WorkspaceID != s.Banner.WorkspaceID {
 		t.Errorf("the invitation did not work afterwards: %+v", j)
+	}
+}
+
+// TestCallNeverFollowsARedirect: a redirect is printed as the answer, not
+// followed, so the session never goes where an answer points.
+func TestCallNeverFollowsARedirect(t *testing.T) {
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+	}))
+	defer elsewhere.Close()
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/steal", http.StatusFound)
+	}))
+	defer redirecting.Close()
+	r := ce(t, t.TempDir(), nil, "call", "GET", "/workspace/status", "--session", "ses_secret", "--url", redirecting.URL)
+	if r.code != exitInternal || !strings.Contains(r.stderr, "HTTP 302") {
+		t.Fatalf("exit %d, want %d naming HTTP 302\n%s", r.code, exitInternal, r.output())
+	}
+	if out := decodeCall(t, r); out.Status != http.StatusFound {
+		t.Errorf("answer %+v", out)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the redirect was followed (%d requests elsewhere)", n)
 	}
 }
