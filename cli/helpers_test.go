@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -166,6 +167,12 @@ func ce(t testing.TB, dir string, env []string, args ...string) result {
 
 func ceWithin(t testing.TB, limit time.Duration, dir string, env []string, args ...string) result {
 	t.Helper()
+	return ceStdin(t, limit, dir, env, nil, args...)
+}
+
+// ceStdin is ceWithin with stdin (nil: empty).
+func ceStdin(t testing.TB, limit time.Duration, dir string, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -174,6 +181,7 @@ func ceWithin(t testing.TB, limit time.Duration, dir string, env []string, args 
 	cmd.Env = cetest.ChildEnv(env...)
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
+	cmd.Stdin = stdin
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err := cmd.Run()

@@ -134,59 +134,24 @@ func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, 
 	if err != nil {
 		return joined{}, err
 	}
-	var tried []string
-	skip := func(h room.Hint, why string) {
-		tried = append(tried, fmt.Sprintf("%s: %s", hintLabel(h), strings.TrimPrefix(why, transport.ErrUnavailable.Error()+": ")))
-	}
-	for _, h := range inv.Transports {
-		prov, err := ts.provider(h.Type)
-		if err != nil {
-			skip(h, err.Error())
-			continue
-		}
-		th := fromRoomHint(h)
-		if th.Address == "" && th.Type == transport.LoopbackName {
-			th.Address = "127.0.0.1"
-		}
-		if th.Address == "" || th.Port < 1 {
-			skip(h, "the hint names no address and port")
-			continue
-		}
-		stateDir := ""
-		if h.Type != transport.LoopbackName {
-			stateDir = joinStateDir(env, h.Type)
-			if err := makeStateDir(stateDir); err != nil {
-				skip(h, fmt.Sprintf("its state directory: %v", err))
-				continue
-			}
-		}
-		octx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("not open within --transport-timeout (%s)", timeout))
-		plug, err := openPlugin(octx, prov, transportOptions(env, log, h.Type, stateDir, "", true))
-		cancel()
-		if err != nil {
-			skip(h, err.Error())
-			continue
-		}
-		g, err := joinOver(ctx, plug, th, uri, name, kind, timeout)
-		if room.ErrorKind(err) == room.KindTransportUnavailable {
-			plug.Close()
-			skip(h, room.AsError(err).Message)
-			continue
-		}
-		if err != nil {
-			plug.Close()
-			return joined{}, err
+	var g room.SessionGrant
+	w, tried, err := walkHints(ctx, env, log, ts, inv.Transports, timeout, func(w wayIn) error {
+		var err error
+		if g, err = joinOver(ctx, w.plug, w.th, uri, name, kind, timeout); err != nil {
+			return err
 		}
 		if g.WorkspaceID != inv.WorkspaceID {
-			hc := pluginClient(plug, th, timeout)
-			callRoom(ctx, hc, "POST", "http://"+th.HostPort()+"/workspace/leave", g.SessionToken, nil, nil)
-			plug.Close()
-			return joined{}, room.Errorf(room.KindInvalidRequest, "the room at that address is %s, not the invited %s", g.WorkspaceID, inv.WorkspaceID)
+			hc := pluginClient(w.plug, w.th, timeout)
+			callRoom(ctx, hc, "POST", w.url()+"/workspace/leave", g.SessionToken, nil, nil)
+			return room.Errorf(room.KindInvalidRequest, "the room at that address is %s, not the invited %s", g.WorkspaceID, inv.WorkspaceID)
 		}
-		return joined{SessionGrant: g, url: "http://" + th.HostPort(), hint: h, plugin: plug}, nil
+		return nil
+	})
+	if err != nil {
+		return joined{}, err
 	}
-	if len(tried) == 0 {
-		tried = append(tried, "the invitation names no transport")
+	if w.plug != nil {
+		return joined{SessionGrant: g, url: w.url(), hint: w.hint, plugin: w.plug}, nil
 	}
 	return joined{}, room.Errorf(room.KindTransportUnavailable,
 		"no transport in the invitation could be used, and the invitation was not spent; tried: %s", strings.Join(tried, "; ")).

@@ -169,6 +169,7 @@ func rootCommand(env Env) *ffcli.Command {
 		serveCommand(env),
 		inviteCommand(env),
 		joinCommand(env),
+		callCommand(env),
 		statusCommand(env),
 		handoffsCommand(env),
 		handoffCommand(env),
