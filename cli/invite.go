@@ -22,17 +22,18 @@ func inviteCommand(env Env) *ffcli.Command {
 	expires := fs.Int("expires", 60, "minutes until the invitation expires (max 10080)")
 	maxUses := fs.Int("max-uses", 1, "how many joins it admits (0 = unlimited)")
 	maxLive := fs.Int("max-live-sessions", 0, "live sessions its joiners may hold at once (default: the room's --max-sessions-per-invite)")
+	participant := fs.String("participant", "", "re-admit this existing participant: the joiner gets a new session as it, with at most its capabilities (default: all of them)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "invite",
-		ShortUsage: "ce invite --workspace FILE [--capabilities read,propose,…|*] [--max-uses N] [--max-live-sessions N] [--expires MINUTES] [--json]",
+		ShortUsage: "ce invite --workspace FILE [--capabilities read,propose,…|*] [--max-uses N] [--max-live-sessions N] [--expires MINUTES] [--participant P] [--json]",
 		ShortHelp:  "create a commonroom://join/… invitation",
 		FlagSet:    fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return &exitError{code: exitUsage, err: errors.New("invite takes no arguments")}
 			}
-			in := room.InviteInput{Target: *target, ExpiresInMinutes: expires, MaxUses: maxUses}
+			in := room.InviteInput{Target: *target, ExpiresInMinutes: expires, MaxUses: maxUses, ParticipantID: *participant}
 			// Only a flag left out takes the default: --capabilities "" is
 			// a request for nothing, which the room refuses (issue 13).
 			set := flagsSet(fs)
@@ -62,8 +63,12 @@ func inviteCommand(env Env) *ffcli.Command {
 				}
 			}
 			if *asJSON {
-				return printJSON(env.Stdout, map[string]any{"invite_id": g.InviteID, "uri": g.URI,
-					"capabilities": g.Capabilities, "expires_at": g.ExpiresAt, "max_uses": g.MaxUses})
+				out := map[string]any{"invite_id": g.InviteID, "uri": g.URI,
+					"capabilities": g.Capabilities, "expires_at": g.ExpiresAt, "max_uses": g.MaxUses}
+				if g.ParticipantID != "" {
+					out["participant_id"] = g.ParticipantID
+				}
+				return printJSON(env.Stdout, out)
 			}
 			fmt.Fprintln(env.Stdout, g.URI)
 			return nil

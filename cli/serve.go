@@ -45,6 +45,8 @@ type serveFlags struct {
 	writeTimeout                   time.Duration
 	bodyTimeout                    time.Duration
 	taskTTL                        time.Duration
+	sessionIdle                    time.Duration // a session's default idle window (room.Limits.SessionDefault)
+	sessionMaxLifetime             time.Duration // the hard end of a session, however much it is used
 	walCkpt                        int
 
 	transport        string        // --transport NAME: how other machines reach the room
@@ -95,6 +97,8 @@ func newServeFlagSet(env Env) (*flag.FlagSet, *serveFlags, *transports) {
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpapi.DefaultBodyReadTimeout, "drop a request whose body has not arrived within this")
 	fs.IntVar(&f.walCkpt, "wal-autocheckpoint", 1000, "checkpoint the sidecar's WAL after this many pages; 0 leaves checkpoints to Litestream, which must then be replicating")
 	fs.DurationVar(&f.taskTTL, "task-ttl", room.Defaults().TaskTTL, "a task's time to live, 1s to 24h (shorter only for soak and expiry tests)")
+	fs.DurationVar(&f.sessionIdle, "session-idle", room.Defaults().SessionDefault, "a session ends this long after its last use unless its joiner asked for less (1m to 24h)")
+	fs.DurationVar(&f.sessionMaxLifetime, "session-max-lifetime", room.Defaults().SessionMaxLifetime, "a session ends this long after it was issued, however much it is used (at least --session-idle)")
 	ts := addTransportFlags(env, fs)
 	fs.StringVar(&f.transport, "transport", transport.LoopbackName, "how other machines reach the room's ingress: "+strings.Join(ts.reg.Names(), ", "))
 	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultTransportTimeout, "how long the transport may take to be up (a login included) before serve gives up")
@@ -212,6 +216,12 @@ func checkServeFlags(env Env, f serveFlags, ts *transports) (transport.Provider,
 	if f.pendingProposals < 1 || f.pendingProposalsPerParticipant < 1 {
 		return usage("--pending-proposals and --pending-proposals-per-participant must be at least 1")
 	}
+	if f.sessionIdle < time.Minute || f.sessionIdle > room.Defaults().SessionMax {
+		return usage("--session-idle must be between 1m and %s (got %s)", room.Defaults().SessionMax, f.sessionIdle)
+	}
+	if f.sessionMaxLifetime < f.sessionIdle {
+		return usage("--session-max-lifetime must be at least --session-idle (got %s < %s)", f.sessionMaxLifetime, f.sessionIdle)
+	}
 	return prov, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})), nil
 }
 
@@ -225,6 +235,8 @@ func (f serveFlags) limits() room.Limits {
 	limits.MaxPendingProposals = f.pendingProposals
 	limits.MaxPendingProposalsPerParticipant = f.pendingProposalsPerParticipant
 	limits.TaskTTL = f.taskTTL
+	limits.SessionDefault = f.sessionIdle
+	limits.SessionMaxLifetime = f.sessionMaxLifetime
 	return limits
 }
 

@@ -83,8 +83,9 @@ func TestBearerAuthRefused(t *testing.T) {
 	h.assertUnchanged(t, before)
 }
 
-// TestBearerAuthExpiredSession: a session past its 8 hours is refused with
-// session_expired everywhere, before and after the sweeper ends it.
+// TestBearerAuthExpiredSession: a session idle for its 8 hours is refused
+// with session_expired everywhere, before and after the sweeper ends it; a
+// use before then slides its expiry (issue 16).
 func TestBearerAuthExpiredSession(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.join("agent", "read", "invite")
@@ -95,6 +96,10 @@ func TestBearerAuthExpiredSession(t *testing.T) {
 		wantOK(t, h.doT(t, "GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
 	})
 	h.Clock.Advance(time.Millisecond)
+	t.Run("that use slid the expiry past the first 8 hours", func(t *testing.T) {
+		wantOK(t, h.doT(t, "GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+	})
+	h.Clock.Advance(8 * time.Hour) // idle for the whole window since that last use
 	check := func(t *testing.T) {
 		for _, base := range []string{h.Ingress.URL, h.Owner.URL} {
 			for _, rt := range workspaceRoutes {

@@ -946,11 +946,13 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		h := newHarness(t, "")
 		c := streamClient()
 		e := h.join("early", "read")
+		// Opening a listen is the early session's last use: its expiry
+		// slides from there (issue 16).
+		se, _ := h.listen(t, c, e.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		h.Clock.Advance(4 * time.Hour)
 		lt := h.join("late", "read")
-		se, _ := h.listen(t, c, e.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		sl, _ := h.listen(t, c, lt.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
-		h.Clock.Advance(4*time.Hour + time.Minute) // past the early session's 8 hours
+		h.Clock.Advance(4*time.Hour + time.Minute) // past the early session's 8 idle hours
 		h.sweep()
 		se.expectFinal(t)
 		h.editFile(t, lt.SessionToken, threeSections("hello later", "ship it\nsoon", "step one"))

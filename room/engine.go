@@ -276,6 +276,11 @@ func (e *Engine) MarkStopped(tx *Tx) error {
 	if err != nil {
 		return err
 	}
+	// A graceful stop keeps every slide: the uses noted since the last
+	// flush are written with the stop.
+	if err := e.FlushLastSeen(tx); err != nil {
+		return err
+	}
 	return tx.emit("workspace.stopped", refs{version: v}, map[string]any{"version": v})
 }
 
@@ -293,6 +298,23 @@ func (l *lastSeen) touch(ref string, at int64) {
 	}
 	l.m[ref] = at
 	l.mu.Unlock()
+}
+
+// get returns the last use noted since the last flush.
+func (l *lastSeen) get(ref string) (int64, bool) {
+	l.mu.Lock()
+	at, ok := l.m[ref]
+	l.mu.Unlock()
+	return at, ok
+}
+
+// maxLifeMS is Limits.SessionMaxLifetime in ms; unset means no cap beyond
+// the idle window.
+func (e *Engine) maxLifeMS() int64 {
+	if e.Limits.SessionMaxLifetime <= 0 {
+		return 1 << 50
+	}
+	return e.Limits.SessionMaxLifetime.Milliseconds()
 }
 
 func (l *lastSeen) take() map[string]int64 {

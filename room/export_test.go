@@ -1,5 +1,10 @@
 package room
 
+import (
+	"context"
+	"database/sql"
+)
+
 // Test seams of the guarded replace and of a commit, reachable from this
 // package's external tests only (this file is compiled into tests alone).
 // Call them from inside a command, on the writer goroutine.
@@ -20,3 +25,25 @@ func SetNoExchange(e *Engine, on bool) { e.noExchange = on }
 // rooms leave it nil, so it lives here rather than in the Engine's API. Set
 // it before sending commands.
 func SetAfterFileWrite(e *Engine, f func() error) { e.afterFileWrite = f }
+
+// MigrateTo writes a sidecar at dbPath at schema version n (its migrations
+// 1..n only), the way an older ce left it, so a test can open it with this
+// build and check the migrations after n.
+func MigrateTo(ctx context.Context, dbPath string, n int) error {
+	db, err := sql.Open("sqlite", dsn(dbPath, "foreign_keys(ON)"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, m := range migrations()[:n] {
+		if err := applyMigration(ctx, conn, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -23,6 +23,10 @@ type InviteInput struct {
 	// MaxLiveSessions caps the live sessions of this invitation's joiners;
 	// absent = the room's MaxSessionsPerInvite.
 	MaxLiveSessions *int `json:"max_live_sessions,omitempty" jsonschema:"live sessions its joiners may hold at once (default: the room's; only an admin may raise it)" schema:"minimum=1"`
+	// ParticipantID makes a re-admission invitation: redeeming it gives a
+	// new session to this existing participant instead of admitting a new
+	// one (admins and the host only; see readmit.go).
+	ParticipantID string `json:"participant_id,omitempty" jsonschema:"re-admit this existing participant (admin only): the joiner gets a new session as that participant, with at most its capabilities (default: all of them)"`
 }
 
 // InviteGrant is a new invitation. The secret and URI exist only in this
@@ -38,6 +42,9 @@ type InviteGrant struct {
 	MaxUses      *int     `json:"max_uses"`
 	// MaxLiveSessions is the cap on its joiners' live sessions (0 = none).
 	MaxLiveSessions int `json:"max_live_sessions"`
+	// ParticipantID is set on a re-admission invitation: the participant
+	// its joiner comes back as.
+	ParticipantID string `json:"participant_id,omitempty"`
 }
 
 // CreateInvite issues an invitation. A non-admin inviter can grant only what
@@ -46,9 +53,21 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	if err := p.Require(CapInvite); err != nil {
 		return InviteGrant{}, err
 	}
+	var bound *inviteBinding
+	var boundPID, boundRevs any
+	if in.ParticipantID != "" {
+		var err error
+		if bound, err = e.bindInvite(tx, p, in); err != nil {
+			return InviteGrant{}, err
+		}
+		boundPID, boundRevs = bound.pid, bound.revocations
+	}
 	caps, err := in.grant()
 	if err != nil {
 		return InviteGrant{}, err
+	}
+	if bound != nil {
+		caps = bound.caps
 	}
 	if !p.IsAdmin() {
 		for _, c := range caps {
@@ -104,13 +123,19 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	if p.ParticipantID != "" {
 		createdBy = p.ParticipantID
 	}
-	if _, err := tx.exec(`INSERT INTO invites(invite_id, secret_sha256, capabilities, target, created_by, created_at, expires_at, max_uses, max_live_sessions)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, HashSecret(secret), capsJSON(caps), target, createdBy, tx.nowMS(), ms(expires), maxUsesCol, liveCap); err != nil {
+	if _, err := tx.exec(`INSERT INTO invites(invite_id, secret_sha256, capabilities, target, created_by, created_at, expires_at, max_uses, max_live_sessions,
+		participant_id, participant_revocations)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, HashSecret(secret), capsJSON(caps), target, createdBy, tx.nowMS(), ms(expires), maxUsesCol, liveCap,
+		boundPID, boundRevs); err != nil {
 		return InviteGrant{}, Internal(err)
 	}
-	if err := tx.emit("invite.created", refs{actor: p.ParticipantID}, map[string]any{
+	ev := map[string]any{
 		"invite_id": id, "capabilities": caps.Strings(), "expires_at": WireTime(ms(expires)), "max_uses": maxUsesOut,
-	}); err != nil {
+	}
+	if bound != nil {
+		ev["participant_id"] = bound.pid
+	}
+	if err := tx.emit("invite.created", refs{actor: p.ParticipantID}, ev); err != nil {
 		return InviteGrant{}, err
 	}
 	hints := e.currentHints()
@@ -119,7 +144,8 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 		WorkspaceID: e.WorkspaceID, Secret: secret, ExpiresAt: WireTime(ms(expires)), Capabilities: caps.Strings(),
 	})
 	return InviteGrant{InviteID: id, Token: secret, URI: uri, WorkspaceID: e.WorkspaceID, Capabilities: caps.Strings(),
-		Target: target, ExpiresAt: WireTime(ms(expires)), MaxUses: maxUsesOut, MaxLiveSessions: e.inviteSessionCap(liveCapPtr(liveCap))}, nil
+		Target: target, ExpiresAt: WireTime(ms(expires)), MaxUses: maxUsesOut, MaxLiveSessions: e.inviteSessionCap(liveCapPtr(liveCap)),
+		ParticipantID: in.ParticipantID}, nil
 }
 
 // InviteInfo is an invitation as listings show it: handles, never secrets.

@@ -55,6 +55,11 @@ type Limits struct {
 	MaxPendingProposalsPerParticipant int
 	// MaxPendingProposals caps the pending proposals of the whole room.
 	MaxPendingProposals int
+	// SessionMaxLifetime is the hard end of a session, counted from when it
+	// was issued. Each authenticated use slides a session's expiry by its
+	// idle window (the length it was issued for: SessionDefault unless the
+	// joiner asked, at most SessionMax), never past this (issue 16 item 4).
+	SessionMaxLifetime time.Duration
 }
 
 // Defaults returns the product's limits.
@@ -97,5 +102,8 @@ func Defaults() Limits {
 		MaxSubscriptionsPerSession:        64,
 		MaxPendingProposalsPerParticipant: 8,
 		MaxPendingProposals:               64,
+		// A working week: an agent used every day keeps its session; one
+		// idle for a working day (SessionDefault) loses it.
+		SessionMaxLifetime: 7 * 24 * time.Hour,
 	}
 }

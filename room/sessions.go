@@ -17,7 +17,9 @@ type SessionInfo struct {
 	LastSeen   string `json:"last_seen"`
 }
 
-// JoinInput redeems an invitation.
+// JoinInput redeems an invitation. SessionMinutes is the session's idle
+// window: each authenticated use extends its expiry by that much, up to
+// Limits.SessionMaxLifetime from when it was issued.
 type JoinInput struct {
 	Secret         string
 	Name           string
@@ -72,9 +74,12 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 	var expires int64
 	var maxUses sql.NullInt64
 	var used int
-	var revoked, liveCap sql.NullInt64
-	err := tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, capabilities, expires_at, max_uses, used_count, revoked_at, max_live_sessions
-		FROM invites WHERE secret_sha256 = ?`, HashSecret(in.Secret)).Scan(&id, &capsText, &expires, &maxUses, &used, &revoked, &liveCap)
+	var revoked, liveCap, boundRevs sql.NullInt64
+	var bound sql.NullString
+	err := tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, capabilities, expires_at, max_uses, used_count, revoked_at, max_live_sessions,
+		participant_id, participant_revocations
+		FROM invites WHERE secret_sha256 = ?`, HashSecret(in.Secret)).Scan(&id, &capsText, &expires, &maxUses, &used, &revoked, &liveCap,
+		&bound, &boundRevs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SessionGrant{}, Errorf(KindUnauthorized, "unknown invitation")
 	}
@@ -92,6 +97,13 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 		}
 		return SessionGrant{}, Errorf(KindLimitExceeded, "this invitation has no uses left")
 	}
+	var back *readmitted
+	if bound.Valid {
+		// Checked before the use is spent, like the caps below.
+		if back, err = e.readmitTarget(tx, bound.String, boundRevs.Int64, capsText); err != nil {
+			return SessionGrant{}, err
+		}
+	}
 	var live int
 	if err := tx.q.QueryRowContext(tx.ctx, `SELECT count(*) FROM sessions WHERE ended_at IS NULL AND expires_at > ?`, tx.nowMS()).Scan(&live); err != nil {
 		return SessionGrant{}, Internal(err)
@@ -106,8 +118,13 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 	if perInvite := e.inviteSessionCap(own); perInvite > 0 {
 		// Checked before the use is spent: a refused join costs nothing.
 		var mine int
-		if err := tx.q.QueryRowContext(tx.ctx, `SELECT count(*) FROM sessions s JOIN participants p ON p.participant_id = s.participant_id
-			WHERE p.invite_id = ? AND s.ended_at IS NULL AND s.expires_at > ?`, id, tx.nowMS()).Scan(&mine); err != nil {
+		q, arg := `SELECT count(*) FROM sessions s JOIN participants p ON p.participant_id = s.participant_id
+			WHERE p.invite_id = ? AND s.ended_at IS NULL AND s.expires_at > ?`, any(id)
+		if back != nil {
+			// A re-admission's joiner is one participant: its own live sessions.
+			q, arg = `SELECT count(*) FROM sessions s WHERE s.participant_id = ? AND s.ended_at IS NULL AND s.expires_at > ?`, back.pid
+		}
+		if err := tx.q.QueryRowContext(tx.ctx, q, arg, tx.nowMS()).Scan(&mine); err != nil {
 			return SessionGrant{}, Internal(err)
 		}
 		if mine >= perInvite {
@@ -123,6 +140,10 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 	}
 	if n != 1 {
 		return SessionGrant{}, Errorf(KindInvitationRedeemed, "this invitation has been used")
+	}
+	life := time.Duration(minutes) * time.Minute
+	if back != nil {
+		return e.readmit(tx, back, id, in.Transport, life)
 	}
 	caps, err := capsFromJSON(capsText)
 	if err != nil {
@@ -140,16 +161,20 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 	}); err != nil {
 		return SessionGrant{}, err
 	}
-	return e.issueSession(tx, pid, in.Kind, in.Name, caps, in.Transport, time.Duration(minutes)*time.Minute)
+	return e.issueSession(tx, pid, in.Kind, in.Name, caps, in.Transport, life)
 }
 
+// issueSession issues a session whose idle window is life: it expires life
+// after its last authenticated use, and never later than the room's
+// maximum lifetime after now.
 func (e *Engine) issueSession(tx *Tx, pid, kind, name string, caps Caps, transport string, life time.Duration) (SessionGrant, error) {
 	token := newSecret("ses_")
 	ref := newID("sref", 8)
 	now := tx.nowMS()
-	expires := ms(tx.now.Add(life))
-	if _, err := tx.exec(`INSERT INTO sessions(session_ref, token_sha256, participant_id, capabilities, transport, issued_at, expires_at, last_seen_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, ref, HashSecret(token), pid, capsJSON(caps), transport, now, expires, now); err != nil {
+	idle := life.Milliseconds()
+	expires := slideTo(now, idle, now, e.maxLifeMS())
+	if _, err := tx.exec(`INSERT INTO sessions(session_ref, token_sha256, participant_id, capabilities, transport, issued_at, expires_at, last_seen_at, idle_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, ref, HashSecret(token), pid, capsJSON(caps), transport, now, expires, now, idle); err != nil {
 		return SessionGrant{}, Internal(err)
 	}
 	if err := tx.emit("session.created", refs{actor: pid}, map[string]any{
@@ -163,7 +188,9 @@ func (e *Engine) issueSession(tx *Tx, pid, kind, name string, caps Caps, transpo
 }
 
 // Authenticate turns a bearer token into a principal. It only reads; the
-// session's last_seen is noted in memory and flushed by the sweeper.
+// session's last_seen, and with it the slide of its expiry, is noted in
+// memory and flushed by the sweeper (FlushLastSeen), never written per
+// request.
 func (e *Engine) Authenticate(ctx context.Context, q Querier, token string) (Principal, error) {
 	if token == "" {
 		return Principal{}, Errorf(KindUnauthorized, "a session is required: send Authorization: Bearer <session_token>")
@@ -174,11 +201,11 @@ func (e *Engine) Authenticate(ctx context.Context, q Querier, token string) (Pri
 	hash := HashSecret(token)
 	now := ms(e.Now())
 	var ref, pid, capsText string
-	var expires int64
+	var issued, idle, expires int64
 	var ended sql.NullInt64
 	var reason sql.NullString
-	err := q.QueryRowContext(ctx, `SELECT session_ref, participant_id, capabilities, expires_at, ended_at, end_reason
-		FROM sessions WHERE token_sha256 = ?`, hash).Scan(&ref, &pid, &capsText, &expires, &ended, &reason)
+	err := q.QueryRowContext(ctx, `SELECT session_ref, participant_id, capabilities, issued_at, idle_ms, expires_at, ended_at, end_reason
+		FROM sessions WHERE token_sha256 = ?`, hash).Scan(&ref, &pid, &capsText, &issued, &idle, &expires, &ended, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, Errorf(KindUnauthorized, "unknown or ended session")
 	}
@@ -191,6 +218,10 @@ func (e *Engine) Authenticate(ctx context.Context, q Querier, token string) (Pri
 		}
 		return Principal{}, Errorf(KindUnauthorized, "unknown or ended session")
 	}
+	if at, ok := e.seen.get(ref); ok {
+		// A use not yet flushed slid the expiry the row still lacks.
+		expires = max(expires, slideTo(issued, idle, at, e.maxLifeMS()))
+	}
 	if expires <= now {
 		return Principal{}, Errorf(KindSessionExpired, "this session has expired; join again with a new invitation")
 	}
@@ -199,7 +230,8 @@ func (e *Engine) Authenticate(ctx context.Context, q Querier, token string) (Pri
 		return Principal{}, err
 	}
 	p := Principal{ParticipantID: pid, SessionRef: ref, Caps: caps}
-	e.sessions.put(hash, cachedSession{p: p, expires: expires})
+	expires = max(expires, slideTo(issued, idle, now, e.maxLifeMS()))
+	e.sessions.put(hash, cachedSession{p: p, expires: expires, issued: issued, idle: idle})
 	e.seen.touch(ref, now)
 	return p, nil
 }
@@ -210,11 +242,11 @@ func (e *Engine) CachedPrincipal(token string) (p Principal, ok bool, err error)
 	if token == "" {
 		return Principal{}, false, nil
 	}
-	s, ok := e.sessions.get(HashSecret(token))
+	now := ms(e.Now())
+	s, ok := e.sessions.use(HashSecret(token), now, e.maxLifeMS())
 	if !ok {
 		return Principal{}, false, nil
 	}
-	now := ms(e.Now())
 	if s.expires <= now {
 		return Principal{}, true, Errorf(KindSessionExpired, "this session has expired; join again with a new invitation")
 	}
@@ -260,15 +292,25 @@ func (e *Engine) endSessions(tx *Tx, where string, args []any, reason string) er
 		ref := s.ref
 		tx.after = append(tx.after, func() { e.sessions.end(ref) })
 	}
-	return nil
+	pids := map[string]bool{}
+	for _, s := range list {
+		pids[s.pid] = true
+	}
+	return noteRevocation(tx, reason, pids)
 }
 
-// FlushLastSeen writes the activity noted in memory. Stale entries for
-// sessions that ended meanwhile are harmless (the update matches nothing).
+// FlushLastSeen writes the activity noted in memory, and with it the slide
+// of each used session's expiry (slideTo, in SQL). This is the only write a
+// slide costs: one row per used session per flush (at most once a minute,
+// and at a graceful stop), so after a crash a session's expiry is at most
+// one flush period behind its last use. Stale entries for sessions that
+// ended meanwhile are harmless: an ended session's expiry is left alone.
 func (e *Engine) FlushLastSeen(tx *Tx) error {
 	m := e.seen.take()
 	for ref, at := range m {
-		if _, err := tx.exec(`UPDATE sessions SET last_seen_at = max(last_seen_at, ?) WHERE session_ref = ?`, at, ref); err != nil {
+		if _, err := tx.exec(`UPDATE sessions SET last_seen_at = max(last_seen_at, ?1),
+			expires_at = CASE WHEN ended_at IS NULL AND idle_ms > 0 THEN max(expires_at, min(?1 + idle_ms, issued_at + ?2)) ELSE expires_at END
+			WHERE session_ref = ?3`, at, e.maxLifeMS(), ref); err != nil {
 			return Internal(err)
 		}
 		if _, err := tx.exec(`UPDATE participants SET last_seen_at = max(last_seen_at, ?)

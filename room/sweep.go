@@ -12,6 +12,9 @@ import (
 // task rows one TTL old are purged. Each change writes its event.
 func (e *Engine) Sweep(tx *Tx) error {
 	now := tx.nowMS()
+	if err := e.slideDue(tx, now); err != nil {
+		return err
+	}
 	if err := e.endSessions(tx, `expires_at <= ?`, []any{now}, "expired"); err != nil {
 		return err
 	}
@@ -68,4 +71,43 @@ func (e *Engine) NextDue(ctx context.Context, q Querier) (time.Time, bool, error
 		return time.Time{}, false, nil
 	}
 	return fromMS(next.Int64), true, nil
+}
+
+// slideDue writes the slide of the sessions whose row says they are due but
+// whose use since the last flush (in memory) keeps them live, so the sweeper
+// ends a session exactly when authentication starts refusing it.
+func (e *Engine) slideDue(tx *Tx, now int64) error {
+	rows, err := tx.q.QueryContext(tx.ctx, `SELECT session_ref, issued_at, idle_ms FROM sessions WHERE ended_at IS NULL AND expires_at <= ?`, now)
+	if err != nil {
+		return Internal(err)
+	}
+	type due struct {
+		ref          string
+		issued, idle int64
+	}
+	var list []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.ref, &d.issued, &d.idle); err != nil {
+			rows.Close()
+			return Internal(err)
+		}
+		list = append(list, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Internal(err)
+	}
+	for _, d := range list {
+		at, ok := e.seen.get(d.ref)
+		if !ok {
+			continue
+		}
+		if next := slideTo(d.issued, d.idle, at, e.maxLifeMS()); next > now {
+			if _, err := tx.exec(`UPDATE sessions SET expires_at = ?, last_seen_at = max(last_seen_at, ?) WHERE session_ref = ?`, next, at, d.ref); err != nil {
+				return Internal(err)
+			}
+		}
+	}
+	return nil
 }
