@@ -169,6 +169,7 @@ func rootCommand(env Env) *ffcli.Command {
 		serveCommand(env),
 		inviteCommand(env),
 		joinCommand(env),
+		mcpCommand(env),
 		statusCommand(env),
 		handoffsCommand(env),
 		handoffCommand(env),
