@@ -419,6 +419,7 @@ func (b *bridge) stream(c *bridgeCall, resp *http.Response, id json.RawMessage) 
 // notifications/cancelled also stops the bridge's side of the request it
 // names: nothing more is written for it and its stream is closed.
 func (b *bridge) notify(ctx context.Context, line []byte, method string, params json.RawMessage) {
+	b.log.Debug("forwarding a notification", "method", method)
 	var target *bridgeCall
 	if method == "notifications/cancelled" {
 		var p struct {
@@ -431,6 +432,7 @@ func (b *bridge) notify(ctx context.Context, line []byte, method string, params 
 			if target != nil {
 				target.cancelled.Store(true)
 			}
+			b.log.Debug("the host cancelled a request", "request_id", idKey(p.RequestID), "in_flight", target != nil)
 		}
 	}
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.reqTimeout, bridgeNotifyTimeout))
