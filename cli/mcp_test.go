@@ -464,3 +464,46 @@ func waitState(t *testing.T, b *bridgeProc) string {
 	t.Fatal("no --state")
 	return ""
 }
+
+// TestMCPBridgeHeaderValue: a value that would not survive as an HTTP
+// header (or would be read as the spec's Base64 form) goes in that form.
+func TestMCPBridgeHeaderValue(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"a plain tool name is sent as it is", "handoff_get", "handoff_get"},
+		{"inner spaces are safe", "a b", "a b"},
+		{"padding would be trimmed by the server, so it is encoded", " x ", "=?base64?IHgg?="},
+		{"non-ASCII is encoded", "réunion", "=?base64?csOpdW5pb24=?="},
+		{"a control character is encoded", "a\nb", "=?base64?YQpi?="},
+		{"a literal that looks like the Base64 form is encoded", "=?base64?SGk=?=", "=?base64?PT9iYXNlNjQ/U0drPT89?="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := headerValue(tc.in); got != tc.want {
+				t.Errorf("headerValue(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMCPBridgeRoutingHeaders: the headers come from the host's message.
+func TestMCPBridgeRoutingHeaders(t *testing.T) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	for _, tc := range []struct {
+		name, method, params, version, nameHdr string
+		hasName                                bool
+	}{
+		{"tools/call names its tool", "tools/call", `{` + meta + `,"name":"workspace_status"}`, "2026-07-28", "workspace_status", true},
+		{"tasks/get names its task", "tasks/get", `{` + meta + `,"taskId":"task_1"}`, "2026-07-28", "task_1", true},
+		{"resources/read names its uri", "resources/read", `{` + meta + `,"uri":"commonroom://document"}`, "2026-07-28", "commonroom://document", true},
+		{"tools/list names nothing", "tools/list", `{` + meta + `}`, "2026-07-28", "", false},
+		{"the host's version is passed on as sent", "tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999"}}`, "v999", "", false},
+		{"no _meta: the bridge's version, so the room names the missing _meta", "tools/list", `{}`, "2026-07-28", "", false},
+		{"a name of the wrong type is not sent", "tools/call", `{` + meta + `,"name":5}`, "2026-07-28", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, n, has := routingHeaders(tc.method, json.RawMessage(tc.params))
+			if v != tc.version || n != tc.nameHdr || has != tc.hasName {
+				t.Errorf("routingHeaders = %q %q %v, want %q %q %v", v, n, has, tc.version, tc.nameHdr, tc.hasName)
+			}
+		})
+	}
+}
