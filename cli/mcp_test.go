@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/commonroom/ce/internal/cetest"
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/room"
 )
 
 const bridgeTimeout = 20 * time.Second // for one line from the bridge
@@ -505,5 +507,49 @@ func TestMCPBridgeRoutingHeaders(t *testing.T) {
 				t.Errorf("routingHeaders = %q %q %v, want %q %q %v", v, n, has, tc.version, tc.nameHdr, tc.hasName)
 			}
 		})
+	}
+}
+
+// TestMCPBridgeSilentRoom: a room that accepts connections and never
+// answers costs a request --request-timeout, not a hang; at the end of
+// stdin the bridge waits for that request's answer, then exits 0.
+func TestMCPBridgeSilentRoom(t *testing.T) {
+	dir := t.TempDir()
+	file := newDoc(t, dir, "idea.md")
+	s := startServe(t, dir, "serve", "idea.md", "--json")
+	inv := inviteOnce(t, dir, file)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	state := filepath.Join(t.TempDir(), "s.json")
+	raw, _ := json.Marshal(mcpState{WorkspaceID: s.Banner.WorkspaceID, SessionToken: "ses_silent", ParticipantID: "participant_x",
+		Hint: room.Hint{Type: "loopback"}, URL: "http://" + ln.Addr().String()})
+	if err := os.WriteFile(state, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startBridge(t, dir, inv, state, nil, "--request-timeout", "1s")
+	b.request(1, "tools/list", nil)
+	b.Stdin.Close()
+	l := b.next()
+	if string(l.ID) != "1" || l.Error == nil || l.Error.Code != mcptest.CodeInternalError || l.Error.Data["error"] != "unavailable" {
+		t.Fatalf("a request to a silent room: %s", l.raw)
+	}
+	code, err := b.Wait(stopTimeout)
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d (%v) after EOF with a request in flight", code, err)
+	}
+	if strings.Contains(b.Stderr.String(), "ses_silent") {
+		t.Errorf("the session token is in the log")
 	}
 }
