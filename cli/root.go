@@ -170,6 +170,7 @@ func rootCommand(env Env) *ffcli.Command {
 		inviteCommand(env),
 		joinCommand(env),
 		callCommand(env),
+		mcpCommand(env),
 		statusCommand(env),
 		handoffsCommand(env),
 		handoffCommand(env),
