@@ -304,7 +304,10 @@ type sessionState struct {
 	ParticipantID string      `json:"participant_id"`
 	URL           string      `json:"url"`
 	Hints         []room.Hint `json:"hints"`
-	ExpiresAt     string      `json:"expires_at"`
+	// Hint is the one hint `ce mcp` keeps (its state file holds the hint it
+	// joined over); it counts as Hints when Hints is absent.
+	Hint      *room.Hint `json:"hint,omitempty"`
+	ExpiresAt string     `json:"expires_at"`
 }
 
 // readSessionState reads a state file, refusing one that others may read
@@ -335,6 +338,9 @@ func readSessionState(path string) (sessionState, error) {
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		return s, usageError("--state: %s is not a session state file (a JSON object): %v", path, err)
+	}
+	if len(s.Hints) == 0 && s.Hint != nil && s.Hint.Type != "" {
+		s.Hints = []room.Hint{*s.Hint}
 	}
 	return s, nil
 }

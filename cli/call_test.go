@@ -409,3 +409,32 @@ func TestCallNeverFollowsARedirect(t *testing.T) {
 		t.Errorf("the redirect was followed (%d requests elsewhere)", n)
 	}
 }
+
+// TestCallUsesTheStateCeMcpWrote: the session `ce mcp` keeps is one
+// `ce call --state` can use, as the same participant, without joining.
+func TestCallUsesTheStateCeMcpWrote(t *testing.T) {
+	f := newCallRoom(t)
+	state := filepath.Join(t.TempDir(), "session.json")
+	b := startBridge(t, f.dir, f.invite, state, nil)
+	waitState(t, b)
+	if code := b.closeAndWait(); code != 0 {
+		t.Fatalf("ce mcp exited %d", code)
+	}
+	st := readState(t, state)
+	before := status(t, f.dir, "idea.md").Status.Participants
+
+	r := ceStdin(t, runTimeout, f.dir, nil, strings.NewReader(""), "call", "GET", "/workspace/participants", "--state", state)
+	if r.code != 0 {
+		t.Fatalf("ce call --state exited %d\n%s", r.code, r.output())
+	}
+	out := decodeCall(t, r)
+	if out.Status != 200 || !strings.Contains(fmt.Sprint(out.Body), st.ParticipantID) {
+		t.Errorf("ce call --state answered %d %v; want 200 listing %s", out.Status, out.Body, st.ParticipantID)
+	}
+	if strings.Contains(r.output(), st.SessionToken) {
+		t.Error("ce call printed the session token")
+	}
+	if after := status(t, f.dir, "idea.md").Status.Participants; after != before {
+		t.Errorf("participants %d → %d: ce call joined", before, after)
+	}
+}
