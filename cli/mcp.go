@@ -5,7 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -73,8 +76,9 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 	}
 	st, err := loadMCPState(path, inv.WorkspaceID)
 	var plug transport.Plugin
+	justJoined := errors.Is(err, errNoState)
 	switch {
-	case errors.Is(err, errNoState):
+	case justJoined:
 		g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout)
 		if err != nil {
 			return err
@@ -118,6 +122,11 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 	if url == "" {
 		return mcpRefusal("the state file %s names no way to the room (remove it to join again)", path)
 	}
+	if inv.ParticipantID != "" && inv.ParticipantID == st.ParticipantID && !justJoined {
+		if st, err = readmitIfEnded(ctx, env, log, ts, f, uri, url, path, st); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -149,4 +158,57 @@ func reopenPlugin(ctx context.Context, env Env, log *slog.Logger, ts *transports
 		return nil, room.Errorf(room.KindTransportUnavailable, "%s: %s", hintLabel(h), transport.Redact(err.Error()))
 	}
 	return plug, nil
+}
+
+// readmitIfEnded redeems a re-admission invitation for the stored session's
+// own participant when that session has ended (the room answers 401 on an
+// authenticated method), so an agent whose session ran out comes back as
+// itself: same participant, its tasks and idempotency keys its own again.
+// A live session is kept and the invitation is not spent.
+func readmitIfEnded(ctx context.Context, env Env, log *slog.Logger, ts *transports, f mcpFlags, uri, url, path string, st mcpState) (mcpState, error) {
+	ended, err := sessionEnded(ctx, url, st.SessionToken, f.requestTimeout)
+	if err != nil || !ended {
+		return st, err
+	}
+	g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout)
+	if err != nil {
+		return st, err
+	}
+	g.plugin.Close() // the bridge already holds its own way to the room
+	if g.ParticipantID != st.ParticipantID {
+		return st, room.Errorf(room.KindInternal, "the re-admission invitation brought back %s, not %s", g.ParticipantID, st.ParticipantID)
+	}
+	st.SessionToken, st.ExpiresAt = g.SessionToken, g.ExpiresAt
+	if err := saveMCPState(path, st); err != nil {
+		return st, room.Errorf(room.KindInternal, "cannot keep the session in %s: %v", path, err)
+	}
+	log.Info("re-admitted: the stored session had ended", "workspace", st.WorkspaceID, "participant", st.ParticipantID, "state", path)
+	return st, nil
+}
+
+// sessionEnded asks the room whether token is still a session: tools/list
+// needs a session and no capability, and changes nothing.
+func sessionEnded(ctx context.Context, url, token string, timeout time.Duration) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"ce-mcp","version":"1"}}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(url, "/")+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, room.Errorf(room.KindUnavailable, "the room is unreachable: %v", transport.Redact(err.Error()))
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	// Anything but 401 (a live session, or a busy room's 429/503) keeps the
+	// stored session: the invitation is spent only for a session that ended.
+	return resp.StatusCode == http.StatusUnauthorized, nil
 }

@@ -553,3 +553,67 @@ func TestMCPBridgeSilentRoom(t *testing.T) {
 		t.Errorf("the session token is in the log")
 	}
 }
+
+// TestMCPBridgeComesBackAsItself: a stored session the host ended is
+// replaced by redeeming a re-admission invitation for the same participant
+// (same participant id, a new token), and a live session is kept without
+// spending the invitation.
+func TestMCPBridgeComesBackAsItself(t *testing.T) {
+	dir := t.TempDir()
+	file := newDoc(t, dir, "idea.md")
+	startServe(t, dir, "serve", "idea.md", "--json")
+	state := filepath.Join(t.TempDir(), "session.json")
+
+	b := startBridge(t, dir, inviteOnce(t, dir, file), state, nil)
+	waitState(t, b)
+	if code := b.closeAndWait(); code != 0 {
+		t.Fatalf("ce mcp exited %d", code)
+	}
+	first := readState(t, state)
+	var ref string
+	for _, p := range participants(t, dir, file) {
+		if p.ParticipantID == first.ParticipantID && len(p.Sessions) == 1 {
+			ref = p.Sessions[0].SessionRef
+		}
+	}
+	if ref == "" {
+		t.Fatalf("no live session of %s", first.ParticipantID)
+	}
+	mustCE(t, dir, nil, "end-session", "--workspace", file, "--session", ref)
+	var g inviteGrant
+	decodeJSON(t, mustCE(t, dir, nil, "invite", "--workspace", file, "--participant", first.ParticipantID, "--max-uses", "1", "--json"), &g)
+	before := len(participants(t, dir, file))
+
+	for _, step := range []string{"the ended session is replaced", "a live session is kept"} {
+		b := startBridge(t, dir, g.URI, state, nil)
+		res := b.call(1, "tools/list", nil)
+		if _, ok := res["tools"]; !ok {
+			t.Fatalf("%s: tools/list through the bridge answered %v", step, res)
+		}
+		if code := b.closeAndWait(); code != 0 {
+			t.Fatalf("%s: ce mcp exited %d", step, code)
+		}
+		now := readState(t, state)
+		if now.ParticipantID != first.ParticipantID {
+			t.Errorf("%s: the state names %s, want %s", step, now.ParticipantID, first.ParticipantID)
+		}
+		if now.SessionToken == first.SessionToken {
+			t.Errorf("%s: the state still holds the ended session", step)
+		}
+		if n := len(participants(t, dir, file)); n != before {
+			t.Errorf("%s: participants %d → %d", step, before, n)
+		}
+	}
+	// The invitation had one use; had the second start spent it again, the
+	// start would have failed above. It is still unspent by a live session:
+	var invites []struct {
+		InviteID  string `json:"invite_id"`
+		UsedCount int    `json:"used_count"`
+	}
+	decodeJSON(t, mustCE(t, dir, nil, "invites", "--workspace", file, "--json"), &invites)
+	for _, iv := range invites {
+		if iv.InviteID == g.InviteID && iv.UsedCount != 1 {
+			t.Errorf("the re-admission invitation was used %d times, want 1", iv.UsedCount)
+		}
+	}
+}

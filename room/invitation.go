@@ -59,6 +59,11 @@ type Invitation struct {
 	Secret       string   `json:"secret"`
 	ExpiresAt    string   `json:"expires_at"`
 	Capabilities []string `json:"capabilities"`
+	// ParticipantID names the participant a re-admission invitation brings
+	// back (not a secret: ids are handles), so a client holding that
+	// participant's ended session knows this invitation restores it rather
+	// than making a new participant.
+	ParticipantID string `json:"participant_id,omitempty"`
 }
 
 // EncodeInvitation renders the URI: unpadded base64url of compact JSON with

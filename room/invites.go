@@ -142,6 +142,7 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	uri := EncodeInvitation(Invitation{
 		Protocol: "commonroom", Version: "1", Transport: hints[0], Transports: hints,
 		WorkspaceID: e.WorkspaceID, Secret: secret, ExpiresAt: WireTime(ms(expires)), Capabilities: caps.Strings(),
+		ParticipantID: in.ParticipantID,
 	})
 	return InviteGrant{InviteID: id, Token: secret, URI: uri, WorkspaceID: e.WorkspaceID, Capabilities: caps.Strings(),
 		Target: target, ExpiresAt: WireTime(ms(expires)), MaxUses: maxUsesOut, MaxLiveSessions: e.inviteSessionCap(liveCapPtr(liveCap)),
