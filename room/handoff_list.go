@@ -4,11 +4,12 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -61,11 +62,15 @@ type HandoffPage struct {
 	NextCursor string    `json:"next_cursor,omitempty"`
 }
 
-// handoffPos is a place in the listing's order (created_at, handoff_id),
-// both descending; a page holds the rows strictly before it.
+// handoffPos is a place in the listing's order (created_at, rowid), both
+// descending; a page holds the rows strictly before it. The rowid breaks
+// ties between handoffs of the same millisecond in the order they were
+// written (handoff rows are never deleted), so a handoff created while a
+// client pages always sorts before the client's position, never after it,
+// even within the millisecond; a random id as the tie-breaker would let it
+// land in a later page.
 type handoffPos struct {
-	createdAt int64
-	handoffID string
+	createdAt, rowid int64
 }
 
 // listStart is before every handoff: created_at never reaches MaxInt64.
@@ -93,7 +98,7 @@ func (e *Engine) ListHandoffs(ctx context.Context, q Querier, p Principal, in Li
 	if err != nil {
 		return HandoffPage{}, err
 	}
-	pos, err := decodeHandoffCursor(key, p, in)
+	pos, err := decodeHandoffCursor(ctx, q, key, p, in)
 	if err != nil {
 		return HandoffPage{}, err
 	}
@@ -107,7 +112,7 @@ func (e *Engine) ListHandoffs(ctx context.Context, q Querier, p Principal, in Li
 	// it ever picked more, the loop reads on rather than return a short page.
 	var keep []*handoffRow
 	for {
-		batch, err := handoffCandidates(ctx, q, p, srcs, in.Status, pos, limit+1)
+		batch, last, err := handoffCandidates(ctx, q, p, srcs, in.Status, pos, limit+1)
 		if err != nil {
 			return HandoffPage{}, err
 		}
@@ -119,13 +124,11 @@ func (e *Engine) ListHandoffs(ctx context.Context, q Querier, p Principal, in Li
 		if len(batch) <= limit || len(keep) > limit {
 			break
 		}
-		last := batch[len(batch)-1]
-		pos = handoffPos{last.created, last.id}
+		pos = last
 	}
 	if len(keep) > limit {
 		keep = keep[:limit]
-		last := keep[limit-1]
-		page.NextCursor = encodeHandoffCursor(key, p, in, handoffPos{last.created, last.id})
+		page.NextCursor = encodeHandoffCursor(key, p, in, keep[limit-1].id)
 	}
 	for _, h := range keep {
 		v, err := h.view(ctx, q, p)
@@ -196,10 +199,10 @@ func handoffSources(p Principal, role string) []handoffSource {
 }
 
 // handoffCandidates reads the first n handoffs after pos from the union of
-// srcs, newest first. Each source is its own keyset range on its index
-// (migration 0004), limited to n, so a page costs the same at a thousand
-// handoffs as at a million.
-func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []handoffSource, status string, pos handoffPos, n int) ([]*handoffRow, error) {
+// srcs, newest first, and the position of the last. Each source is its own
+// keyset range on its index (migration 0004), limited to n, so a page costs
+// the same at a thousand handoffs as at a million.
+func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []handoffSource, status string, pos handoffPos, n int) ([]*handoffRow, handoffPos, error) {
 	var parts []string
 	var args []any
 	for _, s := range srcs {
@@ -224,30 +227,42 @@ func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []hando
 			where += " AND status = ?"
 			args = append(args, status)
 		}
-		parts = append(parts, `SELECT handoff_id FROM (SELECT handoff_id FROM handoffs WHERE `+where+
-			` AND (created_at, handoff_id) < (?, ?) ORDER BY created_at DESC, handoff_id DESC LIMIT ?)`)
-		args = append(args, pos.createdAt, pos.handoffID, n)
+		parts = append(parts, `SELECT rowid FROM (SELECT rowid FROM handoffs WHERE `+where+
+			` AND (created_at, rowid) < (?, ?) ORDER BY created_at DESC, rowid DESC LIMIT ?)`)
+		args = append(args, pos.createdAt, pos.rowid, n)
 	}
 	args = append(args, n)
-	rows, err := q.QueryContext(ctx, handoffSelect+` WHERE h.handoff_id IN (`+strings.Join(parts, " UNION ALL ")+`)
-		ORDER BY h.created_at DESC, h.handoff_id DESC LIMIT ?`, args...)
+	rows, err := q.QueryContext(ctx, `SELECT h.rowid, `+strings.TrimPrefix(handoffSelect, "SELECT ")+
+		` WHERE h.rowid IN (`+strings.Join(parts, " UNION ALL ")+`)
+		ORDER BY h.created_at DESC, h.rowid DESC LIMIT ?`, args...)
 	if err != nil {
-		return nil, Internal(err)
+		return nil, handoffPos{}, Internal(err)
 	}
 	defer rows.Close()
 	var out []*handoffRow
+	var last handoffPos
 	for rows.Next() {
-		h, err := scanHandoff(rows)
+		var rowid int64
+		h, err := scanHandoff(withRowid{rows, &rowid})
 		if err != nil {
-			return nil, Internal(err)
+			return nil, handoffPos{}, Internal(err)
 		}
 		out = append(out, h)
+		last = handoffPos{h.created, rowid}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, Internal(err)
+		return nil, handoffPos{}, Internal(err)
 	}
-	return out, nil
+	return out, last, nil
 }
+
+// withRowid scans a rowid ahead of the columns scanHandoff reads.
+type withRowid struct {
+	s     scanner
+	rowid *int64
+}
+
+func (w withRowid) Scan(dest ...any) error { return w.s.Scan(append([]any{w.rowid}, dest...)...) }
 
 // cursorKey reads the room's cursor key.
 func cursorKey(ctx context.Context, q Querier) ([]byte, error) {
@@ -270,11 +285,11 @@ func cursorMAC(key []byte, p Principal, in ListHandoffsInput, body string) []byt
 	return m.Sum(nil)[:16]
 }
 
-// encodeHandoffCursor names the position after a page. It is opaque to
-// clients and signed; it carries no more than the position, which the
-// holder has already seen.
-func encodeHandoffCursor(key []byte, p Principal, in ListHandoffsInput, pos handoffPos) string {
-	body := handoffCursorVersion + "." + strconv.FormatInt(pos.createdAt, 10) + "." + pos.handoffID
+// encodeHandoffCursor names the last handoff of a page. It is opaque to
+// clients and signed; it carries only that handoff's id, which the holder
+// has just been shown.
+func encodeHandoffCursor(key []byte, p Principal, in ListHandoffsInput, handoffID string) string {
+	body := handoffCursorVersion + "." + handoffID
 	return base64.RawURLEncoding.EncodeToString([]byte(body)) + "." +
 		base64.RawURLEncoding.EncodeToString(cursorMAC(key, p, in, body))
 }
@@ -283,7 +298,7 @@ func encodeHandoffCursor(key []byte, p Principal, in ListHandoffsInput, pos hand
 // participant for this role and status. Anything else is invalid_request,
 // never echoed back. A cursor only says where to start; the listing applies
 // visibility to every row, so a cursor is never a capability.
-func decodeHandoffCursor(key []byte, p Principal, in ListHandoffsInput) (handoffPos, error) {
+func decodeHandoffCursor(ctx context.Context, q Querier, key []byte, p Principal, in ListHandoffsInput) (handoffPos, error) {
 	if in.Cursor == "" {
 		return listStart, nil
 	}
@@ -300,13 +315,17 @@ func decodeHandoffCursor(key []byte, p Principal, in ListHandoffsInput) (handoff
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, cursorMAC(key, p, in, string(body))) {
 		return handoffPos{}, bad
 	}
-	parts := strings.SplitN(string(body), ".", 3)
-	if len(parts) != 3 || parts[0] != handoffCursorVersion || parts[2] == "" {
+	version, id, ok := strings.Cut(string(body), ".")
+	if !ok || version != handoffCursorVersion || id == "" {
 		return handoffPos{}, bad
 	}
-	created, err := strconv.ParseInt(parts[1], 10, 64)
+	var pos handoffPos
+	err := q.QueryRowContext(ctx, `SELECT created_at, rowid FROM handoffs WHERE handoff_id = ?`, id).Scan(&pos.createdAt, &pos.rowid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return handoffPos{}, bad
+	}
 	if err != nil {
-		return handoffPos{}, bad
+		return handoffPos{}, Internal(err)
 	}
-	return handoffPos{createdAt: created, handoffID: parts[2]}, nil
+	return pos, nil
 }

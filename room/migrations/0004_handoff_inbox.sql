@@ -1,17 +1,17 @@
 -- The inbox (handoff_list, GET /workspace/handoffs, issue 16): the handoffs a
--- session may see, newest first, paged by a keyset (created_at, handoff_id).
+-- session may see, newest first, paged by a keyset (created_at, rowid).
 -- Each index below serves one source of that listing so that a page costs a
 -- B-tree descent and the page, whatever the sidecar's size: the whole room
 -- (admins and approvers), one status of it, what a participant created, what
--- it was assigned, and what was addressed to it. Open calls (open, addressed
--- to nobody) are found through handoffs_by_status: an open handoff holds an
--- active task, so there are at most a room's task cap of them.
-CREATE INDEX handoffs_recent ON handoffs(created_at, handoff_id);
-CREATE INDEX handoffs_by_status_recent ON handoffs(status, created_at, handoff_id);
-CREATE INDEX handoffs_by_owner_recent ON handoffs(owner_id, created_at, handoff_id);
-CREATE INDEX handoffs_by_assignee_recent ON handoffs(assignee_id, created_at, handoff_id)
+-- it was assigned, and what was addressed to it. Every index ends with the
+-- rowid, the keyset's tie-breaker. Open calls (open, addressed to nobody)
+-- are a range of the status index.
+CREATE INDEX handoffs_recent ON handoffs(created_at);
+CREATE INDEX handoffs_by_status_recent ON handoffs(status, created_at);
+CREATE INDEX handoffs_by_owner_recent ON handoffs(owner_id, created_at);
+CREATE INDEX handoffs_by_assignee_recent ON handoffs(assignee_id, created_at)
   WHERE assignee_id IS NOT NULL;
-CREATE INDEX handoffs_by_requested_recent ON handoffs(requested_assignee_id, created_at, handoff_id)
+CREATE INDEX handoffs_by_requested_recent ON handoffs(requested_assignee_id, created_at)
   WHERE requested_assignee_id IS NOT NULL;
 
 -- The key that signs the inbox's cursors, so a cursor is one this room issued
