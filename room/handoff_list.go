@@ -199,37 +199,47 @@ func handoffSources(p Principal, role string) []handoffSource {
 }
 
 // handoffCandidates reads the first n handoffs after pos from the union of
-// srcs, newest first, and the position of the last. Each source is its own
-// keyset range on its index (migration 0004), limited to n, so a page costs
-// the same at a thousand handoffs as at a million.
+// srcs, newest first, and the position of the last. Each source is a
+// keyset range per status on its index (migration 0004), limited to n, so a
+// page costs the same at a thousand handoffs as at a million.
 func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []handoffSource, status string, pos handoffPos, n int) ([]*handoffRow, handoffPos, error) {
 	var parts []string
 	var args []any
 	for _, s := range srcs {
 		var where string
+		var who []any
+		statuses := handoffStatuses
 		switch s {
 		case srcAll:
 			where = "1"
 		case srcOwner:
-			where, args = "owner_id = ?", append(args, p.ParticipantID)
+			where, who = "owner_id = ?", []any{p.ParticipantID}
 		case srcAssignee:
-			where, args = "assignee_id = ?", append(args, p.ParticipantID)
-		case srcRequested:
-			where, args = "requested_assignee_id = ?", append(args, p.ParticipantID)
+			where, who = "assignee_id = ?", []any{p.ParticipantID}
+		case srcRequested, srcOpenToMe:
+			where, who = "requested_assignee_id = ?", []any{p.ParticipantID}
 		case srcOpenCall:
-			where = "status = 'open' AND requested_assignee_id IS NULL"
-		case srcOpenToMe:
-			where, args = "requested_assignee_id = ? AND status = 'open'", append(args, p.ParticipantID)
+			where = "requested_assignee_id IS NULL"
 		case srcOpenCallNotMine:
-			where, args = "status = 'open' AND requested_assignee_id IS NULL AND owner_id <> ?", append(args, p.ParticipantID)
+			where, who = "requested_assignee_id IS NULL AND owner_id <> ?", []any{p.ParticipantID}
 		}
-		if status != "" {
-			where += " AND status = ?"
-			args = append(args, status)
+		if s == srcOpenCall || s == srcOpenToMe || s == srcOpenCallNotMine {
+			statuses = []string{HandoffOpen}
 		}
-		parts = append(parts, `SELECT rowid FROM (SELECT rowid FROM handoffs WHERE `+where+
-			` AND (created_at, rowid) < (?, ?) ORDER BY created_at DESC, rowid DESC LIMIT ?)`)
-		args = append(args, pos.createdAt, pos.rowid, n)
+		// One range per status: every index leads with the participant (if
+		// any) and the status, then created_at, so each range is exact and
+		// already in order, whatever share of the room the filter keeps.
+		for _, st := range statuses {
+			if status != "" && st != status {
+				continue
+			}
+			parts = append(parts, `SELECT rowid FROM (SELECT rowid FROM handoffs WHERE `+where+
+				` AND status = ? AND (created_at, rowid) < (?, ?) ORDER BY created_at DESC, rowid DESC LIMIT ?)`)
+			args = append(append(args, who...), st, pos.createdAt, pos.rowid, n)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, handoffPos{}, nil
 	}
 	args = append(args, n)
 	rows, err := q.QueryContext(ctx, `SELECT h.rowid, `+strings.TrimPrefix(handoffSelect, "SELECT ")+

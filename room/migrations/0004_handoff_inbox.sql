@@ -1,17 +1,16 @@
 -- The inbox (handoff_list, GET /workspace/handoffs, issue 16): the handoffs a
 -- session may see, newest first, paged by a keyset (created_at, rowid).
--- Each index below serves one source of that listing so that a page costs a
--- B-tree descent and the page, whatever the sidecar's size: the whole room
--- (admins and approvers), one status of it, what a participant created, what
--- it was assigned, and what was addressed to it. Every index ends with the
--- rowid, the keyset's tie-breaker. Open calls (open, addressed to nobody)
--- are a range of the status index.
-CREATE INDEX handoffs_recent ON handoffs(created_at);
+-- Each source of that listing (the whole room, what a participant created,
+-- what it was assigned, what was addressed to it, open calls) is read as one
+-- range per status, so each index leads with the participant, then the
+-- status, then created_at (and the rowid, the keyset's tie-breaker, as
+-- every index ends with it). A page then costs a few B-tree descents and the
+-- page, whatever the sidecar's size and whatever share of it a filter keeps.
 CREATE INDEX handoffs_by_status_recent ON handoffs(status, created_at);
-CREATE INDEX handoffs_by_owner_recent ON handoffs(owner_id, created_at);
-CREATE INDEX handoffs_by_assignee_recent ON handoffs(assignee_id, created_at)
+CREATE INDEX handoffs_by_owner_recent ON handoffs(owner_id, status, created_at);
+CREATE INDEX handoffs_by_assignee_recent ON handoffs(assignee_id, status, created_at)
   WHERE assignee_id IS NOT NULL;
-CREATE INDEX handoffs_by_requested_recent ON handoffs(requested_assignee_id, created_at)
+CREATE INDEX handoffs_by_requested_recent ON handoffs(requested_assignee_id, status, created_at)
   WHERE requested_assignee_id IS NOT NULL;
 
 -- The key that signs the inbox's cursors, so a cursor is one this room issued
