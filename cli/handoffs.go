@@ -23,25 +23,64 @@ func handoffsCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce handoffs", flag.ContinueOnError)
 	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
 	status := fs.String("status", "", "only handoffs in this status (open, accepted, result_ready, approved, rejected, cancelled)")
+	participant := fs.String("participant", "", "list what this participant may see, with its own capabilities (the inbox)")
+	session := fs.String("session", "", "list what this session may see (a session token; the inbox)")
+	role := fs.String("role", "", "with --participant or --session: assigned_to_me, created_by_me or open_to_accept")
+	limit := fs.Int("limit", 0, "with --participant or --session: at most this many (default 50, max 200)")
+	cursor := fs.String("cursor", "", "with --participant or --session: next_cursor of the previous page")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
-		Name:       "handoffs",
-		ShortUsage: "ce handoffs --workspace FILE [--status S] [--json]",
-		ShortHelp:  "list the room's handoffs, newest first",
-		FlagSet:    fs,
+		Name: "handoffs",
+		ShortUsage: "ce handoffs --workspace FILE [--status S] [--json]\n" +
+			"  ce handoffs --workspace FILE (--participant P | --session TOKEN) [--role R] [--status S] [--limit N] [--cursor C] [--json]",
+		ShortHelp: "list the room's handoffs (or one participant's inbox), newest first",
+		FlagSet:   fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return usageErr("handoffs takes no arguments")
 			}
+			scoped := *participant != "" || *session != ""
+			if *participant != "" && *session != "" {
+				return usageErr("give --participant or --session, not both")
+			}
+			if !scoped && (*role != "" || *limit != 0 || *cursor != "") {
+				return usageErr("--role, --limit and --cursor list one participant's inbox: add --participant P or --session TOKEN (without them, ce handoffs lists the whole room)")
+			}
 			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
-				hs, err := eng.ListHandoffs(ctx, q, room.Operator(eng.HostID), room.ListHandoffsInput{Status: *status})
+				if !scoped {
+					// The operator's listing: the whole room, as it always was.
+					page, err := eng.ListHandoffs(ctx, q, room.Operator(eng.HostID),
+						room.ListHandoffsInput{Status: *status, Limit: eng.Limits.MaxListItems})
+					if err != nil {
+						return err
+					}
+					if *asJSON {
+						return printJSON(env.Stdout, page.Handoffs)
+					}
+					printHandoffTable(env.Stdout, page.Handoffs)
+					return nil
+				}
+				var p room.Principal
+				var err error
+				if *session != "" {
+					p, err = eng.Authenticate(ctx, q, *session)
+				} else {
+					p, err = eng.PrincipalFor(ctx, q, *participant)
+				}
+				if err != nil {
+					return err
+				}
+				page, err := eng.ListHandoffs(ctx, q, p, room.ListHandoffsInput{Role: *role, Status: *status, Limit: *limit, Cursor: *cursor})
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					return printJSON(env.Stdout, hs)
+					return printJSON(env.Stdout, page)
 				}
-				printHandoffTable(env.Stdout, hs)
+				printHandoffTable(env.Stdout, page.Handoffs)
+				if page.NextCursor != "" {
+					fmt.Fprintf(env.Stdout, "more: --cursor %s\n", page.NextCursor)
+				}
 				return nil
 			})
 		},

@@ -274,6 +274,7 @@ func matrixOps() []*matrixOp {
 		rest("POST", "/workspace/handoff", room.CapPropose, ruleCapOnly, fixNone, create),
 		rest("GET", "/workspace/handoff", room.CapRead, ruleHandoffRead, fixAccepted, hid),
 		rest("GET", "/workspace/handoff/events", room.CapRead, ruleHandoffRead, fixAccepted, hid),
+		rest("GET", "/workspace/handoffs", room.CapRead, ruleCapOnly, fixNone, nil),
 		rest("POST", "/workspace/handoff/accept", room.CapCheckout, ruleHandoffAccept, fixOpen, hid),
 		rest("POST", "/workspace/handoff/request_input", room.CapCheckout, ruleHandoffAssignee, fixAccepted, ask),
 		rest("POST", "/workspace/handoff/complete", room.CapCheckout, ruleHandoffAssignee, fixAccepted, done),
@@ -325,6 +326,7 @@ func matrixOps() []*matrixOp {
 		tool("handoff_complete", room.CapCheckout, ruleHandoffAssignee, fixAccepted, done),
 		tool("handoff_get", room.CapRead, ruleHandoffRead, fixAccepted, hid),
 		tool("handoff_events", room.CapRead, ruleHandoffRead, fixAccepted, hid),
+		tool("handoff_list", room.CapRead, ruleCapOnly, fixNone, none),
 		tool("handoff_approve", room.CapApprove, ruleHandoffDecide, fixResult, hid),
 		tool("handoff_reject", room.CapApprove, ruleHandoffDecide, fixResult, hid),
 

@@ -486,6 +486,7 @@ var catalogNames = []string{
 	"workspace_leases", "workspace_proposal", "workspace_proposals", "workspace_propose", "workspace_release", "workspace_renew", "workspace_review",
 	"handoff_create", "handoff_accept", "handoff_request_input", "handoff_complete",
 	"handoff_get", "handoff_events", "handoff_approve", "handoff_reject",
+	"handoff_list",
 }
 
 func TestMCPToolsCatalog(t *testing.T) {
@@ -530,8 +531,8 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 	})
 	t.Run("the catalog is exactly the tools with engine methods", func(t *testing.T) {
-		if len(catalogNames) != 28 {
-			t.Fatalf("the expected catalog has %d tools, want 28", len(catalogNames))
+		if len(catalogNames) != 29 {
+			t.Fatalf("the expected catalog has %d tools, want 29", len(catalogNames))
 		}
 		got := slices.Clone(names)
 		want := slices.Clone(catalogNames)
@@ -611,6 +612,10 @@ func TestMCPToolsCatalog(t *testing.T) {
 		evs := ok(owner.mcp, "handoff_events", map[string]any{"handoff_id": hid})
 		if len(jsonAt(evs, "events").([]any)) == 0 {
 			t.Errorf("handoff_events: %v", evs)
+		}
+		inbox := ok(worker.mcp, "handoff_list", map[string]any{"role": "assigned_to_me"})
+		if hs, _ := inbox["handoffs"].([]any); len(hs) != 1 || jsonAt(hs[0], "handoff_id") != hid {
+			t.Errorf("handoff_list: %v", inbox)
 		}
 
 		second := ok(owner.mcp, "handoff_create", map[string]any{"summary": "write the plan"})

@@ -84,6 +84,18 @@ func (h *handoffRow) visibleTo(p Principal) bool {
 	return false
 }
 
+// canAccept is D3 as a reading: an open handoff p could accept now, being
+// addressed to p, or addressed to nobody while p is not its owner; either
+// way accepting takes checkout. AcceptHandoff applies the same rules as
+// refusals with their reasons; this is the inbox's open_to_accept.
+func (h *handoffRow) canAccept(p Principal) bool {
+	id := p.ParticipantID
+	if id == "" || id == h.owner || h.status != HandoffOpen || !p.Caps.Has(CapCheckout) {
+		return false
+	}
+	return !h.requested.Valid || h.requested.String == id
+}
+
 // seesInputs: the questions and answers are between owner and assignee
 // (and admins); approvers and open-call readers do not see them.
 func (h *handoffRow) seesInputs(p Principal) bool {

@@ -671,14 +671,14 @@ func TestAuthorization_HandoffVisibility(t *testing.T) {
 	})
 	t.Run("list_shows_exactly_the_visible_handoffs", func(t *testing.T) {
 		ids := func(p room.Principal, status string) []string {
-			list, err := read(e, func(eng *room.Engine, q room.Querier) ([]room.Handoff, error) {
+			list, err := read(e, func(eng *room.Engine, q room.Querier) (room.HandoffPage, error) {
 				return eng.ListHandoffs(context.Background(), q, p, room.ListHandoffsInput{Status: status})
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var out []string
-			for _, h := range list {
+			for _, h := range list.Handoffs {
 				out = append(out, h.HandoffID)
 			}
 			slices.Sort(out)
@@ -700,7 +700,7 @@ func TestAuthorization_HandoffVisibility(t *testing.T) {
 		if got := len(ids(c.approver, "")); got < 3 {
 			t.Fatalf("approver sees %d", got)
 		}
-		_, err := read(e, func(eng *room.Engine, q room.Querier) ([]room.Handoff, error) {
+		_, err := read(e, func(eng *room.Engine, q room.Querier) (room.HandoffPage, error) {
 			return eng.ListHandoffs(context.Background(), q, e.op(), room.ListHandoffsInput{Status: "nonsense"})
 		})
 		wantKind(t, err, room.KindInvalidRequest)

@@ -44,11 +44,6 @@ type HandoffEventsInput struct {
 	Limit        int    `json:"limit,omitempty" jsonschema:"at most this many (default 50, at most 200)" schema:"minimum=0"`
 }
 
-// ListHandoffsInput filters a handoff listing by status ("" lists all).
-type ListHandoffsInput struct {
-	Status string `json:"status,omitempty"`
-}
-
 // RequestInputInput is the assignee's questions to the owner (handoff_request_input).
 type RequestInputInput struct {
 	HandoffID string             `json:"handoff_id" jsonschema:"the handoff's id (handoff_…)" schema:"required"`

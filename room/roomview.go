@@ -22,7 +22,9 @@ type RoomView struct {
 	Events      []Event        `json:"events"` // newest first
 	Summary     Summary        `json:"summary"`
 	Diagnostics Diagnostics    `json:"diagnostics"`
-	Handoffs    []Handoff      `json:"handoffs"` // those visible to the caller (D29)
+	// Handoffs holds the newest handoffs visible to the caller (D29), at
+	// most the list limit: the inbox's first page (ListHandoffs).
+	Handoffs []Handoff `json:"handoffs"`
 	// Invites is present only for a caller holding invite.
 	Invites *[]InviteInfo `json:"invites,omitempty"`
 	// TaskShares is present only for an admin: who holds the active tasks.
@@ -59,11 +61,11 @@ func (e *Engine) Room(ctx context.Context, q Querier, p Principal, _ Empty) (Roo
 	if v.Diagnostics, err = e.Diagnostics(ctx, q, p, Empty{}); err != nil {
 		return RoomView{}, err
 	}
-	hs, err := e.ListHandoffs(ctx, q, p, ListHandoffsInput{})
+	hs, err := e.ListHandoffs(ctx, q, p, ListHandoffsInput{Limit: e.Limits.MaxListItems})
 	if err != nil {
 		return RoomView{}, err
 	}
-	v.Handoffs = nonNil(hs)
+	v.Handoffs = hs.Handoffs
 	if p.Require(CapInvite) == nil {
 		inv, err := e.ListInvites(ctx, q, p, Empty{})
 		if err != nil {
