@@ -41,7 +41,7 @@ const maxHandoffCursorChars = 512
 // old ones apart.
 const handoffCursorVersion = "h1"
 
-// cursorKeyMeta names the meta row (migration 0004) holding the key that
+// cursorKeyMeta names the meta row (migration 0005) holding the key that
 // signs inbox cursors.
 const cursorKeyMeta = "inbox_cursor_key"
 
@@ -200,7 +200,7 @@ func handoffSources(p Principal, role string) []handoffSource {
 
 // handoffCandidates reads the first n handoffs after pos from the union of
 // srcs, newest first, and the position of the last. Each source is a
-// keyset range per status on its index (migration 0004), limited to n, so a
+// keyset range per status on its index (migration 0005), limited to n, so a
 // page costs the same at a thousand handoffs as at a million.
 func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []handoffSource, status string, pos handoffPos, n int) ([]*handoffRow, handoffPos, error) {
 	var parts []string
