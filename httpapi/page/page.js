@@ -264,7 +264,7 @@
       el('span', { class: 'who', text: participantLine(p) }));
     const n = (shares && shares.by_participant && shares.by_participant[p.participant_id]) || 0;
     if (n) li.append(el('span', { class: 'muted', text: ` · ${n} active task${n === 1 ? '' : 's'}${p.is_host ? '' : ` of ${shares.share}`}` }));
-    if (!p.is_host) li.append(endSessionsButton(p));
+    if (!p.is_host) li.append(readmitButton(p), endSessionsButton(p));
     if (n) li.append(clearControls(p, n));
     return li;
   }
@@ -282,6 +282,17 @@
       onclick: () => { confirmingClear = ''; rerenderParticipants(); } });
     return el('div', { class: 'actions confirm', role: 'group', 'aria-label': `Confirm cancelling ${what}` },
       el('span', { text: `Cancel ${what}? Their tasks end as cancelled; work already done is not undone.` }), yes, no);
+  }
+
+  // A re-admission invitation brings this participant back as itself (a
+  // new session for the same participant: its tasks, handoffs and
+  // idempotency keys stay its own), e.g. after its session ran out.
+  function readmitButton(p) {
+    return el('button', { type: 'button', class: 'secondary', 'aria-label': `Re-admit ${p.name}`, text: 'Re-admit…',
+      onclick: (e) => act(e.currentTarget, `make a re-admission invitation for ${p.name}`, async () => {
+        const g = await api('POST', '/workspace/invite', { participant_id: p.participant_id });
+        showInvite(g, `Brings ${p.name} back as itself (a new session, the same participant); works once, until ${new Date(g.expires_at).toLocaleString()}. Copy it now: it is not shown again.`);
+      }) });
   }
 
   function endSessionsButton(p) {
@@ -664,6 +675,17 @@
 
   // ---- the invitation ------------------------------------------------------
 
+  // showInvite puts a new invitation's URI in the one invitation box, with
+  // what it is for.
+  function showInvite(g, text) {
+    const uri = $('invite-uri');
+    uri.value = g.uri;
+    $('invite-result').hidden = false;
+    $('invite-status').textContent = text;
+    uri.focus();
+    uri.select();
+  }
+
   function setupInvite() {
     const create = $('invite-create');
     const out = $('invite-result');
@@ -671,11 +693,7 @@
     const status = $('invite-status');
     create.addEventListener('click', () => act(create, 'create an invitation', async () => {
       const g = await api('POST', '/workspace/invite', {});
-      uri.value = g.uri;
-      out.hidden = false;
-      status.textContent = `Works once, until ${new Date(g.expires_at).toLocaleString()}. Copy it now: it is not shown again.`;
-      uri.focus();
-      uri.select();
+      showInvite(g, `Works once, until ${new Date(g.expires_at).toLocaleString()}. Copy it now: it is not shown again.`);
     }));
     $('invite-copy').addEventListener('click', async () => {
       try {
