@@ -584,6 +584,7 @@ func TestMCPBridgeComesBackAsItself(t *testing.T) {
 	decodeJSON(t, mustCE(t, dir, nil, "invite", "--workspace", file, "--participant", first.ParticipantID, "--max-uses", "1", "--json"), &g)
 	before := len(participants(t, dir, file))
 
+	var readmitted string // the token the re-admission gave
 	for _, step := range []string{"the ended session is replaced", "a live session is kept"} {
 		b := startBridge(t, dir, g.URI, state, nil)
 		res := b.call(1, "tools/list", nil)
@@ -600,6 +601,11 @@ func TestMCPBridgeComesBackAsItself(t *testing.T) {
 		if now.SessionToken == first.SessionToken {
 			t.Errorf("%s: the state still holds the ended session", step)
 		}
+		if readmitted == "" {
+			readmitted = now.SessionToken
+		} else if now.SessionToken != readmitted {
+			t.Errorf("%s: the live re-admitted session was replaced", step)
+		}
 		if n := len(participants(t, dir, file)); n != before {
 			t.Errorf("%s: participants %d → %d", step, before, n)
 		}
@@ -611,9 +617,16 @@ func TestMCPBridgeComesBackAsItself(t *testing.T) {
 		UsedCount int    `json:"used_count"`
 	}
 	decodeJSON(t, mustCE(t, dir, nil, "invites", "--workspace", file, "--json"), &invites)
+	found := false
 	for _, iv := range invites {
-		if iv.InviteID == g.InviteID && iv.UsedCount != 1 {
-			t.Errorf("the re-admission invitation was used %d times, want 1", iv.UsedCount)
+		if iv.InviteID == g.InviteID {
+			found = true
+			if iv.UsedCount != 1 {
+				t.Errorf("the re-admission invitation was used %d times, want 1", iv.UsedCount)
+			}
 		}
+	}
+	if !found {
+		t.Errorf("ce invites does not list the re-admission invitation %s", g.InviteID)
 	}
 }
