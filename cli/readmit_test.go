@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,10 +75,12 @@ func TestServeSessionFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		flags []string
+		why   string // the refusal must name the rule, not just be an unknown flag
 	}{
-		{"an_idle_window_below_a_minute_is_refused", []string{"--session-idle", "30s"}},
-		{"an_idle_window_above_a_day_is_refused", []string{"--session-idle", "25h"}},
-		{"a_max_lifetime_below_the_idle_window_is_refused", []string{"--session-idle", "2h", "--session-max-lifetime", "1h"}},
+		{"an_idle_window_below_a_minute_is_refused", []string{"--session-idle", "30s"}, "--session-idle must be between 1m and"},
+		{"an_idle_window_above_a_day_is_refused", []string{"--session-idle", "25h"}, "--session-idle must be between 1m and"},
+		{"a_max_lifetime_below_the_idle_window_is_refused", []string{"--session-idle", "2h", "--session-max-lifetime", "1h"},
+			"--session-max-lifetime must be at least --session-idle"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -86,8 +89,8 @@ func TestServeSessionFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := ce(t, dir, nil, append([]string{"serve", "notes.md", "--json"}, tc.flags...)...)
-			if r.code != exitUsage {
-				t.Fatalf("exit %d, want %d\n%s", r.code, exitUsage, r.output())
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.why) {
+				t.Fatalf("exit %d, want %d saying %q\n%s", r.code, exitUsage, tc.why, r.output())
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 				t.Errorf("a refused flag left files behind: %v", entries)
