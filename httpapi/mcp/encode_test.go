@@ -22,7 +22,7 @@ func TestStreamedResultKeepsTheBytes(t *testing.T) {
 		Tags    map[string]string `json:"tags"`
 	}
 	one := 1
-	many := make([]rec, 3000) // more than one of sendJSON's streamed chunks
+	many := make([]rec, 3000) // a large result
 	for i := range many {
 		many[i] = rec{ID: strings.Repeat("<&>", i%7), Content: strings.Repeat("é\u2028", i%50), Tags: map[string]string{"b": "2", "a": "1"}}
 	}

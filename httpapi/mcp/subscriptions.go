@@ -91,17 +91,6 @@ func (l *legacySubs) held(session string) (uris []string, ok bool) {
 	return uris, ok
 }
 
-// counts reports how many sessions hold subscriptions and how many URIs
-// they hold in all (for tests and operators).
-func (l *legacySubs) counts() (sessions, uris int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.uris {
-		uris += len(m)
-	}
-	return len(l.uris), uris
-}
-
 // resourceNotFound is the -32602 for a URI that names nothing here. It
 // echoes the URI only when it is within the URI limit, so an oversized one
 // costs the server nothing to answer.

@@ -234,13 +234,6 @@ func (s *Stream) Partial() int {
 	return s.partial
 }
 
-// EndErr is the read error that ended the stream (nil for a clean EOF).
-func (s *Stream) EndErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.endErr
-}
-
 // Close abandons the stream from the client side. It is idempotent.
 func (s *Stream) Close() {
 	s.once.Do(func() {

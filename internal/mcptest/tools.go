@@ -109,8 +109,3 @@ func (c *Client) CreateHandoff(ctx context.Context, args map[string]any) (Handof
 	}
 	return Handoff{ID: r.Meta.HandoffID, TaskID: r.TaskID}, nil
 }
-
-// ReadResource is resources/read of uri; it returns the result.
-func (c *Client) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
-	return c.Call(ctx, "resources/read", map[string]any{"uri": uri})
-}
