@@ -83,7 +83,7 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 		if err != nil {
 			return err
 		}
-		st = mcpState{WorkspaceID: g.WorkspaceID, SessionToken: g.SessionToken, ParticipantID: g.ParticipantID,
+		st = sessionState{WorkspaceID: g.WorkspaceID, SessionToken: g.SessionToken, ParticipantID: g.ParticipantID,
 			Hint: g.hint, ExpiresAt: g.ExpiresAt}
 		if g.hint.Type == transport.LoopbackName {
 			st.URL = g.url
@@ -165,7 +165,7 @@ func reopenPlugin(ctx context.Context, env Env, log *slog.Logger, ts *transports
 // authenticated method), so an agent whose session ran out comes back as
 // itself: same participant, its tasks and idempotency keys its own again.
 // A live session is kept and the invitation is not spent.
-func readmitIfEnded(ctx context.Context, env Env, log *slog.Logger, ts *transports, f mcpFlags, uri, url, path string, st mcpState) (mcpState, error) {
+func readmitIfEnded(ctx context.Context, env Env, log *slog.Logger, ts *transports, f mcpFlags, uri, url, path string, st sessionState) (sessionState, error) {
 	ended, err := sessionEnded(ctx, url, st.SessionToken, f.requestTimeout)
 	if err != nil || !ended {
 		return st, err

@@ -173,13 +173,13 @@ func (b *bridgeProc) closeAndWait() int {
 	return code
 }
 
-func readState(t *testing.T, path string) mcpState {
+func readState(t *testing.T, path string) sessionState {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s mcpState
+	var s sessionState
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestMCPBridge(t *testing.T) {
 	statePath := filepath.Join(cfg, "commonroom", "sessions", s.Banner.WorkspaceID+".json")
 
 	b := startBridge(t, dir, inv, "", env)
-	var st mcpState
+	var st sessionState
 
 	t.Run("tools/list and tools/call answer through the bridge, and the session is kept 0600 under the config directory", func(t *testing.T) {
 		b.t = t
@@ -533,7 +533,7 @@ func TestMCPBridgeSilentRoom(t *testing.T) {
 		}
 	}()
 	state := filepath.Join(t.TempDir(), "s.json")
-	raw, _ := json.Marshal(mcpState{WorkspaceID: s.Banner.WorkspaceID, SessionToken: "ses_silent", ParticipantID: "participant_x",
+	raw, _ := json.Marshal(sessionState{WorkspaceID: s.Banner.WorkspaceID, SessionToken: "ses_silent", ParticipantID: "participant_x",
 		Hint: room.Hint{Type: "loopback"}, URL: "http://" + ln.Addr().String()})
 	if err := os.WriteFile(state, raw, 0o600); err != nil {
 		t.Fatal(err)
