@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -187,22 +187,17 @@ func readmitIfEnded(ctx context.Context, env Env, log *slog.Logger, ts *transpor
 }
 
 // sessionEnded asks the room whether token is still a session: tools/list
-// needs a session and no capability, and changes nothing.
+// needs a session and no capability, and changes nothing. It goes through
+// the bridge's own post, so it carries exactly the headers the bridge sends.
 func sessionEnded(ctx context.Context, url, token string, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	body := `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"ce-mcp","version":"1"}}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(url, "/")+"/mcp", strings.NewReader(body))
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/list")
-	resp, err := http.DefaultClient.Do(req)
+	params := `{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + mcpProtocolVersion + `",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"ce-mcp","version":"1"}}}`
+	body := `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":` + params + `}`
+	b := newBridge(url, token, timeout, io.Discard, nil)
+	defer b.hc.CloseIdleConnections()
+	resp, err := b.post(ctx, []byte(body), "tools/list", json.RawMessage(params))
 	if err != nil {
 		return false, room.Errorf(room.KindUnavailable, "the room is unreachable: %v", transport.Redact(err.Error()))
 	}
