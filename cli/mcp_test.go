@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -428,17 +427,10 @@ func TestMCPBridgeOverheadFigure(t *testing.T) {
 	const n = 400
 	id := 100
 	measure := func(op func()) (time.Duration, time.Duration) {
-		for range 20 {
+		for range 20 { // warm up
 			op()
 		}
-		ds := make([]time.Duration, n)
-		for i := range ds {
-			start := time.Now()
-			op()
-			ds[i] = time.Since(start)
-		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return ds[n/2], ds[n*99/100]
+		return latencies(n, op)
 	}
 	d50, d99 := measure(func() {
 		if _, err := direct.Call(context.Background(), "tasks/get", map[string]any{"taskId": task.taskID}); err != nil {
