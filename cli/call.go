@@ -84,11 +84,10 @@ func callCommand(env Env) *ffcli.Command {
 			if len(args) != 2 {
 				return usageError("call takes METHOD and PATH (e.g. ce call GET /workspace/status)")
 			}
-			level, err := parseLevel(f.logLevel)
+			log, err := stderrLogger(env, f.logLevel)
 			if err != nil {
-				return usageError("--log-level: %v", err)
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 			req, err := prepareCall(env, f, args[0], args[1])
 			if err != nil {
 				return err
@@ -101,6 +100,16 @@ func callCommand(env Env) *ffcli.Command {
 // usageError is bad input on the command line: exit 2, the message as is.
 func usageError(format string, a ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// stderrLogger is the logger of --log-level LEVEL, writing to stderr; a
+// level it does not know is a usage error.
+func stderrLogger(env Env, level string) (*slog.Logger, error) {
+	l, err := parseLevel(level)
+	if err != nil {
+		return nil, usageError("--log-level: %v", err)
+	}
+	return slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
 // callRequest is a checked `ce call`: what to send, with which token, and

@@ -55,11 +55,10 @@ func mcpCommand(env Env) *ffcli.Command {
 			if f.transportTimeout <= 0 || f.requestTimeout <= 0 {
 				return &exitError{code: exitUsage, err: errors.New("--transport-timeout and --request-timeout must be positive")}
 			}
-			level, err := parseLevel(f.logLevel)
+			log, err := stderrLogger(env, f.logLevel)
 			if err != nil {
-				return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 			return runMCP(ctx, env, log, f, ts, args[0])
 		},
 	}
@@ -120,7 +119,7 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 		url = fwd.url
 	}
 	if url == "" {
-		return mcpRefusal("the state file %s names no way to the room (remove it to join again)", path)
+		return usageError("the state file %s names no way to the room (remove it to join again)", path)
 	}
 	if inv.ParticipantID != "" && inv.ParticipantID == st.ParticipantID && !justJoined {
 		if st, err = readmitIfEnded(ctx, env, log, ts, f, uri, url, path, st); err != nil {

@@ -104,13 +104,13 @@ func loadMCPState(path, workspaceID string) (sessionState, error) {
 		return sessionState{}, errNoState
 	}
 	if err != nil {
-		return sessionState{}, mcpRefusal("%v", err)
+		return sessionState{}, usageError("%v", err)
 	}
 	if s.SessionToken == "" || s.WorkspaceID == "" {
-		return sessionState{}, mcpRefusal("the state file %s is not a ce mcp session (remove it to join again)", path)
+		return sessionState{}, usageError("the state file %s is not a ce mcp session (remove it to join again)", path)
 	}
 	if s.WorkspaceID != workspaceID {
-		return sessionState{}, mcpRefusal("the state file %s holds a session of %s, not of the invited %s (use another --state)", path, s.WorkspaceID, workspaceID)
+		return sessionState{}, usageError("the state file %s holds a session of %s, not of the invited %s (use another --state)", path, s.WorkspaceID, workspaceID)
 	}
 	return s, nil
 }
@@ -149,9 +149,4 @@ func saveMCPState(path string, s sessionState) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-// mcpRefusal is a refusal at start: exit code 2 with the message.
-func mcpRefusal(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
