@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,9 +37,6 @@ const maxCallBody = 16 << 20
 
 // maxCallPath bounds the request target, query string included.
 const maxCallPath = 8192
-
-// maxStateFile bounds the session state file `ce call --state` reads.
-const maxStateFile = 1 << 20
 
 // callMethods are the methods `ce call` sends; the room's routes use GET
 // and POST, the others are accepted so the room gives its own answer.
@@ -88,11 +84,10 @@ func callCommand(env Env) *ffcli.Command {
 			if len(args) != 2 {
 				return usageError("call takes METHOD and PATH (e.g. ce call GET /workspace/status)")
 			}
-			level, err := parseLevel(f.logLevel)
+			log, err := stderrLogger(env, f.logLevel)
 			if err != nil {
-				return usageError("--log-level: %v", err)
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 			req, err := prepareCall(env, f, args[0], args[1])
 			if err != nil {
 				return err
@@ -105,6 +100,16 @@ func callCommand(env Env) *ffcli.Command {
 // usageError is bad input on the command line: exit 2, the message as is.
 func usageError(format string, a ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// stderrLogger is the logger of --log-level LEVEL, writing to stderr; a
+// level it does not know is a usage error.
+func stderrLogger(env Env, level string) (*slog.Logger, error) {
+	l, err := parseLevel(level)
+	if err != nil {
+		return nil, usageError("--log-level: %v", err)
+	}
+	return slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
 // callRequest is a checked `ce call`: what to send, with which token, and
@@ -183,8 +188,8 @@ func prepareCall(env Env, f callFlags, method, path string) (callRequest, error)
 		if len(r.hints) == 0 && inv.Transport.Type != "" {
 			r.hints = []room.Hint{inv.Transport}
 		}
-	case st != nil && len(st.Hints) > 0:
-		r.hints = st.Hints
+	case st != nil && len(st.hints()) > 0:
+		r.hints = st.hints()
 	case st != nil && st.URL != "":
 		base, err := loopbackBase(st.URL)
 		if err != nil {
@@ -294,53 +299,11 @@ func loopbackBase(raw string) (string, error) {
 	return "http://" + u.Host, nil
 }
 
-// sessionState is the session state file `ce mcp` keeps (mode 0600): the
-// session and where its room is. Unknown fields are ignored so the file
-// can grow; expires_at is not judged here because sessions slide — the
-// room says whether the session still holds.
-type sessionState struct {
-	WorkspaceID   string      `json:"workspace_id"`
-	SessionToken  string      `json:"session_token"`
-	ParticipantID string      `json:"participant_id"`
-	URL           string      `json:"url"`
-	Hints         []room.Hint `json:"hints"`
-	// Hint is the one hint `ce mcp` keeps (its state file holds the hint it
-	// joined over); it counts as Hints when Hints is absent.
-	Hint      *room.Hint `json:"hint,omitempty"`
-	ExpiresAt string     `json:"expires_at"`
-}
-
-// readSessionState reads a state file, refusing one that others may read
-// (it holds a bearer secret) or that is not a regular file.
+// readSessionState reads --state (see readStateFile).
 func readSessionState(path string) (sessionState, error) {
-	var s sessionState
-	fh, err := os.Open(path)
+	s, err := readStateFile(path)
 	if err != nil {
 		return s, usageError("--state: %v", err)
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return s, usageError("--state: %v", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return s, usageError("--state: %s is not a regular file", path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return s, usageError("--state: %s is mode %04o; it holds a session token, so it must be readable by its owner only (chmod 600 %s)", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(fh, maxStateFile+1))
-	if err != nil {
-		return s, usageError("--state: %v", err)
-	}
-	if len(b) > maxStateFile {
-		return s, usageError("--state: %s is larger than %d bytes", path, maxStateFile)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, usageError("--state: %s is not a session state file (a JSON object): %v", path, err)
-	}
-	if len(s.Hints) == 0 && s.Hint != nil && s.Hint.Type != "" {
-		s.Hints = []room.Hint{*s.Hint}
 	}
 	return s, nil
 }

@@ -218,6 +218,11 @@ func TestCallRefusesBadInput(t *testing.T) {
 	remoteURL := writeState(t, map[string]any{"session_token": f.token, "url": "http://192.0.2.1:8000"}, 0o600)
 	notJSON := writeState(t, nil, 0o600)
 	os.WriteFile(notJSON, []byte("session_token=x"), 0o600)
+	good := writeState(t, map[string]any{"workspace_id": f.s.Banner.WorkspaceID, "session_token": f.token, "hints": []room.Hint{f.live}}, 0o600)
+	link := filepath.Join(t.TempDir(), "link.json")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
 	before := handoffCount(t, f.dir)
 	ok := []string{"--session", f.token, "--invite", f.invite}
 	for _, tc := range []struct {
@@ -254,6 +259,7 @@ func TestCallRefusesBadInput(t *testing.T) {
 		{"a state file for another room than the invitation", "", []string{"GET", "/workspace/status", "--state", other, "--invite", f.invite}, exitUsage, "does not belong"},
 		{"a state file whose url is off this machine", "", []string{"GET", "/workspace/status", "--state", remoteURL}, exitUsage, "not a loopback address"},
 		{"a state file that is not JSON", "", []string{"GET", "/workspace/status", "--state", notJSON}, exitUsage, "not a session state file"},
+		{"a state file reached through a symlink", "", []string{"GET", "/workspace/status", "--state", link}, exitUsage, "not a regular file"},
 		{"a missing state file", "", []string{"GET", "/workspace/status", "--state", filepath.Join(f.dir, "nope.json")}, exitUsage, "no such file"},
 		{"METHOD without PATH", "", append([]string{"GET"}, ok...), exitUsage, "METHOD and PATH"},
 		{"a zero timeout", "", append([]string{"GET", "/workspace/status", "--timeout", "0s"}, ok...), exitUsage, "must be positive"},

@@ -52,11 +52,10 @@ func joinCommand(env Env) *ffcli.Command {
 			if f.transportTimeout <= 0 {
 				return &exitError{code: exitUsage, err: fmt.Errorf("--transport-timeout must be positive (got %s)", f.transportTimeout)}
 			}
-			level, err := parseLevel(f.logLevel)
+			log, err := stderrLogger(env, f.logLevel)
 			if err != nil {
-				return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 			return runJoin(ctx, env, log, f, ts, args[0])
 		},
 	}

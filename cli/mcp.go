@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -55,11 +55,10 @@ func mcpCommand(env Env) *ffcli.Command {
 			if f.transportTimeout <= 0 || f.requestTimeout <= 0 {
 				return &exitError{code: exitUsage, err: errors.New("--transport-timeout and --request-timeout must be positive")}
 			}
-			level, err := parseLevel(f.logLevel)
+			log, err := stderrLogger(env, f.logLevel)
 			if err != nil {
-				return &exitError{code: exitUsage, err: fmt.Errorf("--log-level: %v", err)}
+				return err
 			}
-			log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 			return runMCP(ctx, env, log, f, ts, args[0])
 		},
 	}
@@ -83,7 +82,7 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 		if err != nil {
 			return err
 		}
-		st = mcpState{WorkspaceID: g.WorkspaceID, SessionToken: g.SessionToken, ParticipantID: g.ParticipantID,
+		st = sessionState{WorkspaceID: g.WorkspaceID, SessionToken: g.SessionToken, ParticipantID: g.ParticipantID,
 			Hint: g.hint, ExpiresAt: g.ExpiresAt}
 		if g.hint.Type == transport.LoopbackName {
 			st.URL = g.url
@@ -120,7 +119,7 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 		url = fwd.url
 	}
 	if url == "" {
-		return mcpRefusal("the state file %s names no way to the room (remove it to join again)", path)
+		return usageError("the state file %s names no way to the room (remove it to join again)", path)
 	}
 	if inv.ParticipantID != "" && inv.ParticipantID == st.ParticipantID && !justJoined {
 		if st, err = readmitIfEnded(ctx, env, log, ts, f, uri, url, path, st); err != nil {
@@ -165,7 +164,7 @@ func reopenPlugin(ctx context.Context, env Env, log *slog.Logger, ts *transports
 // authenticated method), so an agent whose session ran out comes back as
 // itself: same participant, its tasks and idempotency keys its own again.
 // A live session is kept and the invitation is not spent.
-func readmitIfEnded(ctx context.Context, env Env, log *slog.Logger, ts *transports, f mcpFlags, uri, url, path string, st mcpState) (mcpState, error) {
+func readmitIfEnded(ctx context.Context, env Env, log *slog.Logger, ts *transports, f mcpFlags, uri, url, path string, st sessionState) (sessionState, error) {
 	ended, err := sessionEnded(ctx, url, st.SessionToken, f.requestTimeout)
 	if err != nil || !ended {
 		return st, err
@@ -187,22 +186,17 @@ func readmitIfEnded(ctx context.Context, env Env, log *slog.Logger, ts *transpor
 }
 
 // sessionEnded asks the room whether token is still a session: tools/list
-// needs a session and no capability, and changes nothing.
+// needs a session and no capability, and changes nothing. It goes through
+// the bridge's own post, so it carries exactly the headers the bridge sends.
 func sessionEnded(ctx context.Context, url, token string, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	body := `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"ce-mcp","version":"1"}}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(url, "/")+"/mcp", strings.NewReader(body))
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/list")
-	resp, err := http.DefaultClient.Do(req)
+	params := `{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + mcpProtocolVersion + `",` +
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"ce-mcp","version":"1"}}}`
+	body := `{"jsonrpc":"2.0","id":0,"method":"tools/list","params":` + params + `}`
+	b := newBridge(url, token, timeout, io.Discard, nil)
+	defer b.hc.CloseIdleConnections()
+	resp, err := b.post(ctx, []byte(body), "tools/list", json.RawMessage(params))
 	if err != nil {
 		return false, room.Errorf(room.KindUnavailable, "the room is unreachable: %v", transport.Redact(err.Error()))
 	}

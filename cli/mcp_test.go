@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -173,13 +172,13 @@ func (b *bridgeProc) closeAndWait() int {
 	return code
 }
 
-func readState(t *testing.T, path string) mcpState {
+func readState(t *testing.T, path string) sessionState {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s mcpState
+	var s sessionState
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +207,7 @@ func TestMCPBridge(t *testing.T) {
 	statePath := filepath.Join(cfg, "commonroom", "sessions", s.Banner.WorkspaceID+".json")
 
 	b := startBridge(t, dir, inv, "", env)
-	var st mcpState
+	var st sessionState
 
 	t.Run("tools/list and tools/call answer through the bridge, and the session is kept 0600 under the config directory", func(t *testing.T) {
 		b.t = t
@@ -428,17 +427,10 @@ func TestMCPBridgeOverheadFigure(t *testing.T) {
 	const n = 400
 	id := 100
 	measure := func(op func()) (time.Duration, time.Duration) {
-		for range 20 {
+		for range 20 { // warm up
 			op()
 		}
-		ds := make([]time.Duration, n)
-		for i := range ds {
-			start := time.Now()
-			op()
-			ds[i] = time.Since(start)
-		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return ds[n/2], ds[n*99/100]
+		return latencies(n, op)
 	}
 	d50, d99 := measure(func() {
 		if _, err := direct.Call(context.Background(), "tasks/get", map[string]any{"taskId": task.taskID}); err != nil {
@@ -533,7 +525,7 @@ func TestMCPBridgeSilentRoom(t *testing.T) {
 		}
 	}()
 	state := filepath.Join(t.TempDir(), "s.json")
-	raw, _ := json.Marshal(mcpState{WorkspaceID: s.Banner.WorkspaceID, SessionToken: "ses_silent", ParticipantID: "participant_x",
+	raw, _ := json.Marshal(sessionState{WorkspaceID: s.Banner.WorkspaceID, SessionToken: "ses_silent", ParticipantID: "participant_x",
 		Hint: room.Hint{Type: "loopback"}, URL: "http://" + ln.Addr().String()})
 	if err := os.WriteFile(state, raw, 0o600); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,19 +13,33 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// mcpState is what `ce mcp` keeps between starts so a restarted host comes
-// back as the same participant instead of joining again: the session and
-// the way in it came through. It holds a bearer secret, so the file is
-// 0600 and a wider one is refused.
-type mcpState struct {
+// sessionState is the session state file: what `ce mcp` keeps between
+// starts so a restarted host comes back as the same participant instead of
+// joining again (the session and the way in it came through), and what
+// `ce call --state` reads to send one request with that session. It holds
+// a bearer secret, so the file is 0600 and a wider one is refused. Unknown
+// fields are ignored so the file can grow; expires_at is not judged here
+// because sessions slide — the room says whether the session still holds.
+type sessionState struct {
 	WorkspaceID   string    `json:"workspace_id"`
 	SessionToken  string    `json:"session_token"`
 	ParticipantID string    `json:"participant_id"`
 	Hint          room.Hint `json:"hint"`
+	// Hints are further ways in, walked in order by `ce call` (ce mcp
+	// writes none: it keeps the one hint it joined over).
+	Hints []room.Hint `json:"hints,omitempty"`
 	// URL is the room's address for a loopback hint; a hint of another
 	// transport is dialled again through its plugin at every start.
 	URL       string `json:"url"`
 	ExpiresAt string `json:"expires_at"`
+}
+
+// hints are the ways in the file names: Hints, else the one Hint.
+func (s sessionState) hints() []room.Hint {
+	if len(s.Hints) == 0 && s.Hint.Type != "" {
+		return []room.Hint{s.Hint}
+	}
+	return s.Hints
 }
 
 // defaultMCPStatePath is $XDG_CONFIG_HOME/commonroom/sessions/<ws>.json (or
@@ -38,36 +53,64 @@ func defaultMCPStatePath(env Env, workspaceID string) string {
 // errNoState is loadMCPState's answer when there is no state file yet.
 var errNoState = errors.New("no state file")
 
-// loadMCPState reads path and checks that it may be used for workspaceID:
-// a regular file of this user, mode 0600 or narrower, holding a session of
-// that room. Anything else is refused with what to do about it.
-func loadMCPState(path, workspaceID string) (mcpState, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return mcpState{}, errNoState
-	}
+// maxStateFile bounds the session state file read.
+const maxStateFile = 1 << 20
+
+// readStateFile reads the session state file at path, refusing one that
+// is not a regular file of this user (a symlink included), that others may
+// read (it holds a bearer secret), or that is larger than maxStateFile.
+// A missing file is an error that satisfies errors.Is(err, fs.ErrNotExist).
+func readStateFile(path string) (sessionState, error) {
+	var s sessionState
+	fh, err := os.Open(path)
 	if err != nil {
-		return mcpState{}, mcpRefusal("the state file %s: %v", path, err)
+		return s, err
 	}
-	if !fi.Mode().IsRegular() {
-		return mcpState{}, mcpRefusal("the state file %s is not a regular file", path)
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return s, err
+	}
+	// Lstat as well: the file opened must be the one at path, not a link's
+	// target.
+	if li, err := os.Lstat(path); err != nil || !li.Mode().IsRegular() || !fi.Mode().IsRegular() || !os.SameFile(fi, li) {
+		return s, fmt.Errorf("the state file %s is not a regular file", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return mcpState{}, mcpRefusal("the state file %s has mode %04o; it holds a session secret, so ce mcp uses it only when no one else can read it (chmod 600 %s)", path, perm, path)
+		return s, fmt.Errorf("the state file %s has mode %04o; it holds a session secret, so it is used only when no one else can read it (chmod 600 %s)", path, perm, path)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return mcpState{}, mcpRefusal("the state file %s belongs to another user", path)
+		return s, fmt.Errorf("the state file %s belongs to another user", path)
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(fh, maxStateFile+1))
 	if err != nil {
-		return mcpState{}, mcpRefusal("the state file %s: %v", path, err)
+		return s, fmt.Errorf("the state file %s: %v", path, err)
 	}
-	var s mcpState
-	if err := json.Unmarshal(b, &s); err != nil || s.SessionToken == "" || s.WorkspaceID == "" {
-		return mcpState{}, mcpRefusal("the state file %s is not a ce mcp session (remove it to join again)", path)
+	if len(b) > maxStateFile {
+		return s, fmt.Errorf("the state file %s is larger than %d bytes", path, maxStateFile)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("the state file %s is not a session state file (a JSON object): %v", path, err)
+	}
+	return s, nil
+}
+
+// loadMCPState reads path and checks that it may be used for workspaceID:
+// a state file readStateFile accepts, holding a session of that room.
+// Anything else is refused with what to do about it.
+func loadMCPState(path, workspaceID string) (sessionState, error) {
+	s, err := readStateFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return sessionState{}, errNoState
+	}
+	if err != nil {
+		return sessionState{}, usageError("%v", err)
+	}
+	if s.SessionToken == "" || s.WorkspaceID == "" {
+		return sessionState{}, usageError("the state file %s is not a ce mcp session (remove it to join again)", path)
 	}
 	if s.WorkspaceID != workspaceID {
-		return mcpState{}, mcpRefusal("the state file %s holds a session of %s, not of the invited %s (use another --state)", path, s.WorkspaceID, workspaceID)
+		return sessionState{}, usageError("the state file %s holds a session of %s, not of the invited %s (use another --state)", path, s.WorkspaceID, workspaceID)
 	}
 	return s, nil
 }
@@ -75,7 +118,7 @@ func loadMCPState(path, workspaceID string) (mcpState, error) {
 // saveMCPState writes s to path with mode 0600 (the directory 0700),
 // replacing any file there in one rename so a crash leaves the old state
 // or the new one.
-func saveMCPState(path string, s mcpState) error {
+func saveMCPState(path string, s sessionState) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("the state directory: %w", err)
@@ -106,9 +149,4 @@ func saveMCPState(path string, s mcpState) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-// mcpRefusal is a refusal at start: exit code 2 with the message.
-func mcpRefusal(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }

@@ -54,21 +54,11 @@ func newPluginPath(t *testing.T) pluginPath {
 // childPids are the pids the plugin's mode recorded for cmd (expose, dial).
 func (p pluginPath) childPids(t *testing.T, mode, cmd string) []int {
 	t.Helper()
-	ents, err := os.ReadDir(p.pids)
+	pids, err := exectest.Pids(p.pids, mode, cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []int
-	for _, e := range ents {
-		if rest, ok := strings.CutPrefix(e.Name(), mode+"-"+cmd+"-"); ok {
-			pid, err := strconv.Atoi(rest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, pid)
-		}
-	}
-	return out
+	return pids
 }
 
 // wantGone fails unless every pid names no running process (ce ended its

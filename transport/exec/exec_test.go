@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,21 +88,11 @@ func (e *pluginEnv) open(t *testing.T, name string) (transport.Plugin, error) {
 // childPids lists the pids the children of mode recorded for cmd.
 func (e *pluginEnv) childPids(t *testing.T, mode, cmd string) []int {
 	t.Helper()
-	ents, err := os.ReadDir(e.pids)
+	pids, err := exectest.Pids(e.pids, mode, cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []int
-	for _, en := range ents {
-		if rest, ok := strings.CutPrefix(en.Name(), mode+"-"+cmd+"-"); ok {
-			pid, err := strconv.Atoi(rest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, pid)
-		}
-	}
-	return out
+	return pids
 }
 
 // wantReaped fails unless every pid names no process at all: not running,

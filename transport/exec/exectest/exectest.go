@@ -57,13 +57,37 @@ func RunIfPlugin() {
 	os.Exit(run(mode, os.Args[1:]))
 }
 
+// pidPrefix starts the name of the file a child of mode records its pid
+// in for cmd; the pid follows.
+func pidPrefix(mode, cmd string) string { return mode + "-" + cmd + "-" }
+
+// Pids are the pids the children of mode recorded in dir (PidDirEnv) for
+// cmd (expose, dial).
+func Pids(dir, mode, cmd string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		if rest, ok := strings.CutPrefix(e.Name(), pidPrefix(mode, cmd)); ok {
+			pid, err := strconv.Atoi(rest)
+			if err != nil {
+				return nil, fmt.Errorf("pid file %s: %v", e.Name(), err)
+			}
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
 func run(mode string, args []string) int {
 	if dir := os.Getenv(PidDirEnv); dir != "" {
 		cmd := "?"
 		if len(args) > 0 {
 			cmd = args[0]
 		}
-		os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d", mode, cmd, os.Getpid())), nil, 0o600)
+		os.WriteFile(filepath.Join(dir, pidPrefix(mode, cmd)+strconv.Itoa(os.Getpid())), nil, 0o600)
 	}
 	if len(args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: ce-transport-"+mode+" expose PORT | dial HINT_JSON")
