@@ -285,27 +285,23 @@ func (e *Engine) MarkStopped(tx *Tx) error {
 }
 
 // lastSeen keeps session activity in memory; the sweeper flushes it at most
-// once a minute so a read never turns into a write (D25).
+// once a minute so a read never turns into a write (D25). Every
+// authenticated request notes a use, so a note must not take a room-wide
+// lock: a sync.Map updates a session already noted since the last flush
+// without one.
 type lastSeen struct {
-	mu sync.Mutex
-	m  map[string]int64 // session_ref -> ms
+	m sync.Map // session_ref -> int64 ms
 }
 
-func (l *lastSeen) touch(ref string, at int64) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]int64{}
-	}
-	l.m[ref] = at
-	l.mu.Unlock()
-}
+func (l *lastSeen) touch(ref string, at int64) { l.m.Store(ref, at) }
 
 // get returns the last use noted since the last flush.
 func (l *lastSeen) get(ref string) (int64, bool) {
-	l.mu.Lock()
-	at, ok := l.m[ref]
-	l.mu.Unlock()
-	return at, ok
+	v, ok := l.m.Load(ref)
+	if !ok {
+		return 0, false
+	}
+	return v.(int64), true
 }
 
 // maxLifeMS is Limits.SessionMaxLifetime in ms; unset means no cap beyond
@@ -317,10 +313,18 @@ func (e *Engine) maxLifeMS() int64 {
 	return e.Limits.SessionMaxLifetime.Milliseconds()
 }
 
+// take removes and returns the uses noted so far. A use noted while it
+// runs is either taken now or kept for the next flush, never lost.
 func (l *lastSeen) take() map[string]int64 {
-	l.mu.Lock()
-	m := l.m
-	l.m = nil
-	l.mu.Unlock()
+	var m map[string]int64
+	l.m.Range(func(k, _ any) bool {
+		if v, ok := l.m.LoadAndDelete(k); ok {
+			if m == nil {
+				m = map[string]int64{}
+			}
+			m[k.(string)] = v.(int64)
+		}
+		return true
+	})
 	return m
 }

@@ -25,14 +25,8 @@ func (e *Engine) AcceptHandoff(tx *Tx, p Principal, in HandoffIDInput) (Handoff,
 	if err != nil {
 		return Handoff{}, err
 	}
-	if p.ParticipantID == "" || p.ParticipantID == h.owner {
-		return Handoff{}, Errorf(KindPermissionDenied, "the owner of a handoff cannot accept it").With("handoff_id", h.id)
-	}
-	if h.status != HandoffOpen {
-		return Handoff{}, h.conflict("the handoff is %s; only an open handoff can be accepted", h.status)
-	}
-	if h.requested.Valid && h.requested.String != p.ParticipantID {
-		return Handoff{}, h.conflict("the handoff is addressed to another participant")
+	if refusal := h.acceptRefusal(p); refusal != nil {
+		return Handoff{}, refusal
 	}
 	now := tx.nowMS()
 	n, err := tx.execN(`UPDATE handoffs SET status = 'accepted', assignee_id = ?, accepted_at = ?, updated_at = ?

@@ -84,16 +84,27 @@ func (h *handoffRow) visibleTo(p Principal) bool {
 	return false
 }
 
+// acceptRefusal is D3's accept rule for p, who holds checkout: nil when p
+// may accept h now, else why not. AcceptHandoff refuses with it and the
+// inbox's open_to_accept reads it (canAccept), so the two cannot drift.
+func (h *handoffRow) acceptRefusal(p Principal) *Error {
+	if p.ParticipantID == "" || p.ParticipantID == h.owner {
+		return Errorf(KindPermissionDenied, "the owner of a handoff cannot accept it").With("handoff_id", h.id)
+	}
+	if h.status != HandoffOpen {
+		return h.conflict("the handoff is %s; only an open handoff can be accepted", h.status)
+	}
+	if h.requested.Valid && h.requested.String != p.ParticipantID {
+		return h.conflict("the handoff is addressed to another participant")
+	}
+	return nil
+}
+
 // canAccept is D3 as a reading: an open handoff p could accept now, being
 // addressed to p, or addressed to nobody while p is not its owner; either
-// way accepting takes checkout. AcceptHandoff applies the same rules as
-// refusals with their reasons; this is the inbox's open_to_accept.
+// way accepting takes checkout. This is the inbox's open_to_accept.
 func (h *handoffRow) canAccept(p Principal) bool {
-	id := p.ParticipantID
-	if id == "" || id == h.owner || h.status != HandoffOpen || !p.Caps.Has(CapCheckout) {
-		return false
-	}
-	return !h.requested.Valid || h.requested.String == id
+	return p.Caps.Has(CapCheckout) && h.acceptRefusal(p) == nil
 }
 
 // seesInputs: the questions and answers are between owner and assignee

@@ -300,17 +300,25 @@ func (e *Engine) endSessions(tx *Tx, where string, args []any, reason string) er
 }
 
 // FlushLastSeen writes the activity noted in memory, and with it the slide
-// of each used session's expiry (slideTo, in SQL). This is the only write a
-// slide costs: one row per used session per flush (at most once a minute,
-// and at a graceful stop), so after a crash a session's expiry is at most
-// one flush period behind its last use. Stale entries for sessions that
-// ended meanwhile are harmless: an ended session's expiry is left alone.
+// of each used session's expiry (slideTo). This is the only write a slide
+// costs: one row per used session per flush (at most once a minute, and at
+// a graceful stop), so after a crash a session's expiry is at most one
+// flush period behind its last use. Stale entries for sessions that ended
+// meanwhile are harmless: an ended session's expiry is left alone.
 func (e *Engine) FlushLastSeen(tx *Tx) error {
 	m := e.seen.take()
 	for ref, at := range m {
+		var issued, idle int64
+		err := tx.q.QueryRowContext(tx.ctx, `SELECT issued_at, idle_ms FROM sessions WHERE session_ref = ?`, ref).Scan(&issued, &idle)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return Internal(err)
+		}
 		if _, err := tx.exec(`UPDATE sessions SET last_seen_at = max(last_seen_at, ?1),
-			expires_at = CASE WHEN ended_at IS NULL AND idle_ms > 0 THEN max(expires_at, min(?1 + idle_ms, issued_at + ?2)) ELSE expires_at END
-			WHERE session_ref = ?3`, at, e.maxLifeMS(), ref); err != nil {
+			expires_at = CASE WHEN ended_at IS NULL THEN max(expires_at, ?2) ELSE expires_at END
+			WHERE session_ref = ?3`, at, slideTo(issued, idle, at, e.maxLifeMS()), ref); err != nil {
 			return Internal(err)
 		}
 		if _, err := tx.exec(`UPDATE participants SET last_seen_at = max(last_seen_at, ?)
