@@ -211,6 +211,9 @@ type roomMetrics struct {
 		Failed     int64 `json:"failed"`
 		Batches    int64 `json:"batches"`
 		Overloaded int64 `json:"overloaded"`
+		// CPUSeconds is the writer goroutine's cumulative CPU time, nil
+		// on a room that does not report it.
+		CPUSeconds *float64 `json:"cpu_seconds"`
 	} `json:"writer"`
 	Listen struct {
 		Subscribers      int    `json:"subscribers"`

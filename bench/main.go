@@ -74,6 +74,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == bareSSEFlag {
 		os.Exit(bareSSEMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == trivialHTTPFlag {
+		os.Exit(trivialHTTPMain(os.Stdin, os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

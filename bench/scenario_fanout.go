@@ -50,10 +50,13 @@ type fanPhaseResult struct {
 }
 
 type fanoutSizeResult struct {
-	Streams         int            `json:"streams"`
-	OpenSeconds     float64        `json:"open_seconds"`
-	RSSBeforeKB     int64          `json:"rss_before_kb"`
-	RSSAfterKB      int64          `json:"rss_after_kb"`
+	Streams     int     `json:"streams"`
+	OpenSeconds float64 `json:"open_seconds"`
+	RSSBeforeKB int64   `json:"rss_before_kb"`
+	RSSAfterKB  int64   `json:"rss_after_kb"`
+	// RSSPerStreamKB is the room process's resident memory per idle
+	// listen stream: (RSS with every stream open and acknowledged, before
+	// any change is driven) − (RSS before the first opened) ÷ streams.
 	RSSPerStreamKB  float64        `json:"rss_per_stream_kb"`
 	Steady          fanPhaseResult `json:"steady"`
 	Max             fanPhaseResult `json:"max"`
