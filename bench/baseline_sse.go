@@ -404,6 +404,7 @@ func (d *bareDriver) step(ctx context.Context) error {
 // the fan-out scenario drives the room at that count.
 type bareSSEBaseline struct {
 	Streams        int            `json:"streams"`
+	Receiver       string         `json:"receiver"` // how the bench read the streams (--receiver)
 	OpenSeconds    float64        `json:"open_seconds"`
 	RSSPerStreamKB float64        `json:"rss_per_stream_kb"`
 	Steady         fanPhaseResult `json:"steady"`
@@ -447,7 +448,7 @@ func baselineBareSSE(ctx context.Context, e *env, n int) (*bareSSEBaseline, erro
 		return st.Dropped, err
 	}
 	defer f.closeAll()
-	r := &bareSSEBaseline{Streams: n}
+	r := &bareSSEBaseline{Streams: n, Receiver: e.cfg.receiver}
 	rss0, err := proc.rssKB()
 	if err != nil {
 		return nil, err
@@ -455,7 +456,7 @@ func baselineBareSSE(ctx context.Context, e *env, n int) (*bareSSEBaseline, erro
 	e.waitQuiet(ctx, fmt.Sprintf("bare SSE %d", n))
 	e.logf("baseline: bare SSE fan-out, opening %d streams", n)
 	t0 := time.Now()
-	if err := f.open(ctx, n, true); err != nil {
+	if err := f.open(ctx, n); err != nil {
 		return nil, fmt.Errorf("bare SSE: opening streams (%d of %d open): %w", len(f.streams), n, err)
 	}
 	r.OpenSeconds = time.Since(t0).Seconds()

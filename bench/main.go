@@ -68,6 +68,7 @@ type config struct {
 	soakWarmup        time.Duration
 	soakTaskTTL       time.Duration
 	soakRate          float64
+	receiver          string // how the fan-out reads its streams: epoll or goroutines
 }
 
 func main() {
@@ -94,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	sizes := fs.String("fanout-sizes", "100,1000,10000", "listen stream counts to measure")
 	fs.Float64Var(&c.fanoutRate, "fanout-rate", 10, "changes per second in the steady fan-out phase")
 	fs.DurationVar(&c.fanoutDuration, "fanout-duration", 10*time.Second, "length of each fan-out phase")
+	fs.StringVar(&c.receiver, "receiver", defaultReceiver, "how the fan-out and its bare SSE baseline read their streams: epoll (a few goroutines over all sockets; Linux) or goroutines (one per stream)")
 	fs.IntVar(&c.streamsPerSession, "streams-per-session", 1000, "listen streams per listener session (passed to ce --streams-per-session)")
 	fs.DurationVar(&c.stallMaxLag, "stall-max-lag", 2*time.Second, "ce --listen-max-lag for the stalled-reader test")
 	fs.Float64Var(&c.stallRate, "stall-rate", 200, "changes per second while a reader is stalled")
@@ -157,6 +159,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case "bulk", "mcp":
 	default:
 		return c, fmt.Errorf("--preload-mode: %q is neither bulk nor mcp", c.preloadMode)
+	}
+	if c.receiver != receiverEpoll && c.receiver != receiverGoroutines {
+		return c, fmt.Errorf("--receiver: %q is neither %s nor %s", c.receiver, receiverEpoll, receiverGoroutines)
 	}
 	if c.agents < 1 || c.pollClients < 1 || c.streamsPerSession < 1 || c.fanoutRate <= 0 {
 		return c, errors.New("--agents, --poll-clients, --streams-per-session and --fanout-rate must be positive")
@@ -238,7 +243,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"smoke": cfg.smoke, "target_file": cfg.targetFile, "wait_quiet": cfg.waitQuiet.String(),
 		"hostile_bin": cfg.hostileBin, "hostile_wait": cfg.hostileWait.String(),
 		"soak_duration": cfg.soakDuration.String(), "soak_sample": cfg.soakSample.String(), "soak_warmup": cfg.soakWarmup.String(),
-		"soak_task_ttl": cfg.soakTaskTTL.String(), "soak_rate": cfg.soakRate}
+		"soak_task_ttl": cfg.soakTaskTTL.String(), "soak_rate": cfg.soakRate, "receiver": cfg.receiver}
 	var uts syscall.Utsname
 	syscall.Uname(&uts)
 	rep.Machine = map[string]any{"cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "go": runtime.Version(),

@@ -143,7 +143,7 @@ func (r *report) printBaselineFanLoop() {
 }
 
 func (r *report) printBaselineBareSSE(b *bareSSEBaseline) {
-	r.row("baseline", fmt.Sprintf("bare SSE fan-out, %d streams (own process)", b.Streams), fmt.Sprintf("%.0f B frames", b.Max.MeanFrameBytes),
+	r.row("baseline", fmt.Sprintf("bare SSE fan-out, %d streams (%s receiver)", b.Streams, b.Receiver), fmt.Sprintf("%.0f B frames", b.Max.MeanFrameBytes),
 		fmt.Sprintf("open %.1fs; RSS %.1f KiB per idle stream", b.OpenSeconds, b.RSSPerStreamKB))
 	for _, p := range []fanPhaseResult{b.Steady, b.Max} {
 		r.row("baseline", "  "+p.Mode+": deliveries/s", num(p.DeliveriesPerSec),
@@ -245,7 +245,7 @@ func (r *report) fanLoop(n int) float64 {
 
 func (r *report) printFanoutSize(s *fanoutSizeResult) {
 	name := fmt.Sprintf("fanout-%d", s.Streams)
-	r.header(fmt.Sprintf("fan-out, %d streams × %d tasks each", s.Streams, fanoutTasks))
+	r.header(fmt.Sprintf("fan-out, %d streams × %d tasks each (%s receiver)", s.Streams, fanoutTasks, s.Receiver))
 	r.row(name, "open time; RSS per idle stream", fmt.Sprintf("%.1fs; %.1f KiB", s.OpenSeconds, s.RSSPerStreamKB),
 		fmt.Sprintf("room RSS %d → %d MiB before any change; %.0f B frames", s.RSSBeforeKB>>10, s.RSSAfterKB>>10, s.Max.MeanFrameBytes))
 	b := r.bareSSE(s.Streams)

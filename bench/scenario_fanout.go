@@ -51,6 +51,7 @@ type fanPhaseResult struct {
 
 type fanoutSizeResult struct {
 	Streams     int     `json:"streams"`
+	Receiver    string  `json:"receiver"` // how the bench read the streams (--receiver)
 	OpenSeconds float64 `json:"open_seconds"`
 	RSSBeforeKB int64   `json:"rss_before_kb"`
 	RSSAfterKB  int64   `json:"rss_after_kb"`
@@ -144,6 +145,7 @@ type fanRoom struct {
 	perSess   int
 	taskIDs   []string
 	streams   []*listenStream
+	recv      receiver // reads the streams; made by the first open
 	sink      atomic.Pointer[frameSink]
 	committed atomic.Int64 // changes committed since the streams opened
 	opened    atomic.Int64 // streams acknowledged so far (progress lines)
@@ -190,11 +192,17 @@ func newFanRoom(ctx context.Context, e *env, c *ceServer, tasks, streams, perSes
 	return f, nil
 }
 
-// open starts n streams, 64 at a time, each following every task.
-func (f *fanRoom) open(ctx context.Context, n int, reading bool) error {
+// open starts n streams, 64 at a time, each following every task, read
+// by the run's receiver (--receiver).
+func (f *fanRoom) open(ctx context.Context, n int) error {
 	addr, err := hostPort(f.c.ingressURL)
 	if err != nil {
 		return err
+	}
+	if f.recv == nil {
+		if f.recv, err = newReceiver(f.e.cfg.receiver); err != nil {
+			return err
+		}
 	}
 	base := len(f.streams)
 	out := make([]*listenStream, n)
@@ -207,7 +215,7 @@ func (f *fanRoom) open(ctx context.Context, n int, reading bool) error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			idx := base + i
-			s, err := openListen(ctx, listenOptions{addr: addr, token: f.listeners[idx/f.perSess].Token, id: idx + 1, taskIDs: f.taskIDs})
+			s, err := f.recv.open(ctx, listenOptions{addr: addr, token: f.listeners[idx/f.perSess].Token, id: idx + 1, taskIDs: f.taskIDs}, &f.sink)
 			if err != nil {
 				mu.Lock()
 				if first == nil {
@@ -216,12 +224,8 @@ func (f *fanRoom) open(ctx context.Context, n int, reading bool) error {
 				mu.Unlock()
 				return
 			}
-			s.sink = &f.sink
 			out[i] = s
 			f.opened.Add(1)
-			if reading {
-				go s.read() // stopped by s.close
-			}
 		})
 	}
 	wg.Wait()
@@ -233,10 +237,17 @@ func (f *fanRoom) open(ctx context.Context, n int, reading bool) error {
 	return first
 }
 
-// closeAll closes every stream and waits for their readers.
+// closeAll closes every stream, waits for their readers, and stops the
+// receiver.
 func (f *fanRoom) closeAll() {
 	for _, s := range f.streams {
-		s.close(true)
+		s.close(false)
+	}
+	for _, s := range f.streams {
+		<-s.done
+	}
+	if f.recv != nil {
+		f.recv.stop()
 	}
 	if f.rc != nil {
 		f.rc.close()
@@ -485,7 +496,7 @@ func fanoutSize(ctx context.Context, e *env, n int) (*fanoutSizeResult, error) {
 		return nil, err
 	}
 	defer f.closeAll()
-	r := &fanoutSizeResult{Streams: n}
+	r := &fanoutSizeResult{Streams: n, Receiver: e.cfg.receiver}
 	time.Sleep(200 * time.Millisecond) // let the setup's garbage settle before the RSS reading
 	if r.RSSBeforeKB, err = c.rssKB(); err != nil {
 		return nil, err
@@ -498,7 +509,7 @@ func fanoutSize(ctx context.Context, e *env, n int) (*fanoutSizeResult, error) {
 	e.logf("fan-out: opening %d streams", n)
 	t0 := time.Now()
 	progressDone := e.progressTicker(ctx, "fan-out open", func() string { return fmt.Sprintf("%d of %d streams open", f.opened.Load(), n) })
-	err = f.open(ctx, n, true)
+	err = f.open(ctx, n)
 	progressDone()
 	if err != nil {
 		return nil, fmt.Errorf("opening streams (%d of %d open): %w", len(f.streams), n, err)
