@@ -22,6 +22,7 @@ type report struct {
 	Fanout        *fanoutResults   `json:"fanout,omitempty"`
 	Preload       *preloadResult   `json:"preload,omitempty"`
 	Watch         *watchResult     `json:"watch,omitempty"`
+	Versions      *versionsResult  `json:"versions,omitempty"`
 	Hostile       *hostileResult   `json:"hostile_conns,omitempty"`
 	Soak          *soakResult      `json:"soak,omitempty"`
 	Targets       []target         `json:"targets"`
