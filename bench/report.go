@@ -150,6 +150,7 @@ func (r *report) printBaselineBareSSE(b *bareSSEBaseline) {
 		r.row("baseline", "  "+p.Mode+": deliveries/s", num(p.DeliveriesPerSec),
 			fmt.Sprintf("%s changes/s; %d frames dropped", num(p.ChangesPerSec), p.FramesDropped))
 		r.row("baseline", "  "+p.Mode+": publish→receipt p50 / p99", lat(p.Latency), p.CPU.label("server"))
+		r.row("baseline", "  "+p.Mode+": CPU per delivery server / bench", fmt.Sprintf("%s / %s", us(p.ServerCPUPerDeliveryUs), us(p.BenchCPUPerDeliveryUs)), "the bench: receiver and drivers")
 	}
 }
 
@@ -273,6 +274,11 @@ func (r *report) printFanoutSize(s *fanoutSizeResult) {
 			vs = fmt.Sprintf("bare SSE %s; ", lat(base.Latency))
 		}
 		r.row(name, p.Mode+": commit→receipt p50 / p99", lat(p.Latency), vs+p.CPU.String())
+		vs = ""
+		if base != nil && base.ServerCPUPerDeliveryUs > 0 {
+			vs = fmt.Sprintf("bare SSE %s / %s", us(base.ServerCPUPerDeliveryUs), us(base.BenchCPUPerDeliveryUs))
+		}
+		r.row(name, p.Mode+": CPU per delivery ce / bench", fmt.Sprintf("%s / %s", us(p.ServerCPUPerDeliveryUs), us(p.BenchCPUPerDeliveryUs)), vs)
 		r.row(name, p.Mode+": backlog when driving stopped", fmt.Sprintf("%d frames", p.FramesBehindEnd),
 			fmt.Sprintf("hub pending %d batches; kernel: room send-q %.0f KiB, bench recv-q %.0f KiB", p.HubPending, p.ServerSendQKB, p.ClientRecvQKB))
 	}

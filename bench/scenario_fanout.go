@@ -29,6 +29,11 @@ type fanPhaseResult struct {
 	DeliveriesPerSec float64 `json:"deliveries_per_sec"`
 	Latency          latency `json:"commit_to_receipt"`
 	CPU              cpuUse  `json:"cpu"`
+	// CPU per frame delivered (µs): the server's, and the bench's (the
+	// receiver with the drivers), so a receiver that costs as much as the
+	// server shows.
+	ServerCPUPerDeliveryUs float64 `json:"server_cpu_per_delivery_us"`
+	BenchCPUPerDeliveryUs  float64 `json:"bench_cpu_per_delivery_us"`
 	// Where the backlog was when the drivers stopped: batches the hub had
 	// not fanned out yet, and bytes in the kernel between the two processes.
 	HubPending      int     `json:"hub_pending_batches_at_end"`
@@ -393,6 +398,10 @@ func (f *fanRoom) measure(ctx context.Context, mode string, d time.Duration, rat
 	r.ChangesPerSec = float64(r.Changes) / r.Seconds
 	if r.Frames > 0 {
 		r.MeanFrameBytes = float64(phase.bytes.Load()) / float64(r.Frames)
+		r.ServerCPUPerDeliveryUs = use.perRequestUs(r.Frames)
+		if use.BenchSeconds >= minCPUForCost {
+			r.BenchCPUPerDeliveryUs = 1e6 * use.BenchSeconds / float64(r.Frames)
+		}
 	}
 	if f.discarded != nil {
 		if lost1, err := f.discarded(ctx); err == nil {
