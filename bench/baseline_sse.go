@@ -286,37 +286,61 @@ type bareSSEProc struct {
 // startBareSSE re-executes the bench binary as the bare server, in its own
 // process like the room, and waits for its address.
 func startBareSSE(ctx context.Context, e *env, name string, tasks []bareTask) (*bareSSEProc, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	args := []string{bareSSEFlag}
 	for _, t := range tasks {
 		args = append(args, t.taskID+"="+t.handoffID)
 	}
+	proc, addr, logPath, err := startSelfChild(ctx, e, name, "the bare SSE server", args)
+	if err != nil {
+		return nil, err
+	}
+	return &bareSSEProc{proc: proc, addr: addr, hc: newLoadClient(2 * fanoutTasks), logPath: logPath}, nil
+}
+
+// startSelfChild re-executes the bench binary with args (a server flag
+// first), in its own process so its CPU and memory are measured apart from
+// the bench's, and waits for the address it prints. The child ends when
+// its stdin closes, and dies with the bench.
+func startSelfChild(ctx context.Context, e *env, name, what string, args []string) (*cetest.Proc, string, string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, "", "", err
+	}
 	logPath := filepath.Join(e.workDir, name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	defer logf.Close()
 	proc, err := cetest.StartWith(exe, cetest.Options{Stderr: logf, InheritEnv: true, DieWithParent: true, Stdin: true}, args...)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
-	p := &bareSSEProc{proc: proc, hc: newLoadClient(2 * fanoutTasks), logPath: logPath}
-	err = awaitReady(ctx, proc, "the bare SSE server", logPath, func(line string) error {
-		p.addr = strings.TrimSpace(line)
-		if _, _, err := net.SplitHostPort(p.addr); err != nil {
-			return fmt.Errorf("%q is not an address", p.addr)
+	var addr string
+	err = awaitReady(ctx, proc, what, logPath, func(line string) error {
+		addr = strings.TrimSpace(line)
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%q is not an address", addr)
 		}
 		return nil
 	})
 	if err != nil {
-		p.stop()
-		return nil, err
+		stopSelfChild(proc)
+		return nil, "", "", err
 	}
-	return p, nil
+	return proc, addr, logPath, nil
+}
+
+// stopSelfChild closes a self child's stdin, which ends it, and kills it
+// if it has not exited within 5s.
+func stopSelfChild(proc *cetest.Proc) {
+	proc.Stdin.Close()
+	select {
+	case <-proc.Done():
+	case <-time.After(5 * time.Second):
+		proc.Cmd.Process.Kill()
+		<-proc.Done()
+	}
 }
 
 // stop closes the server's stdin, which ends it, and kills it if it has not
@@ -328,13 +352,7 @@ func (p *bareSSEProc) stop() {
 	proc := p.proc
 	p.proc = nil
 	p.hc.CloseIdleConnections()
-	proc.Stdin.Close()
-	select {
-	case <-proc.Done():
-	case <-time.After(5 * time.Second):
-		proc.Cmd.Process.Kill()
-		<-proc.Done()
-	}
+	stopSelfChild(proc)
 }
 
 func (p *bareSSEProc) stats(ctx context.Context) (bareStats, error) {
@@ -386,6 +404,7 @@ func (d *bareDriver) step(ctx context.Context) error {
 // the fan-out scenario drives the room at that count.
 type bareSSEBaseline struct {
 	Streams        int            `json:"streams"`
+	Receiver       string         `json:"receiver"` // how the bench read the streams (--receiver)
 	OpenSeconds    float64        `json:"open_seconds"`
 	RSSPerStreamKB float64        `json:"rss_per_stream_kb"`
 	Steady         fanPhaseResult `json:"steady"`
@@ -429,7 +448,7 @@ func baselineBareSSE(ctx context.Context, e *env, n int) (*bareSSEBaseline, erro
 		return st.Dropped, err
 	}
 	defer f.closeAll()
-	r := &bareSSEBaseline{Streams: n}
+	r := &bareSSEBaseline{Streams: n, Receiver: e.cfg.receiver}
 	rss0, err := proc.rssKB()
 	if err != nil {
 		return nil, err
@@ -437,7 +456,7 @@ func baselineBareSSE(ctx context.Context, e *env, n int) (*bareSSEBaseline, erro
 	e.waitQuiet(ctx, fmt.Sprintf("bare SSE %d", n))
 	e.logf("baseline: bare SSE fan-out, opening %d streams", n)
 	t0 := time.Now()
-	if err := f.open(ctx, n, true); err != nil {
+	if err := f.open(ctx, n); err != nil {
 		return nil, fmt.Errorf("bare SSE: opening streams (%d of %d open): %w", len(f.streams), n, err)
 	}
 	r.OpenSeconds = time.Since(t0).Seconds()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -33,6 +34,8 @@ type httpBaseline struct {
 	RequestsPerS float64 `json:"requests_per_sec"`
 	Latency      latency `json:"latency"`
 	CPU          cpuUse  `json:"cpu"`
+	// CPUPerRequestUs is the server process's CPU per request (µs).
+	CPUPerRequestUs float64 `json:"server_cpu_per_request_us"`
 }
 
 type sqliteBaseline struct {
@@ -109,11 +112,42 @@ func scenarioBaselines(ctx context.Context, e *env) error {
 	return ctx.Err()
 }
 
-// baselineHTTP serves a trivial JSON-RPC handler on chi in this process and
-// loads it with the MCP client the room scenarios use, with the same
-// headers, body shape and concurrency: whatever the room does beyond this is
-// its own cost.
+// baselineHTTP serves a trivial JSON-RPC handler on chi in a process of its
+// own (the bench binary re-executed with trivialHTTPFlag, as the bare SSE
+// server is) and loads it with the MCP client the room scenarios use, with
+// the same headers, body shape and concurrency: whatever the room does
+// beyond this is its own cost. Its own process, so its CPU per request is
+// the handler's (and net/http's) alone, read from /proc like ce's, and the
+// load generator's is not mixed into it.
 func baselineHTTP(ctx context.Context, e *env, clients int, d time.Duration) (*httpBaseline, error) {
+	proc, addr, logPath, err := startSelfChild(ctx, e, "trivial-http", "the trivial HTTP server", []string{trivialHTTPFlag})
+	if err != nil {
+		return nil, err
+	}
+	defer stopSelfChild(proc)
+	hc := newLoadClient(clients)
+	defer hc.CloseIdleConnections()
+	u := (&url.URL{Scheme: "http", Host: addr, Path: "/mcp"}).String()
+	mc := make([]*mcpClient, clients)
+	for i := range mc {
+		mc[i] = newMCP(hc, u, "baseline-token")
+	}
+	res := pollPhase(ctx, e, &ceServer{pid: proc.Pid(), logPath: logPath}, clients, d, false, func(i int) (int, error) {
+		_, err := mc[i].taskGet(ctx, "task_baseline")
+		return 0, err
+	})
+	return &httpBaseline{Clients: clients, Seconds: res.Seconds, Requests: res.Requests, RequestsPerS: res.RequestsPerS,
+		Latency: res.Latency, CPU: res.CPU, CPUPerRequestUs: res.CPUPerRequestUs}, nil
+}
+
+// trivialHTTPFlag, as the first argument, turns the bench binary into the
+// trivial HTTP server of the ceiling baseline. Not in the flag set: nobody
+// should type it.
+const trivialHTTPFlag = "--trivial-http-server"
+
+// trivialHandler answers a JSON-RPC request with a tasks/get-shaped result
+// and does nothing else: the least a handler behind chi can do.
+func trivialHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -130,32 +164,22 @@ func baselineHTTP(ctx context.Context, e *env, clients int, d time.Duration) (*h
 			"resultType": "complete", "taskId": req.Params["taskId"], "status": "working",
 			"lastUpdatedAt": time.Now().UTC().Format(wireTimeLayout), "pollIntervalMs": 5000}})
 	})
+	return r
+}
+
+// trivialHTTPMain is the trivial server process: it listens on
+// 127.0.0.1:0, prints its address and serves until stdin closes.
+func trivialHTTPMain(stdin io.Reader, stdout, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		fmt.Fprintln(stderr, "trivial HTTP server:", err)
+		return exitFailed
 	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan struct{})
-	go func() { defer close(served); srv.Serve(ln) }()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		<-served
-	}()
-	hc := newLoadClient(clients)
-	defer hc.CloseIdleConnections()
-	u := (&url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/mcp"}).String()
-	mc := make([]*mcpClient, clients)
-	for i := range mc {
-		mc[i] = newMCP(hc, u, "baseline-token")
-	}
-	res := pollPhase(ctx, e, &ceServer{pid: os.Getpid()}, clients, d, false, func(i int) (int, error) {
-		_, err := mc[i].taskGet(ctx, "task_baseline")
-		return 0, err
-	})
-	return &httpBaseline{Clients: clients, Seconds: res.Seconds, Requests: res.Requests, RequestsPerS: res.RequestsPerS,
-		Latency: res.Latency, CPU: res.CPU}, nil
+	srv := &http.Server{Handler: trivialHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintln(stdout, ln.Addr().String())
+	io.Copy(io.Discard, stdin)
+	return exitOK
 }
 
 // baselineSQLite commits one-row inserts from producers through a single

@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == bareSSEFlag {
 		os.Exit(bareSSEMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == trivialHTTPFlag {
+		os.Exit(trivialHTTPMain(os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(m.Run())
 }
 
@@ -62,6 +65,15 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("watch measured nothing: %+v", rep.Watch)
 	case rep.Hostile == nil || len(rep.Hostile.Phases) < 3 || rep.Hostile.Phases[0].SockDuring <= rep.Hostile.Phases[0].SockBefore:
 		t.Errorf("hostile_conns measured nothing: %+v", rep.Hostile)
+	case rep.Versions == nil || rep.Versions.Commits == 0 || rep.Versions.SidecarAfterBytes <= rep.Versions.SidecarBeforeBytes ||
+		rep.Versions.RSSAfterOpenKB == 0 || rep.Versions.PeakAfterEditKB == 0:
+		t.Errorf("versions measured nothing: %+v", rep.Versions)
+	case rep.Poll.Tight.CPUPerRequestUs <= 0 || rep.Poll.HandoffGet.CPUPerRequestUs <= 0 || rep.Baselines.HTTP.CPUPerRequestUs <= 0 ||
+		rep.Lifecycle.CPUPerRequestUs <= 0 || rep.Lifecycle.WriterCPUPerCommandUs <= 0 || rep.Lifecycle.WriterCPUSource == "":
+		t.Errorf("a request-rate phase has no server CPU per request: poll %+v / %+v, baseline %+v, lifecycle %+v",
+			rep.Poll.Tight, rep.Poll.HandoffGet, rep.Baselines.HTTP, rep.Lifecycle)
+	case rep.Fanout.Sizes[0].Receiver != defaultReceiver || rep.Baselines.BareSSE[0].Receiver != defaultReceiver:
+		t.Errorf("the fan-out was not read by the default receiver %q", defaultReceiver)
 	case rep.Soak == nil || len(rep.Soak.Samples) < 10 || len(rep.Soak.Trends) != len(soakQuantities) || rep.Soak.Ops["handoff created"] == 0:
 		t.Errorf("the soak measured nothing: %+v", rep.Soak)
 	case rep.Soak.Trends[0].Samples == 0 || rep.Soak.IdleBefore.Goroutines == 0 || rep.Soak.IdleAfter.FDs == 0:

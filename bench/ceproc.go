@@ -153,20 +153,33 @@ func (c *ceServer) stop() error {
 func (c *ceServer) owned() bool { return c.proc != nil }
 
 // rssKB is the room process's resident set (VmRSS) in KiB.
-func (c *ceServer) rssKB() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.pid))
+func (c *ceServer) rssKB() (int64, error) { return procStatusKB(c.pid, "VmRSS") }
+
+// memKB is the room process's resident set and its peak so far (VmHWM),
+// in KiB.
+func (c *ceServer) memKB() (rss, peak int64, err error) {
+	if rss, err = procStatusKB(c.pid, "VmRSS"); err != nil {
+		return 0, 0, err
+	}
+	peak, err = procStatusKB(c.pid, "VmHWM")
+	return rss, peak, err
+}
+
+// procStatusKB reads one "Name: N kB" line of /proc/<pid>/status.
+func procStatusKB(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(rest)
 			if len(f) > 0 {
 				return strconv.ParseInt(f[0], 10, 64)
 			}
 		}
 	}
-	return 0, errors.New("no VmRSS line")
+	return 0, fmt.Errorf("no %s line", field)
 }
 
 // tail returns the last lines of the child's log, for error messages.
@@ -211,6 +224,9 @@ type roomMetrics struct {
 		Failed     int64 `json:"failed"`
 		Batches    int64 `json:"batches"`
 		Overloaded int64 `json:"overloaded"`
+		// CPUSeconds is the writer goroutine's cumulative CPU time, nil
+		// on a room that does not report it.
+		CPUSeconds *float64 `json:"cpu_seconds"`
 	} `json:"writer"`
 	Listen struct {
 		Subscribers      int    `json:"subscribers"`

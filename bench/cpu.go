@@ -83,10 +83,16 @@ func startCPU(c *ceServer) cpuMeter {
 }
 
 type cpuUse struct {
-	CePct      float64 `json:"ce_cpu_pct"`
-	BenchPct   float64 `json:"bench_cpu_pct"`
-	MachinePct float64 `json:"machine_cpu_pct"` // all processes, % of one core (the ceiling is cores × 100)
-	OthersPct  float64 `json:"others_cpu_pct"`  // machine − ce − bench
+	CePct    float64 `json:"ce_cpu_pct"`
+	BenchPct float64 `json:"bench_cpu_pct"`
+	// CeSeconds and BenchSeconds are the CPU time each used over the
+	// window (utime+stime from /proc/<pid>/stat and getrusage), from which
+	// the cost per request is computed: a rate alone hides what the load
+	// generator, sharing the cores, takes from the server.
+	CeSeconds    float64 `json:"ce_cpu_seconds"`
+	BenchSeconds float64 `json:"bench_cpu_seconds"`
+	MachinePct   float64 `json:"machine_cpu_pct"` // all processes, % of one core (the ceiling is cores × 100)
+	OthersPct    float64 `json:"others_cpu_pct"`  // machine − ce − bench
 }
 
 func (m cpuMeter) stop() cpuUse {
@@ -94,9 +100,10 @@ func (m cpuMeter) stop() cpuUse {
 	if el <= 0 {
 		return cpuUse{}
 	}
-	u := cpuUse{CePct: 100 * (m.c.cpuTime() - m.ce0).Seconds() / el, BenchPct: 100 * (selfCPU() - m.self0).Seconds() / el}
+	ce, self := (m.c.cpuTime() - m.ce0).Seconds(), (selfCPU() - m.self0).Seconds()
+	u := cpuUse{CePct: 100 * ce / el, BenchPct: 100 * self / el, CeSeconds: ce, BenchSeconds: self}
 	if m.c.pid == os.Getpid() {
-		u.CePct = 0 // an in-process baseline: the bench is all there is
+		u.CePct, u.CeSeconds = 0, 0 // an in-process server: the bench is all there is
 	}
 	if b, t := machineJiffies(); t > m.tot0 {
 		u.MachinePct = 100 * float64(runtime.NumCPU()) * float64(b-m.busy0) / float64(t-m.tot0)
@@ -106,6 +113,21 @@ func (m cpuMeter) stop() cpuUse {
 }
 
 func (u cpuUse) String() string { return u.label("ce") }
+
+// minCPUForCost is the least server CPU over a window for a cost per
+// request to be reported: /proc counts in 10 ms ticks, so below 100 ms
+// (an idle phase, like polling at the room's interval) the figure is
+// mostly rounding.
+const minCPUForCost = 0.1
+
+// perRequestUs is the server's CPU per request in µs over the window, or 0
+// when too little was measured to say (see minCPUForCost).
+func (u cpuUse) perRequestUs(requests int64) float64 {
+	if requests <= 0 || u.CeSeconds < minCPUForCost {
+		return 0
+	}
+	return 1e6 * u.CeSeconds / float64(requests)
+}
 
 // label names the measured server process, which is not always ce (the
 // bare SSE baseline runs in a process of its own too).

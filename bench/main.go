@@ -6,7 +6,7 @@
 // never enforced; the run fails only when an invariant breaks (the active
 // task cap, a lost frame, an error that should not happen).
 //
-//	go run ./bench [--scenarios lifecycle,poll,fanout,baselines,preload,hostile_conns] [--duration 20s] [--json] [--smoke]
+//	go run ./bench [--scenarios lifecycle,poll,fanout,baselines,preload,watch,versions,hostile_conns] [--duration 20s] [--json] [--smoke]
 //	go run ./bench --scenarios preload --preload 1000000 [--preload-mode bulk|mcp]
 //	go run ./bench --scenarios soak [--soak-duration 30m] [--soak-sample 10s] [--json]
 package main
@@ -37,7 +37,7 @@ const (
 	exitInterrupted = 130
 )
 
-var allScenarios = []string{"baselines", "lifecycle", "poll", "fanout", "preload", "watch", "hostile_conns", "soak"}
+var allScenarios = []string{"baselines", "lifecycle", "poll", "fanout", "preload", "watch", "versions", "hostile_conns", "soak"}
 
 type config struct {
 	scenarios         []string
@@ -68,11 +68,16 @@ type config struct {
 	soakWarmup        time.Duration
 	soakTaskTTL       time.Duration
 	soakRate          float64
+	receiver          string // how the fan-out reads its streams: epoll or goroutines
+	versionsCommits   int
 }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == bareSSEFlag {
 		os.Exit(bareSSEMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == trivialHTTPFlag {
+		os.Exit(trivialHTTPMain(os.Stdin, os.Stdout, os.Stderr))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -91,6 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	sizes := fs.String("fanout-sizes", "100,1000,10000", "listen stream counts to measure")
 	fs.Float64Var(&c.fanoutRate, "fanout-rate", 10, "changes per second in the steady fan-out phase")
 	fs.DurationVar(&c.fanoutDuration, "fanout-duration", 10*time.Second, "length of each fan-out phase")
+	fs.StringVar(&c.receiver, "receiver", defaultReceiver, "how the fan-out and its bare SSE baseline read their streams: epoll (a few goroutines over all sockets; Linux) or goroutines (one per stream)")
+	fs.IntVar(&c.versionsCommits, "versions-commits", 100, "one-line commits to the 1 MiB document in the versions scenario (5 in --smoke)")
 	fs.IntVar(&c.streamsPerSession, "streams-per-session", 1000, "listen streams per listener session (passed to ce --streams-per-session)")
 	fs.DurationVar(&c.stallMaxLag, "stall-max-lag", 2*time.Second, "ce --listen-max-lag for the stalled-reader test")
 	fs.Float64Var(&c.stallRate, "stall-rate", 200, "changes per second while a reader is stalled")
@@ -155,6 +162,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	default:
 		return c, fmt.Errorf("--preload-mode: %q is neither bulk nor mcp", c.preloadMode)
 	}
+	if c.receiver != receiverEpoll && c.receiver != receiverGoroutines {
+		return c, fmt.Errorf("--receiver: %q is neither %s nor %s", c.receiver, receiverEpoll, receiverGoroutines)
+	}
+	if c.versionsCommits < 1 {
+		return c, errors.New("--versions-commits must be positive")
+	}
 	if c.agents < 1 || c.pollClients < 1 || c.streamsPerSession < 1 || c.fanoutRate <= 0 {
 		return c, errors.New("--agents, --poll-clients, --streams-per-session and --fanout-rate must be positive")
 	}
@@ -170,6 +183,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.sqliteDuration = min(c.sqliteDuration, time.Second)
 		c.fanLoopDuration = min(c.fanLoopDuration, 500*time.Millisecond)
 		c.soakDuration = min(c.soakDuration, 25*time.Second)
+		c.versionsCommits = min(c.versionsCommits, 5)
 		c.soakSample = min(c.soakSample, time.Second)
 		c.soakTaskTTL = min(c.soakTaskTTL, 8*time.Second)
 		// Long enough to judge the stall drop against its finding bound
@@ -235,7 +249,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"smoke": cfg.smoke, "target_file": cfg.targetFile, "wait_quiet": cfg.waitQuiet.String(),
 		"hostile_bin": cfg.hostileBin, "hostile_wait": cfg.hostileWait.String(),
 		"soak_duration": cfg.soakDuration.String(), "soak_sample": cfg.soakSample.String(), "soak_warmup": cfg.soakWarmup.String(),
-		"soak_task_ttl": cfg.soakTaskTTL.String(), "soak_rate": cfg.soakRate}
+		"soak_task_ttl": cfg.soakTaskTTL.String(), "soak_rate": cfg.soakRate, "receiver": cfg.receiver, "versions_commits": cfg.versionsCommits}
 	var uts syscall.Utsname
 	syscall.Uname(&uts)
 	rep.Machine = map[string]any{"cpus": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0), "go": runtime.Version(),
@@ -283,6 +297,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"baselines": scenarioBaselines, "lifecycle": scenarioLifecycle, "poll": scenarioPoll,
 		"fanout": scenarioFanout, "preload": scenarioPreload,
 		"watch":         scenarioWatch,
+		"versions":      scenarioVersions,
 		"hostile_conns": scenarioHostileConns,
 		"soak":          scenarioSoak,
 	}

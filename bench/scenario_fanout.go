@@ -29,6 +29,11 @@ type fanPhaseResult struct {
 	DeliveriesPerSec float64 `json:"deliveries_per_sec"`
 	Latency          latency `json:"commit_to_receipt"`
 	CPU              cpuUse  `json:"cpu"`
+	// CPU per frame delivered (µs): the server's, and the bench's (the
+	// receiver with the drivers), so a receiver that costs as much as the
+	// server shows.
+	ServerCPUPerDeliveryUs float64 `json:"server_cpu_per_delivery_us"`
+	BenchCPUPerDeliveryUs  float64 `json:"bench_cpu_per_delivery_us"`
 	// Where the backlog was when the drivers stopped: batches the hub had
 	// not fanned out yet, and bytes in the kernel between the two processes.
 	HubPending      int     `json:"hub_pending_batches_at_end"`
@@ -50,10 +55,14 @@ type fanPhaseResult struct {
 }
 
 type fanoutSizeResult struct {
-	Streams         int            `json:"streams"`
-	OpenSeconds     float64        `json:"open_seconds"`
-	RSSBeforeKB     int64          `json:"rss_before_kb"`
-	RSSAfterKB      int64          `json:"rss_after_kb"`
+	Streams     int     `json:"streams"`
+	Receiver    string  `json:"receiver"` // how the bench read the streams (--receiver)
+	OpenSeconds float64 `json:"open_seconds"`
+	RSSBeforeKB int64   `json:"rss_before_kb"`
+	RSSAfterKB  int64   `json:"rss_after_kb"`
+	// RSSPerStreamKB is the room process's resident memory per idle
+	// listen stream: (RSS with every stream open and acknowledged, before
+	// any change is driven) − (RSS before the first opened) ÷ streams.
 	RSSPerStreamKB  float64        `json:"rss_per_stream_kb"`
 	Steady          fanPhaseResult `json:"steady"`
 	Max             fanPhaseResult `json:"max"`
@@ -141,6 +150,7 @@ type fanRoom struct {
 	perSess   int
 	taskIDs   []string
 	streams   []*listenStream
+	recv      receiver // reads the streams; made by the first open
 	sink      atomic.Pointer[frameSink]
 	committed atomic.Int64 // changes committed since the streams opened
 	opened    atomic.Int64 // streams acknowledged so far (progress lines)
@@ -187,11 +197,17 @@ func newFanRoom(ctx context.Context, e *env, c *ceServer, tasks, streams, perSes
 	return f, nil
 }
 
-// open starts n streams, 64 at a time, each following every task.
-func (f *fanRoom) open(ctx context.Context, n int, reading bool) error {
+// open starts n streams, 64 at a time, each following every task, read
+// by the run's receiver (--receiver).
+func (f *fanRoom) open(ctx context.Context, n int) error {
 	addr, err := hostPort(f.c.ingressURL)
 	if err != nil {
 		return err
+	}
+	if f.recv == nil {
+		if f.recv, err = newReceiver(f.e.cfg.receiver); err != nil {
+			return err
+		}
 	}
 	base := len(f.streams)
 	out := make([]*listenStream, n)
@@ -204,7 +220,7 @@ func (f *fanRoom) open(ctx context.Context, n int, reading bool) error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			idx := base + i
-			s, err := openListen(ctx, listenOptions{addr: addr, token: f.listeners[idx/f.perSess].Token, id: idx + 1, taskIDs: f.taskIDs})
+			s, err := f.recv.open(ctx, listenOptions{addr: addr, token: f.listeners[idx/f.perSess].Token, id: idx + 1, taskIDs: f.taskIDs}, &f.sink)
 			if err != nil {
 				mu.Lock()
 				if first == nil {
@@ -213,12 +229,8 @@ func (f *fanRoom) open(ctx context.Context, n int, reading bool) error {
 				mu.Unlock()
 				return
 			}
-			s.sink = &f.sink
 			out[i] = s
 			f.opened.Add(1)
-			if reading {
-				go s.read() // stopped by s.close
-			}
 		})
 	}
 	wg.Wait()
@@ -230,10 +242,17 @@ func (f *fanRoom) open(ctx context.Context, n int, reading bool) error {
 	return first
 }
 
-// closeAll closes every stream and waits for their readers.
+// closeAll closes every stream, waits for their readers, and stops the
+// receiver.
 func (f *fanRoom) closeAll() {
 	for _, s := range f.streams {
-		s.close(true)
+		s.close(false)
+	}
+	for _, s := range f.streams {
+		<-s.done
+	}
+	if f.recv != nil {
+		f.recv.stop()
 	}
 	if f.rc != nil {
 		f.rc.close()
@@ -379,6 +398,10 @@ func (f *fanRoom) measure(ctx context.Context, mode string, d time.Duration, rat
 	r.ChangesPerSec = float64(r.Changes) / r.Seconds
 	if r.Frames > 0 {
 		r.MeanFrameBytes = float64(phase.bytes.Load()) / float64(r.Frames)
+		r.ServerCPUPerDeliveryUs = use.perRequestUs(r.Frames)
+		if use.BenchSeconds >= minCPUForCost {
+			r.BenchCPUPerDeliveryUs = 1e6 * use.BenchSeconds / float64(r.Frames)
+		}
 	}
 	if f.discarded != nil {
 		if lost1, err := f.discarded(ctx); err == nil {
@@ -482,7 +505,7 @@ func fanoutSize(ctx context.Context, e *env, n int) (*fanoutSizeResult, error) {
 		return nil, err
 	}
 	defer f.closeAll()
-	r := &fanoutSizeResult{Streams: n}
+	r := &fanoutSizeResult{Streams: n, Receiver: e.cfg.receiver}
 	time.Sleep(200 * time.Millisecond) // let the setup's garbage settle before the RSS reading
 	if r.RSSBeforeKB, err = c.rssKB(); err != nil {
 		return nil, err
@@ -495,7 +518,7 @@ func fanoutSize(ctx context.Context, e *env, n int) (*fanoutSizeResult, error) {
 	e.logf("fan-out: opening %d streams", n)
 	t0 := time.Now()
 	progressDone := e.progressTicker(ctx, "fan-out open", func() string { return fmt.Sprintf("%d of %d streams open", f.opened.Load(), n) })
-	err = f.open(ctx, n, true)
+	err = f.open(ctx, n)
 	progressDone()
 	if err != nil {
 		return nil, fmt.Errorf("opening streams (%d of %d open): %w", len(f.streams), n, err)

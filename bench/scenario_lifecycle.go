@@ -38,6 +38,16 @@ type lifecycleResult struct {
 	CommandsPerBatch   float64            `json:"commands_per_batch"`
 	BatchesPerSec      float64            `json:"batches_per_sec"`
 	CPU                cpuUse             `json:"cpu"`
+	// Requests is every answered request of the window (each step, each
+	// refused create); CPUPerRequestUs is ce's CPU per request (µs).
+	Requests        int64   `json:"requests"`
+	CPUPerRequestUs float64 `json:"server_cpu_per_request_us"`
+	// WriterCPUPerCommandUs is the writer goroutine's CPU per command
+	// (µs), from writer.cpu_seconds of /debug/metrics when the room
+	// reports it (WriterCPUSource "writer"); otherwise the whole process's
+	// CPU per command (WriterCPUSource "process"), an upper bound.
+	WriterCPUPerCommandUs float64 `json:"writer_cpu_per_command_us"`
+	WriterCPUSource       string  `json:"writer_cpu_source"`
 }
 
 // lifecycleAgent is one agent's three participants: the creator proposes,
@@ -73,19 +83,19 @@ func runLifecycle(ctx context.Context, e *env, c *ceServer, label string) (*life
 			workerID: workers[i].ParticipantID}
 	}
 
-	m0, err := c.metrics(ctx)
+	e.waitQuiet(ctx, "lifecycle "+label)
+	e.logf("lifecycle (%s): %d agents for %s", label, n, e.cfg.duration)
+	m0, err := c.metrics(ctx) // right before the window: writer commands and CPU
 	if err != nil {
 		return nil, err
 	}
-	e.waitQuiet(ctx, "lifecycle "+label)
-	e.logf("lifecycle (%s): %d agents for %s", label, n, e.cfg.duration)
 	smp := startSampler(ctx, c, 50*time.Millisecond)
 	cpu := startCPU(c)
 	start := time.Now()
 	deadline := start.Add(e.cfg.duration)
 	hists := make([][]hist, n) // per agent, per step
 	refused := make([]hist, n)
-	var lifecycles, refusedN atomic.Int64
+	var lifecycles, refusedN, requests atomic.Int64
 	// Completions per 100 ms slot since start, for the quarter rates.
 	slots := make([]atomic.Int64, int(e.cfg.duration/(100*time.Millisecond))+600)
 	var wg sync.WaitGroup
@@ -103,6 +113,7 @@ func runLifecycle(ctx context.Context, e *env, c *ceServer, label string) (*life
 				if isLimitExceeded(err) {
 					refused[i].add(time.Since(t0))
 					refusedN.Add(1)
+					requests.Add(1)
 					// A polite client backs off before retrying the cap.
 					time.Sleep(2*time.Millisecond + time.Duration(rng.IntN(3000))*time.Microsecond)
 					continue
@@ -112,6 +123,7 @@ func runLifecycle(ctx context.Context, e *env, c *ceServer, label string) (*life
 					return
 				}
 				hists[i][0].add(time.Since(t0))
+				requests.Add(1)
 				// The lifecycle is finished even past the deadline, so the
 				// room is left with no active task of ours.
 				steps := []func() error{
@@ -126,6 +138,7 @@ func runLifecycle(ctx context.Context, e *env, c *ceServer, label string) (*life
 						return
 					}
 					hists[i][s+1].add(time.Since(t))
+					requests.Add(1)
 				}
 				lifecycles.Add(1)
 				if k := int(time.Since(start) / (100 * time.Millisecond)); k < len(slots) {
@@ -152,6 +165,9 @@ func runLifecycle(ctx context.Context, e *env, c *ceServer, label string) (*life
 		RefusedCreates: refusedN.Load(), MaxActiveTasks: maxAct, MetricsSamples: samples, CPU: use,
 		Commands: m1.Writer.Commands - m0.Writer.Commands, Batches: m1.Writer.Batches - m0.Writer.Batches}
 	r.LifecyclesPerSec = float64(r.Lifecycles) / r.Seconds
+	r.Requests = requests.Load()
+	r.CPUPerRequestUs = use.perRequestUs(r.Requests)
+	r.WriterCPUPerCommandUs, r.WriterCPUSource = writerCPUPerCommand(m0, m1, use)
 	q := int(e.cfg.duration / (100 * time.Millisecond) / 4)
 	if q > 0 {
 		var first, last int64
@@ -221,4 +237,20 @@ func scenarioLifecycle(ctx context.Context, e *env) error {
 	e.rep.printLifecycle(r2, "nogc")
 	e.rep.printLifecycleRatios()
 	return nil
+}
+
+// writerCPUPerCommand is the writer's CPU per command (µs) between two
+// /debug/metrics readings taken right around the window: from the writer's
+// own cpu_seconds when the room reports it, else the whole process's CPU
+// per command, labelled so ("process"): an upper bound that includes every
+// reader and the HTTP front door.
+func writerCPUPerCommand(m0, m1 roomMetrics, use cpuUse) (float64, string) {
+	cmds := m1.Writer.Commands - m0.Writer.Commands
+	if cmds <= 0 {
+		return 0, ""
+	}
+	if m0.Writer.CPUSeconds != nil && m1.Writer.CPUSeconds != nil {
+		return 1e6 * (*m1.Writer.CPUSeconds - *m0.Writer.CPUSeconds) / float64(cmds), "writer"
+	}
+	return 1e6 * use.CeSeconds / float64(cmds), "process"
 }

@@ -16,16 +16,19 @@ const pollWorking = 16
 
 // pollResult is one polling phase.
 type pollResult struct {
-	Clients       int     `json:"clients"`
-	Seconds       float64 `json:"seconds"`
-	Requests      int64   `json:"requests"`
-	RequestsPerS  float64 `json:"requests_per_sec"`
-	Latency       latency `json:"latency"`
-	PollInterval  int     `json:"poll_interval_ms,omitempty"`
-	CPU           cpuUse  `json:"cpu"`
-	ExpectedPerS  float64 `json:"expected_per_sec,omitempty"` // clients / interval, for the honouring phase
-	WorkingTasks  int     `json:"working_tasks"`
-	FinishedTasks int     `json:"completed_tasks"`
+	Clients      int     `json:"clients"`
+	Seconds      float64 `json:"seconds"`
+	Requests     int64   `json:"requests"`
+	RequestsPerS float64 `json:"requests_per_sec"`
+	Latency      latency `json:"latency"`
+	PollInterval int     `json:"poll_interval_ms,omitempty"`
+	CPU          cpuUse  `json:"cpu"`
+	// CPUPerRequestUs is the server process's CPU per request (µs), from
+	// /proc/<pid>/stat read right before and after the window.
+	CPUPerRequestUs float64 `json:"server_cpu_per_request_us"`
+	ExpectedPerS    float64 `json:"expected_per_sec,omitempty"` // clients / interval, for the honouring phase
+	WorkingTasks    int     `json:"working_tasks"`
+	FinishedTasks   int     `json:"completed_tasks"`
 }
 
 type pollResults struct {
@@ -159,6 +162,7 @@ func pollPhase(ctx context.Context, e *env, c *ceServer, n int, d time.Duration,
 	}
 	r := &pollResult{Clients: n, Seconds: elapsed.Seconds(), Requests: total.Load(), Latency: all.summary(), CPU: cpu.stop()}
 	r.RequestsPerS = float64(r.Requests) / r.Seconds
+	r.CPUPerRequestUs = r.CPU.perRequestUs(r.Requests)
 	if iv := interval.Load(); honour && iv > 0 {
 		r.PollInterval = int(iv)
 		r.ExpectedPerS = float64(n) / (float64(iv) / 1000)

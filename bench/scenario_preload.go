@@ -31,6 +31,9 @@ type preloadProbe struct {
 	Create         latency `json:"handoff_create"`
 	CreatePerSec   float64 `json:"handoff_create_per_sec"`
 	CPU            cpuUse  `json:"cpu"`
+	// CPUPerRequestUs is ce's CPU per request of the probe (µs): every
+	// tasks/get, handoff_create and the tasks/cancel after each create.
+	CPUPerRequestUs float64 `json:"server_cpu_per_request_us"`
 }
 
 type preloadResult struct {
@@ -168,6 +171,7 @@ func (p *preloader) probe(ctx context.Context, e *env, c *ceServer, pollers, cre
 	wg.Wait()
 	el := time.Since(start).Seconds()
 	r := &preloadProbe{CPU: cpu.stop(), TasksGetPerSec: float64(gets.Load()) / el, CreatePerSec: float64(creates.Load()) / el}
+	r.CPUPerRequestUs = r.CPU.perRequestUs(gets.Load() + 2*creates.Load())
 	var g, cr hist
 	for i := range getH {
 		g.merge(&getH[i])

@@ -62,7 +62,7 @@ func fanoutStall(ctx context.Context, e *env) (*stallResult, error) {
 		return nil, err
 	}
 	defer f.closeAll()
-	if err := f.open(ctx, healthy, true); err != nil {
+	if err := f.open(ctx, healthy); err != nil {
 		return nil, err
 	}
 	addr, _ := hostPort(c.ingressURL)

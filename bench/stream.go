@@ -40,17 +40,22 @@ type frameSink interface {
 	frame(recvAt time.Time, lastUpdated time.Time, size int)
 }
 
-// listenStream is one open subscriptions/listen.
+// listenStream is one open subscriptions/listen, read either by a
+// goroutine of its own (read) or by the epoll receiver.
 type listenStream struct {
-	conn   net.Conn
-	body   *bufio.Reader
-	frames atomic.Int64 // notifications/tasks received
-	other  atomic.Int64 // frames of any other kind after the ack (must stay 0)
-	state  atomic.Int32
-	closed atomic.Bool
-	done   chan struct{}
-	sink   *atomic.Pointer[frameSink]
-	err    error // set before done is closed, when state is streamBroken
+	conn   net.Conn      // nil once the epoll receiver owns the socket
+	body   *bufio.Reader // the goroutine receiver's body reader
+	closer func()        // ends the stream from our side
+	// localPort and remotePort are the connection's two ends, kept for
+	// /proc/net/tcp lookups after the net.Conn is gone.
+	localPort, remotePort int
+	frames                atomic.Int64 // notifications/tasks received
+	other                 atomic.Int64 // frames of any other kind after the ack (must stay 0)
+	state                 atomic.Int32
+	closed                atomic.Bool
+	done                  chan struct{}
+	sink                  *atomic.Pointer[frameSink]
+	err                   error // set before done is closed, when state is streamBroken
 }
 
 type listenOptions struct {
@@ -67,6 +72,42 @@ type listenOptions struct {
 // see them all). The caller then starts read (or, for the stalled reader,
 // never does).
 func openListen(ctx context.Context, o listenOptions) (*listenStream, error) {
+	conn, _, resp, err := dialListen(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			conn.Close()
+		}
+	}()
+	s := newListenStream(conn)
+	s.body = bufio.NewReaderSize(resp.Body, 4096)
+	line, err := s.line()
+	if err != nil {
+		return nil, fmt.Errorf("reading the acknowledgement: %w", err)
+	}
+	if err := checkAck(line, o); err != nil {
+		return nil, err
+	}
+	conn.SetDeadline(time.Time{})
+	ok = true
+	return s, nil
+}
+
+func newListenStream(conn net.Conn) *listenStream {
+	s := &listenStream{conn: conn, done: make(chan struct{})}
+	s.localPort, s.remotePort = connPorts(conn)
+	s.closer = func() { conn.Close() }
+	return s
+}
+
+// dialListen connects, sends subscriptions/listen and reads the response
+// head; the body is not touched (br holds whatever of it came with the
+// head). A status other than 200 is an *rpcError. On success the caller
+// owns conn, whose deadline is still set for the acknowledgement.
+func dialListen(ctx context.Context, o listenOptions) (net.Conn, *bufio.Reader, *http.Response, error) {
 	d := net.Dialer{Timeout: 10 * time.Second}
 	if o.rcvBuf > 0 {
 		d.Control = func(_, _ string, rc syscall.RawConn) error {
@@ -82,7 +123,7 @@ func openListen(ctx context.Context, o listenOptions) (*listenStream, error) {
 	}
 	conn, err := d.DialContext(ctx, "tcp", o.addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	ok := false
 	defer func() {
@@ -103,22 +144,24 @@ func openListen(ctx context.Context, o listenOptions) (*listenStream, error) {
 	fmt.Fprintf(&req, "Authorization: Bearer %s\r\nMCP-Protocol-Version: %s\r\nMcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n", o.token, protocolVersion, len(body))
 	req.Write(body)
 	if _, err := conn.Write(req.Bytes()); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	br := bufio.NewReaderSize(conn, 4096)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, &rpcError{Status: resp.StatusCode, Body: "subscriptions/listen: " + clip(b)}
+		return nil, nil, nil, &rpcError{Status: resp.StatusCode, Body: "subscriptions/listen: " + clip(b)}
 	}
-	s := &listenStream{conn: conn, body: bufio.NewReaderSize(resp.Body, 4096), done: make(chan struct{})}
-	line, err := s.line()
-	if err != nil {
-		return nil, fmt.Errorf("reading the acknowledgement: %w", err)
-	}
+	ok = true
+	return conn, br, resp, nil
+}
+
+// checkAck checks the stream's first frame: the acknowledgement, listing
+// every task asked for.
+func checkAck(line []byte, o listenOptions) error {
 	var ack struct {
 		Method string `json:"method"`
 		Params struct {
@@ -129,14 +172,12 @@ func openListen(ctx context.Context, o listenOptions) (*listenStream, error) {
 	}
 	data, isData := bytes.CutPrefix(line, []byte("data: "))
 	if !isData || json.Unmarshal(data, &ack) != nil || ack.Method != "notifications/subscriptions/acknowledged" {
-		return nil, fmt.Errorf("first frame is not the acknowledgement: %s", clip(line))
+		return fmt.Errorf("first frame is not the acknowledgement: %s", clip(line))
 	}
 	if len(ack.Params.Notifications.TaskIDs) != len(o.taskIDs) {
-		return nil, fmt.Errorf("acknowledged %d of %d tasks", len(ack.Params.Notifications.TaskIDs), len(o.taskIDs))
+		return fmt.Errorf("acknowledged %d of %d tasks", len(ack.Params.Notifications.TaskIDs), len(o.taskIDs))
 	}
-	conn.SetDeadline(time.Time{})
-	ok = true
-	return s, nil
+	return nil
 }
 
 // line returns the next non-empty SSE line (without the newline), skipping
@@ -174,55 +215,67 @@ const wireTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // read consumes frames until the stream ends, reporting each task
 // notification to the current sink with its lastUpdatedAt, the commit's
-// own timestamp.
+// own timestamp (the goroutine receiver: one goroutine per stream).
 func (s *listenStream) read() {
 	defer close(s.done)
 	for {
 		b, err := s.line()
 		if err != nil {
-			switch {
-			case s.closed.Load():
-				s.state.CompareAndSwap(streamOpen, streamClosed)
-			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err):
-				s.state.CompareAndSwap(streamOpen, streamDropped)
-			default:
-				s.err = err
-				s.state.CompareAndSwap(streamOpen, streamBroken)
-			}
+			s.ended(err)
 			return
 		}
-		now := time.Now()
-		data, ok := bytes.CutPrefix(b, []byte("data: "))
-		switch {
-		case !ok:
-			s.other.Add(1)
-		case bytes.Contains(data, tasksMethod):
-			var lu time.Time
-			if i := bytes.Index(data, lastUpdatedAt); i >= 0 && len(data) >= i+len(lastUpdatedAt)+24 {
-				at := data[i+len(lastUpdatedAt):]
-				if j := bytes.IndexByte(at, '"'); j > 0 {
-					lu, _ = time.Parse(wireTimeLayout, string(at[:j]))
-				}
+		s.handle(b, time.Now())
+	}
+}
+
+// ended sets the stream's end state from the error that ended its reading
+// (io.EOF when the server closed it).
+func (s *listenStream) ended(err error) {
+	switch {
+	case s.closed.Load():
+		s.state.CompareAndSwap(streamOpen, streamClosed)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err):
+		s.state.CompareAndSwap(streamOpen, streamDropped)
+	default:
+		s.err = err
+		s.state.CompareAndSwap(streamOpen, streamBroken)
+	}
+}
+
+// handle is one SSE line received at now: a task notification is counted
+// and reported to the sink, the final result marks a graceful end, and
+// anything else is a frame of an unexpected kind.
+func (s *listenStream) handle(b []byte, now time.Time) {
+	data, ok := bytes.CutPrefix(b, []byte("data: "))
+	switch {
+	case !ok:
+		s.other.Add(1)
+	case bytes.Contains(data, tasksMethod):
+		var lu time.Time
+		if i := bytes.Index(data, lastUpdatedAt); i >= 0 && len(data) >= i+len(lastUpdatedAt)+24 {
+			at := data[i+len(lastUpdatedAt):]
+			if j := bytes.IndexByte(at, '"'); j > 0 {
+				lu, _ = time.Parse(wireTimeLayout, string(at[:j]))
 			}
-			s.frames.Add(1)
-			if s.sink != nil {
-				if sink := s.sink.Load(); sink != nil {
-					(*sink).frame(now, lu, len(b)+len("\n\n"))
-				}
-			}
-		case bytes.Contains(data, resultMember):
-			// The final result: the room ended the stream gracefully.
-			s.state.CompareAndSwap(streamOpen, streamGraceful)
-		default:
-			s.other.Add(1)
 		}
+		s.frames.Add(1)
+		if s.sink != nil {
+			if sink := s.sink.Load(); sink != nil {
+				(*sink).frame(now, lu, len(b)+len("\n\n"))
+			}
+		}
+	case bytes.Contains(data, resultMember):
+		// The final result: the room ended the stream gracefully.
+		s.state.CompareAndSwap(streamOpen, streamGraceful)
+	default:
+		s.other.Add(1)
 	}
 }
 
 // close ends the stream from our side and waits for its reader, if any.
 func (s *listenStream) close(reading bool) {
 	s.closed.Store(true)
-	s.conn.Close()
+	s.closer()
 	if reading {
 		<-s.done
 	}
@@ -303,11 +356,13 @@ func loopbackQueues(serverPort int) (serverSend, clientRecv int64) {
 }
 
 // ports returns the two ends of a stream's connection.
-func (s *listenStream) ports() (local, remote int) {
-	if a, ok := s.conn.LocalAddr().(*net.TCPAddr); ok {
+func (s *listenStream) ports() (local, remote int) { return s.localPort, s.remotePort }
+
+func connPorts(conn net.Conn) (local, remote int) {
+	if a, ok := conn.LocalAddr().(*net.TCPAddr); ok {
 		local = a.Port
 	}
-	if a, ok := s.conn.RemoteAddr().(*net.TCPAddr); ok {
+	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 		remote = a.Port
 	}
 	return local, remote
