@@ -7,7 +7,6 @@ package cli
 // a condition with a deadline.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -175,26 +174,12 @@ func ceStdin(t testing.TB, limit time.Duration, dir string, env []string, stdin 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, ceBin, args...)
-	cmd.Dir = dir
-	cmd.Env = cetest.ChildEnv(env...)
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	cmd.Stdin = stdin
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
-	if ctx.Err() != nil {
-		t.Fatalf("ce %v did not finish within %v\nstdout:\n%s\nstderr:\n%s", args, limit, r.stdout, r.stderr)
-	}
-	var ee *exec.ExitError
+	ran, err := cetest.Run(ctx, ceBin, dir, env, stdin, args...)
+	r := result{stdout: ran.Stdout, stderr: ran.Stderr, code: ran.Code, elapsed: ran.Elapsed}
 	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
+	case ctx.Err() != nil:
+		t.Fatalf("ce %v did not finish within %v\nstdout:\n%s\nstderr:\n%s", args, limit, r.stdout, r.stderr)
+	case err != nil:
 		t.Fatalf("running ce %v: %v", args, err)
 	}
 	return r

@@ -107,7 +107,7 @@ func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *tr
 	select {
 	case <-ctx.Done():
 	case <-env.Signals:
-	case err := <-fwd.failed:
+	case err := <-fwd.Failed():
 		return room.Errorf(room.KindTransportUnavailable, "the local forward stopped: %v", err)
 	}
 	return nil

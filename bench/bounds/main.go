@@ -21,7 +21,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -31,7 +30,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -46,7 +44,7 @@ import (
 const protocol = "2026-07-28"
 
 type room struct {
-	cmd     *exec.Cmd
+	proc    *cetest.Proc
 	pid     int
 	file    string
 	ingress string
@@ -148,20 +146,14 @@ func start(ctx context.Context, bin, dir string) (*room, error) {
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "serve", file, "--json")
-	cmd.Env = cetest.ChildEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
+	p, err := cetest.StartWith(bin, cetest.Options{Dir: dir, Stderr: io.Discard, DieWithParent: true}, "serve", file, "--json")
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	kill := func() { p.Kill9(10 * time.Second) }
+	line, err := p.FirstLineCtx(ctx, time.Minute)
 	if err != nil {
-		cmd.Process.Kill()
+		kill()
 		return nil, fmt.Errorf("no banner: %v", err)
 	}
 	var b struct {
@@ -172,12 +164,12 @@ func start(ctx context.Context, bin, dir string) (*room, error) {
 		PID         int    `json:"pid"`
 	}
 	if err := json.Unmarshal([]byte(line), &b); err != nil {
-		cmd.Process.Kill()
+		kill()
 		return nil, fmt.Errorf("banner %q: %v", line, err)
 	}
 	cred, err := os.ReadFile(file + ".commonroom.owner")
 	if err != nil {
-		cmd.Process.Kill()
+		kill()
 		return nil, err
 	}
 	var oc struct {
@@ -185,23 +177,17 @@ func start(ctx context.Context, bin, dir string) (*room, error) {
 		OperatorToken string `json:"operator_token"`
 	}
 	if err := json.Unmarshal(cred, &oc); err != nil {
-		cmd.Process.Kill()
+		kill()
 		return nil, err
 	}
-	return &room{cmd: cmd, pid: cmd.Process.Pid, file: file, ingress: b.IngressURL, owner: oc.OwnerURL,
+	return &room{proc: p, pid: p.Pid(), file: file, ingress: b.IngressURL, owner: oc.OwnerURL,
 		opToken: oc.OperatorToken, invite: b.Invite, wsURI: "commonroom://workspace/" + b.WorkspaceID,
 		hc: &http.Client{Timeout: 2 * time.Minute}}, nil
 }
 
 func (r *room) stop() {
-	r.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { r.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		r.cmd.Process.Kill()
-		<-done
+	if _, err := r.proc.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		r.proc.Kill9(10 * time.Second)
 	}
 }
 

@@ -1,9 +1,12 @@
 package cetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +21,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "serving")
 		time.Sleep(time.Minute)
 		os.Exit(0)
+	case "echo": // copy stdin to stdout, name the directory on stderr, exit 4
+		io.Copy(os.Stdout, os.Stdin)
+		wd, _ := os.Getwd()
+		fmt.Fprint(os.Stderr, wd, " ", os.Getenv("CE_LEAK"))
+		os.Exit(4)
 	case "fail": // exit without a line
 		fmt.Fprintln(os.Stderr, "cannot open the file")
 		os.Exit(3)
@@ -77,5 +85,32 @@ func TestOutputKeepsTheTail(t *testing.T) {
 	case <-o.Notify():
 	default:
 		t.Fatal("a write did not notify")
+	}
+}
+
+func TestRunReportsOutputCodeAndEnvironment(t *testing.T) {
+	t.Setenv("CE_LEAK", "from-the-parent")
+	dir := t.TempDir()
+	r, err := Run(context.Background(), os.Args[0], dir, []string{"PROCTEST_MODE=echo"}, strings.NewReader("hello"), "-test.run=none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout != "hello" || r.Code != 4 {
+		t.Fatalf("Run = stdout %q, code %d; want the stdin echoed and exit 4", r.Stdout, r.Code)
+	}
+	wd, _ := filepath.EvalSymlinks(dir)
+	if got := strings.TrimSpace(r.Stderr); got != wd && got != dir {
+		t.Fatalf("child ran in %q with CE_LEAK visible or in the wrong directory; want %q and no CE_* variable", got, dir)
+	}
+
+	// A child that outlives its context is killed and the error says so.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := Run(ctx, os.Args[0], dir, []string{"PROCTEST_MODE=serve"}, nil, "-test.run=none"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run past its deadline = %v, want context.DeadlineExceeded", err)
+	}
+	// A binary that does not exist is an error, not an exit code.
+	if _, err := Run(context.Background(), filepath.Join(dir, "missing"), dir, nil, nil); err == nil {
+		t.Fatal("Run of a missing binary reported no error")
 	}
 }

@@ -3,7 +3,8 @@
 // hands work to the worker through @modelcontextprotocol/ext-tasks (a task
 // handle, polled with tasks/get until it settles); the worker follows the
 // task on a subscriptions/listen stream, accepts and completes it, and
-// closes the listen (notifications/cancelled).
+// closes the listen (notifications/cancelled). A second handoff's task is
+// then cancelled by its creator (tasks/cancel through ce mcp).
 //
 // Run by scripts/mcp-stdio.sh, which starts the room and sets
 // CE_BIN, CE_INVITE_CREATOR, CE_INVITE_WORKER and CE_STATE_DIR.
@@ -157,4 +158,20 @@ test("a handoff through ce mcp with the official client: create as one agent, ac
   // The room still answers on the same client after the cancellation.
   assert.equal((await call("workspace_status", {})).workspace_id, JSON.parse(readFileSync(worker.state, "utf8")).workspace_id);
   assert.equal(frames.slice(before).filter((f) => f.method === "notifications/tasks").length, 0, "no task frame after the cancellation");
+
+  // The creator cancels a second task through ce mcp (tasks/cancel): the
+  // execution settles as cancelled, and the worker sees its handoff cancelled.
+  step("tasks/cancel through ce mcp");
+  const second = await session.callTool("handoff_create", { summary: "never mind", assignee: workerID });
+  assert.equal(second.kind, "task");
+  await second.cancel();
+  const cancelled = raw.seen.find((s) => s.request.method === "tasks/cancel");
+  assert.ok(cancelled && !cancelled.msg.error, `tasks/cancel went through ce mcp and was acknowledged: ${JSON.stringify(cancelled?.msg)}`);
+  assert.equal(cancelled.request.params.taskId, second.handle.taskId);
+  const settled = await second.settle();
+  assert.equal(settled.outcome.status, "cancelled", `the execution settles cancelled: ${JSON.stringify(settled.outcome)}`);
+  const made = raw.seen.filter((s) => s.request.method === "tools/call").at(-1);
+  const secondID = made.msg.result._meta["commonroom/handoff_id"];
+  assert.notEqual(secondID, handoffID);
+  assert.equal((await call("handoff_get", { handoff_id: secondID })).status, "cancelled", "the worker sees the handoff cancelled");
 });

@@ -28,7 +28,7 @@ type Plugin struct {
 	exposed  bool
 	node     *node // the embedded node, once up
 	startErr error // why the node could not start (a later Dial does not retry)
-	fwd      *forwarder
+	fwd      *transport.Forwarder
 
 	startMu sync.Mutex // one node start at a time
 
@@ -85,7 +85,7 @@ func (p *Plugin) Expose(ctx context.Context, ingressAddr string) (transport.Hint
 		ln.Close()
 		return transport.Hint{}, fmt.Errorf("%w: tailscale: closed", transport.ErrUnavailable)
 	}
-	p.fwd = newForwarder(ln, ingressAddr, MaxForwards, halfCloseGrace, p.cfg.logger())
+	p.fwd = forwardIngress(ln, ingressAddr, MaxForwards, transport.DefaultHalfCloseGrace, p.cfg.logger())
 	p.mu.Unlock()
 
 	h := transport.Hint{
@@ -168,7 +168,7 @@ func (p *Plugin) Close() error {
 	p.mu.Unlock()
 	var errs []error
 	if fwd != nil {
-		errs = append(errs, fwd.close())
+		errs = append(errs, fwd.Close())
 	}
 	if n != nil {
 		errs = append(errs, n.close())
