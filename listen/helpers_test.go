@@ -143,7 +143,7 @@ type streamEnd struct {
 // testServer serves subscriptions over a real HTTP server on 127.0.0.1:0.
 // GET /listen?session=&id=<raw JSON id>&topics=a,b&q=<queue len>
 type testServer struct {
-	t    *testing.T
+	t    testing.TB
 	hub  *Hub
 	srv  *httptest.Server
 	ends chan streamEnd
@@ -152,14 +152,14 @@ type testServer struct {
 	subs map[string]*Subscription // session + "\x00" + key
 }
 
-func newTestServer(t *testing.T, cfg Config) *testServer {
+func newTestServer(t testing.TB, cfg Config) *testServer {
 	return newTestServerHooks(t, cfg, hooks{})
 }
 
 // newTestServerHooks is newTestServer with test hooks on the hub. The server
 // records each connection (ConnContext), as ce serve does, so streams probe
 // their sockets.
-func newTestServerHooks(t *testing.T, cfg Config, hk hooks) *testServer {
+func newTestServerHooks(t testing.TB, cfg Config, hk hooks) *testServer {
 	t.Helper()
 	if cfg.Encode == nil {
 		cfg.Encode = testEncode

@@ -142,6 +142,9 @@ type hooks struct {
 	// afterProbe runs in a stream's Serve after each socket sample, with
 	// whether the sample found bytes waiting for the peer.
 	afterProbe func(s *Subscription, watching bool)
+	// afterWrite runs after a stream's burst of queued frames reached its
+	// socket (written and flushed), with how many frames the burst held.
+	afterWrite func(s *Subscription, frames int)
 }
 
 // pendingBatch is one entry of the broadcaster's queue: a published batch,

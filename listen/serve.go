@@ -170,6 +170,9 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 			}
 			watch.dirty = true
 			lastWrite = st.began
+			if h.hooks.afterWrite != nil {
+				h.hooks.afterWrite(s, st.frames)
+			}
 		case <-s.done:
 			if !st.begin(s) {
 				return s.reason
@@ -235,6 +238,7 @@ type stream struct {
 	// the next burst renews it before writing.
 	deadline time.Time
 	began    time.Time // when the current burst began
+	frames   int       // queued frames in the current burst
 }
 
 // begin makes sure the write deadline is at least MaxLag/2 away, then
@@ -243,6 +247,7 @@ type stream struct {
 // deadline set here, and a drop before it is caught by the check.
 func (st *stream) begin(s *Subscription) bool {
 	st.err = nil
+	st.frames = 0
 	now := time.Now()
 	st.began = now
 	if st.deadline.Sub(now) < st.maxLag/2 {
@@ -255,6 +260,7 @@ func (st *stream) begin(s *Subscription) bool {
 }
 
 func (st *stream) frame(f *queued) {
+	st.frames++
 	st.buf = f.AppendTo(st.buf, st.tag)
 	if len(st.buf) >= writeChunk {
 		st.out()
