@@ -150,6 +150,11 @@ type testServer struct {
 
 	mu   sync.Mutex
 	subs map[string]*Subscription // session + "\x00" + key
+	// inPlace serves with Serve on the handler's goroutine instead of
+	// ServeDetached.
+	inPlace bool
+	// returned gets the session of every stream handler that returned.
+	returned chan string
 }
 
 func newTestServer(t testing.TB, cfg Config) *testServer {
@@ -165,10 +170,11 @@ func newTestServerHooks(t testing.TB, cfg Config, hk hooks) *testServer {
 		cfg.Encode = testEncode
 	}
 	ts := &testServer{
-		t:    t,
-		hub:  newHub(cfg, hk),
-		ends: make(chan streamEnd, 4096),
-		subs: make(map[string]*Subscription),
+		t:        t,
+		hub:      newHub(cfg, hk),
+		ends:     make(chan streamEnd, 4096),
+		returned: make(chan string, 4096),
+		subs:     make(map[string]*Subscription),
 	}
 	ts.srv = httptest.NewUnstartedServer(http.HandlerFunc(ts.serveHTTP))
 	ts.srv.Config.ConnContext = ConnContext
@@ -189,6 +195,12 @@ func (ts *testServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		topics = strings.Split(v, ",")
 	}
 	qlen, _ := strconv.Atoi(q.Get("q"))
+	defer func() {
+		select {
+		case ts.returned <- session:
+		default:
+		}
+	}()
 	sub, err := ts.hub.Subscribe(SubscribeRequest{Session: session, Key: id, Topics: topics, QueueLen: qlen})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusTooManyRequests)
@@ -204,8 +216,12 @@ func (ts *testServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			`,"result":{"resultType":"complete","_meta":{"` + subIDKey + `":` + id + `}}}`)
 	}
 	opts.First = testFrameBytes(ackMethod, `{"notifications":{}}`, id)
-	reason := sub.Serve(w, r, opts)
-	ts.ends <- streamEnd{session: session, key: id, reason: reason}
+	end := func(reason EndReason) { ts.ends <- streamEnd{session: session, key: id, reason: reason} }
+	if ts.inPlace {
+		end(sub.Serve(w, r, opts))
+		return
+	}
+	sub.ServeDetached(w, r, opts, end)
 }
 
 func (ts *testServer) sub(session, key string) *Subscription {

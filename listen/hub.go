@@ -114,6 +114,14 @@ type Hub struct {
 
 	quit      chan struct{}
 	closeOnce sync.Once
+	// detached counts streams running on their own goroutine after
+	// ServeDetached took their connection: Close waits for their final
+	// frames, as http.Server.Shutdown waits for handlers. noDetach (under
+	// mu) is set once Close waits, so no stream is added after.
+	detached  sync.WaitGroup
+	noDetach  bool
+	watchOnce sync.Once
+	watch     *closeWatch // nil until the first detach, or when unavailable
 	stopped   chan struct{}
 	aborts    sync.WaitGroup // abortWrite calls started by the broadcaster
 
@@ -325,8 +333,10 @@ func (h *Hub) EndSession(session string) {
 // Close is the shutdown step "end streams gracefully": it refuses new
 // subscriptions and further publishes, fans out what was already published
 // (a graceful end promises the client it missed nothing), ends every stream
-// gracefully and waits for the broadcaster to stop. It does not wait for the
-// stream handlers; they return within MaxLag at worst.
+// gracefully and waits for the broadcaster to stop and for the streams
+// ServeDetached runs to write their final frames (each within MaxLag). It
+// does not wait for stream handlers serving in place; they return within
+// MaxLag at worst.
 func (h *Hub) Close() {
 	h.closeOnce.Do(func() {
 		h.mu.Lock()
@@ -338,6 +348,21 @@ func (h *Hub) Close() {
 		close(h.quit)
 	})
 	<-h.stopped
+	h.mu.Lock()
+	h.noDetach = true
+	h.mu.Unlock()
+	h.detached.Wait()
+	h.watchOnce.Do(func() {}) // no watcher starts after this; see one that did
+	if h.watch != nil {
+		h.watch.stop()
+	}
+}
+
+// watcher is the hub's close watcher, started on first use; nil when the
+// platform has none, and streams are then served in place.
+func (h *Hub) watcher() *closeWatch {
+	h.watchOnce.Do(func() { h.watch = newCloseWatch() })
+	return h.watch
 }
 
 // Stats is cheap enough for every metrics scrape: two short lock holds and

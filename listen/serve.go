@@ -2,7 +2,9 @@ package listen
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -97,18 +99,7 @@ func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeO
 	}
 	rc := http.NewResponseController(w)
 	s.setAbort(func() { _ = rc.SetWriteDeadline(time.Unix(1, 0)) })
-	why := s.serve(w, r, rc, opts)
-	s.setAbort(nil)
-	if why.Graceful() || why == EndClientGone {
-		// The connection may carry another request: no stale deadline.
-		_ = rc.SetWriteDeadline(time.Time{})
-	} else {
-		// Dropped or abandoned: net/http's closing writes must fail too, so the
-		// connection is closed rather than kept for a reader that is
-		// not reading, and the client sees a broken stream.
-		_ = rc.SetWriteDeadline(time.Unix(1, 0))
-	}
-	return why
+	return s.serveInPlace(w, r, rc, opts)
 }
 
 func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions) EndReason {
@@ -128,18 +119,24 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 	if st.end() != nil {
 		return h.finish(s, EndWriteFailed)
 	}
+	return s.loop(st, r.Context().Done(), connFrom(r.Context()), opts.Final)
+}
 
+// loop writes queued frames, keep-alives and the final frame until the
+// stream ends; gone closes when the client goes away, and sock is the
+// socket to probe (nil for none).
+func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, final []byte) EndReason {
+	h := s.h
 	// The keep-alive timer is not reset per burst (a timer change per frame
 	// per stream adds up at ten thousand streams): when it fires, it looks
 	// at how long the stream has really been quiet and waits out the rest.
 	ka := time.NewTimer(h.cfg.KeepAlive)
 	defer ka.Stop()
 	lastWrite := time.Now()
-	gone := r.Context().Done()
 	// The socket probe runs on its own ticker, never per frame: at ten
 	// thousand streams two extra syscalls per write would cost more than
 	// the writes.
-	watch := stallWatch{probe: newSocketProbe(connFrom(r.Context())), dirty: true}
+	watch := stallWatch{probe: newSocketProbe(sock), dirty: true}
 	var probeC <-chan time.Time
 	if watch.probe != nil {
 		pt := time.NewTicker(h.cfg.ProbeEvery)
@@ -180,7 +177,8 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 			// Ended gracefully: nothing more can be queued, so what is in
 			// the queue is everything the client is owed before Final.
 			st.queued(s.q)
-			st.write(opts.Final)
+			st.write(final)
+			st.last = true
 			if st.end() != nil {
 				return h.finish(s, EndWriteFailed)
 			}
@@ -225,8 +223,14 @@ const writeChunk = 64 << 10
 // stream is the per-Serve write state: one reusable buffer, the stream's
 // tag, and the first error of the current burst.
 type stream struct {
-	w      http.ResponseWriter
-	rc     *http.ResponseController
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	// conn, when set, is the stream's own connection, taken from net/http
+	// after the headers (ServeDetached): frames go out as HTTP/1.1 chunks
+	// written straight to it, one write per burst, and buf starts with
+	// chunkHead bytes kept free for the chunk's size line.
+	conn   net.Conn
+	last   bool // the burst being written is the stream's last: end the chunked body
 	maxLag time.Duration
 	tag    []byte
 	buf    []byte
@@ -248,11 +252,20 @@ type stream struct {
 func (st *stream) begin(s *Subscription) bool {
 	st.err = nil
 	st.frames = 0
+	if st.conn != nil && len(st.buf) < chunkHead {
+		st.buf = append(st.buf[:0], make([]byte, chunkHead)...)
+	}
 	now := time.Now()
 	st.began = now
 	if st.deadline.Sub(now) < st.maxLag/2 {
 		st.deadline = now.Add(st.maxLag)
-		if err := st.rc.SetWriteDeadline(st.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		var err error
+		if st.conn != nil {
+			err = st.conn.SetWriteDeadline(st.deadline)
+		} else {
+			err = st.rc.SetWriteDeadline(st.deadline)
+		}
+		if err != nil && !errors.Is(err, http.ErrNotSupported) {
 			st.err = err
 		}
 	}
@@ -262,16 +275,24 @@ func (st *stream) begin(s *Subscription) bool {
 func (st *stream) frame(f *queued) {
 	st.frames++
 	st.buf = f.AppendTo(st.buf, st.tag)
-	if len(st.buf) >= writeChunk {
+	if st.pending() >= writeChunk {
 		st.out()
 	}
 }
 
 func (st *stream) write(b []byte) {
 	st.buf = append(st.buf, b...)
-	if len(st.buf) >= writeChunk {
+	if st.pending() >= writeChunk {
 		st.out()
 	}
+}
+
+// pending is how many bytes of frames wait in buf.
+func (st *stream) pending() int {
+	if st.conn != nil {
+		return len(st.buf) - chunkHead
+	}
+	return len(st.buf)
 }
 
 // queued appends every frame already waiting, up to the queue's capacity so
@@ -291,18 +312,56 @@ func (st *stream) queued(q chan *queued) {
 }
 
 func (st *stream) out() {
+	if st.conn != nil {
+		st.outChunk(false)
+		return
+	}
 	if st.err == nil && len(st.buf) > 0 {
 		_, st.err = st.w.Write(st.buf)
 	}
 	st.buf = st.buf[:0]
 }
 
-// end writes what is buffered and flushes once.
+// chunkHead is the room kept at the start of a detached stream's buffer for
+// a chunk's size line: up to eight hex digits and CRLF (a chunk is at most
+// writeChunk plus one frame, far below 4 GiB).
+const chunkHead = 10
+
+// lastChunk ends a chunked body.
+const lastChunk = "0\r\n\r\n"
+
+// outChunk writes buf as one HTTP/1.1 chunk, and the last chunk after it
+// when final, in one write.
+func (st *stream) outChunk(final bool) {
+	n := len(st.buf) - chunkHead
+	if st.err == nil && (n > 0 || final) {
+		start := chunkHead
+		if n > 0 {
+			var size [chunkHead]byte
+			line := append(strconv.AppendInt(size[:0], int64(n), 16), '\r', '\n')
+			start -= len(line)
+			copy(st.buf[start:], line)
+			st.buf = append(st.buf, '\r', '\n')
+		}
+		if final {
+			st.buf = append(st.buf, lastChunk...)
+		}
+		_, st.err = st.conn.Write(st.buf[start:])
+	}
+	st.buf = st.buf[:chunkHead]
+}
+
+// end writes what is buffered and flushes once (a detached stream's write
+// is its flush).
 func (st *stream) end() error {
-	st.out()
-	if st.err == nil {
-		if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			st.err = err
+	if st.conn != nil {
+		st.outChunk(st.last)
+	} else {
+		st.out()
+		if st.err == nil {
+			if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				st.err = err
+			}
 		}
 	}
 	if cap(st.buf) > 4*writeChunk {
