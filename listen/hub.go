@@ -268,7 +268,7 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Subscription, error) {
 		h:       h,
 		session: req.Session,
 		key:     req.Key,
-		q:       make(chan *queued, qlen),
+		q:       newFrameQueue(qlen),
 		done:    make(chan struct{}),
 		topics:  uniq(req.Topics),
 	}
@@ -462,10 +462,9 @@ func (h *Hub) deliver(pb *pendingBatch) {
 			if after >= pb.seq {
 				continue // published before s took this topic
 			}
-			select {
-			case s.q <- f:
+			if s.q.push(f) {
 				n++
-			default:
+			} else {
 				h.endLocked(s, EndQueueFull)
 				dropped = append(dropped, s)
 			}
@@ -557,7 +556,7 @@ func (h *Hub) finish(s *Subscription, why EndReason) EndReason {
 }
 
 func (h *Hub) logDrop(s *Subscription, why EndReason) {
-	h.log.Warn("listen: subscriber dropped", "session", s.session, "reason", why.String(), "queue_len", cap(s.q))
+	h.log.Warn("listen: subscriber dropped", "session", s.session, "reason", why.String(), "queue_len", s.q.max)
 }
 
 func (h *Hub) indexLocked(s *Subscription, topics []string, after uint64) {
@@ -598,7 +597,7 @@ type Subscription struct {
 	h       *Hub
 	session string
 	key     string
-	q       chan *queued // bounded: full means the stream is too far behind
+	q       frameQueue // bounded: full means the stream is too far behind
 	done    chan struct{}
 
 	// Guarded by h.mu. reason is written before done is closed, so after

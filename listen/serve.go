@@ -153,22 +153,26 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, fin
 			if stalled {
 				return h.finish(s, EndLagging)
 			}
-		case f := <-s.q:
-			if h.cfg.Now().UnixNano()-f.at > int64(h.cfg.MaxLag) {
+		case <-s.q.wake:
+			fs := s.q.take()
+			if len(fs) == 0 {
+				continue // a stale token: these frames went out already
+			}
+			if h.cfg.Now().UnixNano()-fs[0].at > int64(h.cfg.MaxLag) {
 				return h.finish(s, EndLagging)
 			}
 			if !st.begin(s) {
 				return s.reason
 			}
-			st.frame(f)
-			st.queued(s.q)
+			st.frames(fs)
+			s.q.release(fs)
 			if st.end() != nil {
 				return h.finish(s, EndWriteFailed)
 			}
 			watch.dirty = true
 			lastWrite = st.began
 			if h.hooks.afterWrite != nil {
-				h.hooks.afterWrite(s, st.frames)
+				h.hooks.afterWrite(s, st.nframes)
 			}
 		case <-s.done:
 			if !st.begin(s) {
@@ -176,7 +180,9 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, fin
 			}
 			// Ended gracefully: nothing more can be queued, so what is in
 			// the queue is everything the client is owed before Final.
-			st.queued(s.q)
+			fs := s.q.take()
+			st.frames(fs)
+			s.q.release(fs)
 			st.write(final)
 			st.last = true
 			if st.end() != nil {
@@ -242,7 +248,7 @@ type stream struct {
 	// the next burst renews it before writing.
 	deadline time.Time
 	began    time.Time // when the current burst began
-	frames   int       // queued frames in the current burst
+	nframes  int       // queued frames in the current burst
 }
 
 // begin makes sure the write deadline is at least MaxLag/2 away, then
@@ -251,7 +257,7 @@ type stream struct {
 // deadline set here, and a drop before it is caught by the check.
 func (st *stream) begin(s *Subscription) bool {
 	st.err = nil
-	st.frames = 0
+	st.nframes = 0
 	if st.conn != nil && len(st.buf) < chunkHead {
 		st.buf = append(st.buf[:0], make([]byte, chunkHead)...)
 	}
@@ -273,7 +279,7 @@ func (st *stream) begin(s *Subscription) bool {
 }
 
 func (st *stream) frame(f *queued) {
-	st.frames++
+	st.nframes++
 	st.buf = f.AppendTo(st.buf, st.tag)
 	if st.pending() >= writeChunk {
 		st.out()
@@ -295,19 +301,13 @@ func (st *stream) pending() int {
 	return len(st.buf)
 }
 
-// queued appends every frame already waiting, up to the queue's capacity so
-// a fast publisher cannot keep one burst going forever.
-func (st *stream) queued(q chan *queued) {
-	for range cap(q) {
+// frames appends a burst of queued frames, stopping at the first error.
+func (st *stream) frames(fs []*queued) {
+	for _, f := range fs {
 		if st.err != nil {
 			return
 		}
-		select {
-		case f := <-q:
-			st.frame(f)
-		default:
-			return
-		}
+		st.frame(f)
 	}
 }
 
