@@ -3,7 +3,6 @@ package listen
 import (
 	"net"
 	"net/http"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -55,13 +54,13 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 		return
 	}
 	s.setAbort(func() { _ = conn.SetWriteDeadline(time.Unix(1, 0)) })
-	gone := make(chan struct{})
-	var goneOnce sync.Once
-	id := cw.add(fd, func() { goneOnce.Do(func() { close(gone) }) })
+	// The watcher ends the stream itself, so the stream waits on one
+	// channel fewer.
+	id := cw.add(fd, func() { s.h.finish(s, EndClientGone) })
 	go func() {
 		defer s.h.detached.Done()
 		st := &stream{conn: conn, maxLag: s.h.cfg.MaxLag, tag: opts.Tag}
-		why := s.loop(st, gone, sock, opts.Final)
+		why := s.loop(st, nil, sock, opts.Final)
 		s.setAbort(nil)
 		cw.remove(id, fd)
 		_ = conn.Close()
