@@ -57,10 +57,11 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 	// The watcher ends the stream itself, so the stream waits on one
 	// channel fewer.
 	id := cw.add(fd, func() { s.h.finish(s, EndClientGone) })
+	tag, final := opts.Tag, opts.Final // not opts.First: it is written
 	go func() {
 		defer s.h.detached.Done()
-		st := &stream{conn: conn, maxLag: s.h.cfg.MaxLag, tag: opts.Tag}
-		why := s.loop(st, nil, sock, opts.Final)
+		st := &stream{conn: conn, maxLag: s.h.cfg.MaxLag, tag: tag}
+		why := s.loop(st, nil, sock, final)
 		s.setAbort(nil)
 		cw.remove(id, fd)
 		_ = conn.Close()
