@@ -122,3 +122,6 @@ func (w *closeWatch) stop() {
 	syscall.Close(w.wake[1])
 	syscall.Close(w.epfd)
 }
+
+// detachSupported says streams can be detached on this platform.
+const detachSupported = true

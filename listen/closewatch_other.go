@@ -12,3 +12,6 @@ func (w *closeWatch) add(int, func()) uint64 { return 0 }
 func (w *closeWatch) remove(uint64, int) {}
 
 func (w *closeWatch) stop() {}
+
+// detachSupported says streams can be detached on this platform.
+const detachSupported = false

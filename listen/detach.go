@@ -107,6 +107,10 @@ func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *htt
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
+	// The connection is closed when the stream ends (it never goes back to
+	// net/http), so the client must not pool it for another request: a
+	// request sent on it just as it closes would be lost.
+	hdr.Set("Connection", "close")
 	w.WriteHeader(http.StatusOK)
 	st := &stream{w: w, rc: rc, maxLag: h.cfg.MaxLag, tag: opts.Tag}
 	if !st.begin(s) {

@@ -283,6 +283,11 @@ func (ts *testServer) openDialer(ctx context.Context, d *net.Dialer, session, id
 			return fail(fmt.Errorf("header %s = %q, want %q", k, got, want))
 		}
 	}
+	// A detached stream's connection is closed at its end, so its answer
+	// must tell the client not to reuse it.
+	if detachSupported && !ts.inPlace && !resp.Close {
+		return fail(fmt.Errorf("a detached stream's answer does not say Connection: close"))
+	}
 	c := &clientStream{session: session, id: id, conn: conn, sseReader: newSSEReader(resp.Body)}
 	ack, err := c.nextMessage()
 	if err != nil {
