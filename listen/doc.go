@@ -9,9 +9,14 @@
 // per commit; Publish only appends to a queue, so the writer never waits for a
 // subscriber. The hub's broadcaster drains that queue in commit order, encodes
 // each message once (Config.Encode) and offers it to the subscribers of its topic with
-// non-blocking sends; a full queue drops that subscriber. Each stream's HTTP
-// handler runs Subscription.Serve, the only writer of its response: it writes
-// every frame already queued before one flush, under a write deadline.
+// non-blocking sends; a full queue drops that subscriber. Each stream has one
+// writer, which writes every frame already queued before one flush, under a
+// write deadline: with Subscription.ServeDetached (HTTP/1.1 on a socket) a
+// goroutine of the stream's own, which holds the connection after the
+// handler has returned (net/http's handler goroutine, background reader and
+// per-connection buffers gone; one epoll set per hub notices clients that
+// close); with Subscription.Serve, or where a connection cannot be taken,
+// the handler's goroutine itself.
 //
 // A stream ends gracefully (Cancel, EndSession, Close) with the caller's final
 // frame, after everything published before the end; or it is dropped (queue

@@ -143,32 +143,38 @@ type streamEnd struct {
 // testServer serves subscriptions over a real HTTP server on 127.0.0.1:0.
 // GET /listen?session=&id=<raw JSON id>&topics=a,b&q=<queue len>
 type testServer struct {
-	t    *testing.T
+	t    testing.TB
 	hub  *Hub
 	srv  *httptest.Server
 	ends chan streamEnd
 
 	mu   sync.Mutex
 	subs map[string]*Subscription // session + "\x00" + key
+	// inPlace serves with Serve on the handler's goroutine instead of
+	// ServeDetached.
+	inPlace bool
+	// returned gets the session of every stream handler that returned.
+	returned chan string
 }
 
-func newTestServer(t *testing.T, cfg Config) *testServer {
+func newTestServer(t testing.TB, cfg Config) *testServer {
 	return newTestServerHooks(t, cfg, hooks{})
 }
 
 // newTestServerHooks is newTestServer with test hooks on the hub. The server
 // records each connection (ConnContext), as ce serve does, so streams probe
 // their sockets.
-func newTestServerHooks(t *testing.T, cfg Config, hk hooks) *testServer {
+func newTestServerHooks(t testing.TB, cfg Config, hk hooks) *testServer {
 	t.Helper()
 	if cfg.Encode == nil {
 		cfg.Encode = testEncode
 	}
 	ts := &testServer{
-		t:    t,
-		hub:  newHub(cfg, hk),
-		ends: make(chan streamEnd, 4096),
-		subs: make(map[string]*Subscription),
+		t:        t,
+		hub:      newHub(cfg, hk),
+		ends:     make(chan streamEnd, 4096),
+		returned: make(chan string, 4096),
+		subs:     make(map[string]*Subscription),
 	}
 	ts.srv = httptest.NewUnstartedServer(http.HandlerFunc(ts.serveHTTP))
 	ts.srv.Config.ConnContext = ConnContext
@@ -189,6 +195,12 @@ func (ts *testServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		topics = strings.Split(v, ",")
 	}
 	qlen, _ := strconv.Atoi(q.Get("q"))
+	defer func() {
+		select {
+		case ts.returned <- session:
+		default:
+		}
+	}()
 	sub, err := ts.hub.Subscribe(SubscribeRequest{Session: session, Key: id, Topics: topics, QueueLen: qlen})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusTooManyRequests)
@@ -204,8 +216,12 @@ func (ts *testServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			`,"result":{"resultType":"complete","_meta":{"` + subIDKey + `":` + id + `}}}`)
 	}
 	opts.First = testFrameBytes(ackMethod, `{"notifications":{}}`, id)
-	reason := sub.Serve(w, r, opts)
-	ts.ends <- streamEnd{session: session, key: id, reason: reason}
+	end := func(reason EndReason) { ts.ends <- streamEnd{session: session, key: id, reason: reason} }
+	if ts.inPlace {
+		end(sub.Serve(w, r, opts))
+		return
+	}
+	sub.ServeDetached(w, r, opts, end)
 }
 
 func (ts *testServer) sub(session, key string) *Subscription {
@@ -266,6 +282,11 @@ func (ts *testServer) openDialer(ctx context.Context, d *net.Dialer, session, id
 		if got := resp.Header.Get(k); got != want {
 			return fail(fmt.Errorf("header %s = %q, want %q", k, got, want))
 		}
+	}
+	// A detached stream's connection is closed at its end, so its answer
+	// must tell the client not to reuse it.
+	if detachSupported && !ts.inPlace && !resp.Close {
+		return fail(fmt.Errorf("a detached stream's answer does not say Connection: close"))
 	}
 	c := &clientStream{session: session, id: id, conn: conn, sseReader: newSSEReader(resp.Body)}
 	ack, err := c.nextMessage()

@@ -94,8 +94,8 @@ type Stats struct {
 
 // Hub fans committed batches out to subscribers. The room's writer must never
 // wait on a subscriber, so Publish only appends to a queue; a broadcaster
-// goroutine owned by the hub does the fan-out, and each stream's handler
-// goroutine does the network writes.
+// goroutine owned by the hub does the fan-out, and each stream's writer
+// (its handler, or its own goroutine once detached) does the network writes.
 type Hub struct {
 	cfg   Config
 	log   *slog.Logger
@@ -114,6 +114,14 @@ type Hub struct {
 
 	quit      chan struct{}
 	closeOnce sync.Once
+	// detached counts streams running on their own goroutine after
+	// ServeDetached took their connection: Close waits for their final
+	// frames, as http.Server.Shutdown waits for handlers. noDetach (under
+	// mu) is set once Close waits, so no stream is added after.
+	detached  sync.WaitGroup
+	noDetach  bool
+	watchOnce sync.Once
+	watch     *closeWatch // nil until the first detach, or when unavailable
 	stopped   chan struct{}
 	aborts    sync.WaitGroup // abortWrite calls started by the broadcaster
 
@@ -142,6 +150,9 @@ type hooks struct {
 	// afterProbe runs in a stream's Serve after each socket sample, with
 	// whether the sample found bytes waiting for the peer.
 	afterProbe func(s *Subscription, watching bool)
+	// afterWrite runs after a stream's burst of queued frames reached its
+	// socket (written and flushed), with how many frames the burst held.
+	afterWrite func(s *Subscription, frames int)
 }
 
 // pendingBatch is one entry of the broadcaster's queue: a published batch,
@@ -257,7 +268,7 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Subscription, error) {
 		h:       h,
 		session: req.Session,
 		key:     req.Key,
-		q:       make(chan *queued, qlen),
+		q:       newFrameQueue(qlen),
 		done:    make(chan struct{}),
 		topics:  uniq(req.Topics),
 	}
@@ -322,8 +333,10 @@ func (h *Hub) EndSession(session string) {
 // Close is the shutdown step "end streams gracefully": it refuses new
 // subscriptions and further publishes, fans out what was already published
 // (a graceful end promises the client it missed nothing), ends every stream
-// gracefully and waits for the broadcaster to stop. It does not wait for the
-// stream handlers; they return within MaxLag at worst.
+// gracefully and waits for the broadcaster to stop and for the streams
+// ServeDetached runs to write their final frames (each within MaxLag). It
+// does not wait for stream handlers serving in place; they return within
+// MaxLag at worst.
 func (h *Hub) Close() {
 	h.closeOnce.Do(func() {
 		h.mu.Lock()
@@ -335,6 +348,21 @@ func (h *Hub) Close() {
 		close(h.quit)
 	})
 	<-h.stopped
+	h.mu.Lock()
+	h.noDetach = true
+	h.mu.Unlock()
+	h.detached.Wait()
+	h.watchOnce.Do(func() {}) // no watcher starts after this; see one that did
+	if h.watch != nil {
+		h.watch.stop()
+	}
+}
+
+// watcher is the hub's close watcher, started on first use; nil when the
+// platform has none, and streams are then served in place.
+func (h *Hub) watcher() *closeWatch {
+	h.watchOnce.Do(func() { h.watch = newCloseWatch() })
+	return h.watch
 }
 
 // Stats is cheap enough for every metrics scrape: two short lock holds and
@@ -434,10 +462,9 @@ func (h *Hub) deliver(pb *pendingBatch) {
 			if after >= pb.seq {
 				continue // published before s took this topic
 			}
-			select {
-			case s.q <- f:
+			if s.q.push(f) {
 				n++
-			default:
+			} else {
 				h.endLocked(s, EndQueueFull)
 				dropped = append(dropped, s)
 			}
@@ -529,7 +556,7 @@ func (h *Hub) finish(s *Subscription, why EndReason) EndReason {
 }
 
 func (h *Hub) logDrop(s *Subscription, why EndReason) {
-	h.log.Warn("listen: subscriber dropped", "session", s.session, "reason", why.String(), "queue_len", cap(s.q))
+	h.log.Warn("listen: subscriber dropped", "session", s.session, "reason", why.String(), "queue_len", s.q.max)
 }
 
 func (h *Hub) indexLocked(s *Subscription, topics []string, after uint64) {
@@ -570,7 +597,7 @@ type Subscription struct {
 	h       *Hub
 	session string
 	key     string
-	q       chan *queued // bounded: full means the stream is too far behind
+	q       frameQueue // bounded: full means the stream is too far behind
 	done    chan struct{}
 
 	// Guarded by h.mu. reason is written before done is closed, so after

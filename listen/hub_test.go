@@ -27,13 +27,24 @@ func frameSeq(t *testing.T, f *queued) int {
 func queuedSeqs(t *testing.T, s *Subscription) []int {
 	t.Helper()
 	var out []int
+	for _, f := range s.q.take() {
+		out = append(out, frameSeq(t, f))
+	}
+	return out
+}
+
+// popFrame waits for s's next queued frame and takes it alone.
+func popFrame(s *Subscription) *queued {
 	for {
-		select {
-		case f := <-s.q:
-			out = append(out, frameSeq(t, f))
-		default:
-			return out
+		s.q.mu.Lock()
+		if len(s.q.items) > 0 {
+			f := s.q.items[0]
+			s.q.items = s.q.items[1:]
+			s.q.mu.Unlock()
+			return f
 		}
+		s.q.mu.Unlock()
+		<-s.q.wake
 	}
 }
 
@@ -59,7 +70,7 @@ func settle(t *testing.T, h *Hub) {
 	m := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"\x00settle"}})
 	defer m.Close()
 	h.Publish(Batch{Messages: []Message{msg("\x00settle", 0)}})
-	<-m.q
+	popFrame(m)
 }
 
 func mustSubscribe(t *testing.T, h *Hub, req SubscribeRequest) *Subscription {
@@ -246,7 +257,7 @@ func TestTopicIndexDeliversOnlyToMatching(t *testing.T) {
 		t.Fatalf("delivered %d frames, want 1", st.Delivered)
 	}
 	for i, s := range subs {
-		if got := len(s.q); (i == 5000) != (got == 1) {
+		if got := s.q.len(); (i == 5000) != (got == 1) {
 			t.Fatalf("subscriber %d has %d frames", i, got)
 		}
 	}
@@ -325,7 +336,7 @@ func TestMalformedChangeIsCountedAndSentAsTheStandIn(t *testing.T) {
 	s := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}})
 	h.Publish(Batch{Messages: []Message{{Topic: "t", Change: testChange{testMethod, json.RawMessage(`[1,2]`)}}}})
 	h.Close()
-	f := <-s.q
+	f := popFrame(s)
 	if got, want := string(f.AppendTo(nil, nil)), `data: {"jsonrpc":"2.0","method":"notifications/tasks","params":{}}`+"\n\n"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
@@ -343,10 +354,10 @@ func TestChangeTheEncoderRefusesIsNotSent(t *testing.T) {
 	f, _ := newTestFrame(testMethod, json.RawMessage(`{"seq":2}`))
 	h.Publish(Batch{Messages: []Message{{Topic: "t", Change: "not a frame"}, {Topic: "t", Change: f}}})
 	h.Close()
-	if len(s.q) != 1 {
-		t.Fatalf("%d frames queued, want only the encodable one", len(s.q))
+	if s.q.len() != 1 {
+		t.Fatalf("%d frames queued, want only the encodable one", s.q.len())
 	}
-	if got := frameSeq(t, <-s.q); got != 2 {
+	if got := frameSeq(t, popFrame(s)); got != 2 {
 		t.Fatalf("queued seq %d, want 2", got)
 	}
 	if st := h.Stats(); st.Malformed != 1 || st.Delivered != 1 {
@@ -373,11 +384,11 @@ func TestEncodeOncePerMessage(t *testing.T) {
 		t.Fatalf("encoder called %d times for 2 followed messages and 50 subscribers, want 2", n)
 	}
 	for i, s := range subs {
-		if len(s.q) != 2 {
-			t.Fatalf("subscriber %d has %d frames queued, want 2", i, len(s.q))
+		if s.q.len() != 2 {
+			t.Fatalf("subscriber %d has %d frames queued, want 2", i, s.q.len())
 		}
 	}
-	if a, b := <-subs[0].q, <-subs[1].q; a.Frame != b.Frame {
+	if a, b := popFrame(subs[0]), popFrame(subs[1]); a.Frame != b.Frame {
 		t.Fatal("subscribers of one message got different frames: encoded per subscriber")
 	}
 }
@@ -391,8 +402,8 @@ func TestCloseIsIdempotentAndStopsPublish(t *testing.T) {
 	if st := h.Stats(); st.Published != 0 || st.Ended != 1 {
 		t.Fatalf("stats after close %+v", st)
 	}
-	if len(s.q) != 0 || s.reason != EndShutdown {
-		t.Fatalf("queue %d reason %v", len(s.q), s.reason)
+	if s.q.len() != 0 || s.reason != EndShutdown {
+		t.Fatalf("queue %d reason %v", s.q.len(), s.reason)
 	}
 }
 

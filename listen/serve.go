@@ -2,7 +2,9 @@ package listen
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -97,18 +99,7 @@ func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeO
 	}
 	rc := http.NewResponseController(w)
 	s.setAbort(func() { _ = rc.SetWriteDeadline(time.Unix(1, 0)) })
-	why := s.serve(w, r, rc, opts)
-	s.setAbort(nil)
-	if why.Graceful() || why == EndClientGone {
-		// The connection may carry another request: no stale deadline.
-		_ = rc.SetWriteDeadline(time.Time{})
-	} else {
-		// Dropped or abandoned: net/http's closing writes must fail too, so the
-		// connection is closed rather than kept for a reader that is
-		// not reading, and the client sees a broken stream.
-		_ = rc.SetWriteDeadline(time.Unix(1, 0))
-	}
-	return why
+	return s.serveInPlace(w, r, rc, opts)
 }
 
 func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions) EndReason {
@@ -128,75 +119,101 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 	if st.end() != nil {
 		return h.finish(s, EndWriteFailed)
 	}
+	return s.loop(st, r.Context().Done(), connFrom(r.Context()), opts.Final)
+}
 
-	// The keep-alive timer is not reset per burst (a timer change per frame
-	// per stream adds up at ten thousand streams): when it fires, it looks
-	// at how long the stream has really been quiet and waits out the rest.
-	ka := time.NewTimer(h.cfg.KeepAlive)
-	defer ka.Stop()
+// loop writes queued frames, keep-alives and the final frame until the
+// stream ends; gone closes when the client goes away (nil when someone
+// else ends s as EndClientGone), and sock is the socket to probe (nil for
+// none).
+func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, final []byte) EndReason {
+	h := s.h
+	// One timer per stream serves both the keep-alive and the socket probe,
+	// so the stream waits on three channels (fewer to lock on every
+	// wake-up, which showed in the profile at a thousand streams). It is not
+	// reset per burst (a timer change per frame per stream adds up at ten
+	// thousand streams): when it fires, it looks at how long the stream has
+	// really been quiet and waits out the rest. The probe runs on a fixed
+	// cadence, never per frame: at ten thousand streams two extra syscalls
+	// per write would cost more than the writes.
+	watch := stallWatch{probe: newSocketProbe(sock), dirty: true}
 	lastWrite := time.Now()
-	gone := r.Context().Done()
-	// The socket probe runs on its own ticker, never per frame: at ten
-	// thousand streams two extra syscalls per write would cost more than
-	// the writes.
-	watch := stallWatch{probe: newSocketProbe(connFrom(r.Context())), dirty: true}
-	var probeC <-chan time.Time
+	var nextProbe time.Time
 	if watch.probe != nil {
-		pt := time.NewTicker(h.cfg.ProbeEvery)
-		defer pt.Stop()
-		probeC = pt.C
+		nextProbe = lastWrite.Add(h.cfg.ProbeEvery)
 	}
+	due := func() time.Duration {
+		next := lastWrite.Add(h.cfg.KeepAlive)
+		if watch.probe != nil && nextProbe.Before(next) {
+			next = nextProbe
+		}
+		return time.Until(next)
+	}
+	tm := time.NewTimer(due())
+	defer tm.Stop()
 	for {
 		select {
-		case <-probeC:
-			stalled := watch.check(h.cfg.Now().UnixNano(), int64(h.cfg.MaxLag))
-			if h.hooks.afterProbe != nil {
-				h.hooks.afterProbe(s, watch.watching)
+		case <-tm.C:
+			if watch.probe != nil && !time.Now().Before(nextProbe) {
+				stalled := watch.check(h.cfg.Now().UnixNano(), int64(h.cfg.MaxLag))
+				if h.hooks.afterProbe != nil {
+					h.hooks.afterProbe(s, watch.watching)
+				}
+				if stalled {
+					return h.finish(s, EndLagging)
+				}
+				if nextProbe = nextProbe.Add(h.cfg.ProbeEvery); !nextProbe.After(time.Now()) {
+					nextProbe = time.Now().Add(h.cfg.ProbeEvery) // a late wake-up skips samples, as a ticker does
+				}
 			}
-			if stalled {
-				return h.finish(s, EndLagging)
+			if time.Since(lastWrite) >= h.cfg.KeepAlive {
+				if !st.begin(s) {
+					return s.reason
+				}
+				st.write([]byte(keepAlive))
+				if st.end() != nil {
+					return h.finish(s, EndWriteFailed)
+				}
+				watch.dirty = true
+				lastWrite = st.began
 			}
-		case f := <-s.q:
-			if h.cfg.Now().UnixNano()-f.at > int64(h.cfg.MaxLag) {
+			tm.Reset(due())
+		case <-s.q.wake:
+			fs := s.q.take()
+			if len(fs) == 0 {
+				continue // a stale token: these frames went out already
+			}
+			if h.cfg.Now().UnixNano()-fs[0].at > int64(h.cfg.MaxLag) {
 				return h.finish(s, EndLagging)
 			}
 			if !st.begin(s) {
 				return s.reason
 			}
-			st.frame(f)
-			st.queued(s.q)
+			st.frames(fs)
+			s.q.release(fs)
 			if st.end() != nil {
 				return h.finish(s, EndWriteFailed)
 			}
 			watch.dirty = true
 			lastWrite = st.began
+			if h.hooks.afterWrite != nil {
+				h.hooks.afterWrite(s, st.nframes)
+			}
 		case <-s.done:
 			if !st.begin(s) {
 				return s.reason
 			}
 			// Ended gracefully: nothing more can be queued, so what is in
 			// the queue is everything the client is owed before Final.
-			st.queued(s.q)
-			st.write(opts.Final)
+			fs := s.q.take()
+			st.frames(fs)
+			s.q.release(fs)
+			st.write(final)
+			st.last = true
 			if st.end() != nil {
 				return h.finish(s, EndWriteFailed)
 			}
 			return s.reason
-		case <-ka.C:
-			if quiet := time.Since(lastWrite); quiet < h.cfg.KeepAlive {
-				ka.Reset(h.cfg.KeepAlive - quiet)
-				continue
-			}
-			if !st.begin(s) {
-				return s.reason
-			}
-			st.write([]byte(keepAlive))
-			if st.end() != nil {
-				return h.finish(s, EndWriteFailed)
-			}
-			watch.dirty = true
-			lastWrite = st.began
-			ka.Reset(h.cfg.KeepAlive)
 		case <-gone:
 			return h.finish(s, EndClientGone)
 		}
@@ -222,8 +239,14 @@ const writeChunk = 64 << 10
 // stream is the per-Serve write state: one reusable buffer, the stream's
 // tag, and the first error of the current burst.
 type stream struct {
-	w      http.ResponseWriter
-	rc     *http.ResponseController
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	// conn, when set, is the stream's own connection, taken from net/http
+	// after the headers (ServeDetached): frames go out as HTTP/1.1 chunks
+	// written straight to it, one write per burst, and buf starts with
+	// chunkHead bytes kept free for the chunk's size line.
+	conn   net.Conn
+	last   bool // the burst being written is the stream's last: end the chunked body
 	maxLag time.Duration
 	tag    []byte
 	buf    []byte
@@ -235,6 +258,7 @@ type stream struct {
 	// the next burst renews it before writing.
 	deadline time.Time
 	began    time.Time // when the current burst began
+	nframes  int       // queued frames in the current burst
 }
 
 // begin makes sure the write deadline is at least MaxLag/2 away, then
@@ -243,11 +267,21 @@ type stream struct {
 // deadline set here, and a drop before it is caught by the check.
 func (st *stream) begin(s *Subscription) bool {
 	st.err = nil
+	st.nframes = 0
+	if st.conn != nil && len(st.buf) < chunkHead {
+		st.buf = append(st.buf[:0], make([]byte, chunkHead)...)
+	}
 	now := time.Now()
 	st.began = now
 	if st.deadline.Sub(now) < st.maxLag/2 {
 		st.deadline = now.Add(st.maxLag)
-		if err := st.rc.SetWriteDeadline(st.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		var err error
+		if st.conn != nil {
+			err = st.conn.SetWriteDeadline(st.deadline)
+		} else {
+			err = st.rc.SetWriteDeadline(st.deadline)
+		}
+		if err != nil && !errors.Is(err, http.ErrNotSupported) {
 			st.err = err
 		}
 	}
@@ -255,48 +289,89 @@ func (st *stream) begin(s *Subscription) bool {
 }
 
 func (st *stream) frame(f *queued) {
+	st.nframes++
 	st.buf = f.AppendTo(st.buf, st.tag)
-	if len(st.buf) >= writeChunk {
+	if st.pending() >= writeChunk {
 		st.out()
 	}
 }
 
 func (st *stream) write(b []byte) {
 	st.buf = append(st.buf, b...)
-	if len(st.buf) >= writeChunk {
+	if st.pending() >= writeChunk {
 		st.out()
 	}
 }
 
-// queued appends every frame already waiting, up to the queue's capacity so
-// a fast publisher cannot keep one burst going forever.
-func (st *stream) queued(q chan *queued) {
-	for range cap(q) {
+// pending is how many bytes of frames wait in buf.
+func (st *stream) pending() int {
+	if st.conn != nil {
+		return len(st.buf) - chunkHead
+	}
+	return len(st.buf)
+}
+
+// frames appends a burst of queued frames, stopping at the first error.
+func (st *stream) frames(fs []*queued) {
+	for _, f := range fs {
 		if st.err != nil {
 			return
 		}
-		select {
-		case f := <-q:
-			st.frame(f)
-		default:
-			return
-		}
+		st.frame(f)
 	}
 }
 
 func (st *stream) out() {
+	if st.conn != nil {
+		st.outChunk(false)
+		return
+	}
 	if st.err == nil && len(st.buf) > 0 {
 		_, st.err = st.w.Write(st.buf)
 	}
 	st.buf = st.buf[:0]
 }
 
-// end writes what is buffered and flushes once.
+// chunkHead is the room kept at the start of a detached stream's buffer for
+// a chunk's size line: up to eight hex digits and CRLF (a chunk is at most
+// writeChunk plus one frame, far below 4 GiB).
+const chunkHead = 10
+
+// lastChunk ends a chunked body.
+const lastChunk = "0\r\n\r\n"
+
+// outChunk writes buf as one HTTP/1.1 chunk, and the last chunk after it
+// when final, in one write.
+func (st *stream) outChunk(final bool) {
+	n := len(st.buf) - chunkHead
+	if st.err == nil && (n > 0 || final) {
+		start := chunkHead
+		if n > 0 {
+			var size [chunkHead]byte
+			line := append(strconv.AppendInt(size[:0], int64(n), 16), '\r', '\n')
+			start -= len(line)
+			copy(st.buf[start:], line)
+			st.buf = append(st.buf, '\r', '\n')
+		}
+		if final {
+			st.buf = append(st.buf, lastChunk...)
+		}
+		_, st.err = st.conn.Write(st.buf[start:])
+	}
+	st.buf = st.buf[:chunkHead]
+}
+
+// end writes what is buffered and flushes once (a detached stream's write
+// is its flush).
 func (st *stream) end() error {
-	st.out()
-	if st.err == nil {
-		if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			st.err = err
+	if st.conn != nil {
+		st.outChunk(st.last)
+	} else {
+		st.out()
+		if st.err == nil {
+			if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				st.err = err
+			}
 		}
 	}
 	if cap(st.buf) > 4*writeChunk {

@@ -99,14 +99,19 @@ func (s *Handler) mcpListen(c *mcpCall) (any, *rpcError) {
 		"resultType": "complete",
 		"_meta":      map[string]any{subscriptionIDKey: c.req.ID, "io.modelcontextprotocol/serverInfo": s.serverInfo()["io.modelcontextprotocol/serverInfo"]},
 	}})
-	why := sub.Serve(c.w, c.r, listen.ServeOptions{
+	// Detached: once the acknowledgement is out, the stream no longer holds
+	// this goroutine, the request or net/http's connection buffers; only
+	// what the callback names is kept.
+	log, ref := s.log, c.p.SessionRef
+	sub.ServeDetached(c.w, c.r, listen.ServeOptions{
 		Tag:   subscriptionTag(c.req.ID),
 		First: encodeFrame(methodListenAck, ackParams, c.req.ID),
 		Final: encodeData(json.RawMessage(strings.TrimSpace(string(final)))),
+	}, func(why listen.EndReason) {
+		if !why.Graceful() && why != listen.EndClientGone {
+			log.Warn("listen stream dropped", "session_ref", ref, "reason", why.String())
+		}
 	})
-	if !why.Graceful() && why != listen.EndClientGone {
-		s.log.Warn("listen stream dropped", "session_ref", c.p.SessionRef, "reason", why.String())
-	}
 	return nil, nil
 }
 
@@ -202,10 +207,10 @@ func (s *Handler) Get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.legacyStreams.add(p.SessionRef, sub)
-	defer s.legacyStreams.remove(p.SessionRef, sub)
 	// A subscribe racing the registration above is caught here.
 	sub.SetTopics(s.legacy.topics(p.SessionRef))
-	sub.Serve(w, r, listen.ServeOptions{})
+	streams, ref := &s.legacyStreams, p.SessionRef
+	sub.ServeDetached(w, r, listen.ServeOptions{}, func(listen.EndReason) { streams.remove(ref, sub) })
 }
 
 func (s *Handler) MethodNotAllowed(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,157 @@
+package listen
+
+import (
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+)
+
+// ServeDetached is Serve for a handler that need not wait for the stream to
+// end. Once the acknowledgement (opts.First) is on the wire it takes the
+// connection from net/http (an HTTP/1.1 hijack) and returns: the stream then
+// runs on a small goroutine of its own, writing its frames as chunks straight
+// to the socket, and the handler's goroutine, its request and net/http's
+// per-connection buffers (about 10 KiB) are gone. A client that closes is
+// noticed by the hub's close watcher rather than by a reader goroutine per
+// connection. Every rule of Serve holds unchanged: queue bound, time bound,
+// socket probe, write deadlines, keep-alives, graceful final frame. After a
+// graceful end the chunked body is ended and the connection closed (it
+// cannot go back to net/http); after a drop it is closed without the end.
+//
+// ended is called once with the reason the stream ended, on the stream's
+// goroutine, or before ServeDetached returns when the stream could not be
+// detached (HTTP/2, HTTP/1.0, a connection that is not a socket, a hub
+// closing): it is then served in place, as Serve would.
+func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opts ServeOptions, ended func(EndReason)) {
+	if !s.served.CompareAndSwap(false, true) {
+		panic("listen: Serve called twice for one Subscription")
+	}
+	if ended == nil {
+		ended = func(EndReason) {}
+	}
+	rc := http.NewResponseController(w)
+	s.setAbort(func() { _ = rc.SetWriteDeadline(time.Unix(1, 0)) })
+	sock := connFrom(r.Context())
+	fd := -1
+	if detachable(r) {
+		fd = socketFD(sock)
+	}
+	var cw *closeWatch
+	if fd >= 0 {
+		cw = s.h.watcher()
+	}
+	if cw == nil || !s.h.detachAdd() {
+		ended(s.serveInPlace(w, r, rc, opts))
+		return
+	}
+	why, conn := s.serveHead(w, r, rc, opts, sock)
+	if conn == nil {
+		s.h.detached.Done()
+		s.setAbort(nil)
+		s.afterServe(rc, why)
+		ended(why)
+		return
+	}
+	s.setAbort(func() { _ = conn.SetWriteDeadline(time.Unix(1, 0)) })
+	// The watcher ends the stream itself, so the stream waits on one
+	// channel fewer.
+	id := cw.add(fd, func() { s.h.finish(s, EndClientGone) })
+	tag, final := opts.Tag, opts.Final // not opts.First: it is written
+	go func() {
+		defer s.h.detached.Done()
+		st := &stream{conn: conn, maxLag: s.h.cfg.MaxLag, tag: tag}
+		why := s.loop(st, nil, sock, final)
+		s.setAbort(nil)
+		cw.remove(id, fd)
+		_ = conn.Close()
+		ended(why)
+	}()
+}
+
+// detachable reports whether r's response is an HTTP/1.1 chunked body we can
+// go on writing ourselves after a hijack.
+func detachable(r *http.Request) bool {
+	return r.ProtoAtLeast(1, 1) && r.ProtoMajor == 1 && r.Method != http.MethodHead
+}
+
+// serveInPlace is Serve's body after the once-only check.
+func (s *Subscription) serveInPlace(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions) EndReason {
+	why := s.serve(w, r, rc, opts)
+	s.setAbort(nil)
+	s.afterServe(rc, why)
+	return why
+}
+
+// afterServe leaves the connection as a stream served in place must: ready
+// for another request after a graceful end, failing every write after a
+// drop so net/http closes it.
+func (s *Subscription) afterServe(rc *http.ResponseController, why EndReason) {
+	if why.Graceful() || why == EndClientGone {
+		// The connection may carry another request: no stale deadline.
+		_ = rc.SetWriteDeadline(time.Time{})
+	} else {
+		// Dropped or abandoned: net/http's closing writes must fail too, so the
+		// connection is closed rather than kept for a reader that is
+		// not reading, and the client sees a broken stream.
+		_ = rc.SetWriteDeadline(time.Unix(1, 0))
+	}
+}
+
+// serveHead writes the headers and the first frame through net/http, then
+// takes the connection. It returns the connection, or nil and the reason
+// the stream ended (served in place when the hijack failed).
+func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions, sock net.Conn) (EndReason, net.Conn) {
+	h := s.h
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	// The connection is closed when the stream ends (it never goes back to
+	// net/http), so the client must not pool it for another request: a
+	// request sent on it just as it closes would be lost.
+	hdr.Set("Connection", "close")
+	w.WriteHeader(http.StatusOK)
+	st := &stream{w: w, rc: rc, maxLag: h.cfg.MaxLag, tag: opts.Tag}
+	if !st.begin(s) {
+		return s.reason, nil
+	}
+	st.write(opts.First)
+	if st.end() != nil {
+		return h.finish(s, EndWriteFailed), nil
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return s.loop(st, r.Context().Done(), sock, opts.Final), nil
+	}
+	return 0, conn
+}
+
+// socketFD is c's descriptor, or -1 when c is not a socket.
+func socketFD(c net.Conn) int {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return -1
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	fd := -1
+	if raw.Control(func(f uintptr) { fd = int(f) }) != nil {
+		return -1
+	}
+	return fd
+}
+
+// detachAdd counts one more detached stream for Close to wait for; false
+// once Close has started waiting.
+func (h *Hub) detachAdd() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.noDetach {
+		return false
+	}
+	h.detached.Add(1)
+	return true
+}
