@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,21 @@ type Stats struct {
 	Overloaded atomic.Uint64 // commands refused because the queue was full
 	Sweeps     atomic.Uint64
 
+	// The writer's cost. CPUNanos is the CPU time (user and system) of the
+	// writer's own thread while it ran batches and re-armed the sweeper,
+	// read from the thread's CPU clock (Linux; 0 elsewhere): it leaves out
+	// waiting on fsync and every other goroutine, so CPUNanos / Commands is
+	// the writer's price of a command however loaded the machine is.
+	// Statements counts every SQL statement run on the write connection,
+	// transaction control included.
+	CPUNanos   atomic.Uint64
+	Statements atomic.Uint64
+	// Turns counts the writer's turns (a batch, a sweep or a sync, and
+	// re-arming the sweeper after it); it moves only once the turn's CPU
+	// and statements are counted, so a benchmark that waits for it reads
+	// exactly one command's cost.
+	Turns atomic.Uint64
+
 	// The file watcher's work. Events on other files of the document's
 	// directory (the sidecar's -wal on every commit) are only counted as
 	// ignored; a sync runs only when the file's stamp changed, checked by
@@ -119,11 +135,12 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 	}
 	r := &Room{
 		cfg: cfg, eng: cfg.Engine, store: cfg.Store, conn: conn, log: cfg.Logger, pub: cfg.Publisher,
-		q: room.NewConnQuerier(conn), reads: room.NewStmtCache(cfg.Store.Reader),
-		cmds: make(chan *call, cfg.QueueLen), wake: make(chan struct{}, 1), resync: make(chan struct{}, 1),
+		reads: room.NewStmtCache(cfg.Store.Reader),
+		cmds:  make(chan *call, cfg.QueueLen), wake: make(chan struct{}, 1), resync: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}),
 		lastFlush: cfg.Engine.Now(),
 	}
+	r.q = room.NewConnQuerier(conn, &r.stats.Statements)
 	boot := &call{ctx: ctx, name: "bootstrap", reply: make(chan error, 1), run: func(tx *room.Tx) error {
 		if err := r.eng.Bootstrap(tx, cfg.HostName); err != nil {
 			return err
@@ -274,6 +291,29 @@ func (r *Room) sweep(tx *room.Tx, flush bool) error {
 	return nil
 }
 
+// ctl runs a transaction control statement (BEGIN, SAVEPOINT, …) on the
+// write connection, counted with the others.
+func (r *Room) ctl(ctx context.Context, query string) (sql.Result, error) {
+	r.stats.Statements.Add(1)
+	return r.conn.ExecContext(ctx, query)
+}
+
+// measured runs one turn of the writer (a batch and re-arming the
+// sweeper) and adds the CPU its thread spent to the stats. The goroutine is
+// locked to its thread only for the turn, so the two clock readings are of
+// one thread; locking a running goroutine moves nothing and costs a few
+// nanoseconds.
+func (r *Room) measured(turn func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0, ok := threadCPU()
+	turn()
+	if t1, ok1 := threadCPU(); ok && ok1 && t1 > t0 {
+		r.stats.CPUNanos.Add(uint64(t1 - t0))
+	}
+	r.stats.Turns.Add(1)
+}
+
 func (r *Room) loop() {
 	defer close(r.done)
 	defer r.conn.Close()
@@ -283,15 +323,15 @@ func (r *Room) loop() {
 	defer timer.Stop()
 	batch := make([]*call, 0, r.cfg.MaxBatch)
 	for {
+		var run []*call
 		select {
 		case c := <-r.cmds:
 			batch = append(batch[:0], c)
-			batch = r.drain(batch)
-			r.runBatch(batch)
+			run = r.drain(batch)
 		case <-timer.C:
-			r.runBatch([]*call{r.sweepCall()})
+			run = []*call{r.sweepCall()}
 		case <-r.wake:
-			r.runBatch([]*call{r.sweepCall()})
+			run = []*call{r.sweepCall()}
 		case <-r.resync:
 			// Look again here: the room's own write may have committed
 			// since the watcher looked, and then there is nothing to do.
@@ -299,12 +339,15 @@ func (r *Room) loop() {
 				continue // the sweeper's timer is still armed
 			}
 			r.stats.FileSyncs.Add(1)
-			r.runBatch([]*call{r.syncCall()})
+			run = []*call{r.syncCall()}
 		case <-r.quit:
-			r.stop()
+			r.measured(r.stop)
 			return
 		}
-		timer.Reset(r.armSweeper())
+		r.measured(func() {
+			r.runBatch(run)
+			timer.Reset(r.armSweeper())
+		})
 	}
 }
 
@@ -384,7 +427,7 @@ func (r *Room) runBatch(batch []*call) {
 	results := make([]error, len(batch))
 	ran := make([]bool, len(batch))
 	var outcomes []room.Outcome
-	if _, err := r.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := r.ctl(ctx, "BEGIN IMMEDIATE"); err != nil {
 		r.log.Error("writer: BEGIN failed", "err", err)
 		for _, c := range batch {
 			c.reply <- room.Internal(err)
@@ -405,11 +448,11 @@ func (r *Room) runBatch(batch []*call) {
 	}
 	err := room.TrimRing(ctx, r.q, r.eng.Limits.EventRing)
 	if err == nil {
-		_, err = r.conn.ExecContext(ctx, "COMMIT")
+		_, err = r.ctl(ctx, "COMMIT")
 	}
 	if err != nil {
 		r.log.Error("writer: COMMIT failed; the batch is rolled back", "err", err, "commands", len(batch))
-		r.conn.ExecContext(ctx, "ROLLBACK")
+		r.ctl(ctx, "ROLLBACK")
 		for i := len(outcomes) - 1; i >= 0; i-- {
 			for _, uerr := range room.RunUndo(outcomes[i]) {
 				r.log.Error("writer: could not undo a command's file write; the next sync records it", "err", uerr)
@@ -469,7 +512,7 @@ func (r *Room) forgetTasks(outcomes []room.Outcome) {
 // runOne runs one command inside its own savepoint. A failure (or a panic)
 // rolls back exactly that command: its rows, its events and its notices.
 func (r *Room) runOne(ctx context.Context, c *call, now time.Time) (out room.Outcome, err error) {
-	if _, err := r.conn.ExecContext(ctx, "SAVEPOINT cmd"); err != nil {
+	if _, err := r.ctl(ctx, "SAVEPOINT cmd"); err != nil {
 		return out, room.Internal(err)
 	}
 	tx := r.eng.NewTx(ctx, r.q, now)
@@ -479,14 +522,14 @@ func (r *Room) runOne(ctx context.Context, c *call, now time.Time) (out room.Out
 			err = room.Internal(fmt.Errorf("panic in %s: %v", c.name, p))
 		}
 		if err != nil {
-			if _, rbErr := r.conn.ExecContext(ctx, "ROLLBACK TO cmd"); rbErr != nil {
+			if _, rbErr := r.ctl(ctx, "ROLLBACK TO cmd"); rbErr != nil {
 				r.log.Error("writer: ROLLBACK TO failed", "err", rbErr)
 			}
 			for _, uerr := range tx.Abandon() {
 				r.log.Error("writer: could not undo a command's file write; the next sync records it", "command", c.name, "err", uerr)
 			}
 		}
-		if _, relErr := r.conn.ExecContext(ctx, "RELEASE cmd"); relErr != nil && err == nil {
+		if _, relErr := r.ctl(ctx, "RELEASE cmd"); relErr != nil && err == nil {
 			err = room.Internal(relErr)
 		}
 	}()
