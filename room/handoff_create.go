@@ -47,11 +47,6 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 	if err := e.validateCreate(tx, p, in); err != nil {
 		return CreateHandoffResult{}, err
 	}
-	// Tasks past their TTL that the sweeper has not reached yet must not hold
-	// slots (§5.3 step 2); if this command fails, the sweeper redoes it.
-	if err := e.expireDueTasks(tx); err != nil {
-		return CreateHandoffResult{}, err
-	}
 	if err := e.checkActiveTaskCaps(tx, p); err != nil {
 		return CreateHandoffResult{}, err
 	}
