@@ -427,24 +427,40 @@ func (r *Room) runBatch(batch []*call) {
 	results := make([]error, len(batch))
 	ran := make([]bool, len(batch))
 	var outcomes []room.Outcome
-	if _, err := r.ctl(ctx, "BEGIN IMMEDIATE"); err != nil {
-		r.log.Error("writer: BEGIN failed", "err", err)
-		for _, c := range batch {
-			c.reply <- room.Internal(err)
-		}
-		return
-	}
+	// The transaction opens with the first command that runs. A command
+	// needs its own savepoint only when the transaction already holds
+	// another's work: the first one, if it fails, rolls the whole
+	// transaction back instead, and the next command opens a new one. With
+	// one command per batch (no group commit, or a quiet room) that saves
+	// a SAVEPOINT and a RELEASE per command.
+	open := false
 	for i, c := range batch {
 		if err := c.ctx.Err(); err != nil {
 			results[i] = err // the caller has gone; do not act for it
 			continue
 		}
-		out, err := r.runOne(ctx, c, now)
-		results[i], ran[i] = err, true
-		if err == nil {
+		ran[i] = true
+		if !open {
+			if _, err := r.ctl(ctx, "BEGIN IMMEDIATE"); err != nil {
+				r.log.Error("writer: BEGIN failed", "err", err)
+				results[i] = room.Internal(err)
+				continue
+			}
+			open = true
+		}
+		out, err := r.runOne(ctx, c, now, len(outcomes) > 0)
+		results[i] = err
+		switch {
+		case err == nil:
 			outcomes = append(outcomes, out)
 			results[i] = out.Err // nil, or a refusal whose state change commits
+		case len(outcomes) == 0:
+			open = false // runOne rolled the transaction back
 		}
+	}
+	if !open {
+		r.answer(batch, results, ran, nil)
+		return
 	}
 	err := room.TrimRing(ctx, r.q, r.eng.Limits.EventRing)
 	if err == nil {
@@ -473,6 +489,12 @@ func (r *Room) runBatch(batch []*call) {
 			f()
 		}
 	}
+	r.answer(batch, results, ran, outcomes)
+}
+
+// answer publishes what a committed batch changed, then answers its
+// callers and counts its commands.
+func (r *Room) answer(batch []*call, results []error, ran []bool, outcomes []room.Outcome) {
 	// Publish before answering: a caller that opens a listen right after its
 	// answer must not receive the change it was already answered for.
 	// Publish never blocks, so this costs the callers nothing.
@@ -509,11 +531,16 @@ func (r *Room) forgetTasks(outcomes []room.Outcome) {
 	}
 }
 
-// runOne runs one command inside its own savepoint. A failure (or a panic)
-// rolls back exactly that command: its rows, its events and its notices.
-func (r *Room) runOne(ctx context.Context, c *call, now time.Time) (out room.Outcome, err error) {
-	if _, err := r.ctl(ctx, "SAVEPOINT cmd"); err != nil {
-		return out, room.Internal(err)
+// runOne runs one command, inside its own savepoint when the transaction
+// already holds other commands' work (savepoint), else alone in the
+// transaction. A failure (or a panic) rolls back exactly that command: its
+// rows, its events and its notices; without a savepoint that is the whole
+// transaction, which is then closed.
+func (r *Room) runOne(ctx context.Context, c *call, now time.Time, savepoint bool) (out room.Outcome, err error) {
+	if savepoint {
+		if _, err := r.ctl(ctx, "SAVEPOINT cmd"); err != nil {
+			return out, room.Internal(err)
+		}
 	}
 	tx := r.eng.NewTx(ctx, r.q, now)
 	defer func() {
@@ -522,12 +549,19 @@ func (r *Room) runOne(ctx context.Context, c *call, now time.Time) (out room.Out
 			err = room.Internal(fmt.Errorf("panic in %s: %v", c.name, p))
 		}
 		if err != nil {
-			if _, rbErr := r.ctl(ctx, "ROLLBACK TO cmd"); rbErr != nil {
-				r.log.Error("writer: ROLLBACK TO failed", "err", rbErr)
+			rollback := "ROLLBACK"
+			if savepoint {
+				rollback = "ROLLBACK TO cmd"
+			}
+			if _, rbErr := r.ctl(ctx, rollback); rbErr != nil {
+				r.log.Error("writer: "+rollback+" failed", "err", rbErr)
 			}
 			for _, uerr := range tx.Abandon() {
 				r.log.Error("writer: could not undo a command's file write; the next sync records it", "command", c.name, "err", uerr)
 			}
+		}
+		if !savepoint {
+			return
 		}
 		if _, relErr := r.ctl(ctx, "RELEASE cmd"); relErr != nil && err == nil {
 			err = room.Internal(relErr)
