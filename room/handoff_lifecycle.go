@@ -54,9 +54,10 @@ func (e *Engine) AcceptHandoff(tx *Tx, p Principal, in HandoffIDInput) (Handoff,
 		return Handoff{}, err
 	}
 	tx.taskChanged(h.taskID)
-	// The row as the UPDATE left it: rendered without reading it back.
+	// The rows as the UPDATEs left them: rendered without reading them back.
 	h.status, h.assignee = HandoffAccepted, sql.NullString{String: p.ParticipantID, Valid: true}
 	h.acceptedAt, h.updated = sql.NullInt64{Int64: now, Valid: true}, now
+	tx.snapshot(h.liveTaskSnapshot(h.assignee, now))
 	return h.view(tx.ctx, tx.q, p)
 }
 
@@ -153,7 +154,10 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 		return Handoff{}, err
 	}
 	tx.taskChanged(h.taskID)
-	// The row as the UPDATEs left it: rendered without reading it back.
+	// The rows as the UPDATEs left them: rendered without reading them back.
+	t := h.liveTaskSnapshot(h.task.assignee, now)
+	t.Status, t.StatusMessage, t.Result = TaskCompleted, statusMessage, toolResult
+	tx.snapshot(t)
 	h.status, h.taskStatus = HandoffResultReady, sql.NullString{String: TaskCompleted, Valid: true}
 	h.result = sql.NullString{String: string(copyJSON), Valid: true}
 	h.resultAt, h.updated = sql.NullInt64{Int64: now, Valid: true}, now

@@ -31,6 +31,17 @@ type handoffRow struct {
 	// (the writer's loader asks; readers leave it false and read them), so
 	// rendering and completing skip a statement that would find nothing.
 	noInputs bool
+	// task is the task row's columns a step needs to show the task as it
+	// leaves it without reading it back; only the writer's loader fills it.
+	task taskCols
+}
+
+// taskCols are the task columns the writer's handoff read carries (NULL
+// once the task row is purged).
+type taskCols struct {
+	created, ttl, poll sql.NullInt64
+	message, owner     sql.NullString
+	assignee           sql.NullString
 }
 
 const handoffSelect = `SELECT ` + handoffColumns + handoffFrom
@@ -48,7 +59,8 @@ const handoffFrom = `
 // primary key), so a lifecycle step without questions does not run the
 // statements that would read or close none.
 const handoffForWriteQuery = `SELECT ` + handoffColumns + `,
-	EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = h.task_id)` + handoffFrom + ` WHERE h.handoff_id = ?`
+	EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = h.task_id),
+	t.created_at, t.ttl_ms, t.poll_interval_ms, t.status_message, t.owner_id, t.assignee_id` + handoffFrom + ` WHERE h.handoff_id = ?`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -72,7 +84,8 @@ func loadHandoffForWrite(tx *Tx, id string) (*handoffRow, error) {
 	err := tx.q.QueryRowContext(tx.ctx, handoffForWriteQuery, id).Scan(&h.id, &h.status, &h.owner, &h.requested, &h.assignee, &h.summary,
 		&h.constraints, &h.target, &h.baseVersion, &h.follows, &h.artifacts, &h.taskID, &h.result,
 		&h.created, &h.updated, &h.acceptedAt, &h.resultAt, &h.decidedAt, &h.decidedBy, &h.note,
-		&h.cancelledAt, &h.cancelledBy, &h.reason, &h.taskStatus, &h.taskDueAt, &hasInputs)
+		&h.cancelledAt, &h.cancelledBy, &h.reason, &h.taskStatus, &h.taskDueAt, &hasInputs,
+		&h.task.created, &h.task.ttl, &h.task.poll, &h.task.message, &h.task.owner, &h.task.assignee)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, handoffNotFound(id)
 	}
@@ -297,6 +310,16 @@ func (e *Engine) handoffInTx(tx *Tx, p Principal, id string) (Handoff, error) {
 		return Handoff{}, err
 	}
 	return h.view(tx.ctx, tx.q, p)
+}
+
+// liveTaskSnapshot is the task of a handoff loaded by the writer as a step
+// leaves it, still live (working, no open question): what taskByID would
+// read after the step's UPDATE, which set assignee and lastUpdated.
+func (h *handoffRow) liveTaskSnapshot(assignee sql.NullString, updated int64) DetailedTask {
+	return DetailedTask{TaskID: h.taskID, Status: TaskWorking, StatusMessage: h.task.message.String,
+		CreatedAt: WireTime(h.task.created.Int64), LastUpdatedAt: WireTime(updated),
+		TTLMs: h.task.ttl.Int64, PollIntervalMs: h.task.poll.Int64,
+		Meta: map[string]any{HandoffMetaKey: h.id}, OwnerID: h.task.owner.String, AssigneeID: assignee.String}
 }
 
 // handoffNotFound is the one answer for unknown and invisible handoffs.
