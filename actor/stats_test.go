@@ -21,7 +21,7 @@ func settle(r *Room, before uint64) {
 // by commands: each statement a command runs must be counted once, and the
 // CPU its thread spends inside a command must be counted.
 func TestWriterCountsItsStatementsAndCPU(t *testing.T) {
-	tr := openRoom(t, nil)
+	tr := openRoom(t, func(c *Config) { c.CPUSampleEvery = 1 })
 	ctx := context.Background()
 	turn := func(fn func(tx *room.Tx) (struct{}, error)) (stmts, cpu uint64) {
 		t.Helper()
@@ -64,5 +64,34 @@ func TestWriterCountsItsStatementsAndCPU(t *testing.T) {
 	})
 	if time.Duration(cpu) < spin {
 		t.Errorf("a command that spent %v of its thread's CPU was counted as %v", spin, time.Duration(cpu))
+	}
+}
+
+// Measuring a turn pins the writer to its thread, which costs throughput
+// when every turn pays it; by default one turn in CPUSampleEvery is
+// measured and CPUSeconds scales the measured CPU to all turns.
+func TestWriterMeasuresOneTurnInCPUSampleEvery(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("no thread CPU clock off Linux: nothing is measured")
+	}
+	tr := openRoom(t, func(c *Config) { c.CPUSampleEvery = 4 })
+	ctx := context.Background()
+	nothing := func(tx *room.Tx) (struct{}, error) { return struct{}{}, nil }
+	for range 12 {
+		st := tr.Stats()
+		turns := st.Turns.Load()
+		if _, err := Do(ctx, tr.Room, "test", nothing); err != nil {
+			t.Fatal(err)
+		}
+		settle(tr.Room, turns)
+	}
+	st := tr.Stats()
+	turns, measured := st.Turns.Load(), st.CPUTurns.Load()
+	if want := (turns + 3) / 4; measured != want {
+		t.Errorf("measured %d of %d turns, want one in 4 (%d)", measured, turns, want)
+	}
+	want := float64(st.CPUNanos.Load()) / 1e9 * float64(turns) / float64(measured)
+	if got := st.CPUSeconds(); got != want || got <= 0 {
+		t.Errorf("CPUSeconds = %v, want the measured CPU scaled to every turn (%v)", got, want)
 	}
 }

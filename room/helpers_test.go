@@ -119,7 +119,7 @@ func (e *env) open() {
 		e.tb.Fatal(err)
 	}
 	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: e.pub, HostName: "host",
-		MaxSweepWait: time.Hour, MaxBatch: e.batch})
+		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1})
 	if err != nil {
 		st.Close()
 		e.tb.Fatal(err)
