@@ -30,6 +30,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		"writer": map[string]any{
 			"commands": st.Commands.Load(), "failed": st.Failed.Load(), "batches": st.Batches.Load(),
 			"overloaded": st.Overloaded.Load(), "sweeps": st.Sweeps.Load(), "queued": s.room.Queued(),
+			"cpu_seconds": st.CPUSeconds(),
 		},
 	}
 	if s.hub != nil {

@@ -48,6 +48,19 @@ func TestMetricsReportLiveCountsAndTotals(t *testing.T) {
 	if n, _ := b["handoffs"].(float64); room["handoffs"] != n && room["handoffs"] != n+3 {
 		t.Errorf("handoffs total = %v, want the cached %v or the fresh %v", room["handoffs"], n, n+3)
 	}
+	// The bench divides the writer's CPU by its commands: three creates
+	// must show as CPU spent (the thread clock is Linux's; CI is Linux).
+	cpu := func(m map[string]any) float64 {
+		w, _ := m["writer"].(map[string]any)
+		v, ok := w["cpu_seconds"].(float64)
+		if !ok {
+			t.Fatalf("writer block has no numeric cpu_seconds: %v", w)
+		}
+		return v
+	}
+	if runtime.GOOS == "linux" && cpu(after) <= cpu(before) {
+		t.Errorf("writer cpu_seconds %v → %v across three creates, want it to grow", cpu(before), cpu(after))
+	}
 	listen, _ := after["listen"].(map[string]any)
 	for _, k := range []string{"subscribers", "pending_batches", "delivered", "dropped", "dropped_queue_full", "dropped_slow", "ended", "disconnected"} {
 		if _, ok := listen[k]; !ok {

@@ -49,7 +49,7 @@ func (tx *Tx) emit(typ string, r refs, payload map[string]any) error {
 		payload = map[string]any{}
 	}
 	payload["workspace_id"] = tx.e.WorkspaceID
-	b, err := json.Marshal(payload)
+	b, err := encodePayload(payload)
 	if err != nil {
 		return Internal(err)
 	}

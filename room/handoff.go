@@ -174,12 +174,21 @@ func nonNilArtifacts(a []Artifact) []Artifact {
 // ids, statuses, the actor and reasons only (D2, D13): never summaries,
 // constraints, results or answers.
 func (tx *Tx) handoffEvent(typ string, actor, handoffID, taskID string, extra map[string]any) error {
-	payload := map[string]any{"handoff_id": handoffID, "task_id": taskID}
-	if actor != "" {
-		payload["actor_id"] = actor
+	// extra is the caller's own fresh map: the common keys go into it
+	// rather than into a copy, and a key extra already holds keeps its
+	// value, as when extra was copied over them.
+	payload := extra
+	if payload == nil {
+		payload = make(map[string]any, 4)
 	}
-	for k, v := range extra {
-		payload[k] = v
+	common := [...]struct {
+		k string
+		v string
+	}{{"handoff_id", handoffID}, {"task_id", taskID}, {"actor_id", actor}}
+	for _, c := range common {
+		if _, ok := payload[c.k]; !ok && (c.k != "actor_id" || actor != "") {
+			payload[c.k] = c.v
+		}
 	}
 	return tx.emit(typ, refs{actor: actor, handoff: handoffID, task: taskID}, payload)
 }

@@ -47,11 +47,6 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 	if err := e.validateCreate(tx, p, in); err != nil {
 		return CreateHandoffResult{}, err
 	}
-	// Tasks past their TTL that the sweeper has not reached yet must not hold
-	// slots (§5.3 step 2); if this command fails, the sweeper redoes it.
-	if err := e.expireDueTasks(tx); err != nil {
-		return CreateHandoffResult{}, err
-	}
 	if err := e.checkActiveTaskCaps(tx, p); err != nil {
 		return CreateHandoffResult{}, err
 	}
@@ -97,16 +92,32 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 		return CreateHandoffResult{}, err
 	}
 	tx.taskChanged(tid)
-	h, err := e.handoffInTx(tx, p, hid)
+	// The handoff and its task exactly as the INSERTs wrote them, rendered
+	// without reading them back; the task's notice reuses the same snapshot.
+	row := &handoffRow{id: hid, status: HandoffOpen, owner: p.ParticipantID,
+		requested: nullString(in.Assignee), summary: in.Summary, constraints: nullString(in.Constraints),
+		target: nullString(in.Target), follows: nullString(in.FollowsHandoffID), taskID: tid,
+		created: now, updated: now, taskStatus: sql.NullString{String: TaskWorking, Valid: true},
+		taskDueAt: sql.NullInt64{Int64: now + e.Limits.TaskTTL.Milliseconds(), Valid: true}, noInputs: true}
+	if in.BaseVersion != nil {
+		row.baseVersion = sql.NullInt64{Int64: *in.BaseVersion, Valid: true}
+	}
+	if s, ok := artifacts.(string); ok {
+		row.artifacts = sql.NullString{String: s, Valid: true}
+	}
+	h, err := row.view(tx.ctx, tx.q, p)
 	if err != nil {
 		return CreateHandoffResult{}, err
 	}
-	t, err := e.taskByID(tx.ctx, tx.q, tid)
-	if err != nil {
-		return CreateHandoffResult{}, err
-	}
+	t := DetailedTask{TaskID: tid, Status: TaskWorking, CreatedAt: WireTime(now), LastUpdatedAt: WireTime(now),
+		TTLMs: e.Limits.TaskTTL.Milliseconds(), PollIntervalMs: e.Limits.TaskPollInterval.Milliseconds(),
+		Meta: map[string]any{HandoffMetaKey: hid}, OwnerID: p.ParticipantID}
+	tx.snapshot(t)
 	return CreateHandoffResult{Handoff: h, Task: &t}, nil
 }
+
+// nullString is s as a nullable column: NULL when empty, as nullStr writes it.
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // replayCreate answers a create whose (owner, idempotency key) was seen before.
 func (e *Engine) replayCreate(tx *Tx, p Principal, in CreateHandoffInput) (CreateHandoffResult, bool, error) {

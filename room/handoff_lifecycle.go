@@ -1,6 +1,7 @@
 package room
 
 import (
+	"database/sql"
 	"unicode/utf8"
 )
 
@@ -53,7 +54,11 @@ func (e *Engine) AcceptHandoff(tx *Tx, p Principal, in HandoffIDInput) (Handoff,
 		return Handoff{}, err
 	}
 	tx.taskChanged(h.taskID)
-	return e.handoffInTx(tx, p, h.id)
+	// The rows as the UPDATEs left them: rendered without reading them back.
+	h.status, h.assignee = HandoffAccepted, sql.NullString{String: p.ParticipantID, Valid: true}
+	h.acceptedAt, h.updated = sql.NullInt64{Int64: now, Valid: true}, now
+	tx.snapshot(h.liveTaskSnapshot(h.assignee, now))
+	return h.view(tx.ctx, tx.q, p)
 }
 
 // CompleteHandoff delivers the result. The task completes with an MCP
@@ -124,9 +129,11 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 	if n != 1 {
 		return Handoff{}, h.conflict("the handoff's task is no longer live")
 	}
-	if _, err := tx.exec(`UPDATE task_inputs SET closed_at = ?, close_reason = 'superseded' WHERE task_id = ? AND closed_at IS NULL`,
-		now, h.taskID); err != nil {
-		return Handoff{}, Internal(err)
+	if !h.noInputs {
+		if _, err := tx.exec(`UPDATE task_inputs SET closed_at = ?, close_reason = 'superseded' WHERE task_id = ? AND closed_at IS NULL`,
+			now, h.taskID); err != nil {
+			return Handoff{}, Internal(err)
+		}
 	}
 	n, err = tx.execN(`UPDATE handoffs SET status = 'result_ready', result_json = ?, result_at = ?, updated_at = ?
 		WHERE handoff_id = ? AND status = 'accepted'`, string(copyJSON), now, now, h.id)
@@ -147,7 +154,14 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 		return Handoff{}, err
 	}
 	tx.taskChanged(h.taskID)
-	return e.handoffInTx(tx, p, h.id)
+	// The rows as the UPDATEs left them: rendered without reading them back.
+	t := h.liveTaskSnapshot(h.task.assignee, now)
+	t.Status, t.StatusMessage, t.Result = TaskCompleted, statusMessage, toolResult
+	tx.snapshot(t)
+	h.status, h.taskStatus = HandoffResultReady, sql.NullString{String: TaskCompleted, Valid: true}
+	h.result = sql.NullString{String: string(copyJSON), Valid: true}
+	h.resultAt, h.updated = sql.NullInt64{Int64: now, Valid: true}, now
+	return h.view(tx.ctx, tx.q, p)
 }
 
 // ApproveHandoff accepts the delivered result. It is a decision on the
@@ -192,5 +206,10 @@ func (e *Engine) decide(tx *Tx, p Principal, handoffID, note, status string) (Ha
 	if err := tx.handoffEvent("handoff."+status, p.ParticipantID, h.id, h.taskID, map[string]any{"status": status}); err != nil {
 		return Handoff{}, err
 	}
-	return e.handoffInTx(tx, p, h.id)
+	// The row as the UPDATE left it: rendered without reading it back.
+	h.status, h.updated = status, now
+	h.decidedAt = sql.NullInt64{Int64: now, Valid: true}
+	h.decidedBy = sql.NullString{String: p.ParticipantID, Valid: p.ParticipantID != ""}
+	h.note = sql.NullString{String: note, Valid: note != ""}
+	return h.view(tx.ctx, tx.q, p)
 }

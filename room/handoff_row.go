@@ -27,13 +27,40 @@ type handoffRow struct {
 	cancelledBy, reason sql.NullString
 	taskStatus          sql.NullString
 	taskDueAt           sql.NullInt64 // created_at + ttl_ms of the task
+	// noInputs says the task is known to have no input request at all
+	// (the writer's loader asks; readers leave it false and read them), so
+	// rendering and completing skip a statement that would find nothing.
+	noInputs bool
+	// task is the task row's columns a step needs to show the task as it
+	// leaves it without reading it back; only the writer's loader fills it.
+	task taskCols
 }
 
-const handoffSelect = `SELECT h.handoff_id, h.status, h.owner_id, h.requested_assignee_id, h.assignee_id, h.summary,
+// taskCols are the task columns the writer's handoff read carries (NULL
+// once the task row is purged).
+type taskCols struct {
+	created, ttl, poll sql.NullInt64
+	message, owner     sql.NullString
+	assignee           sql.NullString
+}
+
+const handoffSelect = `SELECT ` + handoffColumns + handoffFrom
+
+const handoffColumns = `h.handoff_id, h.status, h.owner_id, h.requested_assignee_id, h.assignee_id, h.summary,
 	h.constraints_text, h.target, h.base_version, h.follows_handoff_id, h.artifacts_json, h.task_id, h.result_json,
 	h.created_at, h.updated_at, h.accepted_at, h.result_at, h.decided_at, h.decided_by, h.decision_note,
-	h.cancelled_at, h.cancelled_by, h.cancel_reason, t.status, t.created_at + t.ttl_ms
+	h.cancelled_at, h.cancelled_by, h.cancel_reason, t.status, t.created_at + t.ttl_ms`
+
+const handoffFrom = `
 	FROM handoffs h LEFT JOIN tasks t ON t.task_id = h.task_id`
+
+// handoffForWriteQuery is the writer's read of a handoff: the row, and
+// whether its task has any input request (one probe of task_inputs'
+// primary key), so a lifecycle step without questions does not run the
+// statements that would read or close none.
+const handoffForWriteQuery = `SELECT ` + handoffColumns + `,
+	EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = h.task_id),
+	t.created_at, t.ttl_ms, t.poll_interval_ms, t.status_message, t.owner_id, t.assignee_id` + handoffFrom + ` WHERE h.handoff_id = ?`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -46,6 +73,26 @@ func scanHandoff(s scanner) (*handoffRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	return &h, nil
+}
+
+// loadHandoffForWrite is loadHandoff inside a command, which also learns
+// whether the task has input requests (noInputs).
+func loadHandoffForWrite(tx *Tx, id string) (*handoffRow, error) {
+	var h handoffRow
+	var hasInputs bool
+	err := tx.q.QueryRowContext(tx.ctx, handoffForWriteQuery, id).Scan(&h.id, &h.status, &h.owner, &h.requested, &h.assignee, &h.summary,
+		&h.constraints, &h.target, &h.baseVersion, &h.follows, &h.artifacts, &h.taskID, &h.result,
+		&h.created, &h.updated, &h.acceptedAt, &h.resultAt, &h.decidedAt, &h.decidedBy, &h.note,
+		&h.cancelledAt, &h.cancelledBy, &h.reason, &h.taskStatus, &h.taskDueAt, &hasInputs,
+		&h.task.created, &h.task.ttl, &h.task.poll, &h.task.message, &h.task.owner, &h.task.assignee)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, handoffNotFound(id)
+	}
+	if err != nil {
+		return nil, Internal(err)
+	}
+	h.noInputs = !hasInputs
 	return &h, nil
 }
 
@@ -177,7 +224,9 @@ func (h *handoffRow) view(ctx context.Context, q Querier, p Principal) (Handoff,
 		r.Artifacts = nonNilArtifacts(r.Artifacts)
 		out.Result = &r
 	}
-	if h.seesInputs(p) {
+	if h.seesInputs(p) && h.noInputs {
+		out.Inputs = []HandoffInput{}
+	} else if h.seesInputs(p) {
 		in, err := readInputs(ctx, q, h.taskID)
 		if err != nil {
 			return Handoff{}, err
@@ -236,7 +285,7 @@ func readInputs(ctx context.Context, q Querier, taskID string) ([]HandoffInput, 
 // back with it and the sweeper applies it moments later; the caller has
 // already been answered from the expired state.
 func (e *Engine) handoffForWrite(tx *Tx, p Principal, id string) (*handoffRow, error) {
-	h, err := loadHandoff(tx.ctx, tx.q, id)
+	h, err := loadHandoffForWrite(tx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +293,7 @@ func (e *Engine) handoffForWrite(tx *Tx, p Principal, id string) (*handoffRow, e
 		if err := e.expireTask(tx, h.taskID, h.id); err != nil {
 			return nil, err
 		}
-		if h, err = loadHandoff(tx.ctx, tx.q, id); err != nil {
+		if h, err = loadHandoffForWrite(tx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -261,6 +310,16 @@ func (e *Engine) handoffInTx(tx *Tx, p Principal, id string) (Handoff, error) {
 		return Handoff{}, err
 	}
 	return h.view(tx.ctx, tx.q, p)
+}
+
+// liveTaskSnapshot is the task of a handoff loaded by the writer as a step
+// leaves it, still live (working, no open question): what taskByID would
+// read after the step's UPDATE, which set assignee and lastUpdated.
+func (h *handoffRow) liveTaskSnapshot(assignee sql.NullString, updated int64) DetailedTask {
+	return DetailedTask{TaskID: h.taskID, Status: TaskWorking, StatusMessage: h.task.message.String,
+		CreatedAt: WireTime(h.task.created.Int64), LastUpdatedAt: WireTime(updated),
+		TTLMs: h.task.ttl.Int64, PollIntervalMs: h.task.poll.Int64,
+		Meta: map[string]any{HandoffMetaKey: h.id}, OwnerID: h.task.owner.String, AssigneeID: assignee.String}
 }
 
 // handoffNotFound is the one answer for unknown and invisible handoffs.

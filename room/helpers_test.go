@@ -67,6 +67,7 @@ type env struct {
 	clock  *fakeClock // nil: the real clock
 	limits room.Limits
 	pub    *recorder
+	batch  int // the actor's MaxBatch; 0: its default
 
 	r     *actor.Room
 	store *room.Store
@@ -77,6 +78,9 @@ type envOption func(*env)
 
 // withLimits changes the room's limits before it opens.
 func withLimits(f func(*room.Limits)) envOption { return func(e *env) { f(&e.limits) } }
+
+// withMaxBatch sets the actor's commands per transaction (1: no group commit).
+func withMaxBatch(n int) envOption { return func(e *env) { e.batch = n } }
 
 // withRealClock runs the room on time.Now (benchmarks).
 func withRealClock() envOption { return func(e *env) { e.clock = nil } }
@@ -115,7 +119,7 @@ func (e *env) open() {
 		e.tb.Fatal(err)
 	}
 	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: e.pub, HostName: "host",
-		MaxSweepWait: time.Hour})
+		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1})
 	if err != nil {
 		st.Close()
 		e.tb.Fatal(err)

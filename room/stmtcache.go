@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 )
 
 // Parsing SQL is a large share of a small command's cost with an in-process
@@ -14,16 +15,22 @@ import (
 // ConnQuerier is a Querier on one connection with a statement cache. It is
 // used by a single goroutine (the room's writer).
 type ConnQuerier struct {
-	conn  *sql.Conn
-	stmts map[string]*sql.Stmt
+	conn       *sql.Conn
+	stmts      map[string]*sql.Stmt
+	statements *atomic.Uint64
 }
 
-// NewConnQuerier wraps the writer's connection.
-func NewConnQuerier(conn *sql.Conn) *ConnQuerier {
-	return &ConnQuerier{conn: conn, stmts: map[string]*sql.Stmt{}}
+// NewConnQuerier wraps the writer's connection. Every statement it runs is
+// counted into statements (when not nil), so the writer's cost per command
+// can be read in statements, which does not depend on the machine's load.
+func NewConnQuerier(conn *sql.Conn, statements *atomic.Uint64) *ConnQuerier {
+	return &ConnQuerier{conn: conn, stmts: map[string]*sql.Stmt{}, statements: statements}
 }
 
 func (c *ConnQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
+	if c.statements != nil {
+		c.statements.Add(1)
+	}
 	if st, ok := c.stmts[query]; ok {
 		return st
 	}

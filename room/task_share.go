@@ -47,11 +47,32 @@ func (e *Engine) taskShare() int {
 // act on (cancel one of its own). Both refusals say which cap was hit (scope),
 // its limit and the count, so a client can tell "wait for the room" from "you
 // hold your share". The host is exempt from the share, never from the cap.
+//
+// Tasks past their TTL that the sweeper has not reached yet must not hold
+// slots (§5.3 step 2): they are failed first (if this command fails, the
+// sweeper redoes it). One statement counts the live tasks and says when the
+// first of them falls due, so a create pays for the expiry walk only when
+// there is something to expire.
 func (e *Engine) checkActiveTaskCaps(tx *Tx, p Principal) error {
 	var live, mine int
-	if err := tx.q.QueryRowContext(tx.ctx, `SELECT count(*), coalesce(sum(owner_id = ?), 0) FROM tasks
-		WHERE status IN ('working','input_required')`, p.ParticipantID).Scan(&live, &mine); err != nil {
-		return Internal(err)
+	var firstDue sql.NullInt64
+	count := func() error {
+		if err := tx.q.QueryRowContext(tx.ctx, `SELECT count(*), coalesce(sum(owner_id = ?), 0), min(created_at + ttl_ms) FROM tasks
+			WHERE status IN ('working','input_required')`, p.ParticipantID).Scan(&live, &mine, &firstDue); err != nil {
+			return Internal(err)
+		}
+		return nil
+	}
+	if err := count(); err != nil {
+		return err
+	}
+	if firstDue.Valid && firstDue.Int64 <= tx.nowMS() {
+		if err := e.expireDueTasks(tx); err != nil {
+			return err
+		}
+		if err := count(); err != nil {
+			return err
+		}
 	}
 	if share := e.taskShare(); p.ParticipantID != e.HostID && mine >= share {
 		return Errorf(KindLimitExceeded,

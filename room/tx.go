@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 )
 
@@ -24,9 +25,10 @@ type Tx struct {
 	now time.Time
 
 	events        []Event
-	tasks         []string // task ids whose state changed, in order, de-duplicated
-	tasksPurged   bool     // task rows were deleted without a notice (retention)
-	resources     []string // resource URIs whose content changed
+	tasks         []string     // task ids whose state changed, in order, de-duplicated
+	snaps         []TaskNotice // tasks as the command last left them, known without reading (see snapshot)
+	tasksPurged   bool         // task rows were deleted without a notice (retention)
+	resources     []string     // resource URIs whose content changed
 	endedSessions []string
 	after         []func()       // in-memory effects to apply only once the batch commits
 	undo          []func() error // outside effects (the document file) to reverse if the command or its batch does not commit
@@ -96,12 +98,19 @@ type TaskNotice struct {
 }
 
 func (tx *Tx) taskChanged(id string) {
+	tx.snaps = slices.DeleteFunc(tx.snaps, func(n TaskNotice) bool { return n.TaskID == id })
 	for _, t := range tx.tasks {
 		if t == id {
 			return
 		}
 	}
 	tx.tasks = append(tx.tasks, id)
+}
+
+// snapshot records t as its task stands after the command's last change to
+// it, so Finish need not read it back. A later taskChanged drops it.
+func (tx *Tx) snapshot(t DetailedTask) {
+	tx.snaps = append(tx.snaps, TaskNotice{TaskID: t.TaskID, Task: t})
 }
 
 // Abandon reverses the command's effects outside the sidecar, newest first;
@@ -131,6 +140,10 @@ func (tx *Tx) Finish() (Outcome, error) {
 	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after,
 		Undo: tx.undo, Err: tx.failAfter, TasksPurged: tx.tasksPurged}
 	for _, id := range tx.tasks {
+		if i := slices.IndexFunc(tx.snaps, func(n TaskNotice) bool { return n.TaskID == id }); i >= 0 {
+			out.Tasks = append(out.Tasks, tx.snaps[i])
+			continue
+		}
 		t, err := tx.e.taskByID(tx.ctx, tx.q, id)
 		if err != nil {
 			if ErrorKind(err) == KindTaskNotFound {
