@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/commonroom/ce/room"
 )
 
 // The soak (issue 13 item 15): one `ce serve` run for a long time under a
@@ -1207,7 +1209,7 @@ func (s *soakRun) inspectSidecar(ctx context.Context, res *soakResult) error {
 		}
 		res.Rows[t] = n
 	}
-	if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(length(content)), 0) FROM versions").Scan(&res.VersionBytes); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(size), 0) FROM versions").Scan(&res.VersionBytes); err != nil {
 		return err
 	}
 	final, err := os.ReadFile(s.c.file)
@@ -1218,15 +1220,27 @@ func (s *soakRun) inspectSidecar(ctx context.Context, res *soakResult) error {
 	markers := append([]string(nil), s.markers...)
 	s.mu.Unlock()
 	res.OutsideEdits = len(markers)
+	missing := map[string]bool{}
 	for _, m := range markers {
-		if strings.Contains(string(final), m) {
-			continue
+		if !strings.Contains(string(final), m) {
+			missing[m] = true
 		}
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM versions WHERE instr(content, ?) > 0", m).Scan(&n); err != nil {
-			return err
+	}
+	// The texts are stored as chunks: each version is rebuilt once and
+	// every marker still missing is looked for in it.
+	for v := int64(1); v <= res.Rows["versions"] && len(missing) > 0; v++ {
+		text, err := room.VersionText(ctx, db, v)
+		if err != nil {
+			return fmt.Errorf("version %d: %w", v, err)
 		}
-		if n == 0 {
+		for m := range missing {
+			if strings.Contains(text, m) {
+				delete(missing, m)
+			}
+		}
+	}
+	for _, m := range markers {
+		if missing[m] {
 			res.LostEdits = append(res.LostEdits, m)
 		}
 	}

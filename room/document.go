@@ -132,24 +132,17 @@ func currentVersion(ctx context.Context, q Querier) (int64, error) {
 	return v.Int64, nil
 }
 
-// versionRow reads one version (0 = the current one).
+// versionRow reads one version (0 = the current one), rebuilt from its
+// chunks and checked against its hash (see readVersion).
 func (e *Engine) versionRow(ctx context.Context, q Querier, version int64) (versionRow, error) {
-	var r versionRow
-	var err error
-	if version == 0 {
-		err = q.QueryRowContext(ctx, `SELECT version, content, content_sha256 FROM versions ORDER BY version DESC LIMIT 1`).
-			Scan(&r.version, &r.content, &r.hash)
-	} else {
-		err = q.QueryRowContext(ctx, `SELECT version, content, content_sha256 FROM versions WHERE version = ?`, version).
-			Scan(&r.version, &r.content, &r.hash)
-	}
+	r, err := readVersion(ctx, q, version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, Errorf(KindVersionNotFound, "version %d does not exist", version).With("base_version", version)
 	}
-	if err != nil {
+	if err != nil && AsError(err) == nil {
 		return r, Internal(err)
 	}
-	return r, nil
+	return r, err
 }
 
 // addVersion appends a version, records change.committed, and notes which
@@ -161,10 +154,8 @@ func (e *Engine) addVersion(tx *Tx, content, summary, source, participantID, pro
 	}
 	v := prev.Version + 1
 	hash := contentHash(content)
-	if _, err := tx.exec(`INSERT INTO versions(version, content, content_sha256, summary, source, participant_id, proposal_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		v, content, hash, summary, source, nullStr(participantID), nullStr(proposalID), tx.nowMS()); err != nil {
-		return 0, Internal(err)
+	if err := tx.insertVersion(v, content, hash, summary, source, participantID, proposalID); err != nil {
+		return 0, err
 	}
 	var pid any
 	if participantID != "" {
