@@ -180,7 +180,7 @@ func (e *Engine) currentHints() []Hint {
 }
 
 func contentHash(s string) string {
-	h := sha256.Sum256([]byte(s))
+	h := sha256.Sum256(bytesOf(s)) // no copy of a large document
 	return hex.EncodeToString(h[:])
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -112,4 +113,57 @@ func checkpointedSize(tb testing.TB, d docRoom) int64 {
 	}
 	d.open()
 	return st.Size()
+}
+
+// BenchmarkLargeDocument opens a room on a 30 MB document of prose (a
+// fresh sidecar), then has it pick up an outside edit of one line (the
+// sweeper's file sync), and reports per byte of the document the bytes
+// allocated by each step (open-alloc, edit-alloc) and the heap still live
+// after each (open-live, edit-live; the room holds the text and its
+// regions): what serving a large document costs in memory.
+func BenchmarkLargeDocument(b *testing.B) {
+	lines := proseLines(9, 30<<20)
+	text := strings.Join(lines, "")
+	lines[len(lines)/2] = "an outside edit of one line.\n"
+	edited := strings.Join(lines, "")
+	lines = nil
+	var openB, editB, openLive, editLive float64
+	live := func(base uint64) float64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc) - float64(base)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		var m0, m1, m1e, m2 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		b.StartTimer()
+		d := newDocRoom(b, withRealClock(), withDocText(text))
+		runtime.ReadMemStats(&m1)
+		b.StopTimer()
+		openLive += live(m0.HeapAlloc)
+		b.StartTimer()
+		if err := os.WriteFile(d.doc, []byte(edited), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		runtime.ReadMemStats(&m1e)
+		d.sweep()
+		runtime.ReadMemStats(&m2)
+		b.StopTimer()
+		editLive += live(m0.HeapAlloc)
+		b.StartTimer()
+		if d.version() != 2 {
+			b.Fatalf("the outside edit is not a version: at %d", d.version())
+		}
+		d.close()
+		openB += float64(m1.TotalAlloc - m0.TotalAlloc)
+		editB += float64(m2.TotalAlloc - m1e.TotalAlloc)
+	}
+	per := float64(b.N) * float64(len(text))
+	b.ReportMetric(openB/per, "open-alloc/docbyte")
+	b.ReportMetric(editB/per, "edit-alloc/docbyte")
+	b.ReportMetric(openLive/per, "open-live/docbyte")
+	b.ReportMetric(editLive/per, "edit-live/docbyte")
 }
