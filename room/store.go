@@ -208,6 +208,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return Internal(fmt.Errorf("migration %d: %w", m.version, err))
 		}
 	}
+	if current > 0 && current < chunkedVersionsSchema {
+		compactAfterChunking(ctx, conn)
+	}
 	return nil
 }
 

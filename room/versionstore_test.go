@@ -272,6 +272,9 @@ func TestVersionStore_MigratesAnOldSidecar(t *testing.T) {
 	if got := e.dump(`SELECT version, summary, source, created_at FROM versions ORDER BY version`); !strings.Contains(got, "summary=edit 4|source=raw_commit|created_at=1003|") {
 		t.Errorf("the version rows lost their fields:\n%s", got)
 	}
+	if free := e.scalar(`SELECT freelist_count FROM pragma_freelist_count()`); free != 0 {
+		t.Errorf("%d free pages after the migration: the space the texts took was not given back", free)
+	}
 	newUsed := usedBytes(t, e.store.Reader)
 	t.Logf("%d versions: %d bytes used before the migration, %d after", len(texts), oldUsed, newUsed)
 	if newUsed*3 > oldUsed {
