@@ -108,6 +108,7 @@ type soakResult struct {
 	// what a room's sidecar costs per unit of work.
 	DBKiBPerHandoff float64  `json:"db_kib_per_handoff_after_warmup"`
 	VersionBytes    int64    `json:"version_text_bytes_at_end"`
+	VersionStored   int64    `json:"version_stored_bytes_at_end"` // the chunks those texts are stored as (compressed, each once)
 	OutsideEdits    int      `json:"outside_edits"`
 	LostEdits       []string `json:"outside_edits_lost"`
 	StreamsNotEnd   int      `json:"streams_held_after_every_client_closed"`
@@ -1212,6 +1213,9 @@ func (s *soakRun) inspectSidecar(ctx context.Context, res *soakResult) error {
 	if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(size), 0) FROM versions").Scan(&res.VersionBytes); err != nil {
 		return err
 	}
+	if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(length(data)), 0) FROM version_chunks").Scan(&res.VersionStored); err != nil {
+		return err
+	}
 	final, err := os.ReadFile(s.c.file)
 	if err != nil {
 		return err
@@ -1305,6 +1309,7 @@ func (r *report) printSoak(s *soakResult) {
 	r.row("soak", "sidecar rows at the end", "", strings.Join(rows, ", "))
 	r.row("soak", "db file growth per handoff after the warm-up (KiB)", fmt.Sprintf("%.2f", s.DBKiBPerHandoff), "handoffs and versions are kept for good")
 	r.row("soak", "document text held by versions (KiB)", fmt.Sprintf("%.0f", float64(s.VersionBytes)/1024), "every version is kept")
+	r.row("soak", "  stored as chunks (KiB)", fmt.Sprintf("%.0f", float64(s.VersionStored)/1024), "each distinct chunk once, compressed")
 }
 
 func soakSamplesAfter(s *soakResult) int {
