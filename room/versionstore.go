@@ -117,7 +117,9 @@ var (
 		return enc
 	})
 	chunkDecoder = sync.OnceValue(func() *zstd.Decoder {
-		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		// Concurrency 0: as many concurrent DecodeAll calls as GOMAXPROCS,
+		// so readers rebuilding old versions do not queue behind each other.
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxWindow(1<<20), zstd.WithDecodeAllCapLimit(true))
 		if err != nil {
 			panic(err)
