@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/commonroom/ce/room"
 )
 
 // The watch scenario measures how long an edit made outside the room takes
@@ -161,16 +163,27 @@ func scenarioWatch(ctx context.Context, e *env) error {
 // after base holds, oldest first. A version without a marker (someone
 // else's change) is an error: the room was not quiet.
 func watchVersions(ctx context.Context, db *sql.DB, base int64) ([]int, error) {
-	rows, err := db.QueryContext(ctx, `SELECT version, content FROM versions WHERE version > ? ORDER BY version`, base)
+	rows, err := db.QueryContext(ctx, `SELECT version FROM versions WHERE version > ? ORDER BY version`, base)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var marks []int
+	var vs []int64
 	for rows.Next() {
 		var v int64
-		var content string
-		if err := rows.Scan(&v, &content); err != nil {
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var marks []int
+	for _, v := range vs {
+		content, err := room.VersionText(ctx, db, v) // the texts are stored as chunks
+		if err != nil {
 			return nil, err
 		}
 		m := watchMarker.FindStringSubmatch(content)
@@ -180,7 +193,7 @@ func watchVersions(ctx context.Context, db *sql.DB, base int64) ([]int, error) {
 		n, _ := strconv.Atoi(m[1])
 		marks = append(marks, n)
 	}
-	return marks, rows.Err()
+	return marks, nil
 }
 
 // editorSave writes text as most editors save: a new file beside the

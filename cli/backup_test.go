@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/commonroom/ce/room"
 	_ "modernc.org/sqlite"
 )
 
@@ -81,8 +83,11 @@ func checkBackup(t *testing.T, b backupOut, workspaceID, docMode, dbMode string)
 		t.Errorf("integrity_check: %q, %v", check, err)
 	}
 	var newest int64
-	var content string
-	if err := db.QueryRow("SELECT version, content FROM versions ORDER BY version DESC LIMIT 1").Scan(&newest, &content); err != nil {
+	if err := db.QueryRow("SELECT max(version) FROM versions").Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
+	content, err := room.VersionText(context.Background(), db, newest)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if newest != b.Version {

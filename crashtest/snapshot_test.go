@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/commonroom/ce/room"
+
 	_ "modernc.org/sqlite"
 )
 
@@ -223,17 +225,32 @@ func loadSnapshot(ctx context.Context, dbPath string, full bool) (*snapshot, err
 				})
 		},
 		func() error {
-			return each(`SELECT version, content, content_sha256, source, coalesce(participant_id,''), coalesce(proposal_id,''), created_at
+			var order []*versionRow
+			err := each(`SELECT version, content_sha256, source, coalesce(participant_id,''), coalesce(proposal_id,''), created_at
 				FROM versions ORDER BY version`, func(r *sql.Rows) error {
 				var v versionRow
-				if err := r.Scan(&v.version, &v.content, &v.sha, &v.source, &v.participant, &v.prop, &v.createdAt); err != nil {
+				if err := r.Scan(&v.version, &v.sha, &v.source, &v.participant, &v.prop, &v.createdAt); err != nil {
 					return err
 				}
-				v.realSHA = sha(v.content)
+				order = append(order, &v)
 				s.versions[v.version] = &v
 				s.newest = &v
 				return nil
 			})
+			if err != nil {
+				return err
+			}
+			// Each text rebuilt from its chunks: a version that cannot be
+			// (or does not match its hash) shows as a hash mismatch.
+			for _, v := range order {
+				text, err := room.VersionText(ctx, tx, v.version)
+				if err != nil {
+					v.realSHA = "cannot rebuild: " + err.Error()
+					continue
+				}
+				v.content, v.realSHA = text, sha(text)
+			}
+			return nil
 		},
 		func() error {
 			return each(`SELECT session_ref, participant_id FROM sessions WHERE ended_at IS NULL`, func(r *sql.Rows) error {

@@ -71,17 +71,18 @@ func BackupSidecar(ctx context.Context, src, dst string) (SidecarSnapshot, error
 		return snap, Errorf(KindNotFound, "the sidecar holds no room yet (run `ce serve` first)")
 	}
 	snap.WorkspaceID = id
-	err = cp.QueryRowContext(ctx, `SELECT version, content, content_sha256 FROM versions ORDER BY version DESC LIMIT 1`).
-		Scan(&snap.Version, &snap.Content, &snap.ContentSHA256)
+	// The copy's newest version, rebuilt and checked against its hash.
+	r, err := readVersion(ctx, cp, 0)
 	if errors.Is(err, sql.ErrNoRows) {
 		return snap, Errorf(KindNotFound, "the sidecar holds no version of the document yet")
 	}
-	if err != nil {
+	if err != nil && AsError(err) == nil {
 		return snap, Internal(err)
 	}
-	if contentHash(snap.Content) != snap.ContentSHA256 {
-		return snap, Errorf(KindInternal, "version %d's text does not match its stored hash", snap.Version)
+	if err != nil {
+		return snap, err
 	}
+	snap.Version, snap.Content, snap.ContentSHA256 = r.version, r.content, r.hash
 	st, err := os.Stat(dst)
 	if err != nil {
 		return snap, Internal(err)
@@ -102,19 +103,19 @@ func NewestVersion(ctx context.Context, dbPath string) (version int64, content s
 		return 0, "", Internal(err)
 	}
 	defer db.Close()
-	var hash string
-	err = db.QueryRowContext(ctx, `SELECT version, content, content_sha256 FROM versions ORDER BY version DESC LIMIT 1`).
-		Scan(&version, &content, &hash)
+	// Rebuilt and checked against its hash; a sidecar an older ce left
+	// (texts still in versions.content) is read as it is.
+	r, err := readVersion(ctx, db, 0)
 	if errors.Is(err, sql.ErrNoRows) || isNoSuchTable(err) {
 		return 0, "", Errorf(KindNotFound, "the sidecar %s holds no version of the document", dbPath)
 	}
-	if err != nil {
+	if err != nil && AsError(err) == nil {
 		return 0, "", Internal(err)
 	}
-	if contentHash(content) != hash {
-		return 0, "", Errorf(KindInternal, "version %d's text does not match its stored hash", version)
+	if err != nil {
+		return 0, "", err
 	}
-	return version, content, nil
+	return r.version, r.content, nil
 }
 
 func isNoSuchTable(err error) bool {

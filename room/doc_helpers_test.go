@@ -208,10 +208,15 @@ type versionInfo struct {
 func (d docRoom) versionAt(v int64) versionInfo {
 	d.tb.Helper()
 	var out versionInfo
-	if err := d.store.Reader.QueryRow(`SELECT version, content, source, participant_id, proposal_id FROM versions WHERE version = ?`, v).
-		Scan(&out.Version, &out.Content, &out.Source, &out.Participant, &out.ProposalID); err != nil {
+	if err := d.store.Reader.QueryRow(`SELECT version, source, participant_id, proposal_id FROM versions WHERE version = ?`, v).
+		Scan(&out.Version, &out.Source, &out.Participant, &out.ProposalID); err != nil {
 		d.tb.Fatalf("version %d: %v", v, err)
 	}
+	text, err := room.VersionText(context.Background(), d.store.Reader, v)
+	if err != nil {
+		d.tb.Fatalf("version %d's text: %v", v, err)
+	}
+	out.Content = text
 	return out
 }
 

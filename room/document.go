@@ -1,6 +1,7 @@
 package room
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -107,11 +108,18 @@ func (e *Engine) SyncFile(tx *Tx) error {
 // recordExternal records text as a version with no participant (an edit
 // made outside ce) unless the current version already holds it.
 func (e *Engine) recordExternal(tx *Tx, text string) error {
-	cur, err := e.CurrentDoc(tx.ctx, tx.q)
-	if err != nil {
-		return err
+	// Only the current version's hash is needed to tell: opening a room on
+	// an unchanged large document no longer rebuilds and parses the stored
+	// version beside the file's text (issue 17); the first read does.
+	var hash string
+	err := tx.q.QueryRowContext(tx.ctx, `SELECT content_sha256 FROM versions ORDER BY version DESC LIMIT 1`).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Errorf(KindVersionNotFound, "the room has no version yet")
 	}
-	if cur.Hash == contentHash(text) {
+	if err != nil {
+		return Internal(err)
+	}
+	if hash == contentHash(text) {
 		return nil
 	}
 	_, err = e.addVersion(tx, text, "external substrate edit", "external", "", "")
@@ -132,24 +140,17 @@ func currentVersion(ctx context.Context, q Querier) (int64, error) {
 	return v.Int64, nil
 }
 
-// versionRow reads one version (0 = the current one).
+// versionRow reads one version (0 = the current one), rebuilt from its
+// chunks and checked against its hash (see readVersion).
 func (e *Engine) versionRow(ctx context.Context, q Querier, version int64) (versionRow, error) {
-	var r versionRow
-	var err error
-	if version == 0 {
-		err = q.QueryRowContext(ctx, `SELECT version, content, content_sha256 FROM versions ORDER BY version DESC LIMIT 1`).
-			Scan(&r.version, &r.content, &r.hash)
-	} else {
-		err = q.QueryRowContext(ctx, `SELECT version, content, content_sha256 FROM versions WHERE version = ?`, version).
-			Scan(&r.version, &r.content, &r.hash)
-	}
+	r, err := readVersion(ctx, q, version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, Errorf(KindVersionNotFound, "version %d does not exist", version).With("base_version", version)
 	}
-	if err != nil {
+	if err != nil && AsError(err) == nil {
 		return r, Internal(err)
 	}
-	return r, nil
+	return r, err
 }
 
 // addVersion appends a version, records change.committed, and notes which
@@ -161,10 +162,8 @@ func (e *Engine) addVersion(tx *Tx, content, summary, source, participantID, pro
 	}
 	v := prev.Version + 1
 	hash := contentHash(content)
-	if _, err := tx.exec(`INSERT INTO versions(version, content, content_sha256, summary, source, participant_id, proposal_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		v, content, hash, summary, source, nullStr(participantID), nullStr(proposalID), tx.nowMS()); err != nil {
-		return 0, Internal(err)
+	if err := tx.insertVersion(v, content, hash, summary, source, participantID, proposalID); err != nil {
+		return 0, err
 	}
 	var pid any
 	if participantID != "" {
@@ -238,10 +237,18 @@ type Doc struct {
 	Regions []Region
 }
 
+// docCache keeps the last few parsed versions: the current one, and for
+// readers whose snapshot is a commit behind, the ones before it.
 type docCache struct {
 	mu   sync.Mutex
-	docs []*Doc // newest last, at most 4
+	docs []*Doc // by version, newest last; at most 4
 }
+
+// docCacheSpare bounds the text the cache keeps besides the newest
+// version. A 200 MB document kept four copies of itself (issue 17); past
+// this bound only the newest is kept, and a reader a commit behind
+// rebuilds the version it needs.
+const docCacheSpare = 64 << 20
 
 func (c *docCache) get(v int64) *Doc {
 	c.mu.Lock()
@@ -259,9 +266,19 @@ func (c *docCache) put(d *Doc) {
 	defer c.mu.Unlock()
 	c.docs = slices.DeleteFunc(c.docs, func(x *Doc) bool { return x.Version == d.Version })
 	c.docs = append(c.docs, d)
-	if len(c.docs) > 4 {
-		c.docs = c.docs[1:]
+	slices.SortFunc(c.docs, func(a, b *Doc) int { return cmp.Compare(a.Version, b.Version) })
+	for len(c.docs) > 1 && (len(c.docs) > 4 || spareBytes(c.docs) > docCacheSpare) {
+		c.docs = slices.Delete(c.docs, 0, 1) // clears the freed slot: no hidden reference to a large text
 	}
+}
+
+// spareBytes is the text held by every cached version but the newest.
+func spareBytes(docs []*Doc) int {
+	n := 0
+	for _, d := range docs[:len(docs)-1] {
+		n += len(d.Content)
+	}
+	return n
 }
 
 // CurrentDoc returns the newest version, parsed. The cache is keyed by

@@ -180,7 +180,7 @@ func (e *Engine) currentHints() []Hint {
 }
 
 func contentHash(s string) string {
-	h := sha256.Sum256([]byte(s))
+	h := sha256.Sum256(bytesOf(s)) // no copy of a large document
 	return hex.EncodeToString(h[:])
 }
 
@@ -244,9 +244,8 @@ func (e *Engine) Bootstrap(tx *Tx, hostName string) error {
 				return err
 			}
 		}
-		if _, err := tx.exec(`INSERT INTO versions(version, content, content_sha256, summary, source, created_at)
-			VALUES (1, ?, ?, 'workspace created', 'bootstrap', ?)`, content, contentHash(content), tx.nowMS()); err != nil {
-			return Internal(err)
+		if err := tx.insertVersion(1, content, contentHash(content), "workspace created", "bootstrap", "", ""); err != nil {
+			return err
 		}
 		if err := tx.emit("workspace.created", refs{version: 1}, map[string]any{"version": 1}); err != nil {
 			return err

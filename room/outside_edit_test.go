@@ -1,6 +1,7 @@
 package room_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -154,14 +155,10 @@ func commitSectionsUnderOutsideEdits(t *testing.T, d docRoom, n int, w *outsideW
 	for _, l := range strings.SplitAfter(final, "\n") {
 		kept[l] = true
 	}
-	rows, err := d.store.Reader.Query(`SELECT content FROM versions`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	versions := 0
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
+	for v := int64(1); v <= d.version(); v++ {
+		c, err := room.VersionText(context.Background(), d.store.Reader, v)
+		if err != nil {
 			t.Fatal(err)
 		}
 		versions++
@@ -169,7 +166,6 @@ func commitSectionsUnderOutsideEdits(t *testing.T, d docRoom, n int, w *outsideW
 			kept[l] = true
 		}
 	}
-	rows.Close()
 	var lost []string
 	for _, m := range markers {
 		if !kept[m] {

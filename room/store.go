@@ -208,6 +208,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return Internal(fmt.Errorf("migration %d: %w", m.version, err))
 		}
 	}
+	if current > 0 && current < chunkedVersionsSchema {
+		compactAfterChunking(ctx, conn)
+	}
 	return nil
 }
 
@@ -222,6 +225,11 @@ func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error
 	}()
 	if _, err = conn.ExecContext(ctx, m.sql); err != nil {
 		return err
+	}
+	if step := migrationSteps[m.version]; step != nil {
+		if err = step(ctx, conn); err != nil {
+			return err
+		}
 	}
 	if _, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
 		return err

@@ -202,7 +202,7 @@ func TestSchema_ChecksRejectIllegalStates(t *testing.T) {
 		`INSERT INTO participants(participant_id, kind, name, capabilities, joined_at, last_seen_at) VALUES ('p1','agent','a','[]',1,1)`,
 		`INSERT INTO participants(participant_id, kind, name, capabilities, joined_at, last_seen_at) VALUES ('p2','agent','b','[]',1,1)`,
 		`INSERT INTO handoffs(handoff_id, owner_id, status, summary, task_id, created_at, updated_at) VALUES ('h1','p1','open','s','t1',1,1)`,
-		`INSERT INTO versions(version, content, content_sha256, summary, source, created_at) VALUES (1, '', '', 'x', 'bootstrap', 1)`,
+		`INSERT INTO versions(version, content_sha256, summary, source, created_at) VALUES (1, '', 'x', 'bootstrap', 1)`,
 	}
 	for _, q := range setup {
 		if _, err := db.Exec(q); err != nil {

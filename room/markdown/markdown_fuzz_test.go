@@ -1,9 +1,12 @@
 package markdown
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/yuin/goldmark/parser"
 )
 
 // FuzzParseRegions checks the invariants every caller relies on: parsing
@@ -18,6 +21,9 @@ func FuzzParseRegions(f *testing.F) {
 	f.Add("> # q\n- # l\n#\n# #\n## x ##\n", -1, 1)
 	f.Fuzz(func(t *testing.T, text string, maxLines, maxBytes int) {
 		regions := parseRegions(text)
+		if full := regionsOfFullTree(text); !reflect.DeepEqual(regions, full) {
+			t.Fatalf("regions %+v, but the full syntax tree gives %+v", regions, full)
+		}
 		prevStart := -1
 		for i, r := range regions {
 			if r.Start <= prevStart {
@@ -74,4 +80,19 @@ func FuzzParseRegions(f *testing.F) {
 			t.Fatalf("Truncate made invalid UTF-8 from valid input: %q", out)
 		}
 	})
+}
+
+// mdFullTreeParser is mdHeadingParser without mdDropParagraph: the tree
+// with every paragraph in it, as goldmark builds it.
+var mdFullTreeParser = parser.NewParser(
+	parser.WithBlockParsers(mdBlockParsers()...),
+	parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
+)
+
+// regionsOfFullTree is parseRegions on the full tree.
+func regionsOfFullTree(src string) []Region {
+	saved := mdHeadingParser
+	defer func() { mdHeadingParser = saved }()
+	mdHeadingParser = mdFullTreeParser
+	return parseRegions(src)
 }
