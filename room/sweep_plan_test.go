@@ -33,6 +33,11 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 			[]string{"SEARCH tasks USING INDEX sqlite_autoindex_tasks_1", "SEARCH task_inputs USING PRIMARY KEY"}},
 		// At most 32 tasks are live, so either live-task index bounds the walk.
 		{"expiry walks only live tasks", expireDueTasksQuery, []any{int64(1)}, []string{"USING INDEX tasks_"}},
+		// The live-task queries read the live-task partial index (migration 7
+		// dropped tasks_active, which only they used).
+		{"the cap count reads only live tasks", liveTaskCountQuery, []any{"participant_x"}, []string{"USING INDEX tasks_expiry_due"}},
+		{"an owner's live tasks are read through the live-task index", ownerLiveTasksQuery, []any{"participant_x"}, []string{"USING INDEX tasks_expiry_due"}},
+		{"the shares read only live tasks", liveTasksByOwnerQuery, nil, []string{"USING INDEX tasks_expiry_due"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,5 +130,25 @@ func TestPurgeRunsInBoundedChunks(t *testing.T) {
 	var handoffs int
 	if err := d.conn.QueryRowContext(context.Background(), `SELECT count(*) FROM handoffs`).Scan(&handoffs); err != nil || handoffs != n {
 		t.Fatalf("%d handoffs after the purge (%v), want %d", handoffs, err, n)
+	}
+}
+
+// TestCoveredIndexesAreGone: migration 7 drops the four indexes that no query
+// reads (each was rewritten on every lifecycle step), and none comes back.
+func TestCoveredIndexesAreGone(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenStore(ctx, filepath.Join(t.TempDir(), "idea.md.commonroom.db"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range []string{"handoffs_by_status", "handoffs_by_assignee", "tasks_active", "tasks_terminal"} {
+		var n int
+		if err := st.Writer.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = ?`, name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("index %s still exists", name)
+		}
 	}
 }

@@ -42,6 +42,21 @@ func (e *Engine) taskShare() int {
 	return e.Limits.MaxActiveTasks
 }
 
+// The live-task queries: at most 32 tasks are live, and each reads them
+// through the live-task partial index (tasks_expiry_due); a plan test pins it.
+const (
+	// liveTaskCountQuery counts the live tasks, the caller's among them, and
+	// says when the first falls due.
+	liveTaskCountQuery = `SELECT count(*), coalesce(sum(owner_id = ?), 0), min(created_at + ttl_ms) FROM tasks
+		WHERE status IN ('working','input_required')`
+	// ownerLiveTasksQuery is one participant's live tasks, oldest first.
+	ownerLiveTasksQuery = `SELECT task_id, correlation_id FROM tasks
+		WHERE status IN ('working','input_required') AND owner_id = ? ORDER BY created_at, rowid`
+	// liveTasksByOwnerQuery counts the live tasks of each owner.
+	liveTasksByOwnerQuery = `SELECT owner_id, count(*) FROM tasks
+		WHERE status IN ('working','input_required') GROUP BY owner_id`
+)
+
 // checkActiveTaskCaps refuses a create that would exceed the creator's share
 // or the room's cap. The share is checked first: it is the one the caller can
 // act on (cancel one of its own). Both refusals say which cap was hit (scope),
@@ -57,8 +72,7 @@ func (e *Engine) checkActiveTaskCaps(tx *Tx, p Principal) error {
 	var live, mine int
 	var firstDue sql.NullInt64
 	count := func() error {
-		if err := tx.q.QueryRowContext(tx.ctx, `SELECT count(*), coalesce(sum(owner_id = ?), 0), min(created_at + ttl_ms) FROM tasks
-			WHERE status IN ('working','input_required')`, p.ParticipantID).Scan(&live, &mine, &firstDue); err != nil {
+		if err := tx.q.QueryRowContext(tx.ctx, liveTaskCountQuery, p.ParticipantID).Scan(&live, &mine, &firstDue); err != nil {
 			return Internal(err)
 		}
 		return nil
@@ -130,8 +144,7 @@ func (e *Engine) CancelParticipantHandoffs(tx *Tx, p Principal, in CancelHandoff
 	if err := e.expireDueTasks(tx); err != nil {
 		return CancelHandoffsResult{}, err
 	}
-	rows, err := tx.q.QueryContext(tx.ctx, `SELECT task_id, correlation_id FROM tasks
-		WHERE status IN ('working','input_required') AND owner_id = ? ORDER BY created_at, rowid`, participantID)
+	rows, err := tx.q.QueryContext(tx.ctx, ownerLiveTasksQuery, participantID)
 	if err != nil {
 		return CancelHandoffsResult{}, Internal(err)
 	}
@@ -182,8 +195,7 @@ func (e *Engine) ActiveTaskShares(ctx context.Context, q Querier, p Principal) (
 		return TaskShares{}, err
 	}
 	out := TaskShares{Share: e.taskShare(), RoomLimit: e.Limits.MaxActiveTasks, ByParticipant: map[string]int{}}
-	rows, err := q.QueryContext(ctx, `SELECT owner_id, count(*) FROM tasks
-		WHERE status IN ('working','input_required') GROUP BY owner_id`)
+	rows, err := q.QueryContext(ctx, liveTasksByOwnerQuery)
 	if err != nil {
 		return TaskShares{}, Internal(err)
 	}
