@@ -63,6 +63,8 @@ type Handler struct {
 	limits  room.Limits
 	version string
 	tools   []Tool
+	// metaJSON is serverInfo() encoded once: the _meta of a tool result.
+	metaJSON []byte
 
 	principal func(*http.Request) (room.Principal, error)
 	readBody  func(http.ResponseWriter, *http.Request) ([]byte, error)
@@ -84,6 +86,11 @@ func New(cfg Config) *Handler {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	meta, err := encodeNoHTML(nil, s.serverInfo())
+	if err != nil {
+		panic(err) // a map of strings always encodes
+	}
+	s.metaJSON = meta
 	if s.hub != nil {
 		// Subscriptions die with their session (leave, expiry, ended by the host).
 		s.hub.OnSessionEnd(s.legacy.drop)

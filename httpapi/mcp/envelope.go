@@ -485,6 +485,12 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	w.Header().Set("Content-Type", "application/json")
 	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
+	if raw, ok := result.(rawResult); ok {
+		if sent, _ := writeRawResult(out, id, raw); sent {
+			return
+		}
+		result = json.RawMessage(raw)
+	}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(struct {

@@ -131,19 +131,11 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if h, ok := out.(taskHandle); ok {
 		return s.createTaskResult(h.task), nil
 	}
-	text, err := json.Marshal(out)
+	res, err := s.toolResult(out)
 	if err != nil {
 		return nil, s.rpcErrorOf(room.Internal(err))
 	}
-	var structured any = out
-	if len(text) > 0 && text[0] != '{' {
-		structured = map[string]any{"result": out}
-	}
-	return s.complete(map[string]any{
-		"content":           []map[string]any{{"type": "text", "text": string(text)}},
-		"structuredContent": structured,
-		"isError":           false,
-	}), nil
+	return res, nil
 }
 
 // createTaskResult is the Tasks extension's answer to a tool call that
