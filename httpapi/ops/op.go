@@ -109,6 +109,19 @@ func Read[I, O any](fn ReadFunc[I, O]) Call {
 	}}
 }
 
+// RecordRead is a row's call to an engine read method that is one statement
+// about records the file does not decide (handoff_get): it runs on the read
+// pool without a read transaction (actor.ReadRecord).
+func RecordRead[I, O any](fn ReadFunc[I, O]) Call {
+	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, r *actor.Room, _ string, p room.Principal, decode func(any) error) (any, error) {
+		var in I
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return actor.ReadRecord(ctx, r, func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
+	}}
+}
+
 // Write is a row's call to an engine write method; the actor command is
 // named after the operation.
 func Write[I, O any](fn WriteFunc[I, O]) Call {
