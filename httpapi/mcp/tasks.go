@@ -29,11 +29,11 @@ func (s *Handler) mcpTasks(c *mcpCall) (any, *rpcError) {
 	case "tasks/get":
 		// Agents poll this: the room answers from its task cache, or with
 		// one statement on the read pool.
-		t, err := s.room.Task(c.ctx, c.p, in.TaskID)
+		t, memo, err := s.room.TaskMemo(c.ctx, c.p, in.TaskID)
 		if err != nil {
 			return nil, s.rpcErrorOf(err)
 		}
-		return s.taskResult(t), nil
+		return s.taskGetResult(t, memo), nil
 	case "tasks/update":
 		if _, err := actor.Do(c.ctx, s.room, "task.update", func(tx *room.Tx) (room.Empty, error) {
 			return s.eng.UpdateTask(tx, c.p, room.UpdateTaskInput{TaskID: in.TaskID, InputResponses: in.InputResponses})
@@ -66,4 +66,26 @@ func (s *Handler) taskResult(t room.DetailedTask) any {
 type taskGetResult struct {
 	room.DetailedTask
 	ResultType string `json:"resultType"`
+}
+
+// taskGetMemo is the MCP door's memo on a cached task version: its tasks/get
+// result, encoded by this handler (whose version is in serverInfo).
+type taskGetMemo struct {
+	h   *Handler
+	res rawResult
+}
+
+// taskGetResult is taskResult encoded, once per cached version of the task:
+// polls of a task that has not changed send the same bytes again.
+func (s *Handler) taskGetResult(t room.DetailedTask, memo *actor.TaskMemo) any {
+	if m, ok := memo.Load().(taskGetMemo); ok && m.h == s {
+		return m.res
+	}
+	res := s.taskResult(t)
+	b, err := encodeNoHTML(nil, res)
+	if err != nil {
+		return res // writeRPCResult answers the encoding error as before
+	}
+	memo.Store(taskGetMemo{h: s, res: b})
+	return rawResult(b)
 }
