@@ -56,6 +56,8 @@ type rpcRequest struct {
 	Method string
 	Params json.RawMessage // the params object ({} when absent)
 	Meta   requestMeta
+	// members is Params split into its members (nil for a notification).
+	members map[string]json.RawMessage
 }
 
 // requestMeta is what the envelope layer reads from params._meta.
@@ -157,7 +159,7 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *
 			Data:    map[string]string{"method": env.method},
 		})
 	}
-	return &rpcRequest{ID: id, Method: env.method, Params: env.params, Meta: meta}, false, nil
+	return &rpcRequest{ID: id, Method: env.method, Params: env.params, Meta: meta, members: params}, false, nil
 }
 
 // envelope is the top level of a request after step 3.

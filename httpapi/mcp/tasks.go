@@ -19,8 +19,16 @@ func (s *Handler) mcpTasks(c *mcpCall) (any, *rpcError) {
 		TaskID         string                     `json:"taskId"`
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
-		return nil, e
+	id, responses, plain := plainMembers(c.req.members, "taskId", "inputResponses")
+	if plain && responses == nil { // tasks/get and tasks/cancel: taskId alone
+		in.TaskID, plain = plainString(id)
+	} else {
+		plain = false
+	}
+	if !plain {
+		if e := decodeParams(c.req.Params, &in); e != nil {
+			return nil, e
+		}
 	}
 	if in.TaskID == "" {
 		return nil, invalidParams("taskId is required", nil)

@@ -103,8 +103,15 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
-		return nil, e
+	name, args, plain := plainMembers(c.req.members, "name", "arguments")
+	if plain {
+		in.Name, plain = plainString(name)
+		in.Arguments = args
+	}
+	if !plain {
+		if e := decodeParams(c.req.Params, &in); e != nil {
+			return nil, e
+		}
 	}
 	t, ok := s.toolByName(in.Name)
 	if !ok {
