@@ -57,7 +57,7 @@ type rpcRequest struct {
 	Params json.RawMessage // the params object ({} when absent)
 	Meta   requestMeta
 	// members is Params split into its members (nil for a notification).
-	members map[string]json.RawMessage
+	members *members
 }
 
 // requestMeta is what the envelope layer reads from params._meta.
@@ -191,19 +191,19 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 	}
 
 	var id json.RawMessage
-	if raw, ok := top["id"]; ok {
+	if raw, ok := top.get("id"); ok {
 		if !validID(raw) {
 			return envelope{}, nil, invalidRequest(fmt.Sprintf("invalid request: id must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		id = raw
 	}
-	if raw, ok := top["jsonrpc"]; !ok || kindOf(raw) != '"' || stringOf(raw) != "2.0" {
+	if raw, ok := top.get("jsonrpc"); !ok || kindOf(raw) != '"' || stringOf(raw) != "2.0" {
 		return envelope{}, id, invalidRequest(`invalid request: jsonrpc must be "2.0"`)
 	}
-	raw, ok := top["method"]
+	raw, ok := top.get("method")
 	if !ok {
-		_, hasResult := top["result"]
-		_, hasError := top["error"]
+		_, hasResult := top.get("result")
+		_, hasError := top.get("error")
 		if hasResult || hasError {
 			return envelope{}, id, invalidRequest("invalid request: JSON-RPC responses are not accepted")
 		}
@@ -213,7 +213,7 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 		return envelope{}, id, invalidRequest("invalid request: method must be a string")
 	}
 	env := envelope{method: stringOf(raw), params: json.RawMessage(`{}`)}
-	if raw, ok := top["params"]; ok {
+	if raw, ok := top.get("params"); ok {
 		if kindOf(raw) != '{' {
 			return envelope{}, id, invalidRequest("invalid request: params must be an object")
 		}
@@ -227,12 +227,12 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 //
 // rawParams must be a slice of a body decodeEnvelope accepted: the layers are
 // split without checking their JSON again (objectMembers).
-func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMessage, *rpcError) {
+func decodeMeta(rawParams json.RawMessage) (requestMeta, *members, *rpcError) {
 	params, err := objectMembers(rawParams)
 	if err != nil {
 		return requestMeta{}, nil, metaError("params could not be decoded: " + err.Error())
 	}
-	rawMeta, ok := params["_meta"]
+	rawMeta, ok := params.get("_meta")
 	if !ok {
 		return requestMeta{}, nil, metaError("params._meta is missing")
 	}
@@ -245,7 +245,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 	}
 
 	var out requestMeta
-	raw, ok := meta[metaProtocolVersion]
+	raw, ok := meta.get(metaProtocolVersion)
 	switch {
 	case !ok:
 		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] is missing", metaProtocolVersion))
@@ -254,7 +254,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 	}
 	out.ProtocolVersion = stringOf(raw)
 
-	raw, ok = meta[metaClientCaps]
+	raw, ok = meta.get(metaClientCaps)
 	switch {
 	case !ok:
 		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
@@ -266,7 +266,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 	if err != nil {
 		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
 	}
-	if rawExt, ok := caps["extensions"]; ok {
+	if rawExt, ok := caps.get("extensions"); ok {
 		if kindOf(rawExt) != '{' {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
 		}
@@ -274,10 +274,10 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 		if err != nil {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
 		}
-		out.Tasks = kindOf(ext[TasksExtension]) == '{'
+		out.Tasks = kindOf(ext.val(TasksExtension)) == '{'
 	}
 
-	if raw, ok := meta[metaProgressToken]; ok {
+	if raw, ok := meta.get(metaProgressToken); ok {
 		if !validID(raw) {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
@@ -287,7 +287,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 }
 
 // checkMcpName is the Mcp-Name half of step 8.
-func checkMcpName(h http.Header, params map[string]json.RawMessage, field string) *rpcError {
+func checkMcpName(h http.Header, params *members, field string) *rpcError {
 	value, e := requiredHeader(h, headerName)
 	if e != nil {
 		return e
@@ -296,15 +296,15 @@ func checkMcpName(h http.Header, params map[string]json.RawMessage, field string
 	if !ok {
 		return headerMismatch(headerName + " header is not valid Base64 inside =?base64?...?=")
 	}
-	raw, ok := params[field]
+	raw, ok := params.get(field)
 	if !ok || kindOf(raw) != '"' {
 		return headerMismatch(fmt.Sprintf("%s header is set but params.%s is not a string", headerName, field))
 	}
 	// encoding/json fills struct fields without regard to case, so a handler
 	// decoding params could read "NAME" where we compared "name". Refuse the
 	// ambiguity rather than let the header and the dispatched value differ.
-	for k := range params {
-		if k != field && strings.EqualFold(k, field) {
+	for _, e := range params.list {
+		if k := e.key; k != field && strings.EqualFold(k, field) {
 			return headerMismatch(fmt.Sprintf("params has both %q and %q; %s is ambiguous", field, k, headerName))
 		}
 	}

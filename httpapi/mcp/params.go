@@ -19,11 +19,12 @@ import (
 // plainMembers returns the values of params members a and b (nil when
 // absent), or ok false when params has a member that json.Unmarshal would
 // also match to a or b (its name differs only in case).
-func plainMembers(members map[string]json.RawMessage, a, b string) (va, vb json.RawMessage, ok bool) {
+func plainMembers(members *members, a, b string) (va, vb json.RawMessage, ok bool) {
 	if members == nil {
 		return nil, nil, false
 	}
-	for k, v := range members {
+	for _, e := range members.list {
+		k, v := e.key, e.val
 		switch {
 		case k == a:
 			va = v
