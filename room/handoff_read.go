@@ -43,6 +43,26 @@ func (e *Engine) GetHandoff(ctx context.Context, q Querier, p Principal, in Hand
 	return out, nil
 }
 
+// HandoffReadKey names everything GetHandoff's answer depends on besides
+// the sidecar: the handoff, and who asks (participant, trust and
+// capabilities: visibility and the inputs follow from them). A door that
+// keeps answers until the next commit (ops.CachedRead) keys them by it.
+func HandoffReadKey(p Principal, in HandoffIDInput) string {
+	var b strings.Builder
+	b.Grow(len(p.ParticipantID) + len(in.HandoffID) + 48)
+	b.WriteString(p.ParticipantID)
+	if p.Trusted {
+		b.WriteString("\x00trusted")
+	}
+	for _, c := range p.Caps {
+		b.WriteByte(0)
+		b.WriteString(string(c))
+	}
+	b.WriteString("\x00\x00")
+	b.WriteString(in.HandoffID)
+	return b.String()
+}
+
 // inputsColumn is a task's input requests as one JSON array of
 // [request_key, request_json, response_json, close_reason, requested_at,
 // closed_at] arrays, in readInputs' order; the JSON columns come as strings,

@@ -70,6 +70,9 @@ type Handler struct {
 	readBody  func(http.ResponseWriter, *http.Request) ([]byte, error)
 	allow     func(session string) (bool, int)
 
+	// records keeps CachedRead answers (handoff_get) until the next commit.
+	records actor.RecordCache
+
 	legacy        legacySubs
 	legacyStreams legacyStreamSet
 }
@@ -99,7 +102,7 @@ func New(cfg Config) *Handler {
 }
 
 // opEnv is what an operation runs against.
-func (s *Handler) opEnv() ops.Env { return ops.Env{Room: s.room, Log: s.log} }
+func (s *Handler) opEnv() ops.Env { return ops.Env{Room: s.room, Log: s.log, Records: &s.records} }
 
 // Subscriptions reports what the legacy resources/subscribe registry holds
 // for a session: its URIs, sorted, and whether it has an entry at all. The
