@@ -8,13 +8,14 @@ import (
 	"time"
 )
 
-// TestGetHandoff_OneStatementShowsWhatTheViewShows: GetHandoff reads the
+// TestGetHandoffAndInbox_OneStatementShowWhatTheViewShows: GetHandoff (and
+// the inbox, ListHandoffs, for each handoff of its page) reads the
 // input requests folded into the handoff's row (one statement, no read
 // transaction); for every kind of reader it answers byte for byte what the
 // handoff's view with its own inputs query shows — open, answered and
 // superseded inputs, keys asked in the same millisecond, and answers and
 // schemas whose JSON text has escapes, non-ASCII and odd spacing.
-func TestGetHandoff_OneStatementShowsWhatTheViewShows(t *testing.T) {
+func TestGetHandoffAndInbox_OneStatementShowWhatTheViewShows(t *testing.T) {
 	d := openDirect(t)
 	owner := d.join("read", "propose", "approve")
 	worker := d.join("read", "checkout")
@@ -77,6 +78,32 @@ func TestGetHandoff_OneStatementShowsWhatTheViewShows(t *testing.T) {
 				}
 				if h.seesInputs(who.p) && len(got.Inputs) != wantInputs {
 					t.Fatalf("%d inputs, want %d: %s", len(got.Inputs), wantInputs, gb)
+				}
+			})
+			t.Run(name+"/"+who.name+"'s inbox shows each handoff as the view does", func(t *testing.T) {
+				q := NewConnQuerier(d.conn)
+				defer q.Close()
+				page, err := d.e.ListHandoffs(ctx, q, who.p, ListHandoffsInput{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page.Handoffs) == 0 {
+					t.Fatal("an empty inbox")
+				}
+				for _, got := range page.Handoffs {
+					h, err := loadHandoff(ctx, q, got.HandoffID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := h.view(ctx, q, who.p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					gb, _ := json.Marshal(got)
+					wb, _ := json.Marshal(want)
+					if !bytes.Equal(gb, wb) {
+						t.Fatalf("the inbox shows\n%s\nthe view\n%s", gb, wb)
+					}
 				}
 			})
 		}

@@ -26,7 +26,8 @@ type handoffRow struct {
 	cancelledAt         sql.NullInt64
 	cancelledBy, reason sql.NullString
 	taskStatus          sql.NullString
-	taskDueAt           sql.NullInt64 // created_at + ttl_ms of the task
+	taskDueAt           sql.NullInt64  // created_at + ttl_ms of the task
+	inputs              sql.NullString // inputsColumn, when the select read it (handoffWithInputsSelect)
 }
 
 const handoffSelect = `SELECT h.handoff_id, h.status, h.owner_id, h.requested_assignee_id, h.assignee_id, h.summary,
