@@ -70,6 +70,8 @@ type Handler struct {
 	readBody  func(http.ResponseWriter, *http.Request) ([]byte, error)
 	allow     func(session string) (bool, int)
 
+	// metas answers repeated params._meta objects (the envelope).
+	metas metaCache
 	// records keeps CachedRead answers (handoff_get) until the next commit.
 	records actor.RecordCache
 

@@ -95,6 +95,12 @@ type methodInfo struct {
 //   - an error: rerr is non-nil and req is non-nil but carries only ID — the id
 //     as sent, or nil when it could not be read — for writeRPCError(w, req.ID, rerr).
 func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *rpcRequest, notification bool, rerr *rpcError) {
+	return decodeRPCWith(h, body, methods, nil)
+}
+
+// decodeRPCWith is decodeRPC answering repeated params._meta from metas
+// (nil: none); the outcome is the same either way.
+func decodeRPCWith(h http.Header, body []byte, methods map[string]methodInfo, metas *metaCache) (req *rpcRequest, notification bool, rerr *rpcError) {
 	env, id, rerr := decodeEnvelope(body)
 	if rerr != nil {
 		return &rpcRequest{ID: id}, false, rerr
@@ -111,7 +117,7 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *
 	}
 
 	// Step 6: the required _meta keys.
-	meta, params, e := decodeMeta(env.params)
+	meta, params, e := decodeMeta(env.params, metas)
 	if e != nil {
 		return fail(e)
 	}
@@ -227,7 +233,7 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 //
 // rawParams must be a slice of a body decodeEnvelope accepted: the layers are
 // split without checking their JSON again (objectMembers).
-func decodeMeta(rawParams json.RawMessage) (requestMeta, *members, *rpcError) {
+func decodeMeta(rawParams json.RawMessage, metas *metaCache) (requestMeta, *members, *rpcError) {
 	params, err := objectMembers(rawParams)
 	if err != nil {
 		return requestMeta{}, nil, metaError("params could not be decoded: " + err.Error())
@@ -238,6 +244,9 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, *members, *rpcError) {
 	}
 	if kindOf(rawMeta) != '{' {
 		return requestMeta{}, nil, metaError("params._meta must be an object")
+	}
+	if m, ok := metas.get(rawMeta); ok {
+		return m, params, nil
 	}
 	meta, err := objectMembers(rawMeta)
 	if err != nil {
@@ -282,6 +291,9 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, *members, *rpcError) {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		out.ProgressToken = raw
+	}
+	if m, ok := out.cacheable(); ok {
+		metas.put(rawMeta, m)
 	}
 	return out, params, nil
 }
