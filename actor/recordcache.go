@@ -29,10 +29,16 @@ const recordCacheMax = 4096
 type RecordCache struct {
 	mu  sync.Mutex
 	gen uint64
-	m   map[string]any
+	m   map[string]*recordEntry
 }
 
-func (c *RecordCache) get(key string, gen uint64) (any, bool) {
+// recordEntry is one kept answer and its memo.
+type recordEntry struct {
+	v    any
+	memo Memo
+}
+
+func (c *RecordCache) get(key string, gen uint64) (*recordEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen != gen {
@@ -42,34 +48,39 @@ func (c *RecordCache) get(key string, gen uint64) (any, bool) {
 	return v, ok
 }
 
-func (c *RecordCache) put(key string, v any, gen uint64, commits *atomic.Uint64) {
+// put keeps v, read at commit count gen, and returns its entry; the entry is
+// not kept when a commit landed since (it may be stale).
+func (c *RecordCache) put(key string, v any, gen uint64, commits *atomic.Uint64) *recordEntry {
+	e := &recordEntry{v: v}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if commits.Load() != gen {
-		return // a commit landed while this was read: it may be stale
+		return e // a commit landed while this was read: it may be stale
 	}
 	if c.gen != gen || c.m == nil || len(c.m) >= recordCacheMax {
-		c.gen, c.m = gen, make(map[string]any, 64)
+		c.gen, c.m = gen, make(map[string]*recordEntry, 64)
 	}
-	c.m[key] = v
+	c.m[key] = e
+	return e
 }
 
 // ReadRecordCached is ReadRecord for a one-statement read whose answer is a
 // function of the sidecar and of key alone (key must name everything else
 // the answer depends on: the record, and the principal's part in it). A
 // failed read is not kept. The answer may be shared with other callers:
-// they must not modify it.
-func ReadRecordCached[T any](ctx context.Context, r *Room, c *RecordCache, key string, fn func(q room.Querier) (T, error)) (T, error) {
+// they must not modify it. The memo is the answer's (nil when c is nil).
+func ReadRecordCached[T any](ctx context.Context, r *Room, c *RecordCache, key string, fn func(q room.Querier) (T, error)) (T, *Memo, error) {
 	if c == nil {
-		return ReadRecord(ctx, r, fn)
+		v, err := ReadRecord(ctx, r, fn)
+		return v, nil, err
 	}
 	gen := r.stats.Batches.Load()
-	if v, ok := c.get(key, gen); ok {
-		return v.(T), nil
+	if e, ok := c.get(key, gen); ok {
+		return e.v.(T), &e.memo, nil
 	}
 	v, err := ReadRecord(ctx, r, fn)
-	if err == nil {
-		c.put(key, v, gen, &r.stats.Batches)
+	if err != nil {
+		return v, nil, err
 	}
-	return v, err
+	return v, &c.put(key, v, gen, &r.stats.Batches).memo, nil
 }

@@ -18,7 +18,8 @@ func TestRecordCacheHoldsAnAnswerUntilTheNextCommit(t *testing.T) {
 	var c RecordCache
 	reads := 0
 	read := func(key string, fn func(q room.Querier) (int, error)) (int, error) {
-		return ReadRecordCached(ctx, tr.Room, &c, key, func(q room.Querier) (int, error) { reads++; return fn(q) })
+		v, _, err := ReadRecordCached(ctx, tr.Room, &c, key, func(q room.Querier) (int, error) { reads++; return fn(q) })
+		return v, err
 	}
 	count := func(q room.Querier) (int, error) {
 		var n int

@@ -32,23 +32,23 @@ type taskCache struct {
 // entry, so whatever a door memoized on an entry belongs to that version.
 type taskEntry struct {
 	t    room.DetailedTask
-	memo TaskMemo
+	memo Memo
 }
 
-// TaskMemo is a slot beside one cached version of a task where a door keeps
-// what it derives from that version alone (the MCP door: its encoded
-// tasks/get result), so a poll that finds the task unchanged does not derive
-// it again. The room never reads it. A version that was not cached (read
-// while a batch committed) comes with a memo of its own that nobody else
-// sees.
-type TaskMemo struct{ v atomic.Value }
+// Memo is a slot beside one cached answer (a version of a task, a
+// RecordCache answer) where a door keeps what it derives from that answer
+// alone (the MCP door: its encoded result), so a poll that finds the answer
+// unchanged does not derive it again. The room never reads it. An answer
+// that was not cached (read while a batch committed) comes with a memo of
+// its own that nobody else sees.
+type Memo struct{ v atomic.Value }
 
 // Load returns what a door stored, or nil.
-func (m *TaskMemo) Load() any { return m.v.Load() }
+func (m *Memo) Load() any { return m.v.Load() }
 
 // Store keeps v for this version of the task; every Store must pass the same
 // concrete type.
-func (m *TaskMemo) Store(v any) { m.v.Store(v) }
+func (m *Memo) Store(v any) { m.v.Store(v) }
 
 func (c *taskCache) get(id string) (e *taskEntry, gen uint64, ok bool) {
 	c.mu.Lock()
@@ -99,7 +99,7 @@ func (r *Room) Task(ctx context.Context, p room.Principal, id string) (room.Deta
 
 // TaskMemo is Task with the memo of the version it answers with, for a door
 // that derives the same bytes from every poll of an unchanged task.
-func (r *Room) TaskMemo(ctx context.Context, p room.Principal, id string) (room.DetailedTask, *TaskMemo, error) {
+func (r *Room) TaskMemo(ctx context.Context, p room.Principal, id string) (room.DetailedTask, *Memo, error) {
 	e, gen, ok := r.tasks.get(id)
 	if !ok {
 		// One statement about a record the file does not decide: no read

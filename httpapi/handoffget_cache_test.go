@@ -32,6 +32,24 @@ func TestHandoffGet_CachedAnswersFollowCommitsAndReaders(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a kept answer is sent with the bytes of the first", func(t *testing.T) {
+		call := func(c *mcpClient) []byte {
+			r := c.do(t, mcpReq{ID: 9, Method: "tools/call", Params: map[string]any{"name": "handoff_get", "arguments": map[string]any{"handoff_id": hid}}})
+			if r.Status != http.StatusOK || r.Result == nil {
+				t.Fatalf("%d %s", r.Status, r.Raw)
+			}
+			return r.Raw
+		}
+		first := call(owner.mcp)
+		for range 3 {
+			if again := call(owner.mcp); string(again) != string(first) {
+				t.Fatalf("again:\n%s\nfirst:\n%s", again, first)
+			}
+		}
+		if other := call(approver.mcp); string(other) == string(first) {
+			t.Fatal("the approver was sent the owner's answer")
+		}
+	})
 	t.Run("a stranger is refused after the owner's answer was kept", func(t *testing.T) {
 		stranger.mcp.toolErr(t, "handoff_get", map[string]any{"handoff_id": hid}, "handoff_not_found")
 		wantError(t, plain(stranger), http.StatusNotFound, "handoff_not_found")

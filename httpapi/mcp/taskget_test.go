@@ -30,7 +30,7 @@ func TestTaskGetResult_TheMemoSendsTheBytesTaskResultSent(t *testing.T) {
 		t.Run(name+" is sent as taskResult was", func(t *testing.T) {
 			s := &Handler{version: "1.<2>"}
 			other := &Handler{version: "other"}
-			var memo actor.TaskMemo
+			var memo actor.Memo
 			want := httptest.NewRecorder()
 			writeRPCResult(want, json.RawMessage(`5`), s.taskResult(task))
 			for i, h := range []*Handler{s, s, other, s} {

@@ -76,17 +76,18 @@ type taskGetResult struct {
 	ResultType string `json:"resultType"`
 }
 
-// taskGetMemo is the MCP door's memo on a cached task version: its tasks/get
-// result, encoded by this handler (whose version is in serverInfo).
-type taskGetMemo struct {
+// doorMemo is the MCP door's memo on a cached answer (a task version, a
+// kept handoff_get answer): its result, encoded by this handler (whose
+// version is in serverInfo). Every memo the door stores is this type.
+type doorMemo struct {
 	h   *Handler
 	res rawResult
 }
 
 // taskGetResult is taskResult encoded, once per cached version of the task:
 // polls of a task that has not changed send the same bytes again.
-func (s *Handler) taskGetResult(t room.DetailedTask, memo *actor.TaskMemo) any {
-	if m, ok := memo.Load().(taskGetMemo); ok && m.h == s {
+func (s *Handler) taskGetResult(t room.DetailedTask, memo *actor.Memo) any {
+	if m, ok := memo.Load().(doorMemo); ok && m.h == s {
 		return m.res
 	}
 	res := s.taskResult(t)
@@ -94,6 +95,6 @@ func (s *Handler) taskGetResult(t room.DetailedTask, memo *actor.TaskMemo) any {
 	if err != nil {
 		return res // writeRPCResult answers the encoding error as before
 	}
-	memo.Store(taskGetMemo{h: s, res: b})
+	memo.Store(doorMemo{h: s, res: b})
 	return rawResult(b)
 }

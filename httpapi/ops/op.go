@@ -61,17 +61,28 @@ type Env struct {
 	// Records keeps the answers of CachedRead rows until the room's next
 	// commit; nil reads every time.
 	Records *actor.RecordCache
+
+	memo **actor.Memo // where a CachedRead row reports its answer's memo
 }
 
 // Run decodes the input with decode (each door reads its own wire form into
 // the same tagged struct) and calls the engine: a write through the actor,
 // a read on the read pool.
 func (o Op) Run(ctx context.Context, env Env, p room.Principal, decode func(v any) error) (any, error) {
+	out, _, err := o.RunMemo(ctx, env, p, decode)
+	return out, err
+}
+
+// RunMemo is Run with the memo of a kept answer (CachedRead rows; nil for
+// the others), where a door may keep what it derives from that answer.
+func (o Op) RunMemo(ctx context.Context, env Env, p room.Principal, decode func(v any) error) (any, *actor.Memo, error) {
+	var memo *actor.Memo
+	env.memo = &memo
 	out, err := o.Call.run(ctx, env, o.Name, p, decode)
 	if err == nil && o.Audit != nil {
 		o.Audit(env.Log, p, out)
 	}
-	return out, err
+	return out, memo, err
 }
 
 // Call is the typed glue between a row and its engine method: it knows the
@@ -138,7 +149,11 @@ func CachedRead[I, O any](fn ReadFunc[I, O], key func(p room.Principal, in I) st
 		if err := decode(&in); err != nil {
 			return nil, err
 		}
-		return actor.ReadRecordCached(ctx, r, env.Records, key(p, in), func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
+		out, memo, err := actor.ReadRecordCached(ctx, r, env.Records, key(p, in), func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
+		if env.memo != nil {
+			*env.memo = memo
+		}
+		return out, err
 	}}
 }
 
