@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/commonroom/ce/room"
 )
@@ -24,26 +25,52 @@ const taskCacheMax = 4096
 type taskCache struct {
 	mu    sync.Mutex
 	gen   uint64
-	tasks map[string]room.DetailedTask
+	tasks map[string]*taskEntry
 }
 
-func (c *taskCache) get(id string) (t room.DetailedTask, gen uint64, ok bool) {
+// taskEntry is one cached version of a task. A changed task gets a new
+// entry, so whatever a door memoized on an entry belongs to that version.
+type taskEntry struct {
+	t    room.DetailedTask
+	memo Memo
+}
+
+// Memo is a slot beside one cached answer (a version of a task, a
+// RecordCache answer) where a door keeps what it derives from that answer
+// alone (the MCP door: its encoded result), so a poll that finds the answer
+// unchanged does not derive it again. The room never reads it. An answer
+// that was not cached (read while a batch committed) comes with a memo of
+// its own that nobody else sees.
+type Memo struct{ v atomic.Value }
+
+// Load returns what a door stored, or nil.
+func (m *Memo) Load() any { return m.v.Load() }
+
+// Store keeps v for this version of the task; every Store must pass the same
+// concrete type.
+func (m *Memo) Store(v any) { m.v.Store(v) }
+
+func (c *taskCache) get(id string) (e *taskEntry, gen uint64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok = c.tasks[id]
-	return t, c.gen, ok
+	e, ok = c.tasks[id]
+	return e, c.gen, ok
 }
 
-func (c *taskCache) put(id string, t room.DetailedTask, gen uint64) {
+// put caches t as read at generation gen and returns its entry; the entry is
+// not cached when a batch committed since (it may be stale).
+func (c *taskCache) put(id string, t room.DetailedTask, gen uint64) *taskEntry {
+	e := &taskEntry{t: t}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen != c.gen {
-		return // a batch committed while this was read: it may be stale
+		return e // a batch committed while this was read: it may be stale
 	}
 	if c.tasks == nil || len(c.tasks) >= taskCacheMax {
-		c.tasks = make(map[string]room.DetailedTask, 64)
+		c.tasks = make(map[string]*taskEntry, 64)
 	}
-	c.tasks[id] = t
+	c.tasks[id] = e
+	return e
 }
 
 // forget drops the given tasks, or every task when all is set, and starts
@@ -66,19 +93,25 @@ func (c *taskCache) forget(ids []string, all bool) {
 // unknown task and one p may not see give the same error. The value shares
 // its maps with the cache: callers must not modify it.
 func (r *Room) Task(ctx context.Context, p room.Principal, id string) (room.DetailedTask, error) {
-	t, gen, ok := r.tasks.get(id)
+	t, _, err := r.TaskMemo(ctx, p, id)
+	return t, err
+}
+
+// TaskMemo is Task with the memo of the version it answers with, for a door
+// that derives the same bytes from every poll of an unchanged task.
+func (r *Room) TaskMemo(ctx context.Context, p room.Principal, id string) (room.DetailedTask, *Memo, error) {
+	e, gen, ok := r.tasks.get(id)
 	if !ok {
 		// One statement about a record the file does not decide: no read
 		// transaction, and no look at the document file first (Read's).
-		var err error
-		t, err = r.eng.TaskRecord(ctx, r.reads.Pool(), id)
+		t, err := r.eng.TaskRecord(ctx, r.reads.Pool(), id)
 		if err != nil {
-			return room.DetailedTask{}, err
+			return room.DetailedTask{}, nil, err
 		}
-		r.tasks.put(id, t, gen)
+		e = r.tasks.put(id, t, gen)
 	}
-	if err := room.TaskVisibleTo(p, t); err != nil {
-		return room.DetailedTask{}, err
+	if err := room.TaskVisibleTo(p, e.t); err != nil {
+		return room.DetailedTask{}, nil, err
 	}
-	return t, nil
+	return e.t, &e.memo, nil
 }

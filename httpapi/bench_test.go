@@ -63,6 +63,7 @@ func BenchmarkMCPReads(b *testing.B) {
 }
 
 type benchServer struct {
+	handler  http.Handler // the ingress handler, for in-process requests
 	url      string
 	token    string
 	client   *http.Client
@@ -79,6 +80,7 @@ func newBenchServer(b *testing.B) *benchServer {
 	ctx := context.Background()
 	limits := room.Defaults()
 	limits.RateLimitPerMinute = 0
+	limits.MaxTasksPerParticipant = limits.MaxActiveTasks // 32 tasks from one participant
 	eng, err := room.NewEngine(doc, limits)
 	if err != nil {
 		b.Fatal(err)
@@ -129,7 +131,7 @@ func newBenchServer(b *testing.B) *benchServer {
 		b.Fatal(err)
 	}
 	p := room.Principal{ParticipantID: s.ParticipantID, SessionRef: s.SessionRef, Caps: room.DefaultAgentCaps()}
-	env := &benchServer{url: "http://" + ln.Addr().String(), token: s.SessionToken,
+	env := &benchServer{handler: srv.IngressHandler(), url: "http://" + ln.Addr().String(), token: s.SessionToken,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 0}}}
 	env.mcp = mcptest.New(env.client, env.url+"/mcp", env.token, true, "")
 	for i := range 32 {

@@ -21,7 +21,11 @@ func ExposedOnly(hints func() []room.Hint, onReject func(w http.ResponseWriter, 
 	return func(next http.Handler) http.Handler {
 		guarded := loop(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			r = r.WithContext(context.WithValue(r.Context(), ingressKey{}, true))
+			if info := requestInfoOf(r); info != nil {
+				info.ingress = true // noted where requestLog keeps its notes: no copy of r
+			} else {
+				r = r.WithContext(context.WithValue(r.Context(), ingressKey{}, true))
+			}
 			if loopbackRequest(r) {
 				next.ServeHTTP(w, r)
 				return
@@ -152,7 +156,11 @@ func splitAuthority(s string, bareIPv6 bool) (name string, port int, ok bool) {
 // hint its Host names; "loopback" otherwise (the owner listener, or a Host
 // that is a loopback name and no hint's).
 func (s *Server) transportOf(r *http.Request) string {
-	if on, _ := r.Context().Value(ingressKey{}).(bool); on {
+	on, _ := r.Context().Value(ingressKey{}).(bool)
+	if info := requestInfoOf(r); info != nil && info.ingress {
+		on = true
+	}
+	if on {
 		hs := s.eng.Hints()
 		if i := exposedHint(hs, r.Host, true); i >= 0 && hs[i].Type != "" {
 			return hs[i].Type

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
@@ -41,8 +42,23 @@ func (r *statusRecorder) Flush() {
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(requestIDKey).(string)
-	return id
+	if info := requestInfoOf(r); info != nil {
+		return info.id
+	}
+	return ""
+}
+
+// requestInfo is what the front door's middleware notes about a request, in
+// one context value (one copy of the request, not one per note): its
+// correlation id, and whether it came in on the ingress listener.
+type requestInfo struct {
+	id      string
+	ingress bool
+}
+
+func requestInfoOf(r *http.Request) *requestInfo {
+	info, _ := r.Context().Value(requestIDKey).(*requestInfo)
+	return info
 }
 
 // requestLog gives each request a correlation id and logs one line for it:
@@ -50,15 +66,21 @@ func requestID(r *http.Request) string {
 // which may hold secrets.
 func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b := make([]byte, 8)
-		rand.Read(b)
-		id := hex.EncodeToString(b)
+		var b [8]byte
+		rand.Read(b[:])
+		var x [16]byte
+		hex.Encode(x[:], b[:])
+		info := &requestInfo{id: string(x[:])}
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
-		s.log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path,
-			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+		w.Header().Set("X-Request-Id", info.id)
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestIDKey, info)))
+		// Enabled first: the line's arguments cost allocations on every
+		// request even when debug lines are dropped.
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.Debug("request", "request_id", info.id, "method", r.Method, "path", r.URL.Path,
+				"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+		}
 	})
 }
 

@@ -29,7 +29,7 @@ func (s *Server) mountOps(r chi.Router) {
 }
 
 // opEnv is what an operation runs against.
-func (s *Server) opEnv() ops.Env { return ops.Env{Room: s.room, Log: s.log} }
+func (s *Server) opEnv() ops.Env { return ops.Env{Room: s.room, Log: s.log, Records: &s.records} }
 
 func (s *Server) serveOp(op ops.Op) http.HandlerFunc {
 	// An operation without arguments reads no body (POST /workspace/leave

@@ -67,6 +67,8 @@ type Server struct {
 	ingressConns *connLimiter
 
 	totals totalsCache // sidecar-wide counts for /debug/metrics
+
+	records actor.RecordCache // CachedRead answers of the plain routes until the next commit
 }
 
 // New builds the server.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,20 +288,43 @@ func (e *Engine) MarkStopped(tx *Tx) error {
 // once a minute so a read never turns into a write (D25). Every
 // authenticated request notes a use, so a note must not take a room-wide
 // lock: a sync.Map updates a session already noted since the last flush
-// without one.
+// without one. It also must not allocate: a session noted since the last
+// flush has its entry, and a use only swaps the time in it.
 type lastSeen struct {
-	m sync.Map // session_ref -> int64 ms
+	m sync.Map // session_ref -> *seenAt
 }
 
-func (l *lastSeen) touch(ref string, at int64) { l.m.Store(ref, at) }
+// seenAt is one session's last noted use (unix ms), or seenTaken once take
+// removed the entry: a use that finds that notes itself in a new entry.
+type seenAt struct{ at atomic.Int64 }
+
+const seenTaken = math.MinInt64
+
+func (l *lastSeen) touch(ref string, at int64) {
+	for {
+		if e, ok := l.m.Load(ref); ok {
+			s := e.(*seenAt)
+			if cur := s.at.Load(); cur != seenTaken && s.at.CompareAndSwap(cur, at) {
+				return // take has not had this entry yet: it will see at
+			}
+			continue // taken meanwhile: the next Load finds no entry, or a new one
+		}
+		s := &seenAt{}
+		s.at.Store(at)
+		if _, loaded := l.m.LoadOrStore(ref, s); !loaded {
+			return
+		}
+	}
+}
 
 // get returns the last use noted since the last flush.
 func (l *lastSeen) get(ref string) (int64, bool) {
-	v, ok := l.m.Load(ref)
+	e, ok := l.m.Load(ref)
 	if !ok {
 		return 0, false
 	}
-	return v.(int64), true
+	at := e.(*seenAt).at.Load()
+	return at, at != seenTaken
 }
 
 // maxLifeMS is Limits.SessionMaxLifetime in ms; unset means no cap beyond
@@ -313,15 +337,19 @@ func (e *Engine) maxLifeMS() int64 {
 }
 
 // take removes and returns the uses noted so far. A use noted while it
-// runs is either taken now or kept for the next flush, never lost.
+// runs is either taken now or kept for the next flush, never lost: an entry
+// leaves the map before its time is read and marked taken, and a use that
+// loses the race to the mark notes itself in a new entry.
 func (l *lastSeen) take() map[string]int64 {
 	var m map[string]int64
-	l.m.Range(func(k, _ any) bool {
-		if v, ok := l.m.LoadAndDelete(k); ok {
-			if m == nil {
-				m = map[string]int64{}
+	l.m.Range(func(k, e any) bool {
+		if l.m.CompareAndDelete(k, e) {
+			if at := e.(*seenAt).at.Swap(seenTaken); at != seenTaken {
+				if m == nil {
+					m = map[string]int64{}
+				}
+				m[k.(string)] = at
 			}
-			m[k.(string)] = v.(int64)
 		}
 		return true
 	})

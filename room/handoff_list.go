@@ -131,9 +131,16 @@ func (e *Engine) ListHandoffs(ctx context.Context, q Querier, p Principal, in Li
 		page.NextCursor = encodeHandoffCursor(key, p, in, keep[limit-1].id)
 	}
 	for _, h := range keep {
-		v, err := h.view(ctx, q, p)
+		// The candidates came with their input requests (one statement for
+		// the page, not one more per handoff).
+		v, err := h.render()
 		if err != nil {
 			return HandoffPage{}, err
+		}
+		if h.seesInputs(p) {
+			if v.Inputs, err = decodeInputs(h.inputs.String); err != nil {
+				return HandoffPage{}, err
+			}
 		}
 		page.Handoffs = append(page.Handoffs, v)
 	}
@@ -242,7 +249,7 @@ func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []hando
 		return nil, handoffPos{}, nil
 	}
 	args = append(args, n)
-	rows, err := q.QueryContext(ctx, `SELECT h.rowid, `+strings.TrimPrefix(handoffSelect, "SELECT ")+
+	rows, err := q.QueryContext(ctx, `SELECT h.rowid, `+strings.TrimPrefix(handoffWithInputsSelect, "SELECT ")+
 		` WHERE h.rowid IN (`+strings.Join(parts, " UNION ALL ")+`)
 		ORDER BY h.created_at DESC, h.rowid DESC LIMIT ?`, args...)
 	if err != nil {
@@ -253,10 +260,12 @@ func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []hando
 	var last handoffPos
 	for rows.Next() {
 		var rowid int64
-		h, err := scanHandoff(withRowid{rows, &rowid})
+		var inputs sql.NullString
+		h, err := scanHandoff(withInputs{withRowid{rows, &rowid}, &inputs})
 		if err != nil {
 			return nil, handoffPos{}, Internal(err)
 		}
+		h.inputs = inputs
 		out = append(out, h)
 		last = handoffPos{h.created, rowid}
 	}

@@ -26,7 +26,8 @@ type handoffRow struct {
 	cancelledAt         sql.NullInt64
 	cancelledBy, reason sql.NullString
 	taskStatus          sql.NullString
-	taskDueAt           sql.NullInt64 // created_at + ttl_ms of the task
+	taskDueAt           sql.NullInt64  // created_at + ttl_ms of the task
+	inputs              sql.NullString // inputsColumn, when the select read it (handoffWithInputsSelect)
 	// noInputs says the task is known to have no input request at all
 	// (the writer's loader asks; readers leave it false and read them), so
 	// rendering and completing skip a statement that would find nothing.
@@ -196,6 +197,25 @@ func timePtr(v sql.NullInt64) *string {
 
 // view renders the handoff for p. Callers have checked visibility.
 func (h *handoffRow) view(ctx context.Context, q Querier, p Principal) (Handoff, error) {
+	out, err := h.render()
+	if err != nil {
+		return Handoff{}, err
+	}
+	if h.seesInputs(p) && h.noInputs {
+		out.Inputs = []HandoffInput{}
+	} else if h.seesInputs(p) {
+		in, err := readInputs(ctx, q, h.taskID)
+		if err != nil {
+			return Handoff{}, err
+		}
+		out.Inputs = in
+	}
+	return out, nil
+}
+
+// render is the handoff without its input requests (view adds them for
+// those who may see them).
+func (h *handoffRow) render() (Handoff, error) {
 	out := Handoff{
 		HandoffID: h.id, Status: h.status, OwnerID: h.owner,
 		AssigneeID: strPtr(h.assignee), RequestedAssigneeID: strPtr(h.requested),
@@ -224,15 +244,6 @@ func (h *handoffRow) view(ctx context.Context, q Querier, p Principal) (Handoff,
 		r.Artifacts = nonNilArtifacts(r.Artifacts)
 		out.Result = &r
 	}
-	if h.seesInputs(p) && h.noInputs {
-		out.Inputs = []HandoffInput{}
-	} else if h.seesInputs(p) {
-		in, err := readInputs(ctx, q, h.taskID)
-		if err != nil {
-			return Handoff{}, err
-		}
-		out.Inputs = in
-	}
 	return out, nil
 }
 
@@ -255,28 +266,36 @@ func readInputs(ctx context.Context, q Querier, taskID string) ([]HandoffInput, 
 		if err := rows.Scan(&in.Key, &req, &resp, &reason, &requested, &closed); err != nil {
 			return nil, Internal(err)
 		}
-		var r struct {
-			Params struct {
-				Message         string          `json:"message"`
-				RequestedSchema json.RawMessage `json:"requestedSchema"`
-			} `json:"params"`
-		}
-		if err := json.Unmarshal([]byte(req), &r); err != nil {
-			return nil, Internal(err)
-		}
-		in.Message, in.RequestedSchema = r.Params.Message, r.Params.RequestedSchema
-		in.RequestedAt = WireTime(requested)
-		in.Status = InputOpen
-		if reason.Valid {
-			in.Status = reason.String
-		}
-		if resp.Valid {
-			in.Response = json.RawMessage(resp.String)
-			in.AnsweredAt = timePtr(closed)
+		if err := in.fill(req, resp, reason, requested, closed); err != nil {
+			return nil, err
 		}
 		out = append(out, in)
 	}
 	return out, rows.Err()
+}
+
+// fill completes an input request (its Key set) from its stored columns.
+func (in *HandoffInput) fill(req string, resp, reason sql.NullString, requested int64, closed sql.NullInt64) error {
+	var r struct {
+		Params struct {
+			Message         string          `json:"message"`
+			RequestedSchema json.RawMessage `json:"requestedSchema"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(req), &r); err != nil {
+		return Internal(err)
+	}
+	in.Message, in.RequestedSchema = r.Params.Message, r.Params.RequestedSchema
+	in.RequestedAt = WireTime(requested)
+	in.Status = InputOpen
+	if reason.Valid {
+		in.Status = reason.String
+	}
+	if resp.Valid {
+		in.Response = json.RawMessage(resp.String)
+		in.AnsweredAt = timePtr(closed)
+	}
+	return nil
 }
 
 // handoffForWrite loads a handoff inside the command, applying a TTL expiry

@@ -63,10 +63,17 @@ type Handler struct {
 	limits  room.Limits
 	version string
 	tools   []Tool
+	// metaJSON is serverInfo() encoded once: the _meta of a tool result.
+	metaJSON []byte
 
 	principal func(*http.Request) (room.Principal, error)
 	readBody  func(http.ResponseWriter, *http.Request) ([]byte, error)
 	allow     func(session string) (bool, int)
+
+	// metas answers repeated params._meta objects (the envelope).
+	metas metaCache
+	// records keeps CachedRead answers (handoff_get) until the next commit.
+	records actor.RecordCache
 
 	legacy        legacySubs
 	legacyStreams legacyStreamSet
@@ -84,6 +91,11 @@ func New(cfg Config) *Handler {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	meta, err := encodeNoHTML(nil, s.serverInfo())
+	if err != nil {
+		panic(err) // a map of strings always encodes
+	}
+	s.metaJSON = meta
 	if s.hub != nil {
 		// Subscriptions die with their session (leave, expiry, ended by the host).
 		s.hub.OnSessionEnd(s.legacy.drop)
@@ -92,7 +104,7 @@ func New(cfg Config) *Handler {
 }
 
 // opEnv is what an operation runs against.
-func (s *Handler) opEnv() ops.Env { return ops.Env{Room: s.room, Log: s.log} }
+func (s *Handler) opEnv() ops.Env { return ops.Env{Room: s.room, Log: s.log, Records: &s.records} }
 
 // Subscriptions reports what the legacy resources/subscribe registry holds
 // for a session: its URIs, sorted, and whether it has an entry at all. The

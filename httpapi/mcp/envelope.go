@@ -56,6 +56,8 @@ type rpcRequest struct {
 	Method string
 	Params json.RawMessage // the params object ({} when absent)
 	Meta   requestMeta
+	// members is Params split into its members (nil for a notification).
+	members *members
 }
 
 // requestMeta is what the envelope layer reads from params._meta.
@@ -93,6 +95,12 @@ type methodInfo struct {
 //   - an error: rerr is non-nil and req is non-nil but carries only ID — the id
 //     as sent, or nil when it could not be read — for writeRPCError(w, req.ID, rerr).
 func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *rpcRequest, notification bool, rerr *rpcError) {
+	return decodeRPCWith(h, body, methods, nil)
+}
+
+// decodeRPCWith is decodeRPC answering repeated params._meta from metas
+// (nil: none); the outcome is the same either way.
+func decodeRPCWith(h http.Header, body []byte, methods map[string]methodInfo, metas *metaCache) (req *rpcRequest, notification bool, rerr *rpcError) {
 	env, id, rerr := decodeEnvelope(body)
 	if rerr != nil {
 		return &rpcRequest{ID: id}, false, rerr
@@ -109,7 +117,7 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *
 	}
 
 	// Step 6: the required _meta keys.
-	meta, params, e := decodeMeta(env.params)
+	meta, params, e := decodeMeta(env.params, metas)
 	if e != nil {
 		return fail(e)
 	}
@@ -157,7 +165,7 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *
 			Data:    map[string]string{"method": env.method},
 		})
 	}
-	return &rpcRequest{ID: id, Method: env.method, Params: env.params, Meta: meta}, false, nil
+	return &rpcRequest{ID: id, Method: env.method, Params: env.params, Meta: meta, members: params}, false, nil
 }
 
 // envelope is the top level of a request after step 3.
@@ -189,19 +197,19 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 	}
 
 	var id json.RawMessage
-	if raw, ok := top["id"]; ok {
+	if raw, ok := top.get("id"); ok {
 		if !validID(raw) {
 			return envelope{}, nil, invalidRequest(fmt.Sprintf("invalid request: id must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		id = raw
 	}
-	if raw, ok := top["jsonrpc"]; !ok || kindOf(raw) != '"' || stringOf(raw) != "2.0" {
+	if raw, ok := top.get("jsonrpc"); !ok || kindOf(raw) != '"' || stringOf(raw) != "2.0" {
 		return envelope{}, id, invalidRequest(`invalid request: jsonrpc must be "2.0"`)
 	}
-	raw, ok := top["method"]
+	raw, ok := top.get("method")
 	if !ok {
-		_, hasResult := top["result"]
-		_, hasError := top["error"]
+		_, hasResult := top.get("result")
+		_, hasError := top.get("error")
 		if hasResult || hasError {
 			return envelope{}, id, invalidRequest("invalid request: JSON-RPC responses are not accepted")
 		}
@@ -211,7 +219,7 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 		return envelope{}, id, invalidRequest("invalid request: method must be a string")
 	}
 	env := envelope{method: stringOf(raw), params: json.RawMessage(`{}`)}
-	if raw, ok := top["params"]; ok {
+	if raw, ok := top.get("params"); ok {
 		if kindOf(raw) != '{' {
 			return envelope{}, id, invalidRequest("invalid request: params must be an object")
 		}
@@ -225,17 +233,20 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 //
 // rawParams must be a slice of a body decodeEnvelope accepted: the layers are
 // split without checking their JSON again (objectMembers).
-func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMessage, *rpcError) {
+func decodeMeta(rawParams json.RawMessage, metas *metaCache) (requestMeta, *members, *rpcError) {
 	params, err := objectMembers(rawParams)
 	if err != nil {
 		return requestMeta{}, nil, metaError("params could not be decoded: " + err.Error())
 	}
-	rawMeta, ok := params["_meta"]
+	rawMeta, ok := params.get("_meta")
 	if !ok {
 		return requestMeta{}, nil, metaError("params._meta is missing")
 	}
 	if kindOf(rawMeta) != '{' {
 		return requestMeta{}, nil, metaError("params._meta must be an object")
+	}
+	if m, ok := metas.get(rawMeta); ok {
+		return m, params, nil
 	}
 	meta, err := objectMembers(rawMeta)
 	if err != nil {
@@ -243,7 +254,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 	}
 
 	var out requestMeta
-	raw, ok := meta[metaProtocolVersion]
+	raw, ok := meta.get(metaProtocolVersion)
 	switch {
 	case !ok:
 		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] is missing", metaProtocolVersion))
@@ -252,7 +263,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 	}
 	out.ProtocolVersion = stringOf(raw)
 
-	raw, ok = meta[metaClientCaps]
+	raw, ok = meta.get(metaClientCaps)
 	switch {
 	case !ok:
 		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
@@ -264,7 +275,7 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 	if err != nil {
 		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
 	}
-	if rawExt, ok := caps["extensions"]; ok {
+	if rawExt, ok := caps.get("extensions"); ok {
 		if kindOf(rawExt) != '{' {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
 		}
@@ -272,20 +283,23 @@ func decodeMeta(rawParams json.RawMessage) (requestMeta, map[string]json.RawMess
 		if err != nil {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
 		}
-		out.Tasks = kindOf(ext[TasksExtension]) == '{'
+		out.Tasks = kindOf(ext.val(TasksExtension)) == '{'
 	}
 
-	if raw, ok := meta[metaProgressToken]; ok {
+	if raw, ok := meta.get(metaProgressToken); ok {
 		if !validID(raw) {
 			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		out.ProgressToken = raw
 	}
+	if m, ok := out.cacheable(); ok {
+		metas.put(rawMeta, m)
+	}
 	return out, params, nil
 }
 
 // checkMcpName is the Mcp-Name half of step 8.
-func checkMcpName(h http.Header, params map[string]json.RawMessage, field string) *rpcError {
+func checkMcpName(h http.Header, params *members, field string) *rpcError {
 	value, e := requiredHeader(h, headerName)
 	if e != nil {
 		return e
@@ -294,15 +308,15 @@ func checkMcpName(h http.Header, params map[string]json.RawMessage, field string
 	if !ok {
 		return headerMismatch(headerName + " header is not valid Base64 inside =?base64?...?=")
 	}
-	raw, ok := params[field]
+	raw, ok := params.get(field)
 	if !ok || kindOf(raw) != '"' {
 		return headerMismatch(fmt.Sprintf("%s header is set but params.%s is not a string", headerName, field))
 	}
 	// encoding/json fills struct fields without regard to case, so a handler
 	// decoding params could read "NAME" where we compared "name". Refuse the
 	// ambiguity rather than let the header and the dispatched value differ.
-	for k := range params {
-		if k != field && strings.EqualFold(k, field) {
+	for _, e := range params.list {
+		if k := e.key; k != field && strings.EqualFold(k, field) {
 			return headerMismatch(fmt.Sprintf("params has both %q and %q; %s is ambiguous", field, k, headerName))
 		}
 	}
@@ -485,6 +499,12 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	w.Header().Set("Content-Type", "application/json")
 	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
+	if raw, ok := result.(rawResult); ok {
+		if sent, _ := writeRawResult(out, id, raw); sent {
+			return
+		}
+		result = json.RawMessage(raw)
+	}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 )
 
@@ -49,6 +50,15 @@ func FuzzDecodeRPC(f *testing.F) {
 		req, notification, rerr := decodeRPC(h, body, testMethods)
 		if req == nil {
 			t.Fatalf("req is nil")
+		}
+		// A repeated _meta answered from the cache changes nothing: the
+		// first decode fills it, the second is served from it.
+		var metas metaCache
+		for i := range 2 {
+			creq, cnote, cerr := decodeRPCWith(h, body, testMethods, &metas)
+			if !reflect.DeepEqual(creq, req) || cnote != notification || !reflect.DeepEqual(cerr, rerr) {
+				t.Fatalf("decode %d with the _meta cache: %+v %v %+v; without: %+v %v %+v", i, creq, cnote, cerr, req, notification, rerr)
+			}
 		}
 		switch {
 		case rerr != nil:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The envelope of every MCP request is taken apart layer by layer, in the
@@ -20,13 +21,14 @@ var errNotObject = errors.New("not a JSON object")
 // its members, keeping each value's bytes as sent. It agrees with
 // json.Unmarshal into map[string]json.RawMessage: keys are unescaped the way
 // encoding/json does (invalid UTF-8 becomes U+FFFD), and a repeated key
-// keeps its last value. The values alias raw.
-func objectMembers(raw []byte) (map[string]json.RawMessage, error) {
+// keeps its last value. The values alias raw, and so do the keys that need
+// no unescaping (almost all): raw must not change while they are in use.
+func objectMembers(raw []byte) (*members, error) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, errNotObject
 	}
-	m := make(map[string]json.RawMessage, 8)
+	m := &members{list: make([]member, 0, 8)}
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		return m, nil
@@ -36,7 +38,7 @@ func objectMembers(raw []byte) (map[string]json.RawMessage, error) {
 			return nil, errNotObject
 		}
 		end := stringEnd(raw, i)
-		key, err := unquoteString(raw[i:end])
+		key, err := memberKey(raw[i:end])
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +51,7 @@ func objectMembers(raw []byte) (map[string]json.RawMessage, error) {
 		if vend <= i {
 			return nil, errNotObject
 		}
-		m[key] = json.RawMessage(raw[i:vend])
+		m.set(key, json.RawMessage(raw[i:vend]))
 		i = skipSpace(raw, vend)
 		if i >= len(raw) {
 			break
@@ -64,6 +66,85 @@ func objectMembers(raw []byte) (map[string]json.RawMessage, error) {
 		}
 	}
 	return nil, errNotObject
+}
+
+// member is one member of a JSON object.
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// members is a JSON object's members, each key once with its last value. The
+// envelope splits five small objects per request; a map for each was most
+// of the envelope's cost (allocation and hashing), so small objects are a
+// list searched in order, and only an object with many members gets an
+// index (a body of many thousand keys must not cost a search per key).
+type members struct {
+	list  []member
+	index map[string]int // key -> position in list; nil while the list is short
+}
+
+// linearMembers is how many members an object may have before set indexes
+// them.
+const linearMembers = 16
+
+func (m *members) find(key string) int {
+	if m.index != nil {
+		if i, ok := m.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range m.list {
+		if m.list[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m *members) set(key string, val json.RawMessage) {
+	if i := m.find(key); i >= 0 {
+		m.list[i].val = val // a repeated key keeps its last value
+		return
+	}
+	m.list = append(m.list, member{key, val})
+	switch {
+	case m.index != nil:
+		m.index[key] = len(m.list) - 1
+	case len(m.list) > linearMembers:
+		m.index = make(map[string]int, 2*len(m.list))
+		for i, e := range m.list {
+			m.index[e.key] = i
+		}
+	}
+}
+
+// get returns the value of key and whether the object has it.
+func (m *members) get(key string) (json.RawMessage, bool) {
+	if i := m.find(key); i >= 0 {
+		return m.list[i].val, true
+	}
+	return nil, false
+}
+
+// val returns the value of key, nil when absent.
+func (m *members) val(key string) json.RawMessage { v, _ := m.get(key); return v }
+
+// len is the number of distinct keys.
+func (m *members) len() int { return len(m.list) }
+
+// memberKey is unquoteString for a key: a key that needs no unescaping is
+// not copied (it aliases the body, which outlives the members).
+func memberKey(q []byte) (string, error) {
+	if len(q) < 2 || q[len(q)-1] != '"' {
+		return "", errNotObject
+	}
+	body := q[1 : len(q)-1]
+	if len(body) > 0 && bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return unsafe.String(&body[0], len(body)), nil
+	}
+	return unquoteString(q)
 }
 
 func skipSpace(b []byte, i int) int {

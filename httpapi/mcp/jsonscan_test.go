@@ -2,7 +2,9 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -22,11 +24,11 @@ func checkMembersAgree(t *testing.T, in []byte) {
 	if err != nil {
 		t.Fatalf("objectMembers(%q): %v; encoding/json gives %v", in, err, want)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("objectMembers(%q) = %d members, encoding/json %d", in, len(got), len(want))
+	if got.len() != len(want) {
+		t.Fatalf("objectMembers(%q) = %d members, encoding/json %d", in, got.len(), len(want))
 	}
 	for k, w := range want {
-		g, ok := got[k]
+		g, ok := got.get(k)
 		if !ok {
 			t.Fatalf("objectMembers(%q) lacks key %q", in, k)
 		}
@@ -49,6 +51,7 @@ func TestObjectMembersAgreesWithEncodingJSON(t *testing.T) {
 		{"repeated key keeps the last", `{"a":1,"a":2}`},
 		{"literals", `{"t":true,"f":false,"n":null,"x":-1.5e+10}`},
 		{"empty key", `{"":0}`},
+		{"many members, repeated before and after they are indexed", manyMembers()},
 		{"a real request's params", `{"taskId":"t_1","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`},
 	}
 	for _, c := range cases {
@@ -81,4 +84,19 @@ func FuzzObjectMembers(f *testing.F) {
 		}
 		checkMembersAgree(t, in)
 	})
+}
+
+// manyMembers is an object of more members than objectMembers searches in
+// order, with keys repeated both while it searches and once it indexes.
+func manyMembers() string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 60 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "%q:%d", fmt.Sprintf("k%d", i%23), i)
+	}
+	b.WriteString(`,"k\u0031":"escaped repeat","":1,"":2}`)
+	return b.String()
 }

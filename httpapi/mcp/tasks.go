@@ -19,8 +19,16 @@ func (s *Handler) mcpTasks(c *mcpCall) (any, *rpcError) {
 		TaskID         string                     `json:"taskId"`
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
-		return nil, e
+	id, responses, plain := plainMembers(c.req.members, "taskId", "inputResponses")
+	if plain && responses == nil { // tasks/get and tasks/cancel: taskId alone
+		in.TaskID, plain = plainString(id)
+	} else {
+		plain = false
+	}
+	if !plain {
+		if e := decodeParams(c.req.Params, &in); e != nil {
+			return nil, e
+		}
 	}
 	if in.TaskID == "" {
 		return nil, invalidParams("taskId is required", nil)
@@ -29,11 +37,11 @@ func (s *Handler) mcpTasks(c *mcpCall) (any, *rpcError) {
 	case "tasks/get":
 		// Agents poll this: the room answers from its task cache, or with
 		// one statement on the read pool.
-		t, err := s.room.Task(c.ctx, c.p, in.TaskID)
+		t, memo, err := s.room.TaskMemo(c.ctx, c.p, in.TaskID)
 		if err != nil {
 			return nil, s.rpcErrorOf(err)
 		}
-		return s.taskResult(t), nil
+		return s.taskGetResult(t, memo), nil
 	case "tasks/update":
 		if _, err := actor.Do(c.ctx, s.room, "task.update", func(tx *room.Tx) (room.Empty, error) {
 			return s.eng.UpdateTask(tx, c.p, room.UpdateTaskInput{TaskID: in.TaskID, InputResponses: in.InputResponses})
@@ -66,4 +74,27 @@ func (s *Handler) taskResult(t room.DetailedTask) any {
 type taskGetResult struct {
 	room.DetailedTask
 	ResultType string `json:"resultType"`
+}
+
+// doorMemo is the MCP door's memo on a cached answer (a task version, a
+// kept handoff_get answer): its result, encoded by this handler (whose
+// version is in serverInfo). Every memo the door stores is this type.
+type doorMemo struct {
+	h   *Handler
+	res rawResult
+}
+
+// taskGetResult is taskResult encoded, once per cached version of the task:
+// polls of a task that has not changed send the same bytes again.
+func (s *Handler) taskGetResult(t room.DetailedTask, memo *actor.Memo) any {
+	if m, ok := memo.Load().(doorMemo); ok && m.h == s {
+		return m.res
+	}
+	res := s.taskResult(t)
+	b, err := encodeNoHTML(nil, res)
+	if err != nil {
+		return res // writeRPCResult answers the encoding error as before
+	}
+	memo.Store(doorMemo{h: s, res: b})
+	return rawResult(b)
 }

@@ -103,14 +103,21 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
-		return nil, e
+	name, args, plain := plainMembers(c.req.members, "name", "arguments")
+	if plain {
+		in.Name, plain = plainString(name)
+		in.Arguments = args
+	}
+	if !plain {
+		if e := decodeParams(c.req.Params, &in); e != nil {
+			return nil, e
+		}
 	}
 	t, ok := s.toolByName(in.Name)
 	if !ok {
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
-	out, err := t.Op.Run(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeArgs(in.Arguments, v) })
+	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeArgs(in.Arguments, v) })
 	if err != nil {
 		switch room.ErrorKind(err) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
@@ -131,19 +138,21 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if h, ok := out.(taskHandle); ok {
 		return s.createTaskResult(h.task), nil
 	}
-	text, err := json.Marshal(out)
+	// A kept answer (handoff_get until the next commit) is encoded once: the
+	// result depends on the answer and on this handler alone.
+	if memo != nil {
+		if m, ok := memo.Load().(doorMemo); ok && m.h == s {
+			return m.res, nil
+		}
+	}
+	res, err := s.toolResult(out)
 	if err != nil {
 		return nil, s.rpcErrorOf(room.Internal(err))
 	}
-	var structured any = out
-	if len(text) > 0 && text[0] != '{' {
-		structured = map[string]any{"result": out}
+	if memo != nil {
+		memo.Store(doorMemo{h: s, res: res})
 	}
-	return s.complete(map[string]any{
-		"content":           []map[string]any{{"type": "text", "text": string(text)}},
-		"structuredContent": structured,
-		"isError":           false,
-	}), nil
+	return res, nil
 }
 
 // createTaskResult is the Tasks extension's answer to a tool call that

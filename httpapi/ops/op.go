@@ -58,17 +58,31 @@ func (o Op) Path() string { _, p, _ := strings.Cut(o.HTTP, " "); return p }
 type Env struct {
 	Room *actor.Room
 	Log  *slog.Logger
+	// Records keeps the answers of CachedRead rows until the room's next
+	// commit; nil reads every time.
+	Records *actor.RecordCache
+
+	memo **actor.Memo // where a CachedRead row reports its answer's memo
 }
 
 // Run decodes the input with decode (each door reads its own wire form into
 // the same tagged struct) and calls the engine: a write through the actor,
 // a read on the read pool.
 func (o Op) Run(ctx context.Context, env Env, p room.Principal, decode func(v any) error) (any, error) {
-	out, err := o.Call.run(ctx, env.Room, o.Name, p, decode)
+	out, _, err := o.RunMemo(ctx, env, p, decode)
+	return out, err
+}
+
+// RunMemo is Run with the memo of a kept answer (CachedRead rows; nil for
+// the others), where a door may keep what it derives from that answer.
+func (o Op) RunMemo(ctx context.Context, env Env, p room.Principal, decode func(v any) error) (any, *actor.Memo, error) {
+	var memo *actor.Memo
+	env.memo = &memo
+	out, err := o.Call.run(ctx, env, o.Name, p, decode)
 	if err == nil && o.Audit != nil {
 		o.Audit(env.Log, p, out)
 	}
-	return out, err
+	return out, memo, err
 }
 
 // Call is the typed glue between a row and its engine method: it knows the
@@ -76,7 +90,7 @@ func (o Op) Run(ctx context.Context, env Env, p room.Principal, decode func(v an
 type Call struct {
 	in    reflect.Type
 	write bool
-	run   func(ctx context.Context, r *actor.Room, name string, p room.Principal, decode func(v any) error) (any, error)
+	run   func(ctx context.Context, env Env, name string, p room.Principal, decode func(v any) error) (any, error)
 }
 
 // Routed reports whether the router serves the operation from the table
@@ -100,7 +114,8 @@ type WriteFunc[I, O any] func(e *room.Engine, tx *room.Tx, p room.Principal, in 
 
 // Read is a row's call to an engine read method.
 func Read[I, O any](fn ReadFunc[I, O]) Call {
-	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, r *actor.Room, _ string, p room.Principal, decode func(any) error) (any, error) {
+	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, env Env, _ string, p room.Principal, decode func(any) error) (any, error) {
+		r := env.Room
 		var in I
 		if err := decode(&in); err != nil {
 			return nil, err
@@ -109,10 +124,44 @@ func Read[I, O any](fn ReadFunc[I, O]) Call {
 	}}
 }
 
+// RecordRead is a row's call to an engine read method that is one statement
+// about records the file does not decide (handoff_get): it runs on the read
+// pool without a read transaction (actor.ReadRecord).
+func RecordRead[I, O any](fn ReadFunc[I, O]) Call {
+	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, env Env, _ string, p room.Principal, decode func(any) error) (any, error) {
+		r := env.Room
+		var in I
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return actor.ReadRecord(ctx, r, func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
+	}}
+}
+
+// CachedRead is RecordRead for a read whose answer is a function of the
+// sidecar alone: the door's Env.Records keeps it until the room's next
+// commit, under key(p, in), which must name everything else the answer
+// depends on.
+func CachedRead[I, O any](fn ReadFunc[I, O], key func(p room.Principal, in I) string) Call {
+	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, env Env, _ string, p room.Principal, decode func(any) error) (any, error) {
+		r := env.Room
+		var in I
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		out, memo, err := actor.ReadRecordCached(ctx, r, env.Records, key(p, in), func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
+		if env.memo != nil {
+			*env.memo = memo
+		}
+		return out, err
+	}}
+}
+
 // Write is a row's call to an engine write method; the actor command is
 // named after the operation.
 func Write[I, O any](fn WriteFunc[I, O]) Call {
-	return Call{in: reflect.TypeFor[I](), write: true, run: func(ctx context.Context, r *actor.Room, name string, p room.Principal, decode func(any) error) (any, error) {
+	return Call{in: reflect.TypeFor[I](), write: true, run: func(ctx context.Context, env Env, name string, p room.Principal, decode func(any) error) (any, error) {
+		r := env.Room
 		var in I
 		if err := decode(&in); err != nil {
 			return nil, err
@@ -124,7 +173,8 @@ func Write[I, O any](fn WriteFunc[I, O]) Call {
 // RoomRead is a row's read answered by the room runtime rather than the
 // engine (the task cache).
 func RoomRead[I, O any](fn func(ctx context.Context, r *actor.Room, p room.Principal, in I) (O, error)) Call {
-	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, r *actor.Room, _ string, p room.Principal, decode func(any) error) (any, error) {
+	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, env Env, _ string, p room.Principal, decode func(any) error) (any, error) {
+		r := env.Room
 		var in I
 		if err := decode(&in); err != nil {
 			return nil, err

@@ -108,7 +108,7 @@ var Table = []Op{
 	{Name: "handoff.get", HTTP: "GET /workspace/handoff", Capability: "read",
 		Tool: "handoff_get", Title: "Read a handoff",
 		Description: "The handoff as it stands: status, parties, result, and for its parties the input requests with their answers. This is the authority after any gap. Needs read.",
-		Call:        Read((*room.Engine).GetHandoff)},
+		Call:        CachedRead((*room.Engine).GetHandoff, room.HandoffReadKey)},
 	{Name: "handoff.events", HTTP: "GET /workspace/handoff/events", Capability: "read",
 		Tool: "handoff_events", Title: "A handoff's events",
 		Description: "The handoff's and its task's events still in the room's ring, oldest first. Use it to catch up after a gap; oldest_event_id says whether part of the gap is gone. Needs read.",

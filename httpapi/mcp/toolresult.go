@@ -1,0 +1,124 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+)
+
+// A successful tools/call result carries the tool's answer twice: as JSON
+// text (content[0].text, HTML-escaped as json.Marshal writes it) and as the
+// value itself (structuredContent). Encoding the answer by reflection twice
+// was the largest single cost of handoff_get after the SQL, so the answer is
+// encoded once and both copies are made from those bytes, and the whole
+// result is written as bytes rather than as a map for encoding/json to sort
+// and walk. The bytes are exactly what encoding the result map sent before
+// (TestToolResultBytesAreTheMapEncoding holds the two side by side).
+
+// rawResult is a JSON-RPC result already encoded: writeRPCResult sends its
+// bytes as they are.
+type rawResult []byte
+
+// encBuf is a reusable encoding buffer.
+type encBuf struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encBufs = sync.Pool{New: func() any {
+	b := &encBuf{}
+	b.enc = json.NewEncoder(&b.buf)
+	b.enc.SetEscapeHTML(false)
+	return b
+}}
+
+func getEncBuf() *encBuf { b := encBufs.Get().(*encBuf); b.buf.Reset(); return b }
+
+// putEncBuf returns b to the pool unless it grew large (a large answer's
+// buffer is left to the collector rather than held).
+func putEncBuf(b *encBuf) {
+	if b.buf.Cap() <= 64<<10 {
+		encBufs.Put(b)
+	}
+}
+
+// encodeNoHTML appends v's JSON (not HTML-escaped, no trailing newline) to
+// dst.
+func encodeNoHTML(dst []byte, v any) ([]byte, error) {
+	b := getEncBuf()
+	defer putEncBuf(b)
+	if err := b.enc.Encode(v); err != nil {
+		return dst, err
+	}
+	return append(dst, bytes.TrimSuffix(b.buf.Bytes(), []byte("\n"))...), nil
+}
+
+// htmlUnsafe reports whether b holds a byte json.Marshal would escape where
+// an encoder with SetEscapeHTML(false) does not: <, >, & and the first byte
+// of U+2028/U+2029 (left raw inside a json.RawMessage). Byte by byte:
+// bytes.ContainsAny would read "\xe2" as a rune.
+func htmlUnsafe(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case '<', '>', '&', 0xe2:
+			return true
+		}
+	}
+	return false
+}
+
+// toolResult is the result of a tools/call that succeeded with out: what
+// s.complete made of {content: [{type: text, text: json.Marshal(out)}],
+// structuredContent: out (or {result: out} when out is not an object),
+// isError: false}, encoded the way writeRPCResult encodes a result.
+func (s *Handler) toolResult(out any) (rawResult, error) {
+	value, err := encodeNoHTML(nil, out)
+	if err != nil {
+		return nil, err
+	}
+	// json.Marshal(out) is the same encoding with <, >, & (and U+2028/2029
+	// in raw messages) escaped: json.HTMLEscape of it.
+	text := value
+	if htmlUnsafe(value) {
+		var esc bytes.Buffer
+		esc.Grow(len(value) + 64)
+		json.HTMLEscape(&esc, value)
+		text = esc.Bytes()
+	}
+	res := make([]byte, 0, 2*len(value)+len(s.metaJSON)+160)
+	res = append(res, `{"_meta":`...)
+	res = append(res, s.metaJSON...)
+	res = append(res, `,"content":[{"text":`...)
+	if res, err = encodeNoHTML(res, string(text)); err != nil {
+		return nil, err
+	}
+	res = append(res, `,"type":"text"}],"isError":false,"resultType":"complete","structuredContent":`...)
+	if len(value) > 0 && value[0] != '{' {
+		res = append(res, `{"result":`...)
+		res = append(res, value...)
+		res = append(res, '}')
+	} else {
+		res = append(res, value...)
+	}
+	return append(res, '}'), nil
+}
+
+// writeRawResult writes {"jsonrpc":"2.0","id":id,"result":raw} and a newline,
+// as writeRPCResult's encoder would. ok is false when id is not JSON: the
+// caller then goes the encoder's way, which fails the same way it always did.
+func writeRawResult(w interface{ Write([]byte) (int, error) }, id json.RawMessage, raw rawResult) (ok bool, err error) {
+	b := getEncBuf()
+	defer putEncBuf(b)
+	b.buf.WriteString(`{"jsonrpc":"2.0"`)
+	if len(id) > 0 {
+		b.buf.WriteString(`,"id":`)
+		if json.Compact(&b.buf, id) != nil {
+			return false, nil
+		}
+	}
+	b.buf.WriteString(`,"result":`)
+	b.buf.Write(raw)
+	b.buf.WriteString("}\n")
+	_, err = w.Write(b.buf.Bytes())
+	return true, err
+}
