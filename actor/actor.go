@@ -1,7 +1,8 @@
 // Package actor is the room's runtime: one writer goroutine owns the only
 // write connection to the sidecar and runs every mutation, batch by batch,
 // each command in its own SAVEPOINT inside one transaction per batch. After
-// COMMIT it answers the callers and hands what changed to the fan-out hub.
+// COMMIT it hands what changed to the fan-out hub, then answers the callers
+// (see answer for why in that order).
 // Reads never come here; they use the read-only pool.
 package actor
 
@@ -445,8 +446,8 @@ func (r *Room) syncCall() *call {
 		run: func(tx *room.Tx) error { return r.eng.SyncFile(tx) }}
 }
 
-// runBatch is the heart of the writer: one transaction, one savepoint per
-// command, one COMMIT, then answers and one publish.
+// runBatch is the heart of the writer: one transaction, a savepoint per
+// command after the first, one COMMIT, then one publish and the answers.
 func (r *Room) runBatch(batch []*call) {
 	ctx := context.Background() // SQL is never interrupted by a caller going away
 	now := r.eng.Now()
