@@ -104,9 +104,7 @@ func (s *Subscription) afterServe(rc *http.ResponseController, why EndReason) {
 func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions, sock net.Conn) (EndReason, net.Conn) {
 	h := s.h
 	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no")
+	streamHeaders(hdr)
 	// The connection is closed when the stream ends (it never goes back to
 	// net/http), so the client must not pool it for another request: a
 	// request sent on it just as it closes would be lost.

@@ -105,10 +105,7 @@ func (s *Subscription) Serve(w http.ResponseWriter, r *http.Request, opts ServeO
 func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions) EndReason {
 	h := s.h
 
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no")
+	streamHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 
 	st := &stream{w: w, rc: rc, maxLag: h.cfg.MaxLag, tag: opts.Tag}
@@ -378,4 +375,12 @@ func (st *stream) end() error {
 		st.buf = nil
 	}
 	return st.err
+}
+
+// streamHeaders are an event stream's response headers: never cached,
+// never buffered by a proxy.
+func streamHeaders(hdr http.Header) {
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
 }
