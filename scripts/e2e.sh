@@ -45,29 +45,17 @@ echo "node $(node --version), $("$chromium" --version 2>/dev/null | head -1), pl
 
 # --- the room -------------------------------------------------------------------
 work="$(mktemp -d)"
-pid=""
+. "$root/scripts/room.sh"
 cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait 2>/dev/null || true
+  room_stop
   if [ -n "${CE_E2E_KEEP:-}" ]; then mkdir -p "$CE_E2E_KEEP" && cp "$work"/*.json "$work"/*.log "$CE_E2E_KEEP"/ 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-(cd "$root" && GOFLAGS="${GOFLAGS:--buildvcs=false}" go build -o "$work/ce" ./cmd/ce)
+room_build "$root" "$work"
 printf '# Trip plan\n\nA weekend away, planned together.\n\n## Goals\n\nTo be written.\n\n## Plan\n\nStep one.\n' >"$work/trip.md"
-"$work/ce" serve "$work/trip.md" --json --name host >"$work/banner.json" 2>"$work/serve.log" &
-pid=$!
-for _ in $(seq 100); do [ -s "$work/banner.json" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-if [ ! -s "$work/banner.json" ]; then
-  echo "e2e: ce serve did not start" >&2
-  cat "$work/serve.log" >&2
-  exit 1
-fi
+room_start e2e "$work/ce" "$work/trip.md" "$work/banner.json" "$work/serve.log" --name host
 field() { node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.stdout.write(String(o[process.argv[2]]))' "$1" "$2"; }
 ingress="$(field "$work/banner.json" ingress_url)"
 

@@ -29,28 +29,16 @@ fi
 echo "node $(node --version), @modelcontextprotocol/client $(installed @modelcontextprotocol/client), @modelcontextprotocol/ext-tasks $(installed @modelcontextprotocol/ext-tasks)"
 
 work="$(mktemp -d)"
-pid=""
+. "$root/scripts/room.sh"
 cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait 2>/dev/null || true
+  room_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-(cd "$root" && go build -o "$work/ce" ./cmd/ce)
+room_build "$root" "$work"
 printf '# Idea\n\nA room for the stdio test.\n\n## Plan\n\nstep one\n' > "$work/idea.md"
-"$work/ce" serve "$work/idea.md" --json --log-level warn > "$work/serve.json" 2> "$work/serve.log" &
-pid=$!
-for _ in $(seq 200); do [ -s "$work/serve.json" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-if [ ! -s "$work/serve.json" ]; then
-  echo "mcp-stdio: ce serve did not start:" >&2
-  cat "$work/serve.log" >&2
-  exit 1
-fi
+room_start mcp-stdio "$work/ce" "$work/idea.md" "$work/serve.json" "$work/serve.log" --log-level warn
 invite() { "$work/ce" invite --workspace "$work/idea.md" --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).uri))'; }
 export CE_BIN="$work/ce"
 CE_INVITE_CREATOR="$(invite)"
