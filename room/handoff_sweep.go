@@ -51,10 +51,23 @@ const expireDueTasksQuery = `SELECT task_id, correlation_id FROM tasks
 
 // expireDueTasks fails every live task whose TTL has run out, oldest first.
 func (e *Engine) expireDueTasks(tx *Tx) error {
-	type due struct{ task, handoff string }
-	list, err := queryAll(tx.ctx, tx.q, func(d *due) []any { return []any{&d.task, &d.handoff} }, expireDueTasksQuery, tx.nowMS())
+	rows, err := tx.q.QueryContext(tx.ctx, expireDueTasksQuery, tx.nowMS())
 	if err != nil {
-		return err
+		return Internal(err)
+	}
+	type due struct{ task, handoff string }
+	var list []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.task, &d.handoff); err != nil {
+			rows.Close()
+			return Internal(err)
+		}
+		list = append(list, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Internal(err)
 	}
 	for _, d := range list {
 		if err := e.expireTask(tx, d.task, d.handoff); err != nil {

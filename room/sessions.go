@@ -257,11 +257,23 @@ func (e *Engine) CachedPrincipal(token string) (p Principal, ok bool, err error)
 // endSessions ends the live sessions matching where, records why, and tells
 // the live streams of those sessions to end.
 func (e *Engine) endSessions(tx *Tx, where string, args []any, reason string) error {
-	type ended struct{ ref, pid string }
-	list, err := queryAll(tx.ctx, tx.q, func(s *ended) []any { return []any{&s.ref, &s.pid} },
-		`SELECT session_ref, participant_id FROM sessions WHERE ended_at IS NULL AND `+where, args...)
+	rows, err := tx.q.QueryContext(tx.ctx, `SELECT session_ref, participant_id FROM sessions WHERE ended_at IS NULL AND `+where, args...)
 	if err != nil {
-		return err
+		return Internal(err)
+	}
+	type ended struct{ ref, pid string }
+	var list []ended
+	for rows.Next() {
+		var s ended
+		if err := rows.Scan(&s.ref, &s.pid); err != nil {
+			rows.Close()
+			return Internal(err)
+		}
+		list = append(list, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Internal(err)
 	}
 	for _, s := range list {
 		if _, err := tx.exec(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE session_ref = ?`, tx.nowMS(), reason, s.ref); err != nil {

@@ -77,14 +77,26 @@ func (e *Engine) NextDue(ctx context.Context, q Querier) (time.Time, bool, error
 // whose use since the last flush (in memory) keeps them live, so the sweeper
 // ends a session exactly when authentication starts refusing it.
 func (e *Engine) slideDue(tx *Tx, now int64) error {
+	rows, err := tx.q.QueryContext(tx.ctx, `SELECT session_ref, issued_at, idle_ms FROM sessions WHERE ended_at IS NULL AND expires_at <= ?`, now)
+	if err != nil {
+		return Internal(err)
+	}
 	type due struct {
 		ref          string
 		issued, idle int64
 	}
-	list, err := queryAll(tx.ctx, tx.q, func(d *due) []any { return []any{&d.ref, &d.issued, &d.idle} },
-		`SELECT session_ref, issued_at, idle_ms FROM sessions WHERE ended_at IS NULL AND expires_at <= ?`, now)
-	if err != nil {
-		return err
+	var list []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.ref, &d.issued, &d.idle); err != nil {
+			rows.Close()
+			return Internal(err)
+		}
+		list = append(list, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Internal(err)
 	}
 	for _, d := range list {
 		at, ok := e.seen.get(d.ref)

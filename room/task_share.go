@@ -144,10 +144,23 @@ func (e *Engine) CancelParticipantHandoffs(tx *Tx, p Principal, in CancelHandoff
 	if err := e.expireDueTasks(tx); err != nil {
 		return CancelHandoffsResult{}, err
 	}
-	type live struct{ task, handoff string }
-	list, err := queryAll(tx.ctx, tx.q, func(l *live) []any { return []any{&l.task, &l.handoff} }, ownerLiveTasksQuery, participantID)
+	rows, err := tx.q.QueryContext(tx.ctx, ownerLiveTasksQuery, participantID)
 	if err != nil {
-		return CancelHandoffsResult{}, err
+		return CancelHandoffsResult{}, Internal(err)
+	}
+	type live struct{ task, handoff string }
+	var list []live
+	for rows.Next() {
+		var l live
+		if err := rows.Scan(&l.task, &l.handoff); err != nil {
+			rows.Close()
+			return CancelHandoffsResult{}, Internal(err)
+		}
+		list = append(list, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return CancelHandoffsResult{}, Internal(err)
 	}
 	out := CancelHandoffsResult{ParticipantID: participantID, HandoffIDs: []string{}}
 	for _, l := range list {

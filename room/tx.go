@@ -156,30 +156,24 @@ func (tx *Tx) Finish() (Outcome, error) {
 	return out, nil
 }
 
-// queryAll reads a query fully before the caller writes: the writer's
-// statements must not interleave with an open cursor. fields names where
-// each row's columns go in a fresh T.
-func queryAll[T any](ctx context.Context, q Querier, fields func(*T) []any, query string, args ...any) ([]T, error) {
+// queryStrings reads a one-column query fully before the caller writes: the
+// writer's statements must not interleave with an open cursor.
+func queryStrings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, Internal(err)
 	}
 	defer rows.Close()
-	var out []T
+	var out []string
 	for rows.Next() {
-		var v T
-		if err := rows.Scan(fields(&v)...); err != nil {
+		var s string
+		if err := rows.Scan(&s); err != nil {
 			return nil, Internal(err)
 		}
-		out = append(out, v)
+		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, Internal(err)
 	}
 	return out, nil
-}
-
-// queryStrings is queryAll for a one-column query.
-func queryStrings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
-	return queryAll(ctx, q, func(s *string) []any { return []any{s} }, query, args...)
 }
