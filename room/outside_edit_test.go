@@ -40,24 +40,38 @@ func outsideEditCommits(t *testing.T) int {
 const outsideDoc = "# Doc\n\n## Goals\n\nstart\n\n## Log\n\n"
 
 // outsideWriter runs write every few milliseconds until stopped and keeps
-// the marker of every write that completed.
+// the marker of every write that completed. It never gets more than
+// outsidePaceAhead writes ahead of the commits' attempts (pace): on a
+// machine so loaded that commits crawl, a clock-paced writer would grow the
+// document faster than the room can parse it, each commit would get slower
+// still, and the run would never end (it once ran past ten minutes under
+// -race). On a healthy machine the commits outrun the writer and the pace
+// never holds it back.
 type outsideWriter struct {
 	mu      sync.Mutex
 	markers []string
 	errs    []error
+	pace    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
 }
 
+// outsidePaceAhead is how many writes the outside writer may make beyond
+// one per commit attempt.
+const outsidePaceAhead = 4
+
 func startOutsideWriter(pause func() time.Duration, write func(i int) (string, error)) *outsideWriter {
-	w := &outsideWriter{stop: make(chan struct{}), done: make(chan struct{})}
+	w := &outsideWriter{pace: make(chan struct{}, outsidePaceAhead), stop: make(chan struct{}), done: make(chan struct{})}
+	for range outsidePaceAhead {
+		w.pace <- struct{}{}
+	}
 	go func() {
 		defer close(w.done)
 		for i := 0; ; i++ {
 			select {
 			case <-w.stop:
 				return
-			default:
+			case <-w.pace:
 			}
 			m, err := write(i)
 			w.mu.Lock()
@@ -75,6 +89,14 @@ func startOutsideWriter(pause func() time.Duration, write func(i int) (string, e
 		}
 	}()
 	return w
+}
+
+// attempted lets the writer make one more write: a commit was attempted.
+func (w *outsideWriter) attempted() {
+	select {
+	case w.pace <- struct{}{}:
+	default: // the writer is already that far ahead
+	}
 }
 
 func (w *outsideWriter) finish() ([]string, []error) {
@@ -134,6 +156,7 @@ func commitSectionsUnderOutsideEdits(t *testing.T, d docRoom, n int, w *outsideW
 			return eng.Commit(tx, op, room.CommitInput{BaseVersion: refOf(cur.Version), Summary: fmt.Sprintf("commit %d", i),
 				Target: "Goals", Content: refOf(fmt.Sprintf("## Goals\n\ncommit %d\n\n", i))})
 		})
+		w.attempted()
 		switch {
 		case err == nil:
 			i++
