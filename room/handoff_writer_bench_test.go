@@ -60,7 +60,9 @@ func BenchmarkLifecycleWriter(b *testing.B) {
 func benchLifecycleWriter(b *testing.B, callers, maxBatch int) {
 	// Every caller always has a slot: the share is the room's cap, and
 	// there are never more callers than the cap.
-	e := newEnv(b, withRealClock(), withMaxBatch(maxBatch), withLimits(func(l *room.Limits) {
+	// The sidecar is checkpointed as ce serve's default does it
+	// (--wal-autocheckpoint 1000).
+	e := newEnv(b, withRealClock(), withMaxBatch(maxBatch), withWALAutocheckpoint(1000), withLimits(func(l *room.Limits) {
 		l.MaxTasksPerParticipant = l.MaxActiveTasks
 	}))
 	owner := e.join("owner", agentCaps...)

@@ -68,6 +68,7 @@ type env struct {
 	limits room.Limits
 	pub    *recorder
 	batch  int // the actor's MaxBatch; 0: its default
+	ckpt   int // Store.SetWALAutocheckpoint's pages; -1: not called (SQLite's own autocheckpoint)
 
 	r     *actor.Room
 	store *room.Store
@@ -82,6 +83,11 @@ func withLimits(f func(*room.Limits)) envOption { return func(e *env) { f(&e.lim
 // withMaxBatch sets the actor's commands per transaction (1: no group commit).
 func withMaxBatch(n int) envOption { return func(e *env) { e.batch = n } }
 
+// withWALAutocheckpoint opens the store as ce serve does with
+// --wal-autocheckpoint pages: the writer never checkpoints, a checkpointer
+// does past pages (0: nothing does).
+func withWALAutocheckpoint(pages int) envOption { return func(e *env) { e.ckpt = pages } }
+
 // withRealClock runs the room on time.Now (benchmarks).
 func withRealClock() envOption { return func(e *env) { e.clock = nil } }
 
@@ -94,7 +100,7 @@ func newEnv(tb testing.TB, opts ...envOption) *env {
 	if err := os.WriteFile(doc, []byte(testDoc), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{tb: tb, doc: doc, clock: newFakeClock(), limits: room.Defaults(), pub: &recorder{}}
+	e := &env{tb: tb, doc: doc, clock: newFakeClock(), limits: room.Defaults(), pub: &recorder{}, ckpt: -1}
 	for _, o := range opts {
 		o(e)
 	}
@@ -117,6 +123,12 @@ func (e *env) open() {
 	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
 	if err != nil {
 		e.tb.Fatal(err)
+	}
+	if e.ckpt >= 0 {
+		if err := st.SetWALAutocheckpoint(ctx, e.ckpt); err != nil {
+			st.Close()
+			e.tb.Fatal(err)
+		}
 	}
 	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: e.pub, HostName: "host",
 		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1})
