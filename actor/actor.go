@@ -119,7 +119,12 @@ type Stats struct {
 
 	// Checkpoints counts the checkpoints the checkpointer ran (see
 	// checkpointer.go); the writer itself runs none when there is one.
+	// WALFrames counts the frames (pages) the writer's commits appended to
+	// the WAL, as the checkpointer reads them after commits: what COMMIT
+	// writes, two pwrites a page, and what a checkpoint later copies. Only
+	// counted when there is a checkpointer.
 	Checkpoints atomic.Uint64
+	WALFrames   atomic.Uint64
 }
 
 // CPUSeconds estimates the writer's CPU over all its turns from the turns

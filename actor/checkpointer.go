@@ -56,18 +56,20 @@ func (r *Room) nudgeCheckpointer() {
 func (r *Room) checkpointer(pages int) {
 	defer close(r.ckptDone)
 	ctx := context.Background()
+	w := walCounter{}
 	for {
 		select {
 		case <-r.done:
 			return
 		case <-r.ckptNudge:
 		}
-		pending, err := r.store.WALPending(ctx)
+		log, done, err := r.store.WALFrames(ctx)
 		if err != nil {
 			r.log.Warn("checkpointer: reading the WAL's size failed", "err", err)
 			continue
 		}
-		if pending < pages {
+		r.stats.WALFrames.Add(w.saw(log))
+		if log-done < pages {
 			continue
 		}
 		if _, _, err := r.store.Checkpoint(ctx); err != nil {
@@ -75,12 +77,31 @@ func (r *Room) checkpointer(pages int) {
 			continue
 		}
 		r.ckptMu.Lock()
-		_, _, err = r.store.Checkpoint(ctx)
+		log, _, err = r.store.Checkpoint(ctx)
 		r.ckptMu.Unlock()
 		if err != nil {
 			r.log.Warn("checkpointer: checkpoint failed; the next commit tries again", "err", err)
 			continue
 		}
+		r.stats.WALFrames.Add(w.saw(log))
 		r.stats.Checkpoints.Add(1)
 	}
+}
+
+// walCounter turns the WAL's frame count, read now and then, into the
+// frames written since the last reading. The count falls when the writer
+// starts the WAL over, which it does only at the first commit after a
+// checkpoint that copied it wholly; from then the count is of new frames.
+// (A restart followed by more frames than the WAL held before, all between
+// two readings, would be undercounted; the checkpointer reads after every
+// commit it is nudged for, so that needs it starved for a thousand pages.)
+type walCounter struct{ last int }
+
+func (w *walCounter) saw(log int) uint64 {
+	grew := log - w.last
+	if log < w.last {
+		grew = log
+	}
+	w.last = log
+	return uint64(max(grew, 0))
 }

@@ -18,7 +18,7 @@ import (
 // a tenth of its CPU and held every caller of the batch while it copied
 // pages and synced the database file. With pages > 0 the store opens a
 // connection of its own for checkpoints instead; the actor runs them on it
-// from a goroutine of their own (CheckpointPages, WALPending, Checkpoint).
+// from a goroutine of their own (CheckpointPages, WALFrames, Checkpoint).
 // Call it before the writer connection is handed to the actor (which then
 // holds it for good).
 func (s *Store) SetWALAutocheckpoint(ctx context.Context, pages int) error {
@@ -70,15 +70,14 @@ func (s *Store) SetWALAutocheckpoint(ctx context.Context, pages int) error {
 // nothing does: SetWALAutocheckpoint(0)).
 func (s *Store) CheckpointPages() int { return s.ckptPages }
 
-// WALPending is how many pages the WAL holds that are not yet in the
-// database file. It only reads the WAL index (PRAGMA wal_checkpoint(NOOP)),
-// so it is cheap enough to ask after every commit.
-func (s *Store) WALPending(ctx context.Context) (int, error) {
+// WALFrames is how many frames (pages) the WAL holds and how many of them
+// are in the database file already. It only reads the WAL index (PRAGMA
+// wal_checkpoint(NOOP)), so it is cheap enough to ask after every commit.
+func (s *Store) WALFrames(ctx context.Context) (log, done int, err error) {
 	if s.ckpt == nil {
-		return 0, Errorf(KindInternal, "the store has no checkpoint connection")
+		return 0, 0, Errorf(KindInternal, "the store has no checkpoint connection")
 	}
-	log, done, err := walCheckpoint(ctx, s.ckpt, "NOOP")
-	return log - done, err
+	return walCheckpoint(ctx, s.ckpt, "NOOP")
 }
 
 // Checkpoint runs a PASSIVE checkpoint on the store's checkpoint

@@ -16,17 +16,18 @@ var lifecycleSteps = []string{"create", "accept", "complete", "approve"}
 
 // writerCost is what the writer has spent so far: its thread's CPU, the
 // statements it ran and its turns, with the process's heap allocations.
-type writerCost struct{ cpu, stmts, cmds, allocs uint64 }
+type writerCost struct{ cpu, stmts, cmds, allocs, frames, batches uint64 }
 
 func readCost(r *actor.Room) writerCost {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s)
 	st := r.Stats()
-	return writerCost{cpu: st.CPUNanos.Load(), stmts: st.Statements.Load(), cmds: st.Commands.Load(), allocs: s[0].Value.Uint64()}
+	return writerCost{cpu: st.CPUNanos.Load(), stmts: st.Statements.Load(), cmds: st.Commands.Load(), allocs: s[0].Value.Uint64(),
+		frames: st.WALFrames.Load(), batches: st.Batches.Load()}
 }
 
 func (c writerCost) sub(o writerCost) writerCost {
-	return writerCost{c.cpu - o.cpu, c.stmts - o.stmts, c.cmds - o.cmds, c.allocs - o.allocs}
+	return writerCost{c.cpu - o.cpu, c.stmts - o.stmts, c.cmds - o.cmds, c.allocs - o.allocs, c.frames - o.frames, c.batches - o.batches}
 }
 
 // waitTurn waits until the writer has finished (and counted) the turn that
@@ -43,6 +44,9 @@ func waitTurn(r *actor.Room, before uint64) {
 // (Stats.CPUNanos), the SQL statements it runs, and the process's heap
 // allocations, each per command. These do not depend on how loaded the
 // machine is, so a regression shows in a diff where wall time would not.
+// wal-frames/cmd and wal-frames/batch are the pages the commits appended to
+// the WAL (each is two pwrites in COMMIT and a page a checkpoint copies),
+// as the checkpointer counts them (the last batch's may be missing).
 //
 //   - callers=1 runs one command per transaction and breaks the cost down
 //     by step (<step>-cpu-ns, <step>-stmts, <step>-allocs).
@@ -123,7 +127,10 @@ func benchLifecycleWriter(b *testing.B, callers, maxBatch int) {
 	b.ReportMetric(float64(total.cpu)/cmds, "writer-cpu-ns/cmd")
 	b.ReportMetric(float64(total.stmts)/cmds, "stmts/cmd")
 	b.ReportMetric(float64(total.allocs)/cmds, "allocs/cmd")
-	b.ReportMetric(cmds/float64(max(e.r.Stats().Batches.Load(), 1)), "cmds/batch")
+	batches := float64(max(e.r.Stats().Batches.Load(), 1))
+	b.ReportMetric(cmds/batches, "cmds/batch")
+	b.ReportMetric(float64(total.frames)/cmds, "wal-frames/cmd")
+	b.ReportMetric(float64(total.frames)/float64(max(total.batches, 1)), "wal-frames/batch")
 	if callers == 1 {
 		for s, name := range lifecycleSteps {
 			n := float64(max(perStep[s].cmds, 1))
