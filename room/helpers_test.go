@@ -67,8 +67,8 @@ type env struct {
 	clock  *fakeClock // nil: the real clock
 	limits room.Limits
 	pub    *recorder
-	batch  int // the actor's MaxBatch; 0: its default
-	ckpt   int // Store.SetWALAutocheckpoint's pages; -1: not called (SQLite's own autocheckpoint)
+	batch  int  // the actor's MaxBatch; 0: its default
+	ckpt   *int // Store.SetWALAutocheckpoint's pages; nil: not called (SQLite's own autocheckpoint)
 
 	r     *actor.Room
 	store *room.Store
@@ -86,7 +86,7 @@ func withMaxBatch(n int) envOption { return func(e *env) { e.batch = n } }
 // withWALAutocheckpoint opens the store as ce serve does with
 // --wal-autocheckpoint pages: the writer never checkpoints, a checkpointer
 // does past pages (0: nothing does).
-func withWALAutocheckpoint(pages int) envOption { return func(e *env) { e.ckpt = pages } }
+func withWALAutocheckpoint(pages int) envOption { return func(e *env) { e.ckpt = &pages } }
 
 // withRealClock runs the room on time.Now (benchmarks).
 func withRealClock() envOption { return func(e *env) { e.clock = nil } }
@@ -100,7 +100,7 @@ func newEnv(tb testing.TB, opts ...envOption) *env {
 	if err := os.WriteFile(doc, []byte(testDoc), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{tb: tb, doc: doc, clock: newFakeClock(), limits: room.Defaults(), pub: &recorder{}, ckpt: -1}
+	e := &env{tb: tb, doc: doc, clock: newFakeClock(), limits: room.Defaults(), pub: &recorder{}}
 	for _, o := range opts {
 		o(e)
 	}
@@ -124,8 +124,8 @@ func (e *env) open() {
 	if err != nil {
 		e.tb.Fatal(err)
 	}
-	if e.ckpt >= 0 {
-		if err := st.SetWALAutocheckpoint(ctx, e.ckpt); err != nil {
+	if e.ckpt != nil {
+		if err := st.SetWALAutocheckpoint(ctx, *e.ckpt); err != nil {
 			st.Close()
 			e.tb.Fatal(err)
 		}
