@@ -190,8 +190,8 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		conn.Close()
 		return nil, err
 	}
+	r.startCheckpointer() // before the writer starts: it reads ckptNudge
 	go r.loop()
-	r.startCheckpointer()
 	if cfg.Watch.Enabled {
 		r.startWatcher()
 	}
