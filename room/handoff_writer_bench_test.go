@@ -54,11 +54,15 @@ func waitTurn(r *actor.Room, before uint64) {
 //   - callers=32 with group commit (max-batch 64) and without (max-batch 1)
 //     gives the cost per command as the bench's lifecycle scenarios load it.
 //
+//   - callers=64/room-mix adds what the room's batches also carry: refused
+//     creates under the room's caps (benchLifecycleRoomMix).
+//
 //     go test -run '^$' -bench LifecycleWriter -benchtime 2000x -count 5 ./room
 func BenchmarkLifecycleWriter(b *testing.B) {
 	b.Run("callers=1", func(b *testing.B) { benchLifecycleWriter(b, 1, 0) })
 	b.Run("callers=32/group", func(b *testing.B) { benchLifecycleWriter(b, 32, 64) })
 	b.Run("callers=32/max-batch=1", func(b *testing.B) { benchLifecycleWriter(b, 32, 1) })
+	b.Run("callers=64/room-mix", benchLifecycleRoomMix)
 }
 
 func benchLifecycleWriter(b *testing.B, callers, maxBatch int) {
