@@ -72,6 +72,10 @@ type Room struct {
 
 	watchDone chan struct{} // closed when the file watcher has stopped; nil without one
 
+	ckptNudge chan struct{} // a commit grew the WAL (see checkpointer.go); nil without a checkpointer
+	ckptDone  chan struct{} // closed when the checkpointer has stopped; nil without one
+	ckptMu    sync.Mutex    // held by the writer for a batch, by the checkpointer to finish a checkpoint
+
 	nextWake  atomic.Int64 // unix ms the sweeper is armed for (0 = idle wait), for tests and /debug
 	lastFlush time.Time
 
@@ -112,6 +116,15 @@ type Stats struct {
 	WatchArms    atomic.Uint64 // times the directory watch was put in place (more than 1: re-armed)
 	SyncRequests atomic.Uint64 // times the watcher saw the file changed and asked the writer
 	FileSyncs    atomic.Uint64 // file syncs the writer ran at the watcher's request
+
+	// Checkpoints counts the checkpoints the checkpointer ran (see
+	// checkpointer.go); the writer itself runs none when there is one.
+	// WALFrames counts the frames (pages) the writer's commits appended to
+	// the WAL, as the checkpointer reads them after commits: what COMMIT
+	// writes, two pwrites a page, and what a checkpoint later copies. Only
+	// counted when there is a checkpointer.
+	Checkpoints atomic.Uint64
+	WALFrames   atomic.Uint64
 }
 
 // CPUSeconds estimates the writer's CPU over all its turns from the turns
@@ -177,6 +190,7 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		conn.Close()
 		return nil, err
 	}
+	r.startCheckpointer() // before the writer starts: it reads ckptNudge
 	go r.loop()
 	if cfg.Watch.Enabled {
 		r.startWatcher()
@@ -208,11 +222,11 @@ func (r *Room) NextWake() time.Time {
 
 // Close stops accepting commands and the file watcher, lets the writer run
 // everything already queued (every caller gets an answer), commits, and
-// closes the write connection. It waits for the writer and the watcher, or
-// for ctx.
+// closes the write connection. It waits for the writer, the watcher and the
+// checkpointer, or for ctx.
 func (r *Room) Close(ctx context.Context) error {
 	r.closed.Do(func() { close(r.quit) })
-	for _, done := range []chan struct{}{r.done, r.watchDone} {
+	for _, done := range []chan struct{}{r.done, r.watchDone, r.ckptDone} {
 		if done == nil {
 			continue
 		}
@@ -449,6 +463,8 @@ func (r *Room) syncCall() *call {
 // runBatch is the heart of the writer: one transaction, a savepoint per
 // command after the first, one COMMIT, then one publish and the answers.
 func (r *Room) runBatch(batch []*call) {
+	r.ckptMu.Lock()
+	defer r.ckptMu.Unlock()
 	ctx := context.Background() // SQL is never interrupted by a caller going away
 	now := r.eng.Now()
 	results := make([]error, len(batch))
@@ -509,6 +525,7 @@ func (r *Room) runBatch(batch []*call) {
 		outcomes = nil
 	} else {
 		r.stats.Batches.Add(1)
+		r.nudgeCheckpointer()
 		r.forgetTasks(outcomes)
 	}
 	for _, o := range outcomes {

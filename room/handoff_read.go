@@ -136,6 +136,19 @@ type HandoffEventsResult struct {
 	OldestEventID int64   `json:"oldest_event_id"`
 }
 
+// A handoff's events are found through events_by_handoff_tail, the index on
+// the last 8 hex digits of the handoff id (migration 8), then checked
+// against the whole id; substr(handoff_id, -8) must be written exactly as
+// the index has it for SQLite to use it.
+const (
+	handoffEventsSinceQuery = `SELECT event_id, event_type, payload_json, created_at FROM events
+			WHERE substr(handoff_id, -8) = substr(?1, -8) AND handoff_id = ?1 AND event_id > ?2
+			ORDER BY event_id ASC LIMIT ?3`
+	handoffEventsNewestQuery = `SELECT event_id, event_type, payload_json, created_at FROM (
+			SELECT * FROM events WHERE substr(handoff_id, -8) = substr(?1, -8) AND handoff_id = ?1
+			ORDER BY event_id DESC LIMIT ?2) ORDER BY event_id ASC`
+)
+
 // HandoffEvents is handoff_events and ce handoff-events: the events of one
 // handoff and its task still in the ring, always oldest first. With
 // sinceEventID it returns the first limit events after that id (the recovery
@@ -155,11 +168,9 @@ func (e *Engine) HandoffEvents(ctx context.Context, q Querier, p Principal, in H
 	limit = e.boundLimit(limit, 50)
 	var rows *sql.Rows
 	if sinceEventID != nil {
-		rows, err = q.QueryContext(ctx, `SELECT event_id, event_type, payload_json, created_at FROM events
-			WHERE handoff_id = ? AND event_id > ? ORDER BY event_id ASC LIMIT ?`, handoffID, *sinceEventID, limit)
+		rows, err = q.QueryContext(ctx, handoffEventsSinceQuery, handoffID, *sinceEventID, limit)
 	} else {
-		rows, err = q.QueryContext(ctx, `SELECT event_id, event_type, payload_json, created_at FROM (
-			SELECT * FROM events WHERE handoff_id = ? ORDER BY event_id DESC LIMIT ?) ORDER BY event_id ASC`, handoffID, limit)
+		rows, err = q.QueryContext(ctx, handoffEventsNewestQuery, handoffID, limit)
 	}
 	if err != nil {
 		return HandoffEventsResult{}, Internal(err)

@@ -16,17 +16,18 @@ var lifecycleSteps = []string{"create", "accept", "complete", "approve"}
 
 // writerCost is what the writer has spent so far: its thread's CPU, the
 // statements it ran and its turns, with the process's heap allocations.
-type writerCost struct{ cpu, stmts, cmds, allocs uint64 }
+type writerCost struct{ cpu, stmts, cmds, allocs, frames, batches uint64 }
 
 func readCost(r *actor.Room) writerCost {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s)
 	st := r.Stats()
-	return writerCost{cpu: st.CPUNanos.Load(), stmts: st.Statements.Load(), cmds: st.Commands.Load(), allocs: s[0].Value.Uint64()}
+	return writerCost{cpu: st.CPUNanos.Load(), stmts: st.Statements.Load(), cmds: st.Commands.Load(), allocs: s[0].Value.Uint64(),
+		frames: st.WALFrames.Load(), batches: st.Batches.Load()}
 }
 
 func (c writerCost) sub(o writerCost) writerCost {
-	return writerCost{c.cpu - o.cpu, c.stmts - o.stmts, c.cmds - o.cmds, c.allocs - o.allocs}
+	return writerCost{c.cpu - o.cpu, c.stmts - o.stmts, c.cmds - o.cmds, c.allocs - o.allocs, c.frames - o.frames, c.batches - o.batches}
 }
 
 // waitTurn waits until the writer has finished (and counted) the turn that
@@ -43,6 +44,9 @@ func waitTurn(r *actor.Room, before uint64) {
 // (Stats.CPUNanos), the SQL statements it runs, and the process's heap
 // allocations, each per command. These do not depend on how loaded the
 // machine is, so a regression shows in a diff where wall time would not.
+// wal-frames/cmd and wal-frames/batch are the pages the commits appended to
+// the WAL (each is two pwrites in COMMIT and a page a checkpoint copies),
+// as the checkpointer counts them (the last batch's may be missing).
 //
 //   - callers=1 runs one command per transaction and breaks the cost down
 //     by step (<step>-cpu-ns, <step>-stmts, <step>-allocs).
@@ -50,17 +54,23 @@ func waitTurn(r *actor.Room, before uint64) {
 //   - callers=32 with group commit (max-batch 64) and without (max-batch 1)
 //     gives the cost per command as the bench's lifecycle scenarios load it.
 //
+//   - callers=64/room-mix adds what the room's batches also carry: refused
+//     creates under the room's caps (benchLifecycleRoomMix).
+//
 //     go test -run '^$' -bench LifecycleWriter -benchtime 2000x -count 5 ./room
 func BenchmarkLifecycleWriter(b *testing.B) {
 	b.Run("callers=1", func(b *testing.B) { benchLifecycleWriter(b, 1, 0) })
 	b.Run("callers=32/group", func(b *testing.B) { benchLifecycleWriter(b, 32, 64) })
 	b.Run("callers=32/max-batch=1", func(b *testing.B) { benchLifecycleWriter(b, 32, 1) })
+	b.Run("callers=64/room-mix", benchLifecycleRoomMix)
 }
 
 func benchLifecycleWriter(b *testing.B, callers, maxBatch int) {
 	// Every caller always has a slot: the share is the room's cap, and
 	// there are never more callers than the cap.
-	e := newEnv(b, withRealClock(), withMaxBatch(maxBatch), withLimits(func(l *room.Limits) {
+	// The sidecar is checkpointed as ce serve's default does it
+	// (--wal-autocheckpoint 1000).
+	e := newEnv(b, withRealClock(), withMaxBatch(maxBatch), withWALAutocheckpoint(1000), withLimits(func(l *room.Limits) {
 		l.MaxTasksPerParticipant = l.MaxActiveTasks
 	}))
 	owner := e.join("owner", agentCaps...)
@@ -121,7 +131,10 @@ func benchLifecycleWriter(b *testing.B, callers, maxBatch int) {
 	b.ReportMetric(float64(total.cpu)/cmds, "writer-cpu-ns/cmd")
 	b.ReportMetric(float64(total.stmts)/cmds, "stmts/cmd")
 	b.ReportMetric(float64(total.allocs)/cmds, "allocs/cmd")
-	b.ReportMetric(cmds/float64(max(e.r.Stats().Batches.Load(), 1)), "cmds/batch")
+	batches := float64(max(e.r.Stats().Batches.Load(), 1))
+	b.ReportMetric(cmds/batches, "cmds/batch")
+	b.ReportMetric(float64(total.frames)/cmds, "wal-frames/cmd")
+	b.ReportMetric(float64(total.frames)/float64(max(total.batches, 1)), "wal-frames/batch")
 	if callers == 1 {
 		for s, name := range lifecycleSteps {
 			n := float64(max(perStep[s].cmds, 1))

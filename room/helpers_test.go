@@ -67,7 +67,8 @@ type env struct {
 	clock  *fakeClock // nil: the real clock
 	limits room.Limits
 	pub    *recorder
-	batch  int // the actor's MaxBatch; 0: its default
+	batch  int  // the actor's MaxBatch; 0: its default
+	ckpt   *int // Store.SetWALAutocheckpoint's pages; nil: not called (SQLite's own autocheckpoint)
 
 	r     *actor.Room
 	store *room.Store
@@ -81,6 +82,11 @@ func withLimits(f func(*room.Limits)) envOption { return func(e *env) { f(&e.lim
 
 // withMaxBatch sets the actor's commands per transaction (1: no group commit).
 func withMaxBatch(n int) envOption { return func(e *env) { e.batch = n } }
+
+// withWALAutocheckpoint opens the store as ce serve does with
+// --wal-autocheckpoint pages: the writer never checkpoints, a checkpointer
+// does past pages (0: nothing does).
+func withWALAutocheckpoint(pages int) envOption { return func(e *env) { e.ckpt = &pages } }
 
 // withRealClock runs the room on time.Now (benchmarks).
 func withRealClock() envOption { return func(e *env) { e.clock = nil } }
@@ -117,6 +123,12 @@ func (e *env) open() {
 	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
 	if err != nil {
 		e.tb.Fatal(err)
+	}
+	if e.ckpt != nil {
+		if err := st.SetWALAutocheckpoint(ctx, *e.ckpt); err != nil {
+			st.Close()
+			e.tb.Fatal(err)
+		}
 	}
 	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: e.pub, HostName: "host",
 		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1})

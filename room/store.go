@@ -35,6 +35,11 @@ type Store struct {
 	Path   string
 	Writer *sql.DB // at most one connection; only the room actor uses it
 	Reader *sql.DB // query_only connections for concurrent reads
+
+	// The checkpoint connection and its threshold in pages (see
+	// SetWALAutocheckpoint); nil and 0 until that asks for one.
+	ckpt      *sql.DB
+	ckptPages int
 }
 
 func dsn(file string, pragmas ...string) string {
@@ -94,9 +99,12 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 	return s, nil
 }
 
-// Close closes both pools.
+// Close closes both pools and the checkpoint connection.
 func (s *Store) Close() error {
 	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.Close())
+	}
 	if s.Writer != nil {
 		errs = append(errs, s.Writer.Close())
 	}

@@ -38,6 +38,13 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 		{"the cap count reads only live tasks", liveTaskCountQuery, []any{"participant_x"}, []string{"USING INDEX tasks_expiry_due"}},
 		{"an owner's live tasks are read through the live-task index", ownerLiveTasksQuery, []any{"participant_x"}, []string{"USING INDEX tasks_expiry_due"}},
 		{"the shares read only live tasks", liveTasksByOwnerQuery, nil, []string{"USING INDEX tasks_expiry_due"}},
+		// Not a due query, but one of the same kind of index: a handoff's
+		// events are read through the narrow index of migration 8, in
+		// event order, without sorting the ring.
+		{"a handoff's newest events use the narrow event index", handoffEventsNewestQuery, []any{"handoff_x", 50},
+			[]string{"SEARCH events USING INDEX events_by_handoff_tail (<expr>=?)"}},
+		{"a handoff's events since an id use the narrow event index", handoffEventsSinceQuery, []any{"handoff_x", int64(1), 50},
+			[]string{"SEARCH events USING INDEX events_by_handoff_tail (<expr>=?"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,7 +72,9 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 				}
 			}
 			for _, line := range plan {
-				if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "INDEX") {
+				// A scan of a subquery's few rows (the newest events, put
+				// back in order) is not a walk over a table.
+				if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "INDEX") && !strings.HasPrefix(line, "SCAN (subquery-") {
 					t.Errorf("plan walks a table: %q\n%s", line, joined)
 				}
 			}
