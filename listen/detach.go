@@ -54,6 +54,11 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 		return
 	}
 	s.setAbort(func() { _ = conn.SetWriteDeadline(time.Unix(1, 0)) })
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			s.fast.Store(&fastWriter{raw: newRawWriter(raw), tag: opts.Tag})
+		}
+	}
 	// The watcher ends the stream itself, so the stream waits on one
 	// channel fewer.
 	id := cw.add(fd, func() { s.h.finish(s, EndClientGone) })

@@ -136,6 +136,14 @@ type Hub struct {
 	byTopic   map[string]map[*Subscription]uint64
 	bySession map[string]map[*Subscription]struct{}
 	all       map[*Subscription]struct{}
+	nextShard int // round robin over the writers' shards
+
+	// The broadcaster's pool writers (fastwrite.go), one shard each: the
+	// frames of the batch being fanned out, a scratch buffer and a result.
+	// Only the broadcaster and the writers it runs touch them.
+	work    [][]target
+	scratch [][]byte
+	results []shardResult
 
 	published, delivered                 atomic.Uint64
 	droppedFull, droppedSlow             atomic.Uint64
@@ -202,6 +210,8 @@ func newHub(cfg Config, hk hooks) *Hub {
 		bySession: make(map[string]map[*Subscription]struct{}),
 		all:       make(map[*Subscription]struct{}),
 	}
+	n := shardCount()
+	h.work, h.scratch, h.results = make([][]target, n), make([][]byte, n), make([]shardResult, n)
 	go h.run()
 	return h
 }
@@ -281,6 +291,8 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Subscription, error) {
 		return nil, ErrTooManyStreams
 	}
 	h.all[s] = struct{}{}
+	s.shard = h.nextShard
+	h.nextShard = (h.nextShard + 1) % len(h.work)
 	if s.session != "" {
 		set := h.bySession[s.session]
 		if set == nil {
@@ -433,15 +445,18 @@ func (h *Hub) drain() {
 
 // deliver fans one batch out. Cost is proportional to the subscribers of the
 // batch's topics, and each message is encoded once however many receive it.
+// The hub is locked only to look the subscribers up and, after the frames
+// are offered (fanOut, unlocked), to end streams: graceful ends come after
+// every frame of their batch.
 func (h *Hub) deliver(pb *pendingBatch) {
 	if h.hooks.beforeBatch != nil {
 		h.hooks.beforeBatch(pb.seq)
 	}
 	at := h.cfg.Now().UnixNano()
 	var (
-		n         uint64
 		dropped   []*Subscription
 		malformed int
+		total     int
 	)
 	h.mu.Lock()
 	for i := range pb.b.Messages {
@@ -462,12 +477,16 @@ func (h *Hub) deliver(pb *pendingBatch) {
 			if after >= pb.seq {
 				continue // published before s took this topic
 			}
-			if s.q.push(f) {
-				n++
-			} else {
-				h.endLocked(s, EndQueueFull)
-				dropped = append(dropped, s)
-			}
+			h.work[s.shard] = append(h.work[s.shard], target{s: s, f: f})
+			total++
+		}
+	}
+	h.mu.Unlock()
+	n, full := h.fanOut(total)
+	h.mu.Lock()
+	for _, s := range full {
+		if h.endLocked(s, EndQueueFull) {
+			dropped = append(dropped, s)
 		}
 	}
 	for _, sess := range pb.b.EndSessions {
@@ -514,6 +533,7 @@ func (h *Hub) endLocked(s *Subscription, why EndReason) bool {
 	}
 	s.ended = true
 	s.reason = why
+	s.q.close()
 	h.unindexLocked(s)
 	if set := h.bySession[s.session]; set != nil {
 		delete(set, s)
@@ -599,6 +619,10 @@ type Subscription struct {
 	key     string
 	q       frameQueue // bounded: full means the stream is too far behind
 	done    chan struct{}
+	shard   int // the pool writer that offers it frames (set once, under h.mu)
+	// fast is set once the stream is detached with a raw socket: the pool
+	// writers may then write its frames straight to it (fastwrite.go).
+	fast atomic.Pointer[fastWriter]
 
 	// Guarded by h.mu. reason is written before done is closed, so after
 	// <-done it may be read without the lock.

@@ -1,0 +1,220 @@
+package listen
+
+import (
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The fast path. At ten thousand streams a change used to wake ten thousand
+// goroutines, each to make one write; the wake-ups, their selects and
+// timers cost about a third of the room's fan-out CPU, the write(2) the rest.
+// Now the broadcaster's own small pool of writers (one per P) writes each
+// frame straight to every detached stream whose socket is ready: one
+// non-blocking write(2), no goroutine woken. A stream is written fast only
+// when nothing of it is waiting (its queue is empty, no bytes are carried
+// over, its goroutine is not writing); otherwise the frame is queued as
+// before and the stream's goroutine writes it, with the write deadline, in
+// order. A fast write the kernel takes only in part (or not at all, or
+// fails) leaves the rest as the stream's carry and wakes its goroutine,
+// which writes the carry first: frames are never reordered or interleaved.
+// Every rule is the slow path's: the queue bound (a queued frame), the time
+// bound (a frame older than MaxLag is queued, and the goroutine drops the
+// stream; a carried write has the deadline), the socket probe and the
+// keep-alives (fast writes mark the stream written), the graceful final
+// frame (written by the goroutine, after everything).
+
+// rawConn is a detached stream's socket, for rawWriter.
+type rawConn = syscall.RawConn
+
+// epoch anchors fastWriter.last on the monotonic clock.
+var epoch = time.Now()
+
+// fastWriter is what the broadcaster's writers need of a detached stream.
+type fastWriter struct {
+	raw *rawWriter
+	tag []byte // ServeOptions.Tag
+	// wmu is held by whoever writes the socket: a pool writer (TryLock,
+	// never waiting) for one non-blocking write, or the stream's goroutine
+	// for a burst, a keep-alive or the final frame.
+	wmu   sync.Mutex
+	carry []byte // guarded by wmu: bytes of a fast write the kernel did not take
+	// last is when a fast write last put bytes on the socket (ns since
+	// epoch), and dirty says one did since the goroutine last looked: the
+	// keep-alive and the socket probe count these writes as the stream's own.
+	last  atomic.Int64
+	dirty atomic.Bool
+}
+
+func (fw *fastWriter) lock() {
+	if fw != nil {
+		fw.wmu.Lock()
+	}
+}
+
+func (fw *fastWriter) unlock() {
+	if fw != nil {
+		fw.wmu.Unlock()
+	}
+}
+
+// lastAfter is t, or the last fast write when that is later.
+func (fw *fastWriter) lastAfter(t time.Time) time.Time {
+	if fw == nil {
+		return t
+	}
+	if d := fw.last.Load(); d != 0 {
+		if lt := epoch.Add(time.Duration(d)); lt.After(t) {
+			return lt
+		}
+	}
+	return t
+}
+
+// write encodes f as one chunk in buf and makes one non-blocking write of
+// it. Whatever the kernel did not take becomes the carry, and q's goroutine
+// is woken to write it with the deadline. The caller holds wmu and has
+// checked that nothing else of this stream waits. It returns buf for reuse
+// and whether the whole frame went out.
+func (fw *fastWriter) write(q *frameQueue, f *queued, buf []byte) ([]byte, bool) {
+	buf = append(buf[:0], make([]byte, chunkHead)...)
+	buf = f.AppendTo(buf, fw.tag)
+	start := putChunkSize(buf)
+	buf = append(buf, '\r', '\n')
+	b := buf[start:]
+	n, err := fw.raw.try(b)
+	if n > 0 {
+		fw.last.Store(int64(time.Since(epoch)))
+		if !fw.dirty.Load() {
+			fw.dirty.Store(true)
+		}
+	}
+	if err == nil && n == len(b) {
+		return buf, true
+	}
+	fw.carry = append([]byte(nil), b[n:]...)
+	q.poke()
+	return buf, false
+}
+
+// putChunkSize writes the chunk-size line for buf[chunkHead:] into the room
+// kept before it and returns where the chunk starts.
+func putChunkSize(buf []byte) int {
+	var size [chunkHead]byte
+	line := append(strconv.AppendInt(size[:0], int64(len(buf)-chunkHead), 16), '\r', '\n')
+	start := chunkHead - len(line)
+	copy(buf[start:], line)
+	return start
+}
+
+// target is one frame for one stream in the broadcaster's current batch.
+type target struct {
+	s *Subscription
+	f *queued
+}
+
+// shardResult is what one pool writer did with its share of a batch.
+type shardResult struct {
+	n    uint64          // frames queued or written
+	full []*Subscription // streams whose queue was full
+}
+
+// fanOutInline is the batch size below which the broadcaster writes alone:
+// starting writers costs more than it saves.
+const fanOutInline = 256
+
+// maxShards bounds the pool.
+const maxShards = 8
+
+// shardCount is how many writers share a batch: one per P.
+func shardCount() int {
+	return max(1, min(runtime.GOMAXPROCS(0), maxShards))
+}
+
+// fanOut offers every frame in h.work to its stream, each shard on its own
+// writer; a stream is always in the same shard, so its frames are offered
+// in order. It returns the frames queued or written and the streams whose
+// queue was full. The hub is not locked: a stream that ends meanwhile
+// refuses its frames (frameQueue.closed).
+func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
+	if total == 0 {
+		return 0, nil
+	}
+	now := h.cfg.Now().UnixNano()
+	if total < fanOutInline || len(h.work) == 1 {
+		for i := range h.work {
+			h.runShard(i, now)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i := 1; i < len(h.work); i++ {
+			if len(h.work[i]) > 0 {
+				wg.Go(func() { h.runShard(i, now) })
+			}
+		}
+		h.runShard(0, now)
+		wg.Wait()
+	}
+	var n uint64
+	var full []*Subscription
+	for i := range h.results {
+		r := &h.results[i]
+		n += r.n
+		full = append(full, r.full...)
+		clear(r.full)
+		*r = shardResult{full: r.full[:0]}
+	}
+	return n, full
+}
+
+// runShard offers shard i's frames, in order.
+func (h *Hub) runShard(i int, now int64) {
+	r := &h.results[i]
+	buf := h.scratch[i]
+	work := h.work[i]
+	for j := range work {
+		t := &work[j]
+		var res offerResult
+		res, buf = h.offer(t.s, t.f, now, buf)
+		switch res {
+		case offerQueued:
+			r.n++
+		case offerFull:
+			r.full = append(r.full, t.s)
+		}
+		*t = target{}
+	}
+	h.work[i] = work[:0]
+	if cap(buf) > 4*writeChunk {
+		buf = nil
+	}
+	h.scratch[i] = buf
+}
+
+// offer writes f straight to s's socket when nothing of s waits and its
+// socket takes it, and queues it otherwise. now is the injected clock when
+// the writers started: a frame already older than MaxLag is queued, so the
+// stream's goroutine applies the time bound to it.
+func (h *Hub) offer(s *Subscription, f *queued, now int64, buf []byte) (offerResult, []byte) {
+	q := &s.q
+	q.mu.Lock()
+	if !q.closed && len(q.items) == 0 {
+		if fw := s.fast.Load(); fw != nil && now-f.at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
+			if fw.carry == nil {
+				q.mu.Unlock()
+				var whole bool
+				buf, whole = fw.write(q, f, buf)
+				fw.wmu.Unlock()
+				if whole && h.hooks.afterWrite != nil {
+					h.hooks.afterWrite(s, 1)
+				}
+				return offerQueued, buf
+			}
+			fw.wmu.Unlock()
+		}
+	}
+	return q.pushLocked(f), buf
+}
