@@ -78,8 +78,8 @@ func (fw *fastWriter) lastAfter(t time.Time) time.Time {
 // it. Whatever the kernel did not take becomes the carry, and q's goroutine
 // is woken to write it with the deadline. The caller holds wmu and has
 // checked that nothing else of this stream waits. It returns buf for reuse
-// and whether the whole frame went out.
-func (fw *fastWriter) write(q *frameQueue, f *queued, buf []byte) ([]byte, bool) {
+// and how many of the chunk's bytes went out (== len(chunk) when whole).
+func (fw *fastWriter) write(q *frameQueue, f *queued, buf []byte) (_ []byte, wrote, of int) {
 	buf = append(buf[:0], make([]byte, chunkHead)...)
 	buf = f.AppendTo(buf, fw.tag)
 	start := putChunkSize(buf)
@@ -93,11 +93,11 @@ func (fw *fastWriter) write(q *frameQueue, f *queued, buf []byte) ([]byte, bool)
 		}
 	}
 	if err == nil && n == len(b) {
-		return buf, true
+		return buf, n, n
 	}
 	fw.carry = append([]byte(nil), b[n:]...)
 	q.poke()
-	return buf, false
+	return buf, n, len(b)
 }
 
 // putChunkSize writes the chunk-size line for buf[chunkHead:] into the room
@@ -205,11 +205,14 @@ func (h *Hub) offer(s *Subscription, f *queued, now int64, buf []byte) (offerRes
 		if fw := s.fast.Load(); fw != nil && now-f.at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
 			if fw.carry == nil {
 				q.mu.Unlock()
-				var whole bool
-				buf, whole = fw.write(q, f, buf)
+				var wrote, of int
+				buf, wrote, of = fw.write(q, f, buf)
 				fw.wmu.Unlock()
-				if whole && h.hooks.afterWrite != nil {
+				switch {
+				case wrote == of && h.hooks.afterWrite != nil:
 					h.hooks.afterWrite(s, 1)
+				case wrote < of && h.hooks.afterCarry != nil:
+					h.hooks.afterCarry(s, wrote, of)
 				}
 				return offerQueued, buf
 			}

@@ -161,6 +161,10 @@ type hooks struct {
 	// afterWrite runs after a stream's burst of queued frames reached its
 	// socket (written and flushed), with how many frames the burst held.
 	afterWrite func(s *Subscription, frames int)
+	// afterCarry runs on a pool writer when a fast write put only wrote of
+	// a frame's of bytes on the socket and left the rest to the stream's
+	// goroutine.
+	afterCarry func(s *Subscription, wrote, of int)
 }
 
 // pendingBatch is one entry of the broadcaster's queue: a published batch,
