@@ -42,6 +42,9 @@ type fastWriter struct {
 	// for a burst, a keep-alive or the final frame.
 	wmu   sync.Mutex
 	carry []byte // guarded by wmu: bytes of a fast write the kernel did not take
+	// carryFrames is how many frames the carry finishes (for the
+	// afterWrite hook), guarded by wmu.
+	carryFrames int
 	// last is when a fast write last put bytes on the socket (ns since
 	// epoch), and dirty says one did since the goroutine last looked: the
 	// keep-alive and the socket probe count these writes as the stream's own.
@@ -74,14 +77,21 @@ func (fw *fastWriter) lastAfter(t time.Time) time.Time {
 	return t
 }
 
-// write encodes f as one chunk in buf and makes one non-blocking write of
+// write encodes fs as one chunk in buf and makes one non-blocking write of
 // it. Whatever the kernel did not take becomes the carry, and q's goroutine
 // is woken to write it with the deadline. The caller holds wmu and has
-// checked that nothing else of this stream waits. It returns buf for reuse
-// and how many of the chunk's bytes went out (== len(chunk) when whole).
-func (fw *fastWriter) write(q *frameQueue, f *queued, buf []byte) (_ []byte, wrote, of int) {
+// checked that nothing else of this stream waits. It returns buf for reuse,
+// how many of the chunk's bytes went out of how many, and how many frames
+// went out whole.
+func (fw *fastWriter) write(q *frameQueue, fs []*queued, buf []byte) (_ []byte, wrote, of, whole int) {
 	buf = append(buf[:0], make([]byte, chunkHead)...)
-	buf = f.AppendTo(buf, fw.tag)
+	var ends [8]int // where the first frames end, to count the whole ones on a fall-back
+	for i, f := range fs {
+		buf = f.AppendTo(buf, fw.tag)
+		if i < len(ends) {
+			ends[i] = len(buf)
+		}
+	}
 	start := putChunkSize(buf)
 	buf = append(buf, '\r', '\n')
 	b := buf[start:]
@@ -93,11 +103,15 @@ func (fw *fastWriter) write(q *frameQueue, f *queued, buf []byte) (_ []byte, wro
 		}
 	}
 	if err == nil && n == len(b) {
-		return buf, n, n
+		return buf, n, n, len(fs)
+	}
+	for whole < min(len(fs), len(ends)) && ends[whole] <= start+n {
+		whole++
 	}
 	fw.carry = append([]byte(nil), b[n:]...)
+	fw.carryFrames = len(fs) - whole
 	q.poke()
-	return buf, n, len(b)
+	return buf, n, len(b), whole
 }
 
 // putChunkSize writes the chunk-size line for buf[chunkHead:] into the room
@@ -108,12 +122,6 @@ func putChunkSize(buf []byte) int {
 	start := chunkHead - len(line)
 	copy(buf[start:], line)
 	return start
-}
-
-// target is one frame for one stream in the broadcaster's current batch.
-type target struct {
-	s *Subscription
-	f *queued
 }
 
 // shardResult is what one pool writer did with its share of a batch.
@@ -134,11 +142,10 @@ func shardCount() int {
 	return max(1, min(runtime.GOMAXPROCS(0), maxShards))
 }
 
-// fanOut offers every frame in h.work to its stream, each shard on its own
-// writer; a stream is always in the same shard, so its frames are offered
-// in order. It returns the frames queued or written and the streams whose
-// queue was full. The hub is not locked: a stream that ends meanwhile
-// refuses its frames (frameQueue.closed).
+// fanOut offers every stream in h.work its frames (Subscription.pend), each
+// shard on its own writer. It returns the frames queued or written and the
+// streams whose queue was full. The hub is not locked: a stream that ends
+// meanwhile refuses its frames (frameQueue.closed).
 func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
 	if total == 0 {
 		return 0, nil
@@ -170,22 +177,26 @@ func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
 	return n, full
 }
 
-// runShard offers shard i's frames, in order.
+// runShard offers shard i's streams their frames.
 func (h *Hub) runShard(i int, now int64) {
 	r := &h.results[i]
 	buf := h.scratch[i]
 	work := h.work[i]
-	for j := range work {
-		t := &work[j]
-		var res offerResult
-		res, buf = h.offer(t.s, t.f, now, buf)
-		switch res {
-		case offerQueued:
-			r.n++
-		case offerFull:
-			r.full = append(r.full, t.s)
+	for j, s := range work {
+		var queued int
+		var full bool
+		queued, full, buf = h.offer(s, s.pend, now, buf)
+		r.n += uint64(queued)
+		if full {
+			r.full = append(r.full, s)
 		}
-		*t = target{}
+		clear(s.pend)
+		if cap(s.pend) > 16 {
+			s.pend = nil // a one-off backlog
+		} else {
+			s.pend = s.pend[:0]
+		}
+		work[j] = nil
 	}
 	h.work[i] = work[:0]
 	if cap(buf) > 4*writeChunk {
@@ -194,30 +205,33 @@ func (h *Hub) runShard(i int, now int64) {
 	h.scratch[i] = buf
 }
 
-// offer writes f straight to s's socket when nothing of s waits and its
-// socket takes it, and queues it otherwise. now is the injected clock when
-// the writers started: a frame already older than MaxLag is queued, so the
-// stream's goroutine applies the time bound to it.
-func (h *Hub) offer(s *Subscription, f *queued, now int64, buf []byte) (offerResult, []byte) {
+// offer writes fs straight to s's socket, as one chunk, when nothing of s
+// waits and fs fits in its queue bound; otherwise it queues them. It
+// returns how many frames were written or queued, and whether the queue
+// was full. now is the injected clock when the writers started: frames
+// already older than MaxLag are queued, so the stream's goroutine applies
+// the time bound to them.
+func (h *Hub) offer(s *Subscription, fs []*queued, now int64, buf []byte) (int, bool, []byte) {
 	q := &s.q
 	q.mu.Lock()
-	if !q.closed && len(q.items) == 0 {
-		if fw := s.fast.Load(); fw != nil && now-f.at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
+	if !q.closed && len(q.items) == 0 && len(fs) <= q.max {
+		if fw := s.fast.Load(); fw != nil && now-fs[0].at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
 			if fw.carry == nil {
 				q.mu.Unlock()
-				var wrote, of int
-				buf, wrote, of = fw.write(q, f, buf)
+				var wrote, of, whole int
+				buf, wrote, of, whole = fw.write(q, fs, buf)
 				fw.wmu.Unlock()
-				switch {
-				case wrote == of && h.hooks.afterWrite != nil:
-					h.hooks.afterWrite(s, 1)
-				case wrote < of && h.hooks.afterCarry != nil:
+				if whole > 0 && h.hooks.afterWrite != nil {
+					h.hooks.afterWrite(s, whole)
+				}
+				if wrote < of && h.hooks.afterCarry != nil {
 					h.hooks.afterCarry(s, wrote, of)
 				}
-				return offerQueued, buf
+				return len(fs), false, buf
 			}
 			fw.wmu.Unlock()
 		}
 	}
-	return q.pushLocked(f), buf
+	n, res := q.pushAllLocked(fs)
+	return n, res == offerFull, buf
 }

@@ -4,6 +4,7 @@ package listen
 
 import (
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -202,6 +203,70 @@ func TestFastWritesArmTheSocketProbe(t *testing.T) {
 		t.Fatalf("ended with %v, want lagging", e.reason)
 	}
 	if st := ts.hub.Stats(); st.DroppedSlow != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Batches that wait for the broadcaster together go out together, one write
+// per stream for the whole run, but a batch that ends streams closes its
+// run: the stream it ends gets that batch's frames and then the final frame,
+// never a frame published after it; the other stream gets everything, in
+// order.
+func TestRunOfBatchesEndsWhereABatchEndsStreams(t *testing.T) {
+	ctx := testCtx(t)
+	hold, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var bursts []int
+	hk := hooks{
+		beforeBatch: func(seq uint64) {
+			if seq == 1 {
+				close(hold)
+				<-release
+			}
+		},
+		afterWrite: func(_ *Subscription, frames int) {
+			mu.Lock()
+			bursts = append(bursts, frames)
+			mu.Unlock()
+		},
+	}
+	ts := newTestServerHooks(t, Config{}, hk)
+	a := ts.mustOpen(ctx, "a", "1", []string{"t"}, 0)
+	b := ts.mustOpen(ctx, "b", "2", []string{"t"}, 0)
+	for range 2 {
+		select {
+		case <-ts.returned: // both detached
+		case <-ctx.Done():
+			t.Fatal("a handler never returned")
+		}
+	}
+	ts.hub.Publish(Batch{Messages: []Message{msg("elsewhere", 0)}}) // seq 1: holds the broadcaster
+	<-hold
+	ts.hub.Publish(Batch{Messages: []Message{msg("t", 1)}})
+	ts.hub.Publish(Batch{Messages: []Message{msg("t", 2)}, EndSessions: []string{"a"}})
+	ts.hub.Publish(Batch{Messages: []Message{msg("t", 3)}})
+	ts.hub.Publish(Batch{Messages: []Message{msg("t", 4)}})
+	close(release)
+	if err := a.expectSeqs(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.expectFinal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.expectSeqs(1, 2, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	if e := ts.waitEnd(ctx); e.session != "a" || e.reason != EndSessionEnded {
+		t.Fatalf("stream %s ended with %v, want a with session ended", e.session, e.reason)
+	}
+	ts.hub.Close() // the broadcaster has counted everything
+	mu.Lock()
+	defer mu.Unlock()
+	// a: 1+2 in one write; b: 1+2, then 3+4 (a run ends after seq 2's batch).
+	if !slices.Contains(bursts, 2) {
+		t.Fatalf("writes of %v frames: no run went out as one write", bursts)
+	}
+	if st := ts.hub.Stats(); st.Delivered != 6 || st.Dropped != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }

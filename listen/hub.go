@@ -141,7 +141,7 @@ type Hub struct {
 	// The broadcaster's pool writers (fastwrite.go), one shard each: the
 	// frames of the batch being fanned out, a scratch buffer and a result.
 	// Only the broadcaster and the writers it runs touch them.
-	work    [][]target
+	work    [][]*Subscription // each with its frames in Subscription.pend
 	scratch [][]byte
 	results []shardResult
 
@@ -215,7 +215,7 @@ func newHub(cfg Config, hk hooks) *Hub {
 		all:       make(map[*Subscription]struct{}),
 	}
 	n := shardCount()
-	h.work, h.scratch, h.results = make([][]target, n), make([][]byte, n), make([]shardResult, n)
+	h.work, h.scratch, h.results = make([][]*Subscription, n), make([][]byte, n), make([]shardResult, n)
 	go h.run()
 	return h
 }
@@ -436,9 +436,18 @@ func (h *Hub) drain() {
 			h.spare = batches
 			return
 		}
-		for i := range batches {
-			h.deliver(&batches[i])
-			batches[i] = pendingBatch{} // let the messages be collected
+		for i := 0; i < len(batches); {
+			// A run of batches that end nothing goes out together, so a
+			// stream gets all of the run's frames in one write; a batch
+			// that ends streams closes its run, since its ends must come
+			// after its own frames and before the next batch's.
+			j := i
+			for j < len(batches)-1 && j-i < maxRun-1 && !batches[j].ends() {
+				j++
+			}
+			h.deliver(batches[i : j+1])
+			clear(batches[i : j+1]) // let the messages be collected
+			i = j + 1
 		}
 		if cap(batches) > 4096 {
 			batches = nil // do not keep a one-off backlog's memory forever
@@ -447,42 +456,63 @@ func (h *Hub) drain() {
 	}
 }
 
-// deliver fans one batch out. Cost is proportional to the subscribers of the
-// batch's topics, and each message is encoded once however many receive it.
-// The hub is locked only to look the subscribers up and, after the frames
-// are offered (fanOut, unlocked), to end streams: graceful ends come after
-// every frame of their batch.
-func (h *Hub) deliver(pb *pendingBatch) {
+// maxRun bounds how many batches deliver takes at once.
+const maxRun = 64
+
+// ends reports whether the batch ends streams (EndSessions, Cancel).
+func (pb *pendingBatch) ends() bool {
+	return len(pb.b.EndSessions) > 0 || len(pb.cancel) > 0
+}
+
+// deliver fans a run of batches out, in order; only the last may end
+// streams. Cost is proportional to the subscribers of the batches' topics,
+// and each message is encoded once however many receive it. The hub is
+// locked only to look the subscribers up and, after the frames are offered
+// (fanOut, unlocked), to end streams: graceful ends come after every frame
+// of their batch.
+func (h *Hub) deliver(run []pendingBatch) {
 	if h.hooks.beforeBatch != nil {
-		h.hooks.beforeBatch(pb.seq)
+		for i := range run {
+			h.hooks.beforeBatch(run[i].seq)
+		}
 	}
 	at := h.cfg.Now().UnixNano()
 	var (
 		dropped   []*Subscription
-		malformed int
+		malformed []int
 		total     int
 	)
 	h.mu.Lock()
-	for i := range pb.b.Messages {
-		m := &pb.b.Messages[i]
-		set := h.byTopic[m.Topic]
-		if len(set) == 0 {
-			continue
-		}
-		enc, ok := h.encode(*m)
-		if !ok {
-			malformed++
-		}
-		if enc == nil {
-			continue
-		}
-		f := &queued{Frame: enc, at: at}
-		for s, after := range set {
-			if after >= pb.seq {
-				continue // published before s took this topic
+	for bi := range run {
+		pb := &run[bi]
+		bad := 0
+		for i := range pb.b.Messages {
+			m := &pb.b.Messages[i]
+			set := h.byTopic[m.Topic]
+			if len(set) == 0 {
+				continue
 			}
-			h.work[s.shard] = append(h.work[s.shard], target{s: s, f: f})
-			total++
+			enc, ok := h.encode(*m)
+			if !ok {
+				bad++
+			}
+			if enc == nil {
+				continue
+			}
+			f := &queued{Frame: enc, at: at}
+			for s, after := range set {
+				if after >= pb.seq {
+					continue // published before s took this topic
+				}
+				if len(s.pend) == 0 {
+					h.work[s.shard] = append(h.work[s.shard], s)
+				}
+				s.pend = append(s.pend, f)
+				total++
+			}
+		}
+		if bad > 0 {
+			malformed = append(malformed, bad)
 		}
 	}
 	h.mu.Unlock()
@@ -493,16 +523,21 @@ func (h *Hub) deliver(pb *pendingBatch) {
 			dropped = append(dropped, s)
 		}
 	}
-	for _, sess := range pb.b.EndSessions {
-		for s := range h.bySession[sess] {
-			h.endLocked(s, EndSessionEnded)
+	for bi := range run {
+		pb := &run[bi]
+		for _, sess := range pb.b.EndSessions {
+			for s := range h.bySession[sess] {
+				h.endLocked(s, EndSessionEnded)
+			}
+		}
+		for _, s := range pb.cancel {
+			h.endLocked(s, EndCancelled)
 		}
 	}
-	for _, s := range pb.cancel {
-		h.endLocked(s, EndCancelled)
-	}
 	h.mu.Unlock()
-	h.sessionsEnded(pb.b.EndSessions)
+	for bi := range run {
+		h.sessionsEnded(run[bi].b.EndSessions)
+	}
 	h.delivered.Add(n)
 	for _, s := range dropped {
 		h.logDrop(s, EndQueueFull)
@@ -510,12 +545,14 @@ func (h *Hub) deliver(pb *pendingBatch) {
 		// write has to talk to the connection's own goroutine.
 		h.aborts.Go(s.abortWrite)
 	}
-	if malformed > 0 {
-		h.malformedParams.Add(uint64(malformed))
-		h.log.Error("listen: published changes could not be encoded as given; sent as the encoder's stand-in", "messages", malformed)
+	for _, bad := range malformed {
+		h.malformedParams.Add(uint64(bad))
+		h.log.Error("listen: published changes could not be encoded as given; sent as the encoder's stand-in", "messages", bad)
 	}
 	if h.hooks.afterBatch != nil {
-		h.hooks.afterBatch(pb.seq)
+		for i := range run {
+			h.hooks.afterBatch(run[i].seq)
+		}
 	}
 }
 
@@ -627,6 +664,10 @@ type Subscription struct {
 	// fast is set once the stream is detached with a raw socket: the pool
 	// writers may then write its frames straight to it (fastwrite.go).
 	fast atomic.Pointer[fastWriter]
+	// pend holds the frames of the run the broadcaster is fanning out for
+	// this stream, in order; only the broadcaster and the pool writer of
+	// its shard touch it, one after the other.
+	pend []*queued
 
 	// Guarded by h.mu. reason is written before done is closed, so after
 	// <-done it may be read without the lock.

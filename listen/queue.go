@@ -36,32 +36,29 @@ const (
 	offerRefused                    // the stream has ended; not counted
 )
 
-// push queues f; offerFull when the queue already holds max frames (the
-// queue then refuses everything after, so a stream that lost a frame is
-// never written a later one), offerRefused once the stream has ended.
-func (q *frameQueue) push(f *queued) offerResult {
-	q.mu.Lock()
-	return q.pushLocked(f)
-}
-
-// pushLocked is push with q.mu already held; it unlocks it.
-func (q *frameQueue) pushLocked(f *queued) offerResult {
+// pushAllLocked queues fs in order with q.mu held, and unlocks it. It
+// returns how many were queued and, when not all were, why: offerFull when
+// the queue reached max frames (it then refuses everything after, so a
+// stream that lost a frame is never written a later one), offerRefused once
+// the stream has ended.
+func (q *frameQueue) pushAllLocked(fs []*queued) (int, offerResult) {
 	if q.closed {
 		q.mu.Unlock()
-		return offerRefused
+		return 0, offerRefused
 	}
-	if len(q.items) >= q.max {
+	first := len(q.items) == 0
+	n := min(len(fs), q.max-len(q.items))
+	q.items = append(q.items, fs[:n]...)
+	res := offerQueued
+	if n < len(fs) {
 		q.closed = true
-		q.mu.Unlock()
-		return offerFull
+		res = offerFull
 	}
-	q.items = append(q.items, f)
-	first := len(q.items) == 1
 	q.mu.Unlock()
-	if first {
+	if first && n > 0 {
 		q.poke()
 	}
-	return offerQueued
+	return n, res
 }
 
 // poke leaves a wake-up token for the stream's goroutine.

@@ -332,8 +332,8 @@ func (st *stream) carry(fw *fastWriter) {
 	if st.err == nil {
 		_, st.err = st.conn.Write(fw.carry)
 	}
-	fw.carry = nil
-	st.nframes++
+	st.nframes += fw.carryFrames
+	fw.carry, fw.carryFrames = nil, 0
 }
 
 func (st *stream) write(b []byte) {
