@@ -13,8 +13,8 @@ import (
 // goroutines, each to make one write; the wake-ups, their selects and
 // timers cost about a third of the room's fan-out CPU, the write(2) the rest.
 // Now the broadcaster's own small pool of writers (one per P) writes each
-// frame straight to every detached stream whose socket is ready: one
-// non-blocking write(2), no goroutine woken. A stream is written fast only
+// stream's frames of a run of batches straight to its socket when it is
+// ready: one non-blocking write(2), no goroutine woken. A stream is written fast only
 // when nothing of it is waiting (its queue is empty, no bytes are carried
 // over, its goroutine is not writing); otherwise the frame is queued as
 // before and the stream's goroutine writes it, with the write deadline, in
@@ -124,47 +124,53 @@ func putChunkSize(buf []byte) int {
 	return start
 }
 
-// shardResult is what one pool writer did with its share of a batch.
+// shardResult is what one pool writer did with its share of a run.
 type shardResult struct {
 	n    uint64          // frames queued or written
 	full []*Subscription // streams whose queue was full
 }
 
-// fanOutInline is the batch size below which the broadcaster writes alone:
-// starting writers costs more than it saves.
+// fanOutInline is the number of frames below which the broadcaster writes
+// alone: starting writers costs more than it saves.
 const fanOutInline = 256
 
-// maxShards bounds the pool.
-const maxShards = 8
+// fanOutSlice is how many streams a pool writer takes at a time: small, so
+// a writer whose thread the OS preempts holds up few streams while the
+// others take the rest.
+const fanOutSlice = 32
 
-// shardCount is how many writers share a batch: one per P.
-func shardCount() int {
-	return max(1, min(runtime.GOMAXPROCS(0), maxShards))
+// maxWriters bounds the pool.
+const maxWriters = 8
+
+// writerCount is how many writers share a run: one per P.
+func writerCount() int {
+	return max(1, min(runtime.GOMAXPROCS(0), maxWriters))
 }
 
-// fanOut offers every stream in h.work its frames (Subscription.pend), each
-// shard on its own writer. It returns the frames queued or written and the
-// streams whose queue was full. The hub is not locked: a stream that ends
-// meanwhile refuses its frames (frameQueue.closed).
+// fanOut offers every stream in h.work its frames (Subscription.pend). Each
+// stream is in the list once per run, so whichever writer takes it writes
+// all of its frames, in order, and runs are fanned out one after the
+// other. It returns the frames queued or written and the streams whose
+// queue was full. The hub is not locked: a stream that ends meanwhile
+// refuses its frames (frameQueue.closed).
 func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
 	if total == 0 {
 		return 0, nil
 	}
 	now := h.cfg.Now().UnixNano()
-	if total < fanOutInline || len(h.work) == 1 {
-		for i := range h.work {
-			h.runShard(i, now)
-		}
+	h.next.Store(0)
+	if total < fanOutInline || len(h.results) == 1 {
+		h.runWriter(0, now)
 	} else {
 		var wg sync.WaitGroup
-		for i := 1; i < len(h.work); i++ {
-			if len(h.work[i]) > 0 {
-				wg.Go(func() { h.runShard(i, now) })
-			}
+		for i := 1; i < len(h.results) && i*fanOutSlice < len(h.work); i++ {
+			wg.Go(func() { h.runWriter(i, now) })
 		}
-		h.runShard(0, now)
+		h.runWriter(0, now)
 		wg.Wait()
 	}
+	clear(h.work)
+	h.work = h.work[:0]
 	var n uint64
 	var full []*Subscription
 	for i := range h.results {
@@ -177,28 +183,32 @@ func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
 	return n, full
 }
 
-// runShard offers shard i's streams their frames.
-func (h *Hub) runShard(i int, now int64) {
+// runWriter is pool writer i: it takes slices of h.work until none is left.
+func (h *Hub) runWriter(i int, now int64) {
 	r := &h.results[i]
 	buf := h.scratch[i]
-	work := h.work[i]
-	for j, s := range work {
-		var queued int
-		var full bool
-		queued, full, buf = h.offer(s, s.pend, now, buf)
-		r.n += uint64(queued)
-		if full {
-			r.full = append(r.full, s)
+	for {
+		end := int(h.next.Add(fanOutSlice))
+		start := end - fanOutSlice
+		if start >= len(h.work) {
+			break
 		}
-		clear(s.pend)
-		if cap(s.pend) > 16 {
-			s.pend = nil // a one-off backlog
-		} else {
-			s.pend = s.pend[:0]
+		for _, s := range h.work[start:min(end, len(h.work))] {
+			var queued int
+			var full bool
+			queued, full, buf = h.offer(s, s.pend, now, buf)
+			r.n += uint64(queued)
+			if full {
+				r.full = append(r.full, s)
+			}
+			clear(s.pend)
+			if cap(s.pend) > 16 {
+				s.pend = nil // a one-off backlog
+			} else {
+				s.pend = s.pend[:0]
+			}
 		}
-		work[j] = nil
 	}
-	h.work[i] = work[:0]
 	if cap(buf) > 4*writeChunk {
 		buf = nil
 	}

@@ -136,12 +136,13 @@ type Hub struct {
 	byTopic   map[string]map[*Subscription]uint64
 	bySession map[string]map[*Subscription]struct{}
 	all       map[*Subscription]struct{}
-	nextShard int // round robin over the writers' shards
 
-	// The broadcaster's pool writers (fastwrite.go), one shard each: the
-	// frames of the batch being fanned out, a scratch buffer and a result.
+	// The broadcaster's pool writers (fastwrite.go): the streams of the run
+	// being fanned out, each with its frames in Subscription.pend, taken a
+	// slice at a time from next; a scratch buffer and a result per writer.
 	// Only the broadcaster and the writers it runs touch them.
-	work    [][]*Subscription // each with its frames in Subscription.pend
+	work    []*Subscription
+	next    atomic.Int64
 	scratch [][]byte
 	results []shardResult
 
@@ -214,8 +215,8 @@ func newHub(cfg Config, hk hooks) *Hub {
 		bySession: make(map[string]map[*Subscription]struct{}),
 		all:       make(map[*Subscription]struct{}),
 	}
-	n := shardCount()
-	h.work, h.scratch, h.results = make([][]*Subscription, n), make([][]byte, n), make([]shardResult, n)
+	n := writerCount()
+	h.scratch, h.results = make([][]byte, n), make([]shardResult, n)
 	go h.run()
 	return h
 }
@@ -295,8 +296,6 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Subscription, error) {
 		return nil, ErrTooManyStreams
 	}
 	h.all[s] = struct{}{}
-	s.shard = h.nextShard
-	h.nextShard = (h.nextShard + 1) % len(h.work)
 	if s.session != "" {
 		set := h.bySession[s.session]
 		if set == nil {
@@ -505,7 +504,7 @@ func (h *Hub) deliver(run []pendingBatch) {
 					continue // published before s took this topic
 				}
 				if len(s.pend) == 0 {
-					h.work[s.shard] = append(h.work[s.shard], s)
+					h.work = append(h.work, s)
 				}
 				s.pend = append(s.pend, f)
 				total++
@@ -660,13 +659,12 @@ type Subscription struct {
 	key     string
 	q       frameQueue // bounded: full means the stream is too far behind
 	done    chan struct{}
-	shard   int // the pool writer that offers it frames (set once, under h.mu)
 	// fast is set once the stream is detached with a raw socket: the pool
 	// writers may then write its frames straight to it (fastwrite.go).
 	fast atomic.Pointer[fastWriter]
 	// pend holds the frames of the run the broadcaster is fanning out for
-	// this stream, in order; only the broadcaster and the pool writer of
-	// its shard touch it, one after the other.
+	// this stream, in order; only the broadcaster and the one pool writer
+	// that takes the stream touch it, one after the other.
 	pend []*queued
 
 	// Guarded by h.mu. reason is written before done is closed, so after
