@@ -9,9 +9,11 @@ import (
 
 // ServeDetached is Serve for a handler that need not wait for the stream to
 // end. Once the acknowledgement (opts.First) is on the wire it takes the
-// connection from net/http (an HTTP/1.1 hijack) and returns: the stream then
-// runs on a small goroutine of its own, writing its frames as chunks straight
-// to the socket, and the handler's goroutine, its request and net/http's
+// connection from net/http (an HTTP/1.1 hijack) and returns: its frames then
+// go out as chunks straight to the socket, written by the hub's pool writers
+// while the socket takes them at once and by a small goroutine of its own
+// otherwise (and for keep-alives and the final frame; see fastwrite.go), and
+// the handler's goroutine, its request and net/http's
 // per-connection buffers (about 10 KiB) are gone. A client that closes is
 // noticed by the hub's close watcher rather than by a reader goroutine per
 // connection. Every rule of Serve holds unchanged: queue bound, time bound,

@@ -215,21 +215,24 @@ func (h *Hub) runWriter(i int, now int64) {
 	h.scratch[i] = buf
 }
 
-// offer writes fs straight to s's socket, as one chunk, when nothing of s
-// waits and fs fits in its queue bound; otherwise it queues them. It
-// returns how many frames were written or queued, and whether the queue
-// was full. now is the injected clock when the writers started: frames
-// already older than MaxLag are queued, so the stream's goroutine applies
-// the time bound to them.
+// offer writes fs straight to s's socket when nothing of s waits, as one
+// chunk per QueueLen frames (so a leftover never holds more than the queue
+// would), and queues them otherwise, in order. It returns how many frames
+// were written or queued, and whether the queue was full. now is the
+// injected clock when the writers started: frames already older than MaxLag
+// are queued, so the stream's goroutine applies the time bound to them.
 func (h *Hub) offer(s *Subscription, fs []*queued, now int64, buf []byte) (int, bool, []byte) {
 	q := &s.q
-	q.mu.Lock()
-	if !q.closed && len(q.items) == 0 && len(fs) <= q.max {
-		if fw := s.fast.Load(); fw != nil && now-fs[0].at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
+	n := 0
+	for len(fs) > 0 {
+		q.mu.Lock()
+		if fw := s.fast.Load(); fw != nil && !q.closed && len(q.items) == 0 &&
+			now-fs[0].at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
 			if fw.carry == nil {
 				q.mu.Unlock()
+				k := min(len(fs), q.max)
 				var wrote, of, whole int
-				buf, wrote, of, whole = fw.write(q, fs, buf)
+				buf, wrote, of, whole = fw.write(q, fs[:k], buf)
 				fw.wmu.Unlock()
 				if whole > 0 && h.hooks.afterWrite != nil {
 					h.hooks.afterWrite(s, whole)
@@ -237,11 +240,14 @@ func (h *Hub) offer(s *Subscription, fs []*queued, now int64, buf []byte) (int, 
 				if wrote < of && h.hooks.afterCarry != nil {
 					h.hooks.afterCarry(s, wrote, of)
 				}
-				return len(fs), false, buf
+				n += k
+				fs = fs[k:]
+				continue // what is left queues behind a leftover, if any
 			}
 			fw.wmu.Unlock()
 		}
+		m, res := q.pushAllLocked(fs)
+		return n + m, res == offerFull, buf
 	}
-	n, res := q.pushAllLocked(fs)
-	return n, res == offerFull, buf
+	return n, false, buf
 }

@@ -270,3 +270,42 @@ func TestRunOfBatchesEndsWhereABatchEndsStreams(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// A run can hold more frames for one stream than its queue bound; a stream
+// whose socket takes them all is keeping up and must not be dropped for it:
+// they go out QueueLen frames per write, in order.
+func TestRunLongerThanTheQueueBoundReachesAHealthyStream(t *testing.T) {
+	ctx := testCtx(t)
+	hold, release := make(chan struct{}), make(chan struct{})
+	ts := newTestServerHooks(t, Config{}, hooks{beforeBatch: func(seq uint64) {
+		if seq == 1 {
+			close(hold)
+			<-release
+		}
+	}})
+	c := ts.mustOpen(ctx, "s", "1", []string{"t"}, 4) // QueueLen 4
+	select {
+	case <-ts.returned:
+	case <-ctx.Done():
+		t.Fatal("the handler never returned")
+	}
+	ts.hub.Publish(Batch{Messages: []Message{msg("elsewhere", 0)}}) // seq 1: holds the broadcaster
+	<-hold
+	const n = 10
+	want := make([]int, n)
+	for i := range n {
+		want[i] = i + 1
+		ts.hub.Publish(Batch{Messages: []Message{msg("t", i+1)}})
+	}
+	close(release)
+	if err := c.expectSeqs(want...); err != nil {
+		t.Fatal(err)
+	}
+	ts.hub.Close()
+	if err := c.expectFinal(); err != nil {
+		t.Fatal(err)
+	}
+	if st := ts.hub.Stats(); st.Dropped != 0 || st.Delivered != n {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -94,8 +94,10 @@ type Stats struct {
 
 // Hub fans committed batches out to subscribers. The room's writer must never
 // wait on a subscriber, so Publish only appends to a queue; a broadcaster
-// goroutine owned by the hub does the fan-out, and each stream's writer
-// (its handler, or its own goroutine once detached) does the network writes.
+// goroutine owned by the hub does the fan-out. A detached stream whose
+// socket is ready is written by the broadcaster's pool writers directly
+// (fastwrite.go); otherwise each stream's writer (its handler, or its own
+// goroutine once detached) does the network writes.
 type Hub struct {
 	cfg   Config
 	log   *slog.Logger
