@@ -56,10 +56,8 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 		return
 	}
 	s.setAbort(func() { _ = conn.SetWriteDeadline(time.Unix(1, 0)) })
-	if sc, ok := conn.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			s.fast.Store(&fastWriter{raw: newRawWriter(raw), tag: opts.Tag})
-		}
+	if raw := plainSocket(conn); raw != nil {
+		s.fast.Store(&fastWriter{raw: newRawWriter(raw), tag: opts.Tag})
 	}
 	// The watcher ends the stream itself, so the stream waits on one
 	// channel fewer.
@@ -130,6 +128,39 @@ func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *htt
 		return s.loop(st, r.Context().Done(), sock, opts.Final), nil
 	}
 	return 0, conn
+}
+
+// PassThroughConn is implemented by a connection wrapper (a listener's
+// accounting, say) whose Write hands its bytes unchanged to the connection
+// PassThrough returns: no encryption, framing or buffering. The hub's pool
+// writers may then write a detached stream's frames straight to that
+// socket (fastwrite.go); without it, a wrapped connection's frames all go
+// through its own Write, on the stream's goroutine. A wrapper that changes
+// the bytes (TLS) must not implement it.
+type PassThroughConn interface {
+	net.Conn
+	PassThrough() net.Conn
+}
+
+// plainSocket is the socket a detached stream's frames may be written to
+// directly, past net.Conn: c itself when it is a TCP connection, or the
+// one under wrappers that all pass writes through; nil otherwise.
+func plainSocket(c net.Conn) syscall.RawConn {
+	for range 8 { // a wrapper chain this long is a loop
+		switch cc := c.(type) {
+		case *net.TCPConn:
+			raw, err := cc.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			return raw
+		case PassThroughConn:
+			c = cc.PassThrough()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // socketFD is c's descriptor, or -1 when c is not a socket.

@@ -3,7 +3,10 @@
 package listen
 
 import (
+	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -307,5 +310,97 @@ func TestRunLongerThanTheQueueBoundReachesAHealthyStream(t *testing.T) {
 	}
 	if st := ts.hub.Stats(); st.Dropped != 0 || st.Delivered != n {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// wrapConn stands for a listener's connection wrapper; it counts the bytes
+// written through it.
+type wrapConn struct {
+	net.Conn
+	wrote *atomic.Int64
+}
+
+func (c *wrapConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.wrote.Add(int64(n))
+	return n, err
+}
+
+// passConn is a wrapper that declares its writes pass through unchanged.
+type passConn struct{ wrapConn }
+
+func (c *passConn) PassThrough() net.Conn { return c.Conn }
+
+type wrapListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn
+}
+
+func (l wrapListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.wrap(c), nil
+}
+
+// Frames are written past a connection wrapper only when it says its writes
+// reach the socket unchanged (PassThroughConn): a wrapper that might change
+// the bytes (TLS, say) gets every frame through its own Write.
+func TestFastPathOnlyPastPassThroughWrappers(t *testing.T) {
+	tests := []struct {
+		name string
+		wrap func(c net.Conn, wrote *atomic.Int64) net.Conn
+		fast bool
+	}{
+		{"a bare TCP connection is written directly", func(c net.Conn, _ *atomic.Int64) net.Conn { return c }, true},
+		{"a pass-through wrapper is written past", func(c net.Conn, w *atomic.Int64) net.Conn {
+			return &passConn{wrapConn{Conn: c, wrote: w}}
+		}, true},
+		{"any other wrapper gets every frame through its Write", func(c net.Conn, w *atomic.Int64) net.Conn {
+			return &wrapConn{Conn: c, wrote: w}
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			var wrote atomic.Int64
+			ts := &testServer{t: t, hub: newHub(Config{Encode: testEncode}, hooks{}), ends: make(chan streamEnd, 16),
+				returned: make(chan string, 16), subs: map[string]*Subscription{}}
+			ts.srv = httptest.NewUnstartedServer(http.HandlerFunc(ts.serveHTTP))
+			ts.srv.Listener = wrapListener{Listener: ts.srv.Listener, wrap: func(c net.Conn) net.Conn { return tt.wrap(c, &wrote) }}
+			ts.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+				switch w := c.(type) { // the socket itself, as httpapi hands it
+				case *wrapConn:
+					c = w.Conn
+				case *passConn:
+					c = w.Conn
+				}
+				return ConnContext(ctx, c)
+			}
+			ts.srv.Start()
+			t.Cleanup(func() { ts.hub.Close(); ts.srv.CloseClientConnections(); ts.srv.Close() })
+			c := ts.mustOpen(ctx, "s", "1", []string{"t"}, 0)
+			select {
+			case <-ts.returned:
+			case <-ctx.Done():
+				t.Fatal("the handler never returned")
+			}
+			if got := ts.sub("s", "1").fast.Load() != nil; got != tt.fast {
+				t.Fatalf("written directly: %v, want %v", got, tt.fast)
+			}
+			before := wrote.Load()
+			ts.hub.Publish(Batch{Messages: []Message{bigMsg("t", 1, 4<<10)}})
+			if err := c.expectSeqs(1); err != nil {
+				t.Fatal(err)
+			}
+			through := wrote.Load() - before
+			if tt.fast && through != 0 {
+				t.Fatalf("%d bytes went through the wrapper, want none", through)
+			}
+			if !tt.fast && through < 4<<10 {
+				t.Fatalf("%d bytes went through the wrapper, want the whole frame", through)
+			}
+		})
 	}
 }
