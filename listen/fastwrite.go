@@ -14,8 +14,9 @@ import (
 // timers cost about a third of the room's fan-out CPU, the write(2) the rest.
 // Now the broadcaster's own small pool of writers (one per P) writes each
 // stream's frames of a run of batches straight to its socket when it is
-// ready: one non-blocking write(2), no goroutine woken. A stream is written fast only
-// when nothing of it is waiting (its queue is empty, no bytes are carried
+// ready: one non-blocking write(2), no goroutine woken. Only streams on a
+// plain TCP socket qualify (ServeDetached, PassThroughConn). A stream is
+// written fast only when nothing of it is waiting (its queue is empty, no bytes are carried
 // over, its goroutine is not writing); otherwise the frame is queued as
 // before and the stream's goroutine writes it, with the write deadline, in
 // order. A fast write the kernel takes only in part (or not at all, or
@@ -124,8 +125,8 @@ func putChunkSize(buf []byte) int {
 	return start
 }
 
-// shardResult is what one pool writer did with its share of a run.
-type shardResult struct {
+// writerResult is what one pool writer did with its share of a run.
+type writerResult struct {
 	n    uint64          // frames queued or written
 	full []*Subscription // streams whose queue was full
 }
@@ -178,7 +179,7 @@ func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
 		n += r.n
 		full = append(full, r.full...)
 		clear(r.full)
-		*r = shardResult{full: r.full[:0]}
+		*r = writerResult{full: r.full[:0]}
 	}
 	return n, full
 }

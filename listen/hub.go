@@ -146,7 +146,7 @@ type Hub struct {
 	work    []*Subscription
 	next    atomic.Int64
 	scratch [][]byte
-	results []shardResult
+	results []writerResult
 
 	published, delivered                 atomic.Uint64
 	droppedFull, droppedSlow             atomic.Uint64
@@ -218,7 +218,7 @@ func newHub(cfg Config, hk hooks) *Hub {
 		all:       make(map[*Subscription]struct{}),
 	}
 	n := writerCount()
-	h.scratch, h.results = make([][]byte, n), make([]shardResult, n)
+	h.scratch, h.results = make([][]byte, n), make([]writerResult, n)
 	go h.run()
 	return h
 }
