@@ -114,6 +114,13 @@ func (c *countedConn) CloseWrite() error {
 // NetConn is the socket under the wrapper.
 func (c *countedConn) NetConn() net.Conn { return c.Conn }
 
+var _ listen.PassThroughConn = (*countedConn)(nil)
+
+// PassThrough says the wrapper's writes reach the socket unchanged
+// (listen.PassThroughConn), so a detached listen stream's frames may be
+// written to the socket directly by the hub's writers.
+func (c *countedConn) PassThrough() net.Conn { return c.Conn }
+
 // connContext is http.Server.ConnContext: it hands listen the socket itself,
 // not the counting wrapper, so its stall probe can read the socket's state.
 func connContext(ctx context.Context, c net.Conn) context.Context {

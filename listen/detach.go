@@ -9,9 +9,11 @@ import (
 
 // ServeDetached is Serve for a handler that need not wait for the stream to
 // end. Once the acknowledgement (opts.First) is on the wire it takes the
-// connection from net/http (an HTTP/1.1 hijack) and returns: the stream then
-// runs on a small goroutine of its own, writing its frames as chunks straight
-// to the socket, and the handler's goroutine, its request and net/http's
+// connection from net/http (an HTTP/1.1 hijack) and returns: its frames then
+// go out as chunks straight to the socket, written by the hub's pool writers
+// while the socket takes them at once and by a small goroutine of its own
+// otherwise (and for keep-alives and the final frame; see fastwrite.go), and
+// the handler's goroutine, its request and net/http's
 // per-connection buffers (about 10 KiB) are gone. A client that closes is
 // noticed by the hub's close watcher rather than by a reader goroutine per
 // connection. Every rule of Serve holds unchanged: queue bound, time bound,
@@ -54,6 +56,9 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 		return
 	}
 	s.setAbort(func() { _ = conn.SetWriteDeadline(time.Unix(1, 0)) })
+	if raw := plainSocket(conn); raw != nil {
+		s.fast.Store(&fastWriter{raw: newRawWriter(raw), tag: opts.Tag})
+	}
 	// The watcher ends the stream itself, so the stream waits on one
 	// channel fewer.
 	id := cw.add(fd, func() { s.h.finish(s, EndClientGone) })
@@ -123,6 +128,39 @@ func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *htt
 		return s.loop(st, r.Context().Done(), sock, opts.Final), nil
 	}
 	return 0, conn
+}
+
+// PassThroughConn is implemented by a connection wrapper (a listener's
+// accounting, say) whose Write hands its bytes unchanged to the connection
+// PassThrough returns: no encryption, framing or buffering. The hub's pool
+// writers may then write a detached stream's frames straight to that
+// socket (fastwrite.go); without it, a wrapped connection's frames all go
+// through its own Write, on the stream's goroutine. A wrapper that changes
+// the bytes (TLS) must not implement it.
+type PassThroughConn interface {
+	net.Conn
+	PassThrough() net.Conn
+}
+
+// plainSocket is the socket a detached stream's frames may be written to
+// directly, past net.Conn: c itself when it is a TCP connection, or the
+// one under wrappers that all pass writes through; nil otherwise.
+func plainSocket(c net.Conn) syscall.RawConn {
+	for range 8 { // a wrapper chain this long is a loop
+		switch cc := c.(type) {
+		case *net.TCPConn:
+			raw, err := cc.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			return raw
+		case PassThroughConn:
+			c = cc.PassThrough()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // socketFD is c's descriptor, or -1 when c is not a socket.

@@ -7,8 +7,9 @@ package listen
 type Frame interface {
 	// AppendTo appends the frame as one stream writes it. tag is that
 	// stream's ServeOptions.Tag, bytes the door encoded once per stream (the
-	// listen request id, say), or nil. It runs on the stream's own goroutine
-	// for every frame it writes, so it must be a copy, not an encode.
+	// listen request id, say), or nil. It runs for every frame every stream
+	// writes, on the stream's goroutine or on one of the hub's writers,
+	// concurrently, so it must be a copy, not an encode.
 	AppendTo(dst, tag []byte) []byte
 }
 

@@ -94,8 +94,10 @@ type Stats struct {
 
 // Hub fans committed batches out to subscribers. The room's writer must never
 // wait on a subscriber, so Publish only appends to a queue; a broadcaster
-// goroutine owned by the hub does the fan-out, and each stream's writer
-// (its handler, or its own goroutine once detached) does the network writes.
+// goroutine owned by the hub does the fan-out. A detached stream whose
+// socket is ready is written by the broadcaster's pool writers directly
+// (fastwrite.go); otherwise each stream's writer (its handler, or its own
+// goroutine once detached) does the network writes.
 type Hub struct {
 	cfg   Config
 	log   *slog.Logger
@@ -137,6 +139,15 @@ type Hub struct {
 	bySession map[string]map[*Subscription]struct{}
 	all       map[*Subscription]struct{}
 
+	// The broadcaster's pool writers (fastwrite.go): the streams of the run
+	// being fanned out, each with its frames in Subscription.pend, taken a
+	// slice at a time from next; a scratch buffer and a result per writer.
+	// Only the broadcaster and the writers it runs touch them.
+	work    []*Subscription
+	next    atomic.Int64
+	scratch [][]byte
+	results []writerResult
+
 	published, delivered                 atomic.Uint64
 	droppedFull, droppedSlow             atomic.Uint64
 	ended, disconnected, malformedParams atomic.Uint64
@@ -153,6 +164,10 @@ type hooks struct {
 	// afterWrite runs after a stream's burst of queued frames reached its
 	// socket (written and flushed), with how many frames the burst held.
 	afterWrite func(s *Subscription, frames int)
+	// afterCarry runs on a pool writer when a fast write put only wrote of
+	// a frame's of bytes on the socket and left the rest to the stream's
+	// goroutine.
+	afterCarry func(s *Subscription, wrote, of int)
 }
 
 // pendingBatch is one entry of the broadcaster's queue: a published batch,
@@ -202,6 +217,8 @@ func newHub(cfg Config, hk hooks) *Hub {
 		bySession: make(map[string]map[*Subscription]struct{}),
 		all:       make(map[*Subscription]struct{}),
 	}
+	n := writerCount()
+	h.scratch, h.results = make([][]byte, n), make([]writerResult, n)
 	go h.run()
 	return h
 }
@@ -420,9 +437,18 @@ func (h *Hub) drain() {
 			h.spare = batches
 			return
 		}
-		for i := range batches {
-			h.deliver(&batches[i])
-			batches[i] = pendingBatch{} // let the messages be collected
+		for i := 0; i < len(batches); {
+			// A run of batches that end nothing goes out together, so a
+			// stream gets all of the run's frames in one write; a batch
+			// that ends streams closes its run, since its ends must come
+			// after its own frames and before the next batch's.
+			j := i
+			for j < len(batches)-1 && j-i < maxRun-1 && !batches[j].ends() {
+				j++
+			}
+			h.deliver(batches[i : j+1])
+			clear(batches[i : j+1]) // let the messages be collected
+			i = j + 1
 		}
 		if cap(batches) > 4096 {
 			batches = nil // do not keep a one-off backlog's memory forever
@@ -431,55 +457,88 @@ func (h *Hub) drain() {
 	}
 }
 
-// deliver fans one batch out. Cost is proportional to the subscribers of the
-// batch's topics, and each message is encoded once however many receive it.
-func (h *Hub) deliver(pb *pendingBatch) {
+// maxRun bounds how many batches deliver takes at once.
+const maxRun = 64
+
+// ends reports whether the batch ends streams (EndSessions, Cancel).
+func (pb *pendingBatch) ends() bool {
+	return len(pb.b.EndSessions) > 0 || len(pb.cancel) > 0
+}
+
+// deliver fans a run of batches out, in order; only the last may end
+// streams. Cost is proportional to the subscribers of the batches' topics,
+// and each message is encoded once however many receive it. The hub is
+// locked only to look the subscribers up and, after the frames are offered
+// (fanOut, unlocked), to end streams: graceful ends come after every frame
+// of their batch.
+func (h *Hub) deliver(run []pendingBatch) {
 	if h.hooks.beforeBatch != nil {
-		h.hooks.beforeBatch(pb.seq)
+		for i := range run {
+			h.hooks.beforeBatch(run[i].seq)
+		}
 	}
 	at := h.cfg.Now().UnixNano()
 	var (
-		n         uint64
 		dropped   []*Subscription
-		malformed int
+		malformed []int
+		total     int
 	)
 	h.mu.Lock()
-	for i := range pb.b.Messages {
-		m := &pb.b.Messages[i]
-		set := h.byTopic[m.Topic]
-		if len(set) == 0 {
-			continue
-		}
-		enc, ok := h.encode(*m)
-		if !ok {
-			malformed++
-		}
-		if enc == nil {
-			continue
-		}
-		f := &queued{Frame: enc, at: at}
-		for s, after := range set {
-			if after >= pb.seq {
-				continue // published before s took this topic
+	for bi := range run {
+		pb := &run[bi]
+		bad := 0
+		for i := range pb.b.Messages {
+			m := &pb.b.Messages[i]
+			set := h.byTopic[m.Topic]
+			if len(set) == 0 {
+				continue
 			}
-			if s.q.push(f) {
-				n++
-			} else {
-				h.endLocked(s, EndQueueFull)
-				dropped = append(dropped, s)
+			enc, ok := h.encode(*m)
+			if !ok {
+				bad++
+			}
+			if enc == nil {
+				continue
+			}
+			f := &queued{Frame: enc, at: at}
+			for s, after := range set {
+				if after >= pb.seq {
+					continue // published before s took this topic
+				}
+				if len(s.pend) == 0 {
+					h.work = append(h.work, s)
+				}
+				s.pend = append(s.pend, f)
+				total++
 			}
 		}
-	}
-	for _, sess := range pb.b.EndSessions {
-		for s := range h.bySession[sess] {
-			h.endLocked(s, EndSessionEnded)
+		if bad > 0 {
+			malformed = append(malformed, bad)
 		}
-	}
-	for _, s := range pb.cancel {
-		h.endLocked(s, EndCancelled)
 	}
 	h.mu.Unlock()
-	h.sessionsEnded(pb.b.EndSessions)
+	n, full := h.fanOut(total)
+	h.mu.Lock()
+	for _, s := range full {
+		if h.endLocked(s, EndQueueFull) {
+			dropped = append(dropped, s)
+		}
+	}
+	for bi := range run {
+		pb := &run[bi]
+		for _, sess := range pb.b.EndSessions {
+			for s := range h.bySession[sess] {
+				h.endLocked(s, EndSessionEnded)
+			}
+		}
+		for _, s := range pb.cancel {
+			h.endLocked(s, EndCancelled)
+		}
+	}
+	h.mu.Unlock()
+	for bi := range run {
+		h.sessionsEnded(run[bi].b.EndSessions)
+	}
 	h.delivered.Add(n)
 	for _, s := range dropped {
 		h.logDrop(s, EndQueueFull)
@@ -487,12 +546,14 @@ func (h *Hub) deliver(pb *pendingBatch) {
 		// write has to talk to the connection's own goroutine.
 		h.aborts.Go(s.abortWrite)
 	}
-	if malformed > 0 {
-		h.malformedParams.Add(uint64(malformed))
-		h.log.Error("listen: published changes could not be encoded as given; sent as the encoder's stand-in", "messages", malformed)
+	for _, bad := range malformed {
+		h.malformedParams.Add(uint64(bad))
+		h.log.Error("listen: published changes could not be encoded as given; sent as the encoder's stand-in", "messages", bad)
 	}
 	if h.hooks.afterBatch != nil {
-		h.hooks.afterBatch(pb.seq)
+		for i := range run {
+			h.hooks.afterBatch(run[i].seq)
+		}
 	}
 }
 
@@ -514,6 +575,7 @@ func (h *Hub) endLocked(s *Subscription, why EndReason) bool {
 	}
 	s.ended = true
 	s.reason = why
+	s.q.close()
 	h.unindexLocked(s)
 	if set := h.bySession[s.session]; set != nil {
 		delete(set, s)
@@ -599,6 +661,13 @@ type Subscription struct {
 	key     string
 	q       frameQueue // bounded: full means the stream is too far behind
 	done    chan struct{}
+	// fast is set once the stream is detached with a raw socket: the pool
+	// writers may then write its frames straight to it (fastwrite.go).
+	fast atomic.Pointer[fastWriter]
+	// pend holds the frames of the run the broadcaster is fanning out for
+	// this stream, in order; only the broadcaster and the one pool writer
+	// that takes the stream touch it, one after the other.
+	pend []*queued
 
 	// Guarded by h.mu. reason is written before done is closed, so after
 	// <-done it may be read without the lock.

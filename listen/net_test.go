@@ -140,10 +140,19 @@ func TestStalledReaderDroppedWhenQueueFull(t *testing.T) {
 // the write deadline (MaxLag) must end it. The stalled stream's queue has room
 // for everything and the lag clock is frozen, so only the deadline can drop
 // it; the healthy stream reads every frame before the next is published.
+// Where streams are detached, its frames go out as fast writes until one
+// would block, and the stream's goroutine then finishes it under the deadline.
 func TestStalledSocketDroppedByWriteDeadline(t *testing.T) {
 	ctx := testCtx(t)
 	frozen := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
-	ts := newTestServer(t, Config{MaxLag: 300 * time.Millisecond, Now: func() time.Time { return frozen }})
+	var mu sync.Mutex
+	carried := map[*Subscription]bool{}
+	hk := hooks{afterCarry: func(s *Subscription, _, _ int) {
+		mu.Lock()
+		carried[s] = true
+		mu.Unlock()
+	}}
+	ts := newTestServerHooks(t, Config{MaxLag: 300 * time.Millisecond, Now: func() time.Time { return frozen }}, hk)
 	healthy := []*clientStream{ts.mustOpen(ctx, "h1", "1", []string{"big"}, 0)}
 	stalled := ts.mustOpen(ctx, "stalled", `"s"`, []string{"big"}, 100_000) // never read again
 	e, frames := publishUntilEnded(t, ts, healthy, 2000)
@@ -155,6 +164,12 @@ func TestStalledSocketDroppedByWriteDeadline(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	t.Logf("stalled socket dropped after %d frames of %d KiB", frames, frameSize>>10)
+	mu.Lock()
+	fellBack := carried[ts.sub("stalled", `"s"`)]
+	mu.Unlock()
+	if detachSupported && !fellBack {
+		t.Fatal("the stalled stream's fast writes never fell back to its goroutine")
+	}
 	ts.hub.Publish(Batch{Messages: []Message{msg("big", frames+1)}})
 	forEach(t, healthy, func(c *clientStream) error { return c.expectSeqs(frames + 1) })
 	if err := stalled.expectDroppedEnd(); err != nil {

@@ -13,33 +13,67 @@ type frameQueue struct {
 	items []*queued // oldest first
 	spare []*queued // the stream's last taken batch, emptied, for reuse
 	max   int
-	// wake gets a token when items goes from empty to non-empty: the
-	// stream then takes everything there is. A token may be stale (its
+	// wake gets a token when items goes from empty to non-empty, or when
+	// a fast write left bytes for the stream's goroutine (fastWriter.carry):
+	// the stream then takes everything there is. A token may be stale (its
 	// frames taken already); take then returns nothing.
 	wake chan struct{}
+	// closed is set when the subscription ends: nothing more is queued or
+	// written fast, and a frame offered after is not counted as delivered.
+	closed bool
 }
 
 func newFrameQueue(max int) frameQueue {
 	return frameQueue{max: max, wake: make(chan struct{}, 1)}
 }
 
-// push queues f; false when the queue already holds max frames.
-func (q *frameQueue) push(f *queued) bool {
-	q.mu.Lock()
-	if len(q.items) >= q.max {
+// offerResult is what became of a frame offered to one stream.
+type offerResult uint8
+
+const (
+	offerQueued  offerResult = iota // queued, or written to the socket
+	offerFull                       // the queue already held max frames: drop the stream
+	offerRefused                    // the stream has ended; not counted
+)
+
+// pushAllLocked queues fs in order with q.mu held, and unlocks it. It
+// returns how many were queued and, when not all were, why: offerFull when
+// the queue reached max frames (it then refuses everything after, so a
+// stream that lost a frame is never written a later one), offerRefused once
+// the stream has ended.
+func (q *frameQueue) pushAllLocked(fs []*queued) (int, offerResult) {
+	if q.closed {
 		q.mu.Unlock()
-		return false
+		return 0, offerRefused
 	}
-	q.items = append(q.items, f)
-	first := len(q.items) == 1
+	first := len(q.items) == 0
+	n := min(len(fs), q.max-len(q.items))
+	q.items = append(q.items, fs[:n]...)
+	res := offerQueued
+	if n < len(fs) {
+		q.closed = true
+		res = offerFull
+	}
 	q.mu.Unlock()
-	if first {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+	if first && n > 0 {
+		q.poke()
 	}
-	return true
+	return n, res
+}
+
+// poke leaves a wake-up token for the stream's goroutine.
+func (q *frameQueue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close refuses every later push: the subscription has ended.
+func (q *frameQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
 }
 
 // take removes and returns every queued frame, oldest first (at most max,

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -125,6 +124,10 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 // none).
 func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, final []byte) EndReason {
 	h := s.h
+	// fw is set for a detached stream: the broadcaster's writers may write
+	// its frames themselves, and every write here holds its lock and
+	// writes what a fast write left over first.
+	fw := s.fast.Load()
 	// One timer per stream serves both the keep-alive and the socket probe,
 	// so the stream waits on three channels (fewer to lock on every
 	// wake-up, which showed in the profile at a thousand streams). It is not
@@ -151,6 +154,12 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, fin
 	for {
 		select {
 		case <-tm.C:
+			if fw != nil {
+				lastWrite = fw.lastAfter(lastWrite)
+				if fw.dirty.Load() && fw.dirty.Swap(false) {
+					watch.dirty = true
+				}
+			}
 			if watch.probe != nil && !time.Now().Before(nextProbe) {
 				stalled := watch.check(h.cfg.Now().UnixNano(), int64(h.cfg.MaxLag))
 				if h.hooks.afterProbe != nil {
@@ -164,31 +173,47 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, fin
 				}
 			}
 			if time.Since(lastWrite) >= h.cfg.KeepAlive {
-				if !st.begin(s) {
-					return s.reason
+				fw.lock()
+				// A fast write may have come in between: quiet means quiet.
+				if lastWrite = fw.lastAfter(lastWrite); time.Since(lastWrite) >= h.cfg.KeepAlive {
+					if !st.begin(s) {
+						fw.unlock()
+						return s.reason
+					}
+					st.carry(fw)
+					st.write([]byte(keepAlive))
+					if st.end() != nil {
+						fw.unlock()
+						return h.finish(s, EndWriteFailed)
+					}
+					watch.dirty = true
+					lastWrite = st.began
 				}
-				st.write([]byte(keepAlive))
-				if st.end() != nil {
-					return h.finish(s, EndWriteFailed)
-				}
-				watch.dirty = true
-				lastWrite = st.began
+				fw.unlock()
 			}
 			tm.Reset(due())
 		case <-s.q.wake:
+			fw.lock()
+			carried := fw != nil && fw.carry != nil
 			fs := s.q.take()
-			if len(fs) == 0 {
+			if len(fs) == 0 && !carried {
+				fw.unlock()
 				continue // a stale token: these frames went out already
 			}
-			if h.cfg.Now().UnixNano()-fs[0].at > int64(h.cfg.MaxLag) {
+			if len(fs) > 0 && h.cfg.Now().UnixNano()-fs[0].at > int64(h.cfg.MaxLag) {
+				fw.unlock()
 				return h.finish(s, EndLagging)
 			}
 			if !st.begin(s) {
+				fw.unlock()
 				return s.reason
 			}
+			st.carry(fw)
 			st.frames(fs)
 			s.q.release(fs)
-			if st.end() != nil {
+			err := st.end()
+			fw.unlock()
+			if err != nil {
 				return h.finish(s, EndWriteFailed)
 			}
 			watch.dirty = true
@@ -197,11 +222,15 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, fin
 				h.hooks.afterWrite(s, st.nframes)
 			}
 		case <-s.done:
+			// Waits out a fast write in flight; none starts after the end.
+			fw.lock()
+			defer fw.unlock()
 			if !st.begin(s) {
 				return s.reason
 			}
 			// Ended gracefully: nothing more can be queued, so what is in
 			// the queue is everything the client is owed before Final.
+			st.carry(fw)
 			fs := s.q.take()
 			st.frames(fs)
 			s.q.release(fs)
@@ -293,6 +322,20 @@ func (st *stream) frame(f *queued) {
 	}
 }
 
+// carry writes, first in the burst, the bytes of a frame a fast write left
+// over (fastWriter.carry, under its lock): a frame the kernel took in part
+// is completed before anything else goes on the socket.
+func (st *stream) carry(fw *fastWriter) {
+	if fw == nil || fw.carry == nil {
+		return
+	}
+	if st.err == nil {
+		_, st.err = st.conn.Write(fw.carry)
+	}
+	st.nframes += fw.carryFrames
+	fw.carry, fw.carryFrames = nil, 0
+}
+
 func (st *stream) write(b []byte) {
 	st.buf = append(st.buf, b...)
 	if st.pending() >= writeChunk {
@@ -344,10 +387,7 @@ func (st *stream) outChunk(final bool) {
 	if st.err == nil && (n > 0 || final) {
 		start := chunkHead
 		if n > 0 {
-			var size [chunkHead]byte
-			line := append(strconv.AppendInt(size[:0], int64(n), 16), '\r', '\n')
-			start -= len(line)
-			copy(st.buf[start:], line)
+			start = putChunkSize(st.buf)
 			st.buf = append(st.buf, '\r', '\n')
 		}
 		if final {

@@ -1,0 +1,254 @@
+package listen
+
+import (
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The fast path. At ten thousand streams a change used to wake ten thousand
+// goroutines, each to make one write; the wake-ups, their selects and
+// timers cost about a third of the room's fan-out CPU, the write(2) the rest.
+// Now the broadcaster's own small pool of writers (one per P) writes each
+// stream's frames of a run of batches straight to its socket when it is
+// ready: one non-blocking write(2), no goroutine woken. Only streams on a
+// plain TCP socket qualify (ServeDetached, PassThroughConn). A stream is
+// written fast only when nothing of it is waiting (its queue is empty, no bytes are carried
+// over, its goroutine is not writing); otherwise the frame is queued as
+// before and the stream's goroutine writes it, with the write deadline, in
+// order. A fast write the kernel takes only in part (or not at all, or
+// fails) leaves the rest as the stream's carry and wakes its goroutine,
+// which writes the carry first: frames are never reordered or interleaved.
+// Every rule is the slow path's: the queue bound (a queued frame), the time
+// bound (a frame older than MaxLag is queued, and the goroutine drops the
+// stream; a carried write has the deadline), the socket probe and the
+// keep-alives (fast writes mark the stream written), the graceful final
+// frame (written by the goroutine, after everything).
+
+// rawConn is a detached stream's socket, for rawWriter.
+type rawConn = syscall.RawConn
+
+// epoch anchors fastWriter.last on the monotonic clock.
+var epoch = time.Now()
+
+// fastWriter is what the broadcaster's writers need of a detached stream.
+type fastWriter struct {
+	raw *rawWriter
+	tag []byte // ServeOptions.Tag
+	// wmu is held by whoever writes the socket: a pool writer (TryLock,
+	// never waiting) for one non-blocking write, or the stream's goroutine
+	// for a burst, a keep-alive or the final frame.
+	wmu   sync.Mutex
+	carry []byte // guarded by wmu: bytes of a fast write the kernel did not take
+	// carryFrames is how many frames the carry finishes (for the
+	// afterWrite hook), guarded by wmu.
+	carryFrames int
+	// last is when a fast write last put bytes on the socket (ns since
+	// epoch), and dirty says one did since the goroutine last looked: the
+	// keep-alive and the socket probe count these writes as the stream's own.
+	last  atomic.Int64
+	dirty atomic.Bool
+}
+
+func (fw *fastWriter) lock() {
+	if fw != nil {
+		fw.wmu.Lock()
+	}
+}
+
+func (fw *fastWriter) unlock() {
+	if fw != nil {
+		fw.wmu.Unlock()
+	}
+}
+
+// lastAfter is t, or the last fast write when that is later.
+func (fw *fastWriter) lastAfter(t time.Time) time.Time {
+	if fw == nil {
+		return t
+	}
+	if d := fw.last.Load(); d != 0 {
+		if lt := epoch.Add(time.Duration(d)); lt.After(t) {
+			return lt
+		}
+	}
+	return t
+}
+
+// write encodes fs as one chunk in buf and makes one non-blocking write of
+// it. Whatever the kernel did not take becomes the carry, and q's goroutine
+// is woken to write it with the deadline. The caller holds wmu and has
+// checked that nothing else of this stream waits. It returns buf for reuse,
+// how many of the chunk's bytes went out of how many, and how many frames
+// went out whole.
+func (fw *fastWriter) write(q *frameQueue, fs []*queued, buf []byte) (_ []byte, wrote, of, whole int) {
+	buf = append(buf[:0], make([]byte, chunkHead)...)
+	var ends [8]int // where the first frames end, to count the whole ones on a fall-back
+	for i, f := range fs {
+		buf = f.AppendTo(buf, fw.tag)
+		if i < len(ends) {
+			ends[i] = len(buf)
+		}
+	}
+	start := putChunkSize(buf)
+	buf = append(buf, '\r', '\n')
+	b := buf[start:]
+	n, err := fw.raw.try(b)
+	if n > 0 {
+		fw.last.Store(int64(time.Since(epoch)))
+		if !fw.dirty.Load() {
+			fw.dirty.Store(true)
+		}
+	}
+	if err == nil && n == len(b) {
+		return buf, n, n, len(fs)
+	}
+	for whole < min(len(fs), len(ends)) && ends[whole] <= start+n {
+		whole++
+	}
+	fw.carry = append([]byte(nil), b[n:]...)
+	fw.carryFrames = len(fs) - whole
+	q.poke()
+	return buf, n, len(b), whole
+}
+
+// putChunkSize writes the chunk-size line for buf[chunkHead:] into the room
+// kept before it and returns where the chunk starts.
+func putChunkSize(buf []byte) int {
+	var size [chunkHead]byte
+	line := append(strconv.AppendInt(size[:0], int64(len(buf)-chunkHead), 16), '\r', '\n')
+	start := chunkHead - len(line)
+	copy(buf[start:], line)
+	return start
+}
+
+// writerResult is what one pool writer did with its share of a run.
+type writerResult struct {
+	n    uint64          // frames queued or written
+	full []*Subscription // streams whose queue was full
+}
+
+// fanOutInline is the number of frames below which the broadcaster writes
+// alone: starting writers costs more than it saves.
+const fanOutInline = 256
+
+// fanOutSlice is how many streams a pool writer takes at a time: small, so
+// a writer whose thread the OS preempts holds up few streams while the
+// others take the rest.
+const fanOutSlice = 32
+
+// maxWriters bounds the pool.
+const maxWriters = 8
+
+// writerCount is how many writers share a run: one per P.
+func writerCount() int {
+	return max(1, min(runtime.GOMAXPROCS(0), maxWriters))
+}
+
+// fanOut offers every stream in h.work its frames (Subscription.pend). Each
+// stream is in the list once per run, so whichever writer takes it writes
+// all of its frames, in order, and runs are fanned out one after the
+// other. It returns the frames queued or written and the streams whose
+// queue was full. The hub is not locked: a stream that ends meanwhile
+// refuses its frames (frameQueue.closed).
+func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
+	if total == 0 {
+		return 0, nil
+	}
+	now := h.cfg.Now().UnixNano()
+	h.next.Store(0)
+	if total < fanOutInline || len(h.results) == 1 {
+		h.runWriter(0, now)
+	} else {
+		var wg sync.WaitGroup
+		for i := 1; i < len(h.results) && i*fanOutSlice < len(h.work); i++ {
+			wg.Go(func() { h.runWriter(i, now) })
+		}
+		h.runWriter(0, now)
+		wg.Wait()
+	}
+	clear(h.work)
+	h.work = h.work[:0]
+	var n uint64
+	var full []*Subscription
+	for i := range h.results {
+		r := &h.results[i]
+		n += r.n
+		full = append(full, r.full...)
+		clear(r.full)
+		*r = writerResult{full: r.full[:0]}
+	}
+	return n, full
+}
+
+// runWriter is pool writer i: it takes slices of h.work until none is left.
+func (h *Hub) runWriter(i int, now int64) {
+	r := &h.results[i]
+	buf := h.scratch[i]
+	for {
+		end := int(h.next.Add(fanOutSlice))
+		start := end - fanOutSlice
+		if start >= len(h.work) {
+			break
+		}
+		for _, s := range h.work[start:min(end, len(h.work))] {
+			var queued int
+			var full bool
+			queued, full, buf = h.offer(s, s.pend, now, buf)
+			r.n += uint64(queued)
+			if full {
+				r.full = append(r.full, s)
+			}
+			clear(s.pend)
+			if cap(s.pend) > 16 {
+				s.pend = nil // a one-off backlog
+			} else {
+				s.pend = s.pend[:0]
+			}
+		}
+	}
+	if cap(buf) > 4*writeChunk {
+		buf = nil
+	}
+	h.scratch[i] = buf
+}
+
+// offer writes fs straight to s's socket when nothing of s waits, as one
+// chunk per QueueLen frames (so a leftover never holds more than the queue
+// would), and queues them otherwise, in order. It returns how many frames
+// were written or queued, and whether the queue was full. now is the
+// injected clock when the writers started: frames already older than MaxLag
+// are queued, so the stream's goroutine applies the time bound to them.
+func (h *Hub) offer(s *Subscription, fs []*queued, now int64, buf []byte) (int, bool, []byte) {
+	q := &s.q
+	n := 0
+	for len(fs) > 0 {
+		q.mu.Lock()
+		if fw := s.fast.Load(); fw != nil && !q.closed && len(q.items) == 0 &&
+			now-fs[0].at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
+			if fw.carry == nil {
+				q.mu.Unlock()
+				k := min(len(fs), q.max)
+				var wrote, of, whole int
+				buf, wrote, of, whole = fw.write(q, fs[:k], buf)
+				fw.wmu.Unlock()
+				if whole > 0 && h.hooks.afterWrite != nil {
+					h.hooks.afterWrite(s, whole)
+				}
+				if wrote < of && h.hooks.afterCarry != nil {
+					h.hooks.afterCarry(s, wrote, of)
+				}
+				n += k
+				fs = fs[k:]
+				continue // what is left queues behind a leftover, if any
+			}
+			fw.wmu.Unlock()
+		}
+		m, res := q.pushAllLocked(fs)
+		return n + m, res == offerFull, buf
+	}
+	return n, false, buf
+}

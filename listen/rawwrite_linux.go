@@ -1,0 +1,37 @@
+//go:build linux && (amd64 || arm64)
+
+package listen
+
+import "syscall"
+
+// rawWriter makes one write(2) on a socket and never waits: the descriptor
+// is non-blocking (the runtime's poller made it so), and RawConn.Control,
+// unlike RawConn.Write, neither checks the write deadline nor parks on
+// EAGAIN. Its callback is made once, so a write allocates nothing. Only the
+// holder of the stream's write lock may use it.
+type rawWriter struct {
+	rc  rawConn
+	op  func(fd uintptr)
+	b   []byte
+	n   int
+	err error
+}
+
+func newRawWriter(rc rawConn) *rawWriter {
+	w := &rawWriter{rc: rc}
+	w.op = func(fd uintptr) { w.n, w.err = syscall.Write(int(fd), w.b) }
+	return w
+}
+
+// try writes b once and returns how many bytes the kernel took (0 on
+// EAGAIN) and the error, if any.
+func (w *rawWriter) try(b []byte) (int, error) {
+	w.b = b
+	cerr := w.rc.Control(w.op)
+	n, err := w.n, w.err
+	w.b, w.n, w.err = nil, 0, nil
+	if cerr != nil {
+		return 0, cerr
+	}
+	return max(n, 0), err
+}
