@@ -64,21 +64,27 @@ func (c *RecordCache) put(key string, v any, gen uint64, commits *atomic.Uint64)
 	return e
 }
 
-// ReadRecordCached is ReadRecord for a one-statement read whose answer is a
-// function of the sidecar and of key alone (key must name everything else
-// the answer depends on: the record, and the principal's part in it). A
-// failed read is not kept. The answer may be shared with other callers:
-// they must not modify it. The memo is the answer's (nil when c is nil).
+// ReadRecordCached runs fn, a read that is a single statement about records
+// the Markdown file does not decide (a handoff), on the read pool outside
+// any transaction: one statement is one snapshot without a BEGIN and a
+// ROLLBACK around it, and such a read has no reason to look at the
+// document file first as Read does (a read of two statements must use Read,
+// or the two may see different commits). Its answer must be a function of
+// the sidecar and of key alone (key must name everything else the answer
+// depends on: the record, and the principal's part in it); c keeps it until
+// the next commit. A failed read is not kept. The answer may be shared with
+// other callers: they must not modify it. The memo is the answer's (nil
+// when c is nil, which reads every time).
 func ReadRecordCached[T any](ctx context.Context, r *Room, c *RecordCache, key string, fn func(q room.Querier) (T, error)) (T, *Memo, error) {
 	if c == nil {
-		v, err := ReadRecord(ctx, r, fn)
+		v, err := fn(r.reads.Pool())
 		return v, nil, err
 	}
 	gen := r.stats.Batches.Load()
 	if e, ok := c.get(key, gen); ok {
 		return e.v.(T), &e.memo, nil
 	}
-	v, err := ReadRecord(ctx, r, fn)
+	v, err := fn(r.reads.Pool())
 	if err != nil {
 		return v, nil, err
 	}

@@ -14,7 +14,7 @@ import (
 //
 // It is one statement (the input requests come folded into the handoff's
 // row), so it needs no read transaction: the doors run it straight on the
-// read pool (ops.RecordRead), and it sees one snapshot all the same.
+// read pool (ops.CachedRead), and it sees one snapshot all the same.
 func (e *Engine) GetHandoff(ctx context.Context, q Querier, p Principal, in HandoffIDInput) (Handoff, error) {
 	handoffID := in.HandoffID
 	if err := p.Require(CapRead); err != nil {

@@ -112,75 +112,58 @@ type ReadFunc[I, O any] func(e *room.Engine, ctx context.Context, q room.Querier
 // (*room.Engine).Checkout.
 type WriteFunc[I, O any] func(e *room.Engine, tx *room.Tx, p room.Principal, in I) (O, error)
 
+// call is a Call that decodes the operation's input into I and hands it to
+// do; every kind of row below is one of these.
+func call[I any](write bool, do func(ctx context.Context, env Env, name string, p room.Principal, in I) (any, error)) Call {
+	return Call{in: reflect.TypeFor[I](), write: write, run: func(ctx context.Context, env Env, name string, p room.Principal, decode func(any) error) (any, error) {
+		var in I
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return do(ctx, env, name, p, in)
+	}}
+}
+
 // Read is a row's call to an engine read method.
 func Read[I, O any](fn ReadFunc[I, O]) Call {
-	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, env Env, _ string, p room.Principal, decode func(any) error) (any, error) {
+	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, error) {
 		r := env.Room
-		var in I
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
 		return actor.Read(ctx, r, func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
-	}}
+	})
 }
 
-// RecordRead is a row's call to an engine read method that is one statement
-// about records the file does not decide (handoff_get): it runs on the read
-// pool without a read transaction (actor.ReadRecord).
-func RecordRead[I, O any](fn ReadFunc[I, O]) Call {
-	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, env Env, _ string, p room.Principal, decode func(any) error) (any, error) {
-		r := env.Room
-		var in I
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return actor.ReadRecord(ctx, r, func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
-	}}
-}
-
-// CachedRead is RecordRead for a read whose answer is a function of the
-// sidecar alone: the door's Env.Records keeps it until the room's next
-// commit, under key(p, in), which must name everything else the answer
-// depends on.
+// CachedRead is a row's call to an engine read method that is one statement
+// about records the file does not decide, and whose answer is a function
+// of the sidecar alone (handoff_get): it runs on the read pool without a
+// read transaction, and the door's Env.Records keeps its answer until the
+// room's next commit, under key(p, in), which must name everything else the
+// answer depends on.
 func CachedRead[I, O any](fn ReadFunc[I, O], key func(p room.Principal, in I) string) Call {
-	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, env Env, _ string, p room.Principal, decode func(any) error) (any, error) {
+	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, error) {
 		r := env.Room
-		var in I
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
 		out, memo, err := actor.ReadRecordCached(ctx, r, env.Records, key(p, in), func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
 		if env.memo != nil {
 			*env.memo = memo
 		}
 		return out, err
-	}}
+	})
 }
 
 // Write is a row's call to an engine write method; the actor command is
 // named after the operation.
 func Write[I, O any](fn WriteFunc[I, O]) Call {
-	return Call{in: reflect.TypeFor[I](), write: true, run: func(ctx context.Context, env Env, name string, p room.Principal, decode func(any) error) (any, error) {
+	return call(true, func(ctx context.Context, env Env, name string, p room.Principal, in I) (any, error) {
 		r := env.Room
-		var in I
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
 		return actor.Do(ctx, r, name, func(tx *room.Tx) (O, error) { return fn(r.Engine(), tx, p, in) })
-	}}
+	})
 }
 
 // RoomRead is a row's read answered by the room runtime rather than the
 // engine (the task cache).
 func RoomRead[I, O any](fn func(ctx context.Context, r *actor.Room, p room.Principal, in I) (O, error)) Call {
-	return Call{in: reflect.TypeFor[I](), run: func(ctx context.Context, env Env, _ string, p room.Principal, decode func(any) error) (any, error) {
-		r := env.Room
-		var in I
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return fn(ctx, r, p, in)
-	}}
+	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, error) {
+		return fn(ctx, env.Room, p, in)
+	})
 }
 
 // Tools returns the rows that are MCP tools, in table order.
