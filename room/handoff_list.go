@@ -133,14 +133,9 @@ func (e *Engine) ListHandoffs(ctx context.Context, q Querier, p Principal, in Li
 	for _, h := range keep {
 		// The candidates came with their input requests (one statement for
 		// the page, not one more per handoff).
-		v, err := h.render()
+		v, err := h.view(ctx, q, p)
 		if err != nil {
 			return HandoffPage{}, err
-		}
-		if h.seesInputs(p) {
-			if v.Inputs, err = decodeInputs(h.inputs.String); err != nil {
-				return HandoffPage{}, err
-			}
 		}
 		page.Handoffs = append(page.Handoffs, v)
 	}
@@ -260,12 +255,10 @@ func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []hando
 	var last handoffPos
 	for rows.Next() {
 		var rowid int64
-		var inputs sql.NullString
-		h, err := scanHandoff(withInputs{withRowid{rows, &rowid}, &inputs})
+		h, err := scanHandoffWithInputs(withRowid{rows, &rowid})
 		if err != nil {
 			return nil, handoffPos{}, Internal(err)
 		}
-		h.inputs = inputs
 		out = append(out, h)
 		last = handoffPos{h.created, rowid}
 	}

@@ -20,8 +20,7 @@ func (e *Engine) GetHandoff(ctx context.Context, q Querier, p Principal, in Hand
 	if err := p.Require(CapRead); err != nil {
 		return Handoff{}, err
 	}
-	var inputs sql.NullString
-	h, err := scanHandoff(withInputs{q.QueryRowContext(ctx, handoffWithInputsSelect+` WHERE h.handoff_id = ?`, handoffID), &inputs})
+	h, err := scanHandoffWithInputs(q.QueryRowContext(ctx, handoffWithInputsSelect+` WHERE h.handoff_id = ?`, handoffID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Handoff{}, handoffNotFound(handoffID)
 	}
@@ -31,16 +30,7 @@ func (e *Engine) GetHandoff(ctx context.Context, q Querier, p Principal, in Hand
 	if !h.visibleTo(p) {
 		return Handoff{}, handoffNotFound(handoffID)
 	}
-	out, err := h.render()
-	if err != nil {
-		return Handoff{}, err
-	}
-	if h.seesInputs(p) {
-		if out.Inputs, err = decodeInputs(inputs.String); err != nil {
-			return Handoff{}, err
-		}
-	}
-	return out, nil
+	return h.view(ctx, q, p)
 }
 
 // HandoffReadKey names everything GetHandoff's answer depends on besides
@@ -86,6 +76,18 @@ type withInputs struct {
 }
 
 func (w withInputs) Scan(dest ...any) error { return w.s.Scan(append(dest, w.inputs)...) }
+
+// scanHandoffWithInputs scans a row of handoffWithInputsSelect: the handoff
+// with its input requests, which view then renders without a statement more.
+func scanHandoffWithInputs(s scanner) (*handoffRow, error) {
+	var inputs sql.NullString
+	h, err := scanHandoff(withInputs{s, &inputs})
+	if err != nil {
+		return nil, err
+	}
+	h.inputs = inputs
+	return h, nil
+}
 
 // decodeInputs reads inputsColumn: what readInputs reads with a query of
 // its own.

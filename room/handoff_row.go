@@ -198,17 +198,19 @@ func timePtr(v sql.NullInt64) *string {
 // view renders the handoff for p. Callers have checked visibility.
 func (h *handoffRow) view(ctx context.Context, q Querier, p Principal) (Handoff, error) {
 	out, err := h.render()
+	if err != nil || !h.seesInputs(p) {
+		return out, err
+	}
+	switch {
+	case h.noInputs:
+		out.Inputs = []HandoffInput{}
+	case h.inputs.Valid: // read with the row (handoffWithInputsSelect): no statement more
+		out.Inputs, err = decodeInputs(h.inputs.String)
+	default:
+		out.Inputs, err = readInputs(ctx, q, h.taskID)
+	}
 	if err != nil {
 		return Handoff{}, err
-	}
-	if h.seesInputs(p) && h.noInputs {
-		out.Inputs = []HandoffInput{}
-	} else if h.seesInputs(p) {
-		in, err := readInputs(ctx, q, h.taskID)
-		if err != nil {
-			return Handoff{}, err
-		}
-		out.Inputs = in
 	}
 	return out, nil
 }
