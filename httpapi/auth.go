@@ -16,7 +16,7 @@ type ctxKey int
 
 const (
 	principalKey ctxKey = iota
-	requestIDKey
+	requestInfoKey
 )
 
 // principalOf returns who the request acts for (set by authenticate).

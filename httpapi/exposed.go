@@ -21,11 +21,14 @@ func ExposedOnly(hints func() []room.Hint, onReject func(w http.ResponseWriter, 
 	return func(next http.Handler) http.Handler {
 		guarded := loop(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if info := requestInfoOf(r); info != nil {
-				info.ingress = true // noted where requestLog keeps its notes: no copy of r
-			} else {
-				r = r.WithContext(context.WithValue(r.Context(), ingressKey{}, true))
+			// Noted where requestLog keeps its notes (no copy of r), or in
+			// notes of its own when nothing in front of it keeps any.
+			info := requestInfoOf(r)
+			if info == nil {
+				info = &requestInfo{}
+				r = r.WithContext(context.WithValue(r.Context(), requestInfoKey, info))
 			}
+			info.ingress = true
 			if loopbackRequest(r) {
 				next.ServeHTTP(w, r)
 				return
@@ -39,9 +42,6 @@ func ExposedOnly(hints func() []room.Hint, onReject func(w http.ResponseWriter, 
 		})
 	}
 }
-
-// ingressKey marks a request that came in on the ingress listener.
-type ingressKey struct{}
 
 // exposedOrigin reports whether r has no Origin, or one loopback or exposed
 // origin.
@@ -156,11 +156,7 @@ func splitAuthority(s string, bareIPv6 bool) (name string, port int, ok bool) {
 // hint its Host names; "loopback" otherwise (the owner listener, or a Host
 // that is a loopback name and no hint's).
 func (s *Server) transportOf(r *http.Request) string {
-	on, _ := r.Context().Value(ingressKey{}).(bool)
 	if info := requestInfoOf(r); info != nil && info.ingress {
-		on = true
-	}
-	if on {
 		hs := s.eng.Hints()
 		if i := exposedHint(hs, r.Host, true); i >= 0 && hs[i].Type != "" {
 			return hs[i].Type

@@ -57,7 +57,7 @@ type requestInfo struct {
 }
 
 func requestInfoOf(r *http.Request) *requestInfo {
-	info, _ := r.Context().Value(requestIDKey).(*requestInfo)
+	info, _ := r.Context().Value(requestInfoKey).(*requestInfo)
 	return info
 }
 
@@ -74,7 +74,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		w.Header().Set("X-Request-Id", info.id)
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestIDKey, info)))
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey, info)))
 		// Enabled first: the line's arguments cost allocations on every
 		// request even when debug lines are dropped.
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
