@@ -84,17 +84,32 @@ type doorMemo struct {
 	res rawResult
 }
 
+// memoized is the result this handler encoded for the answer memo belongs
+// to, encoding it with encode (and keeping it there) the first time. A nil
+// memo encodes every time.
+func (s *Handler) memoized(memo *actor.Memo, encode func() (rawResult, error)) (rawResult, error) {
+	if memo != nil {
+		if m, ok := memo.Load().(doorMemo); ok && m.h == s {
+			return m.res, nil
+		}
+	}
+	res, err := encode()
+	if err == nil && memo != nil {
+		memo.Store(doorMemo{h: s, res: res})
+	}
+	return res, err
+}
+
 // taskGetResult is taskResult encoded, once per cached version of the task:
 // polls of a task that has not changed send the same bytes again.
 func (s *Handler) taskGetResult(t room.DetailedTask, memo *actor.Memo) any {
-	if m, ok := memo.Load().(doorMemo); ok && m.h == s {
-		return m.res
-	}
-	res := s.taskResult(t)
-	b, err := encodeNoHTML(nil, res)
+	var res any // built only when the memo has no bytes yet
+	b, err := s.memoized(memo, func() (rawResult, error) {
+		res = s.taskResult(t)
+		return encodeNoHTML(nil, res)
+	})
 	if err != nil {
 		return res // writeRPCResult answers the encoding error as before
 	}
-	memo.Store(doorMemo{h: s, res: b})
-	return rawResult(b)
+	return b
 }

@@ -140,17 +140,9 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	}
 	// A kept answer (handoff_get until the next commit) is encoded once: the
 	// result depends on the answer and on this handler alone.
-	if memo != nil {
-		if m, ok := memo.Load().(doorMemo); ok && m.h == s {
-			return m.res, nil
-		}
-	}
-	res, err := s.toolResult(out)
+	res, err := s.memoized(memo, func() (rawResult, error) { return s.toolResult(out) })
 	if err != nil {
 		return nil, s.rpcErrorOf(room.Internal(err))
-	}
-	if memo != nil {
-		memo.Store(doorMemo{h: s, res: res})
 	}
 	return res, nil
 }
