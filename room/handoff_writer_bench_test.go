@@ -30,6 +30,25 @@ func (c writerCost) sub(o writerCost) writerCost {
 	return writerCost{c.cpu - o.cpu, c.stmts - o.stmts, c.cmds - o.cmds, c.allocs - o.allocs, c.frames - o.frames, c.batches - o.batches}
 }
 
+// stopCost reports the writer's cost per command (and per batch) since
+// start, once the writer has finished its last turn (the turn's CPU is
+// counted when the writer re-arms).
+func stopCost(b *testing.B, r *actor.Room, start writerCost) writerCost {
+	for r.Queued() > 0 {
+		runtime.Gosched()
+	}
+	total := readCost(r).sub(start)
+	cmds := float64(max(total.cmds, 1))
+	batches := float64(max(total.batches, 1))
+	b.ReportMetric(float64(total.cpu)/cmds, "writer-cpu-ns/cmd")
+	b.ReportMetric(float64(total.stmts)/cmds, "stmts/cmd")
+	b.ReportMetric(float64(total.allocs)/cmds, "allocs/cmd")
+	b.ReportMetric(cmds/batches, "cmds/batch")
+	b.ReportMetric(float64(total.frames)/cmds, "wal-frames/cmd")
+	b.ReportMetric(float64(total.frames)/batches, "wal-frames/batch")
+	return total
+}
+
 // waitTurn waits until the writer has finished (and counted) the turn that
 // ran the command just answered: it answers before re-arming its sweeper.
 func waitTurn(r *actor.Room, before uint64) {
@@ -122,19 +141,7 @@ func benchLifecycleWriter(b *testing.B, callers, maxBatch int) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	// The last turn's CPU is counted once the writer has re-armed.
-	for e.r.Queued() > 0 {
-		runtime.Gosched()
-	}
-	total := readCost(e.r).sub(start)
-	cmds := float64(max(total.cmds, 1))
-	b.ReportMetric(float64(total.cpu)/cmds, "writer-cpu-ns/cmd")
-	b.ReportMetric(float64(total.stmts)/cmds, "stmts/cmd")
-	b.ReportMetric(float64(total.allocs)/cmds, "allocs/cmd")
-	batches := float64(max(e.r.Stats().Batches.Load(), 1))
-	b.ReportMetric(cmds/batches, "cmds/batch")
-	b.ReportMetric(float64(total.frames)/cmds, "wal-frames/cmd")
-	b.ReportMetric(float64(total.frames)/float64(max(total.batches, 1)), "wal-frames/batch")
+	stopCost(b, e.r, start)
 	if callers == 1 {
 		for s, name := range lifecycleSteps {
 			n := float64(max(perStep[s].cmds, 1))

@@ -3,7 +3,6 @@ package room_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,17 +79,6 @@ func benchLifecycleRoomMix(b *testing.B) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	for e.r.Queued() > 0 {
-		runtime.Gosched()
-	}
-	total := readCost(e.r).sub(start)
-	cmds := float64(max(total.cmds, 1))
-	batches := float64(max(total.batches, 1))
-	b.ReportMetric(float64(total.cpu)/cmds, "writer-cpu-ns/cmd")
-	b.ReportMetric(float64(total.stmts)/cmds, "stmts/cmd")
-	b.ReportMetric(float64(total.allocs)/cmds, "allocs/cmd")
-	b.ReportMetric(cmds/batches, "cmds/batch")
-	b.ReportMetric(float64(total.frames)/cmds, "wal-frames/cmd")
-	b.ReportMetric(float64(total.frames)/batches, "wal-frames/batch")
-	b.ReportMetric(float64(refused.Load())/cmds, "refused/cmd")
+	total := stopCost(b, e.r, start)
+	b.ReportMetric(float64(refused.Load())/float64(max(total.cmds, 1)), "refused/cmd")
 }
