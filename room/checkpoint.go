@@ -52,10 +52,7 @@ func (s *Store) SetWALAutocheckpoint(ctx context.Context, pages int) error {
 	if err != nil {
 		return Internal(err)
 	}
-	c.SetMaxOpenConns(1)
-	c.SetMaxIdleConns(1)
-	c.SetConnMaxLifetime(0)
-	c.SetConnMaxIdleTime(0)
+	holdOneConn(c)
 	if _, _, err := walCheckpoint(ctx, c, "NOOP"); err != nil {
 		c.Close()
 		return err

@@ -66,10 +66,7 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 		if err != nil {
 			return nil, Internal(err)
 		}
-		w.SetMaxOpenConns(1)
-		w.SetMaxIdleConns(1)
-		w.SetConnMaxLifetime(0)
-		w.SetConnMaxIdleTime(0)
+		holdOneConn(w)
 		if err := migrate(ctx, w); err != nil {
 			w.Close()
 			return nil, err
@@ -97,6 +94,15 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 		}
 	}
 	return s, nil
+}
+
+// holdOneConn makes db a single connection kept open for good: the writer's
+// and the checkpointer's, whose pragmas and statement caches live on it.
+func holdOneConn(db *sql.DB) {
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
 }
 
 // Close closes both pools and the checkpoint connection.
