@@ -48,15 +48,7 @@ func TestDetachedStreamReleasesItsHandler(t *testing.T) {
 				default:
 				}
 			}
-			if !ts.hub.Cancel("s1", "1") {
-				t.Fatal("cancel matched nothing")
-			}
-			if err := c.expectFinal(); err != nil {
-				t.Fatal(err)
-			}
-			if e := ts.waitEnd(ctx); e.reason != EndCancelled {
-				t.Fatalf("ended with %v, want cancelled", e.reason)
-			}
+			ts.cancelGracefully(ctx, t, c, "s1", "1")
 			// After the body: a detached stream's connection is closed; an
 			// in-place one stays open for the next request.
 			_ = c.conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))

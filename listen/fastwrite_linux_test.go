@@ -104,15 +104,7 @@ func TestFastWriteLeftoverIsWrittenFirstAndInOrder(t *testing.T) {
 			}
 			partial, none := carries.counts()
 			t.Logf("fast writes that fell back: %d in part, %d with nothing written", partial, none)
-			if !ts.hub.Cancel("s1", "1") {
-				t.Fatal("cancel matched nothing")
-			}
-			if err := c.expectFinal(); err != nil {
-				t.Fatal(err)
-			}
-			if e := ts.waitEnd(ctx); e.reason != EndCancelled {
-				t.Fatalf("ended with %v, want cancelled", e.reason)
-			}
+			ts.cancelGracefully(ctx, t, c, "s1", "1")
 			if st := ts.hub.Stats(); st.Dropped != 0 || st.Delivered != uint64(tt.frames) {
 				t.Fatalf("stats %+v", st)
 			}

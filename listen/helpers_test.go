@@ -419,6 +419,22 @@ func (c *clientStream) expectDroppedEnd() error {
 	}
 }
 
+// cancelGracefully cancels the stream session/key through the hub and checks
+// it ends as a cancel must: the client reads the final result and then the
+// end of the body, and the handler reports that very stream cancelled.
+func (ts *testServer) cancelGracefully(ctx context.Context, t *testing.T, c *clientStream, session, key string) {
+	t.Helper()
+	if !ts.hub.Cancel(session, key) {
+		t.Fatalf("Cancel(%s, %s) matched nothing", session, key)
+	}
+	if err := c.expectFinal(); err != nil {
+		t.Fatal(err)
+	}
+	if e := ts.waitEnd(ctx); e.session != session || e.key != key || e.reason != EndCancelled {
+		t.Fatalf("end %+v, want %s/%s cancelled", e, session, key)
+	}
+}
+
 // waitEnd returns the next stream end reported by the handler.
 func (ts *testServer) waitEnd(ctx context.Context) streamEnd {
 	ts.t.Helper()

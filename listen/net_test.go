@@ -193,15 +193,7 @@ func TestCancelAndEndSessionOverHTTP(t *testing.T) {
 		}
 	})
 	t.Run("cancel ends only the matching session and key", func(t *testing.T) {
-		if !ts.hub.Cancel("A", "1") {
-			t.Fatal("Cancel(A,1) found nothing")
-		}
-		if err := a1.expectFinal(); err != nil {
-			t.Fatal(err)
-		}
-		if e := ts.waitEnd(ctx); e.session != "A" || e.key != "1" || e.reason != EndCancelled {
-			t.Fatalf("end %+v", e)
-		}
+		ts.cancelGracefully(ctx, t, a1, "A", "1")
 		ts.hub.Publish(Batch{Messages: []Message{msg("t", 1)}})
 		forEach(t, []*clientStream{a2, a3, b1, b2}, func(c *clientStream) error { return c.expectSeqs(1) })
 	})
