@@ -72,9 +72,9 @@ type Room struct {
 
 	watchDone chan struct{} // closed when the file watcher has stopped; nil without one
 
-	ckptNudge chan struct{} // a commit grew the WAL (see checkpointer.go); nil without a checkpointer
-	ckptDone  chan struct{} // closed when the checkpointer has stopped; nil without one
-	ckptMu    sync.Mutex    // held by the writer for a batch, by the checkpointer to finish a checkpoint
+	ckptNudge  chan struct{}  // a commit grew the WAL (see checkpointer.go); nil without a checkpointer
+	ckptDone   chan struct{}  // closed when the checkpointer has stopped; nil without one
+	ckptFinish chan *ckptStep // the checkpointer's last step, run by the writer between batches; nil without one
 
 	nextWake  atomic.Int64 // unix ms the sweeper is armed for (0 = idle wait), for tests and /debug
 	lastFlush time.Time
@@ -381,6 +381,9 @@ func (r *Room) loop() {
 			}
 			r.stats.FileSyncs.Add(1)
 			run = []*call{r.syncCall()}
+		case step := <-r.ckptFinish:
+			r.finishCheckpoint(step)
+			continue // no batch ran: the sweeper's timer is still armed
 		case <-r.quit:
 			r.measured(r.stop)
 			return
@@ -463,8 +466,6 @@ func (r *Room) syncCall() *call {
 // runBatch is the heart of the writer: one transaction, a savepoint per
 // command after the first, one COMMIT, then one publish and the answers.
 func (r *Room) runBatch(batch []*call) {
-	r.ckptMu.Lock()
-	defer r.ckptMu.Unlock()
 	ctx := context.Background() // SQL is never interrupted by a caller going away
 	now := r.eng.Now()
 	results := make([]error, len(batch))

@@ -21,12 +21,13 @@ import (
 // WAL is never wholly in the database file when the writer begins its next
 // transaction, and only then does SQLite start the WAL over from its first
 // frame; the file would grow without bound. So the checkpointer finishes
-// in two steps: the bulk of the copy beside the writer, then, holding
-// ckptMu (which the writer holds for each batch), a second PASSIVE
-// checkpoint that copies only what was committed meanwhile. The writer
-// waits for that short step (it spends no CPU waiting); its next BEGIN
-// finds the WAL wholly copied and restarts it, as it did when it
-// checkpointed inside COMMIT.
+// in two steps: the bulk of the copy beside the writer, then a second
+// PASSIVE checkpoint that copies only what was committed meanwhile, which
+// it hands to the writer as one more message (ckptFinish) so that it runs
+// between two batches, with no write transaction open: the writer's own
+// serialization, not a lock beside it. The writer's next BEGIN finds the
+// WAL wholly copied and restarts it, as it did when it checkpointed inside
+// COMMIT.
 
 // startCheckpointer starts the checkpointer when the store asks for one.
 func (r *Room) startCheckpointer() {
@@ -36,6 +37,7 @@ func (r *Room) startCheckpointer() {
 	}
 	r.ckptNudge = make(chan struct{}, 1)
 	r.ckptDone = make(chan struct{})
+	r.ckptFinish = make(chan *ckptStep)
 	go r.checkpointer(pages)
 }
 
@@ -76,16 +78,35 @@ func (r *Room) checkpointer(pages int) {
 			r.log.Warn("checkpointer: checkpoint failed; the next commit tries again", "err", err)
 			continue
 		}
-		r.ckptMu.Lock()
-		log, _, err = r.store.Checkpoint(ctx)
-		r.ckptMu.Unlock()
-		if err != nil {
+		step := &ckptStep{done: make(chan struct{})}
+		select {
+		case r.ckptFinish <- step:
+		case <-r.done:
+			return
+		}
+		<-step.done // the writer closes it before it takes another message
+		if log, err = step.log, step.err; err != nil {
 			r.log.Warn("checkpointer: checkpoint failed; the next commit tries again", "err", err)
 			continue
 		}
 		r.stats.WALFrames.Add(w.saw(log))
 		r.stats.Checkpoints.Add(1)
 	}
+}
+
+// ckptStep is the checkpointer's last step, run by the writer: its result,
+// and done, closed once it has run.
+type ckptStep struct {
+	log  int
+	err  error
+	done chan struct{}
+}
+
+// finishCheckpoint runs the checkpointer's last step on the writer's
+// goroutine, between two batches (see above).
+func (r *Room) finishCheckpoint(step *ckptStep) {
+	step.log, _, step.err = r.store.Checkpoint(context.Background())
+	close(step.done)
 }
 
 // walCounter turns the WAL's frame count, read now and then, into the
