@@ -94,13 +94,10 @@ type methodInfo struct {
 //     the caller answers 202;
 //   - an error: rerr is non-nil and req is non-nil but carries only ID — the id
 //     as sent, or nil when it could not be read — for writeRPCError(w, req.ID, rerr).
-func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo) (req *rpcRequest, notification bool, rerr *rpcError) {
-	return decodeRPCWith(h, body, methods, nil)
-}
-
-// decodeRPCWith is decodeRPC answering repeated params._meta from metas
-// (nil: none); the outcome is the same either way.
-func decodeRPCWith(h http.Header, body []byte, methods map[string]methodInfo, metas *metaCache) (req *rpcRequest, notification bool, rerr *rpcError) {
+//
+// metas answers a repeated params._meta (nil: none); the outcome is the same
+// either way.
+func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo, metas *metaCache) (req *rpcRequest, notification bool, rerr *rpcError) {
 	env, id, rerr := decodeEnvelope(body)
 	if rerr != nil {
 		return &rpcRequest{ID: id}, false, rerr

@@ -296,7 +296,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods)
+			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods, nil)
 			checkError(t, req, notification, rerr, tc.want)
 		})
 	}
@@ -353,7 +353,7 @@ func TestDecodeRPCAccepts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods)
+			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods, nil)
 			if rerr != nil {
 				t.Fatalf("error %d %d %q, want a request", rerr.Status, rerr.Code, rerr.Message)
 			}
@@ -416,7 +416,7 @@ func TestDecodeRPCNotifications(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods)
+			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods, nil)
 			if rerr != nil {
 				t.Fatalf("error %d %d %q, want a notification", rerr.Status, rerr.Code, rerr.Message)
 			}
@@ -446,7 +446,7 @@ func TestDecodeRPCDeepInputDoesNotPanic(t *testing.T) {
 	}
 	for i, body := range deep {
 		t.Run(fmt.Sprintf("deep input %d is a 400", i), func(t *testing.T) {
-			req, _, rerr := decodeRPC(std("tools/list", ""), []byte(body), testMethods)
+			req, _, rerr := decodeRPC(std("tools/list", ""), []byte(body), testMethods, nil)
 			if rerr == nil || rerr.Status != http.StatusBadRequest {
 				t.Fatalf("got %+v, want a 400 error", rerr)
 			}
@@ -530,7 +530,7 @@ func mcpTestHandler(seen chan<- http.Header) http.Handler {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 			return
 		}
-		req, notification, rerr := decodeRPC(r.Header, body, testMethods)
+		req, notification, rerr := decodeRPC(r.Header, body, testMethods, nil)
 		switch {
 		case rerr != nil:
 			writeRPCError(w, req.ID, rerr)

@@ -47,7 +47,7 @@ func FuzzDecodeRPC(f *testing.F) {
 		}
 		h["Mcp-Name"] = []string{mcpName}
 
-		req, notification, rerr := decodeRPC(h, body, testMethods)
+		req, notification, rerr := decodeRPC(h, body, testMethods, nil)
 		if req == nil {
 			t.Fatalf("req is nil")
 		}
@@ -55,7 +55,7 @@ func FuzzDecodeRPC(f *testing.F) {
 		// first decode fills it, the second is served from it.
 		var metas metaCache
 		for i := range 2 {
-			creq, cnote, cerr := decodeRPCWith(h, body, testMethods, &metas)
+			creq, cnote, cerr := decodeRPC(h, body, testMethods, &metas)
 			if !reflect.DeepEqual(creq, req) || cnote != notification || !reflect.DeepEqual(cerr, rerr) {
 				t.Fatalf("decode %d with the _meta cache: %+v %v %+v; without: %+v %v %+v", i, creq, cnote, cerr, req, notification, rerr)
 			}

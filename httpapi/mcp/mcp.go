@@ -82,7 +82,7 @@ func (s *Handler) Post(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, nil, &rpcError{Status: status, Code: codeInvalidRequest, Message: room.AsError(err).Message})
 		return
 	}
-	req, notification, rerr := decodeRPCWith(r.Header, body, mcpMethodInfo, &s.metas)
+	req, notification, rerr := decodeRPC(r.Header, body, mcpMethodInfo, &s.metas)
 	if rerr != nil {
 		writeRPCError(w, req.ID, rerr)
 		return
