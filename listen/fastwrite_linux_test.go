@@ -274,12 +274,21 @@ func TestRunOfBatchesEndsWhereABatchEndsStreams(t *testing.T) {
 func TestRunLongerThanTheQueueBoundReachesAHealthyStream(t *testing.T) {
 	ctx := testCtx(t)
 	hold, release := make(chan struct{}), make(chan struct{})
-	ts := newTestServerHooks(t, Config{}, hooks{beforeBatch: func(seq uint64) {
-		if seq == 1 {
-			close(hold)
-			<-release
-		}
-	}})
+	var mu sync.Mutex
+	var bursts []int
+	ts := newTestServerHooks(t, Config{}, hooks{
+		beforeBatch: func(seq uint64) {
+			if seq == 1 {
+				close(hold)
+				<-release
+			}
+		},
+		afterWrite: func(_ *Subscription, frames int) {
+			mu.Lock()
+			bursts = append(bursts, frames)
+			mu.Unlock()
+		},
+	})
 	c := ts.mustOpen(ctx, "s", "1", []string{"t"}, 4) // QueueLen 4
 	select {
 	case <-ts.returned:
@@ -304,6 +313,12 @@ func TestRunLongerThanTheQueueBoundReachesAHealthyStream(t *testing.T) {
 	}
 	if st := ts.hub.Stats(); st.Dropped != 0 || st.Delivered != n {
 		t.Fatalf("stats %+v", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(bursts)
+	if !slices.Equal(bursts, []int{2, 4, 4}) {
+		t.Fatalf("writes of %v frames, want 4, 4 and 2: at most QueueLen frames per write", bursts)
 	}
 }
 
