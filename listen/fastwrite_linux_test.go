@@ -209,23 +209,8 @@ func TestFastWritesArmTheSocketProbe(t *testing.T) {
 // order.
 func TestRunOfBatchesEndsWhereABatchEndsStreams(t *testing.T) {
 	ctx := testCtx(t)
-	hold, release := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	var bursts []int
-	hk := hooks{
-		beforeBatch: func(seq uint64) {
-			if seq == 1 {
-				close(hold)
-				<-release
-			}
-		},
-		afterWrite: func(_ *Subscription, frames int) {
-			mu.Lock()
-			bursts = append(bursts, frames)
-			mu.Unlock()
-		},
-	}
-	ts := newTestServerHooks(t, Config{}, hk)
+	g := newRunGate()
+	ts := newTestServerHooks(t, Config{}, g.hooks())
 	a := ts.mustOpen(ctx, "a", "1", []string{"t"}, 0)
 	b := ts.mustOpen(ctx, "b", "2", []string{"t"}, 0)
 	for range 2 {
@@ -235,13 +220,12 @@ func TestRunOfBatchesEndsWhereABatchEndsStreams(t *testing.T) {
 			t.Fatal("a handler never returned")
 		}
 	}
-	ts.hub.Publish(Batch{Messages: []Message{msg("elsewhere", 0)}}) // seq 1: holds the broadcaster
-	<-hold
+	g.hold(ts)
 	ts.hub.Publish(Batch{Messages: []Message{msg("t", 1)}})
 	ts.hub.Publish(Batch{Messages: []Message{msg("t", 2)}, EndSessions: []string{"a"}})
 	ts.hub.Publish(Batch{Messages: []Message{msg("t", 3)}})
 	ts.hub.Publish(Batch{Messages: []Message{msg("t", 4)}})
-	close(release)
+	close(g.release)
 	if err := a.expectSeqs(1, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -255,13 +239,10 @@ func TestRunOfBatchesEndsWhereABatchEndsStreams(t *testing.T) {
 		t.Fatalf("stream %s ended with %v, want a with session ended", e.session, e.reason)
 	}
 	ts.hub.Close() // the broadcaster has counted everything
-	mu.Lock()
-	defer mu.Unlock()
 	// a: 1+2 in one write; b: 1+2, then 3+4 (a run ends after seq 2's
 	// batch): three writes of two frames each, and nothing else.
-	slices.Sort(bursts)
-	if !slices.Equal(bursts, []int{2, 2, 2}) {
-		t.Fatalf("writes of %v frames, want three of 2: each stream's part of a run in one write", bursts)
+	if w := g.writes(); !slices.Equal(w, []int{2, 2, 2}) {
+		t.Fatalf("writes of %v frames, want three of 2: each stream's part of a run in one write", w)
 	}
 	if st := ts.hub.Stats(); st.Delivered != 6 || st.Dropped != 0 {
 		t.Fatalf("stats %+v", st)
@@ -273,37 +254,22 @@ func TestRunOfBatchesEndsWhereABatchEndsStreams(t *testing.T) {
 // they go out QueueLen frames per write, in order.
 func TestRunLongerThanTheQueueBoundReachesAHealthyStream(t *testing.T) {
 	ctx := testCtx(t)
-	hold, release := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	var bursts []int
-	ts := newTestServerHooks(t, Config{}, hooks{
-		beforeBatch: func(seq uint64) {
-			if seq == 1 {
-				close(hold)
-				<-release
-			}
-		},
-		afterWrite: func(_ *Subscription, frames int) {
-			mu.Lock()
-			bursts = append(bursts, frames)
-			mu.Unlock()
-		},
-	})
+	g := newRunGate()
+	ts := newTestServerHooks(t, Config{}, g.hooks())
 	c := ts.mustOpen(ctx, "s", "1", []string{"t"}, 4) // QueueLen 4
 	select {
 	case <-ts.returned:
 	case <-ctx.Done():
 		t.Fatal("the handler never returned")
 	}
-	ts.hub.Publish(Batch{Messages: []Message{msg("elsewhere", 0)}}) // seq 1: holds the broadcaster
-	<-hold
+	g.hold(ts)
 	const n = 10
 	want := make([]int, n)
 	for i := range n {
 		want[i] = i + 1
 		ts.hub.Publish(Batch{Messages: []Message{msg("t", i+1)}})
 	}
-	close(release)
+	close(g.release)
 	if err := c.expectSeqs(want...); err != nil {
 		t.Fatal(err)
 	}
@@ -314,12 +280,50 @@ func TestRunLongerThanTheQueueBoundReachesAHealthyStream(t *testing.T) {
 	if st := ts.hub.Stats(); st.Dropped != 0 || st.Delivered != n {
 		t.Fatalf("stats %+v", st)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	slices.Sort(bursts)
-	if !slices.Equal(bursts, []int{2, 4, 4}) {
-		t.Fatalf("writes of %v frames, want 4, 4 and 2: at most QueueLen frames per write", bursts)
+	if w := g.writes(); !slices.Equal(w, []int{2, 4, 4}) {
+		t.Fatalf("writes of %v frames, want 4, 4 and 2: at most QueueLen frames per write", w)
 	}
+}
+
+// runGate holds the broadcaster at the first batch (hold), so the batches
+// published meanwhile wait for it together and go out as runs once release
+// is closed, and records how many frames each stream's write carried.
+type runGate struct {
+	held, release chan struct{}
+	mu            sync.Mutex
+	bursts        []int
+}
+
+func newRunGate() *runGate { return &runGate{held: make(chan struct{}), release: make(chan struct{})} }
+
+func (g *runGate) hooks() hooks {
+	return hooks{
+		beforeBatch: func(seq uint64) {
+			if seq == 1 {
+				close(g.held)
+				<-g.release
+			}
+		},
+		afterWrite: func(_ *Subscription, frames int) {
+			g.mu.Lock()
+			g.bursts = append(g.bursts, frames)
+			g.mu.Unlock()
+		},
+	}
+}
+
+// hold publishes the batch the broadcaster waits at (on a topic nobody
+// reads) and returns once it waits.
+func (g *runGate) hold(ts *testServer) {
+	ts.hub.Publish(Batch{Messages: []Message{msg("elsewhere", 0)}})
+	<-g.held
+}
+
+// writes is the frames of every write so far, sorted.
+func (g *runGate) writes() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Sorted(slices.Values(g.bursts))
 }
 
 // wrapConn stands for a listener's connection wrapper; it counts the bytes
