@@ -290,13 +290,13 @@ func (e *Engine) staleError(tx *Tx, base int64, cur *Doc, attempted string) (*Er
 // versionChanges lists up to limit versions after `after`, oldest first.
 func versionChanges(ctx context.Context, q Querier, after int64, limit int) ([]VersionChange, error) {
 	rows, err := q.QueryContext(ctx, `SELECT version, summary, participant_id, created_at FROM versions
-		WHERE version > ? ORDER BY version LIMIT ?`, after, limit)
+		WHERE version > ? ORDER BY version`+limitSQL(pageLimit(limit)), after)
 	if err != nil {
 		return nil, Internal(err)
 	}
 	defer rows.Close()
 	out := []VersionChange{}
-	for rows.Next() {
+	for len(out) < limit && rows.Next() {
 		var c VersionChange
 		var pid sql.NullString
 		var created int64

@@ -92,10 +92,10 @@ func TestMigration8NarrowsTheEventIndexInPlace(t *testing.T) {
 		args  []any
 		want  []int64
 	}{
-		{"the newest two, oldest first", handoffEventsNewestQuery, []any{a, 2}, want[2:]},
-		{"all of them", handoffEventsNewestQuery, []any{a, 50}, want},
-		{"those after the first", handoffEventsSinceQuery, []any{a, want[0], 50}, want[1:]},
-		{"the first after the first", handoffEventsSinceQuery, []any{a, want[0], 1}, want[1:2]},
+		{"the newest two, oldest first", handoffEventsNewestQuery(2), []any{a}, want[2:]},
+		{"all of them", handoffEventsNewestQuery(50), []any{a}, want},
+		{"those after the first", handoffEventsSinceQuery(50), []any{a, want[0]}, want[1:]},
+		{"the first after the first", handoffEventsSinceQuery(1), []any{a, want[0]}, want[1:2]},
 	} {
 		if got := ids(c.query, c.args...); !slices.Equal(got, c.want) {
 			t.Errorf("%s: event ids %v, want %v (the handoff's own, not its twin's)", c.name, got, c.want)

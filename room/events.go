@@ -131,10 +131,10 @@ func (e *Engine) History(ctx context.Context, q Querier, p Principal, in History
 	var err error
 	if in.SinceEventID != nil {
 		rows, err = q.QueryContext(ctx, `SELECT event_id, event_type, payload_json, created_at FROM events
-			WHERE event_id > ? ORDER BY event_id ASC LIMIT ?`, *in.SinceEventID, limit)
+			WHERE event_id > ? ORDER BY event_id ASC`+limitSQL(pageLimit(limit)), *in.SinceEventID)
 	} else {
 		rows, err = q.QueryContext(ctx, `SELECT event_id, event_type, payload_json, created_at FROM events
-			ORDER BY event_id DESC LIMIT ?`, limit)
+			ORDER BY event_id DESC`+limitSQL(pageLimit(limit)))
 	}
 	if err != nil {
 		return History{}, Internal(err)
@@ -143,7 +143,7 @@ func (e *Engine) History(ctx context.Context, q Querier, p Principal, in History
 	if err != nil {
 		return History{}, err
 	}
-	h := History{WorkspaceID: e.WorkspaceID, Events: evs}
+	h := History{WorkspaceID: e.WorkspaceID, Events: firstN(evs, limit)}
 	var oldest, newest sql.NullInt64
 	if err := q.QueryRowContext(ctx, `SELECT MIN(event_id), MAX(event_id) FROM events`).Scan(&oldest, &newest); err != nil {
 		return History{}, Internal(err)

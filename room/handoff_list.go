@@ -207,6 +207,7 @@ func handoffSources(p Principal, role string) []handoffSource {
 func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []handoffSource, status string, pos handoffPos, n int) ([]*handoffRow, handoffPos, error) {
 	var parts []string
 	var args []any
+	lim := limitSQL(pageLimit(n))
 	for _, s := range srcs {
 		var where string
 		var who []any
@@ -236,24 +237,24 @@ func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []hando
 				continue
 			}
 			parts = append(parts, `SELECT rowid FROM (SELECT rowid FROM handoffs WHERE `+where+
-				` AND status = ? AND (created_at, rowid) < (?, ?) ORDER BY created_at DESC, rowid DESC LIMIT ?)`)
-			args = append(append(args, who...), st, pos.createdAt, pos.rowid, n)
+				` AND status = ? AND (created_at, rowid) < (?, ?) ORDER BY created_at DESC, rowid DESC`+lim+`)`)
+			args = append(append(args, who...), st, pos.createdAt, pos.rowid)
 		}
 	}
 	if len(parts) == 0 {
 		return nil, handoffPos{}, nil
 	}
-	args = append(args, n)
 	rows, err := q.QueryContext(ctx, `SELECT h.rowid, `+strings.TrimPrefix(handoffWithInputsSelect, "SELECT ")+
 		` WHERE h.rowid IN (`+strings.Join(parts, " UNION ALL ")+`)
-		ORDER BY h.created_at DESC, h.rowid DESC LIMIT ?`, args...)
+		ORDER BY h.created_at DESC, h.rowid DESC`+lim, args...)
 	if err != nil {
 		return nil, handoffPos{}, Internal(err)
 	}
 	defer rows.Close()
 	var out []*handoffRow
 	var last handoffPos
-	for rows.Next() {
+	// The statement may read up to pageLimit(n) rows: scan only n.
+	for len(out) < n && rows.Next() {
 		var rowid int64
 		h, err := scanHandoffWithInputs(withRowid{rows, &rowid})
 		if err != nil {

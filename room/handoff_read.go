@@ -141,15 +141,24 @@ type HandoffEventsResult struct {
 // A handoff's events are found through events_by_handoff_tail, the index on
 // the last 8 hex digits of the handoff id (migration 8), then checked
 // against the whole id; substr(handoff_id, -8) must be written exactly as
-// the index has it for SQLite to use it.
-const (
-	handoffEventsSinceQuery = `SELECT event_id, event_type, payload_json, created_at FROM events
+// the index has it for SQLite to use it. The limit is part of the text
+// (sqllimit.go).
+
+// handoffEventsSinceQuery reads the first limit events of handoff ?1 after
+// event ?2.
+func handoffEventsSinceQuery(limit int) string {
+	return `SELECT event_id, event_type, payload_json, created_at FROM events
 			WHERE substr(handoff_id, -8) = substr(?1, -8) AND handoff_id = ?1 AND event_id > ?2
-			ORDER BY event_id ASC LIMIT ?3`
-	handoffEventsNewestQuery = `SELECT event_id, event_type, payload_json, created_at FROM (
+			ORDER BY event_id ASC` + limitSQL(limit)
+}
+
+// handoffEventsNewestQuery reads the newest limit events of handoff ?1,
+// oldest first.
+func handoffEventsNewestQuery(limit int) string {
+	return `SELECT event_id, event_type, payload_json, created_at FROM (
 			SELECT * FROM events WHERE substr(handoff_id, -8) = substr(?1, -8) AND handoff_id = ?1
-			ORDER BY event_id DESC LIMIT ?2) ORDER BY event_id ASC`
-)
+			ORDER BY event_id DESC` + limitSQL(limit) + `) ORDER BY event_id ASC`
+}
 
 // HandoffEvents is handoff_events and ce handoff-events: the events of one
 // handoff and its task still in the ring, always oldest first. With
@@ -170,9 +179,9 @@ func (e *Engine) HandoffEvents(ctx context.Context, q Querier, p Principal, in H
 	limit = e.boundLimit(limit, 50)
 	var rows *sql.Rows
 	if sinceEventID != nil {
-		rows, err = q.QueryContext(ctx, handoffEventsSinceQuery, handoffID, *sinceEventID, limit)
+		rows, err = q.QueryContext(ctx, handoffEventsSinceQuery(pageLimit(limit)), handoffID, *sinceEventID)
 	} else {
-		rows, err = q.QueryContext(ctx, handoffEventsNewestQuery, handoffID, limit)
+		rows, err = q.QueryContext(ctx, handoffEventsNewestQuery(pageLimit(limit)), handoffID)
 	}
 	if err != nil {
 		return HandoffEventsResult{}, Internal(err)
@@ -180,6 +189,13 @@ func (e *Engine) HandoffEvents(ctx context.Context, q Querier, p Principal, in H
 	evs, err := scanEvents(rows)
 	if err != nil {
 		return HandoffEventsResult{}, err
+	}
+	// The statement read up to pageLimit(limit): keep the first limit after
+	// since_event_id, or the newest limit.
+	if sinceEventID != nil {
+		evs = firstN(evs, limit)
+	} else {
+		evs = lastN(evs, limit)
 	}
 	out := HandoffEventsResult{HandoffID: handoffID, Events: evs}
 	var oldest sql.NullInt64

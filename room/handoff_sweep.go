@@ -22,7 +22,7 @@ func (e *Engine) sweepTasks(tx *Tx) error {
 		return err
 	}
 	// task_inputs go with their task (ON DELETE CASCADE).
-	n, err := tx.execN(purgeTasksQuery, tx.nowMS(), purgeChunk)
+	n, err := tx.execN(purgeTasksQuery, tx.nowMS())
 	if err != nil {
 		return Internal(err)
 	}
@@ -40,9 +40,9 @@ const purgeChunk = 1000
 // purgeTasksQuery deletes the oldest terminal task rows one TTL after their
 // last update, at most purgeChunk of them; the expression index of
 // migration 0002 finds them in order.
-const purgeTasksQuery = `DELETE FROM tasks WHERE task_id IN (
+var purgeTasksQuery = `DELETE FROM tasks WHERE task_id IN (
 		SELECT task_id FROM tasks WHERE status IN ('completed','failed','cancelled')
-		AND last_updated_at + ttl_ms <= ? ORDER BY last_updated_at + ttl_ms LIMIT ?)`
+		AND last_updated_at + ttl_ms <= ? ORDER BY last_updated_at + ttl_ms` + limitSQL(purgeChunk) + `)`
 
 // expireDueTasksQuery lists live tasks past their TTL, oldest first.
 const expireDueTasksQuery = `SELECT task_id, correlation_id FROM tasks

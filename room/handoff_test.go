@@ -860,6 +860,21 @@ func TestHandoffEvents_OldestFirstWithSinceAndLimit(t *testing.T) {
 	if len(after.Events) != 2 || after.Events[0].ID != all.Events[2].ID {
 		t.Fatalf("since: %+v", after.Events)
 	}
+	// A limit the statement rounds up (3 is read as 4: sqllimit.go) still
+	// gives exactly the newest three, or the first three after since.
+	ids := func(evs []room.Event) []int64 {
+		var out []int64
+		for _, ev := range evs {
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	if got, want := ids(events(nil, 3).Events), ids(all.Events[2:]); !slices.Equal(got, want) {
+		t.Fatalf("limit 3: events %v, want the newest three %v", got, want)
+	}
+	if got, want := ids(events(&all.Events[0].ID, 3).Events), ids(all.Events[1:4]); !slices.Equal(got, want) {
+		t.Fatalf("since the first, limit 3: events %v, want %v", got, want)
+	}
 }
 
 // ---- published notifications ----

@@ -174,12 +174,12 @@ func (e *Engine) ListInvites(ctx context.Context, q Querier, p Principal, _ Empt
 		return nil, err
 	}
 	scope, args := inviteScope(p)
-	args = append([]any{ms(e.Now())}, append(args, e.Limits.MaxListItems)...)
+	args = append([]any{ms(e.Now())}, args...)
 	rows, err := q.QueryContext(ctx, `SELECT invite_id, capabilities, target, expires_at, max_uses, used_count, revoked_at, created_at,
 		created_by, max_live_sessions,
 		(SELECT count(*) FROM sessions s JOIN participants pt ON pt.participant_id = s.participant_id
 		 WHERE pt.invite_id = i.invite_id AND s.ended_at IS NULL AND s.expires_at > ?)
-		FROM invites i WHERE `+scope+` ORDER BY created_at DESC, rowid DESC LIMIT ?`, args...)
+		FROM invites i WHERE `+scope+` ORDER BY created_at DESC, rowid DESC`+limitSQL(e.Limits.MaxListItems), args...)
 	if err != nil {
 		return nil, Internal(err)
 	}

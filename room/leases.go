@@ -281,7 +281,7 @@ func (e *Engine) leases(ctx context.Context, q Querier, p Principal) ([]Lease, e
 		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, `SELECT `+leaseColumns+` FROM leases
-		WHERE released_at IS NULL AND expires_at > ? ORDER BY acquired_at, lease_id LIMIT ?`, ms(e.Now()), e.Limits.MaxListItems)
+		WHERE released_at IS NULL AND expires_at > ? ORDER BY acquired_at, lease_id`+limitSQL(e.Limits.MaxListItems), ms(e.Now()))
 	if err != nil {
 		return nil, Internal(err)
 	}

@@ -74,7 +74,7 @@ func (e *Engine) participants(ctx context.Context, q Querier, p Principal) ([]Pa
 	rows, err := q.QueryContext(ctx, `SELECT participant_id, kind, name, capabilities, is_host, joined_at, last_seen_at,
 		(SELECT transport FROM sessions s WHERE s.participant_id = p.participant_id AND s.ended_at IS NULL
 		 ORDER BY issued_at DESC LIMIT 1), invite_id
-		FROM participants p WHERE left_at IS NULL ORDER BY is_host DESC, joined_at, rowid LIMIT ?`, e.Limits.MaxListItems)
+		FROM participants p WHERE left_at IS NULL ORDER BY is_host DESC, joined_at, rowid`+limitSQL(e.Limits.MaxListItems))
 	if err != nil {
 		return nil, Internal(err)
 	}
@@ -113,8 +113,8 @@ func (e *Engine) participants(ctx context.Context, q Querier, p Principal) ([]Pa
 // the list bound).
 func (e *Engine) attachSessions(ctx context.Context, q Querier, out []Participant, index map[string]int) error {
 	rows, err := q.QueryContext(ctx, `SELECT session_ref, participant_id, transport, issued_at, expires_at, last_seen_at
-		FROM sessions WHERE ended_at IS NULL AND expires_at > ? ORDER BY issued_at, session_ref LIMIT ?`,
-		ms(e.Now()), max(e.Limits.MaxLiveSessions, e.Limits.MaxListItems))
+		FROM sessions WHERE ended_at IS NULL AND expires_at > ? ORDER BY issued_at, session_ref`+
+		limitSQL(max(e.Limits.MaxLiveSessions, e.Limits.MaxListItems)), ms(e.Now()))
 	if err != nil {
 		return Internal(err)
 	}

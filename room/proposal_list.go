@@ -125,8 +125,8 @@ func (e *Engine) Proposals(ctx context.Context, q Querier, p Principal, in Propo
 	}
 	rows, err := q.QueryContext(ctx, `SELECT `+proposalInfoColumns+` FROM proposals
 		WHERE (?1 = '' OR status = ?1) AND (NOT ?2 OR (created_at, rowid) < (?3, ?4))
-		ORDER BY created_at DESC, rowid DESC LIMIT ?5`,
-		in.Status, after.set, after.createdAt, after.rowid, limit+1)
+		ORDER BY created_at DESC, rowid DESC`+limitSQL(pageLimit(limit+1)),
+		in.Status, after.set, after.createdAt, after.rowid)
 	if err != nil {
 		return ProposalPage{}, Internal(err)
 	}

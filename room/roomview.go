@@ -88,8 +88,8 @@ func (e *Engine) roomProposals(ctx context.Context, q Querier) ([]ProposalInfo, 
 	rows, err := q.QueryContext(ctx, `SELECT `+proposalInfoColumns+` FROM proposals
 		WHERE status IN ('pending','approved') OR rowid IN (
 			SELECT rowid FROM proposals WHERE status NOT IN ('pending','approved')
-			ORDER BY created_at DESC, rowid DESC LIMIT ?)
-		ORDER BY created_at DESC, rowid DESC LIMIT ?`, roomDecidedProposals, e.Limits.MaxListItems)
+			ORDER BY created_at DESC, rowid DESC`+limitSQL(roomDecidedProposals)+`)
+		ORDER BY created_at DESC, rowid DESC`+limitSQL(e.Limits.MaxListItems))
 	if err != nil {
 		return nil, Internal(err)
 	}

@@ -28,7 +28,7 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 	}{
 		{"next due uses the purge and expiry indexes", nextDueQuery, nil,
 			[]string{"tasks_purge_due", "tasks_expiry_due", "sessions_live", "leases_live_expiry", "invites_lapsing"}},
-		{"purge uses the purge index", purgeTasksQuery, []any{int64(1), purgeChunk}, []string{"tasks_purge_due"}},
+		{"purge uses the purge index", purgeTasksQuery, []any{int64(1)}, []string{"tasks_purge_due"}},
 		{"a task and its open input requests by primary key", taskByIDQuery, []any{"task_x"},
 			[]string{"SEARCH tasks USING INDEX sqlite_autoindex_tasks_1", "SEARCH task_inputs USING PRIMARY KEY"}},
 		// At most 32 tasks are live, so either live-task index bounds the walk.
@@ -41,9 +41,9 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 		// Not a due query, but one of the same kind of index: a handoff's
 		// events are read through the narrow index of migration 8, in
 		// event order, without sorting the ring.
-		{"a handoff's newest events use the narrow event index", handoffEventsNewestQuery, []any{"handoff_x", 50},
+		{"a handoff's newest events use the narrow event index", handoffEventsNewestQuery(50), []any{"handoff_x"},
 			[]string{"SEARCH events USING INDEX events_by_handoff_tail (<expr>=?)"}},
-		{"a handoff's events since an id use the narrow event index", handoffEventsSinceQuery, []any{"handoff_x", int64(1), 50},
+		{"a handoff's events since an id use the narrow event index", handoffEventsSinceQuery(50), []any{"handoff_x", int64(1)},
 			[]string{"SEARCH events USING INDEX events_by_handoff_tail (<expr>=?"}},
 	}
 	for _, c := range cases {
