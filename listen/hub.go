@@ -109,7 +109,6 @@ type Hub struct {
 	// costs an append and never waits for the broadcaster.
 	pmu     sync.Mutex
 	pending []pendingBatch
-	spare   []pendingBatch // the broadcaster's last slice, reused
 	pclosed bool
 	seq     atomic.Uint64 // sequence of the last accepted batch
 	signal  chan struct{}
