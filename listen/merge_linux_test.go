@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -150,3 +151,73 @@ func TestBatchesPublishedMidRunJoinTheRun(t *testing.T) {
 }
 
 func repeat(v, n int) []int { return slices.Repeat([]int{v}, n) }
+
+// With enough streams for the pool writers to share a run, batches published
+// while runs are being written (here from the writers' own writes) keep
+// merging into runs several writers write at once: every stream still reads
+// every frame once, in commit order, and a stream that took the topic
+// midway is queued exactly what followed.
+func TestMergingWithPoolWritersKeepsEveryStreamsOrder(t *testing.T) {
+	const streams, batches = 2 * fanOutInline, 60
+	if writerCount() < 2 {
+		t.Skip("one P: the pool has a single writer") // CI has more
+	}
+	ctx := testCtx(t)
+	var (
+		ts         *testServer
+		wrote, pub atomic.Int64
+		late       atomic.Pointer[Subscription]
+	)
+	publish := func() {
+		k := int(pub.Add(1))
+		if k > batches {
+			return
+		}
+		if k == batches/2+1 {
+			s, err := ts.hub.Subscribe(SubscribeRequest{Topics: []string{"t"}})
+			if err != nil {
+				panic(err)
+			}
+			late.Store(s)
+		}
+		ts.hub.Publish(Batch{Messages: []Message{msg("t", k)}})
+	}
+	hk := hooks{afterWrite: func(*Subscription, int) {
+		if wrote.Add(1)%(streams/8) == 0 {
+			publish() // mid-run: eight batches per run at least
+		}
+	}}
+	ts = newTestServerHooks(t, Config{MaxStreamsPerSession: -1, QueueLen: 4 * batches}, hk)
+	cs := ts.openMany(ctx, streams, func(i int) (string, string, []string) {
+		return fmt.Sprint("s", i), fmt.Sprint(i), []string{"t"}
+	})
+	for range streams {
+		select {
+		case <-ts.returned:
+		case <-ctx.Done():
+			t.Fatal("a handler never returned")
+		}
+	}
+	publish()
+	want := make([]int, batches)
+	for i := range want {
+		want[i] = i + 1
+	}
+	for _, c := range cs {
+		if err := c.expectSeqs(want...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts.hub.Close()
+	for _, c := range cs {
+		if err := c.expectFinal(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := queuedSeqs(t, late.Load()); !slices.Equal(got, want[batches/2:]) {
+		t.Fatalf("the stream subscribed midway was queued %v, want %v", got, want[batches/2:])
+	}
+	if st := ts.hub.Stats(); st.Delivered != streams*batches+batches/2 || st.Dropped != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
