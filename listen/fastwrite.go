@@ -151,27 +151,24 @@ func writerCount() int {
 // fanOut offers every stream in h.work its frames (Subscription.pend). Each
 // stream is in the list once per run, so whichever writer takes it writes
 // all of its frames, in order, and runs are fanned out one after the
-// other. It returns the frames queued or written and the streams whose
-// queue was full. The hub is not locked: a stream that ends meanwhile
-// refuses its frames (frameQueue.closed).
+// other; batches published meanwhile may join the run (merge.go). It
+// returns the frames queued or written and the streams whose queue was
+// full. The hub is not locked: a stream that ends meanwhile refuses its
+// frames (frameQueue.closed).
 func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
 	if total == 0 {
 		return 0, nil
 	}
-	now := h.cfg.Now().UnixNano()
-	h.next.Store(0)
-	if total < fanOutInline || len(h.results) == 1 {
-		h.runWriter(0, now)
-	} else {
-		var wg sync.WaitGroup
-		for i := 1; i < len(h.results) && i*fanOutSlice < len(h.work); i++ {
-			wg.Go(func() { h.runWriter(i, now) })
-		}
-		h.runWriter(0, now)
-		wg.Wait()
+	h.runNow = h.cfg.Now().UnixNano()
+	if total >= fanOutInline {
+		h.spawnWriters()
 	}
+	h.runWriter(0, h.runNow)
+	h.writers.Wait()
+	h.wmu.Lock()
 	clear(h.work)
-	h.work = h.work[:0]
+	h.work, h.wnext = h.work[:0], 0
+	h.wmu.Unlock()
 	var n uint64
 	var full []*Subscription
 	for i := range h.results {
@@ -184,29 +181,60 @@ func (h *Hub) fanOut(total int) (uint64, []*Subscription) {
 	return n, full
 }
 
+// spawnWriters starts the pool writers that are not running, as many as
+// the streams left to write keep busy (the broadcaster is writer 0).
+func (h *Hub) spawnWriters() {
+	h.wmu.Lock()
+	left := len(h.work) - h.wnext
+	h.wmu.Unlock()
+	now := h.runNow
+	for i := 1; i < len(h.results) && i*fanOutSlice < left; i++ {
+		if h.running[i].CompareAndSwap(false, true) {
+			h.writers.Go(func() {
+				defer h.running[i].Store(false)
+				h.runWriter(i, now)
+			})
+		}
+	}
+}
+
 // runWriter is pool writer i: it takes slices of h.work until none is left.
+// Writer 0, the broadcaster, merges batches published meanwhile into the
+// run before each slice.
 func (h *Hub) runWriter(i int, now int64) {
 	r := &h.results[i]
 	buf := h.scratch[i]
 	for {
-		end := int(h.next.Add(fanOutSlice))
-		start := end - fanOutSlice
-		if start >= len(h.work) {
+		if i == 0 {
+			h.mergePending()
+		}
+		h.wmu.Lock()
+		start := h.wnext
+		end := min(start+fanOutSlice, len(h.work))
+		h.wnext = end
+		part := h.work[start:end]
+		h.wmu.Unlock()
+		if len(part) == 0 {
 			break
 		}
-		for _, s := range h.work[start:min(end, len(h.work))] {
+		for _, s := range part {
+			s.pmu.Lock()
+			s.took = h.runID
+			fs := s.pend
+			s.pmu.Unlock()
 			var queued int
 			var full bool
-			queued, full, buf = h.offer(s, s.pend, now, buf)
+			queued, full, buf = h.offer(s, fs, now, buf)
 			r.n += uint64(queued)
 			if full {
 				r.full = append(r.full, s)
 			}
-			clear(s.pend)
-			if cap(s.pend) > 16 {
+			// Merges no longer touch pend once the stream is taken.
+			clear(fs)
+			if cap(fs) > 16 {
 				s.pend = nil // a one-off backlog
 			} else {
-				s.pend = s.pend[:0]
+				s.pend = fs[:0]
 			}
 		}
 	}

@@ -109,7 +109,6 @@ type Hub struct {
 	// costs an append and never waits for the broadcaster.
 	pmu     sync.Mutex
 	pending []pendingBatch
-	spare   []pendingBatch // the broadcaster's last slice, reused
 	pclosed bool
 	seq     atomic.Uint64 // sequence of the last accepted batch
 	signal  chan struct{}
@@ -141,12 +140,22 @@ type Hub struct {
 
 	// The broadcaster's pool writers (fastwrite.go): the streams of the run
 	// being fanned out, each with its frames in Subscription.pend, taken a
-	// slice at a time from next; a scratch buffer and a result per writer.
-	// Only the broadcaster and the writers it runs touch them.
+	// slice at a time from wnext (under wmu, since a merge appends to work
+	// while the writers take from it); a scratch buffer, a result and a
+	// running flag per writer. Only the broadcaster and the writers it runs
+	// touch them.
+	wmu     sync.Mutex
 	work    []*Subscription
-	next    atomic.Int64
+	wnext   int
 	scratch [][]byte
 	results []writerResult
+	running []atomic.Bool
+	writers sync.WaitGroup
+	runNow  int64 // the injected clock when the run's writers started
+
+	// The broadcaster's own state (merge.go): batches taken from pending
+	// and not yet fanned out (queue[qhead:]), and what a run merged.
+	merging
 
 	published, delivered                 atomic.Uint64
 	droppedFull, droppedSlow             atomic.Uint64
@@ -218,7 +227,7 @@ func newHub(cfg Config, hk hooks) *Hub {
 		all:       make(map[*Subscription]struct{}),
 	}
 	n := writerCount()
-	h.scratch, h.results = make([][]byte, n), make([]writerResult, n)
+	h.scratch, h.results, h.running = make([][]byte, n), make([]writerResult, n), make([]atomic.Bool, n)
 	go h.run()
 	return h
 }
@@ -429,35 +438,36 @@ func (h *Hub) run() {
 
 func (h *Hub) drain() {
 	for {
-		h.pmu.Lock()
-		batches := h.pending
-		h.pending = h.spare[:0]
-		h.pmu.Unlock()
-		if len(batches) == 0 {
-			h.spare = batches
-			return
-		}
-		for i := 0; i < len(batches); {
-			// A run of batches that end nothing goes out together, so a
-			// stream gets all of the run's frames in one write; a batch
-			// that ends streams closes its run, since its ends must come
-			// after its own frames and before the next batch's.
-			j := i
-			for j < len(batches)-1 && j-i < maxRun-1 && !batches[j].ends() {
-				j++
+		h.refill()
+		if h.qhead == len(h.queue) {
+			if cap(h.queue) > 4096 {
+				h.queue = nil // do not keep a one-off backlog's memory forever
 			}
-			h.deliver(batches[i : j+1])
-			clear(batches[i : j+1]) // let the messages be collected
-			i = j + 1
+			h.queue, h.qhead = h.queue[:0], 0
+			if len(h.carry) == 0 {
+				return
+			}
 		}
-		if cap(batches) > 4096 {
-			batches = nil // do not keep a one-off backlog's memory forever
+		// A run of batches that end nothing goes out together, so a
+		// stream gets all of the run's frames in one write; a batch that
+		// ends streams closes its run, since its ends must come after its
+		// own frames and before the next batch's. Batches published while
+		// the run is written may join it (merge.go).
+		i, j := h.qhead, h.qhead
+		for j < len(h.queue) && j-i < maxRun {
+			j++
+			if h.queue[j-1].ends() {
+				break
+			}
 		}
-		h.spare = batches[:0]
+		h.qhead = j
+		h.deliver(h.queue[i:j])
+		clear(h.queue[i:h.qhead]) // let the messages be collected, merged ones too
 	}
 }
 
-// maxRun bounds how many batches deliver takes at once.
+// maxRun bounds how many batches one run takes, at its start and by
+// merges together.
 const maxRun = 64
 
 // ends reports whether the batch ends streams (EndSessions, Cancel).
@@ -466,11 +476,13 @@ func (pb *pendingBatch) ends() bool {
 }
 
 // deliver fans a run of batches out, in order; only the last may end
-// streams. Cost is proportional to the subscribers of the batches' topics,
-// and each message is encoded once however many receive it. The hub is
-// locked only to look the subscribers up and, after the frames are offered
-// (fanOut, unlocked), to end streams: graceful ends come after every frame
-// of their batch.
+// streams. The run starts with the frames earlier runs left for the streams
+// they had already written (Hub.carry), then this run's batches; while it
+// is written, batches published meanwhile may join it (merge). Cost is
+// proportional to the subscribers of the batches' topics, and each message
+// is encoded once however many receive it. The hub is locked only to look
+// the subscribers up and, after the frames are offered (fanOut, unlocked),
+// to end streams: graceful ends come after every frame of their batch.
 func (h *Hub) deliver(run []pendingBatch) {
 	if h.hooks.beforeBatch != nil {
 		for i := range run {
@@ -478,44 +490,11 @@ func (h *Hub) deliver(run []pendingBatch) {
 		}
 	}
 	at := h.cfg.Now().UnixNano()
-	var (
-		dropped   []*Subscription
-		malformed []int
-		total     int
-	)
+	var dropped []*Subscription
+	h.startRun(len(run), len(run) == 0 || !run[len(run)-1].ends())
+	total := h.takeCarry()
 	h.mu.Lock()
-	for bi := range run {
-		pb := &run[bi]
-		bad := 0
-		for i := range pb.b.Messages {
-			m := &pb.b.Messages[i]
-			set := h.byTopic[m.Topic]
-			if len(set) == 0 {
-				continue
-			}
-			enc, ok := h.encode(*m)
-			if !ok {
-				bad++
-			}
-			if enc == nil {
-				continue
-			}
-			f := &queued{Frame: enc, at: at}
-			for s, after := range set {
-				if after >= pb.seq {
-					continue // published before s took this topic
-				}
-				if len(s.pend) == 0 {
-					h.work = append(h.work, s)
-				}
-				s.pend = append(s.pend, f)
-				total++
-			}
-		}
-		if bad > 0 {
-			malformed = append(malformed, bad)
-		}
-	}
+	total += h.lookupLocked(run, at)
 	h.mu.Unlock()
 	n, full := h.fanOut(total)
 	h.mu.Lock()
@@ -546,15 +525,11 @@ func (h *Hub) deliver(run []pendingBatch) {
 		// write has to talk to the connection's own goroutine.
 		h.aborts.Go(s.abortWrite)
 	}
-	for _, bad := range malformed {
+	for _, bad := range h.malformed {
 		h.malformedParams.Add(uint64(bad))
 		h.log.Error("listen: published changes could not be encoded as given; sent as the encoder's stand-in", "messages", bad)
 	}
-	if h.hooks.afterBatch != nil {
-		for i := range run {
-			h.hooks.afterBatch(run[i].seq)
-		}
-	}
+	h.finishRun(run)
 }
 
 // encode is the hub's one place where a change becomes bytes: Config.Encode,
@@ -665,9 +640,14 @@ type Subscription struct {
 	// writers may then write its frames straight to it (fastwrite.go).
 	fast atomic.Pointer[fastWriter]
 	// pend holds the frames of the run the broadcaster is fanning out for
-	// this stream, in order; only the broadcaster and the one pool writer
-	// that takes the stream touch it, one after the other.
-	pend []*queued
+	// this stream, in order, and later the frames of batches merged into
+	// the run after a pool writer took the stream, for the next run
+	// (merge.go). Guarded by pmu while the run is written; run and took
+	// say which run the stream is in and which run has taken it.
+	pmu       sync.Mutex
+	pend      []*queued
+	later     []*queued
+	run, took uint64
 
 	// Guarded by h.mu. reason is written before done is closed, so after
 	// <-done it may be read without the lock.
