@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"strings"
 )
 
 // Event is one row of the ring: it says a record changed. It is not a
@@ -45,28 +46,75 @@ func nullInt(v int64) any {
 // emit writes one event row in the command's transaction. Every state change
 // calls it before returning, so the change and its event commit together.
 func (tx *Tx) emit(typ string, r refs, payload map[string]any) error {
-	if payload == nil {
-		payload = map[string]any{}
+	return tx.emitAll(pendingEvent{typ, r, payload})
+}
+
+// pendingEvent is one event row of a command, before it is written.
+type pendingEvent struct {
+	typ     string
+	r       refs
+	payload map[string]any
+}
+
+// insertEventsQueries[n-1] inserts n event rows in one statement: a step
+// that records two events (a create, a completion) pays for one statement,
+// not two. Each is prepared once on the writer's connection.
+var insertEventsQueries = func() (qs [4]string) {
+	const row = `(?, ?, ?, ?, ?, ?, ?)`
+	for n := range qs {
+		qs[n] = `INSERT INTO events(event_type, actor_id, version, handoff_id, task_id, payload_json, created_at) VALUES ` +
+			strings.Repeat(row+`, `, n) + row
 	}
-	payload["workspace_id"] = tx.e.WorkspaceID
-	b, err := encodePayload(payload)
+	return qs
+}()
+
+// emitAll writes evs, in order, as emit would one by one, in as few
+// statements as insertEventsQueries allows. The rows of one INSERT get
+// consecutive ids (AUTOINCREMENT takes the next id for each row, and the
+// writer is the only one inserting), the last of which LastInsertId reports.
+func (tx *Tx) emitAll(evs ...pendingEvent) error {
+	for len(evs) > 0 {
+		n := min(len(evs), len(insertEventsQueries))
+		if err := tx.insertEvents(evs[:n]); err != nil {
+			return err
+		}
+		evs = evs[n:]
+	}
+	return nil
+}
+
+func (tx *Tx) insertEvents(evs []pendingEvent) error {
+	now := tx.nowMS()
+	args := make([]any, 0, 7*len(evs))
+	payloads := make([][]byte, len(evs))
+	for i, ev := range evs {
+		payload := ev.payload
+		if payload == nil {
+			payload = map[string]any{}
+		}
+		payload["workspace_id"] = tx.e.WorkspaceID
+		b, err := encodePayload(payload)
+		if err != nil {
+			return Internal(err)
+		}
+		payloads[i] = b
+		args = append(args, ev.typ, nullStr(ev.r.actor), nullInt(ev.r.version), nullStr(ev.r.handoff), nullStr(ev.r.task), string(b), now)
+	}
+	res, err := tx.exec(insertEventsQueries[len(evs)-1], args...)
 	if err != nil {
 		return Internal(err)
 	}
-	res, err := tx.exec(`INSERT INTO events(event_type, actor_id, version, handoff_id, task_id, payload_json, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		typ, nullStr(r.actor), nullInt(r.version), nullStr(r.handoff), nullStr(r.task), string(b), tx.nowMS())
+	last, err := res.LastInsertId()
 	if err != nil {
 		return Internal(err)
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return Internal(err)
+	created := WireTime(now)
+	for i, ev := range evs {
+		tx.events = append(tx.events, Event{
+			ID: last - int64(len(evs)-1-i), Type: ev.typ, Payload: payloads[i], CreatedAt: created,
+			ActorID: ev.r.actor, HandoffID: ev.r.handoff, TaskID: ev.r.task, Version: ev.r.version,
+		})
 	}
-	tx.events = append(tx.events, Event{
-		ID: id, Type: typ, Payload: b, CreatedAt: WireTime(tx.nowMS()),
-		ActorID: r.actor, HandoffID: r.handoff, TaskID: r.task, Version: r.version,
-	})
 	return nil
 }
 
