@@ -103,6 +103,11 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 	if s, ok := artifacts.(string); ok {
 		row.artifacts = sql.NullString{String: s, Valid: true}
 	}
+	row.task = taskCols{created: sql.NullInt64{Int64: now, Valid: true},
+		ttl:   sql.NullInt64{Int64: e.Limits.TaskTTL.Milliseconds(), Valid: true},
+		poll:  sql.NullInt64{Int64: e.Limits.TaskPollInterval.Milliseconds(), Valid: true},
+		owner: sql.NullString{String: p.ParticipantID, Valid: true}}
+	tx.keepHandoff(row, 2) // the handoff and its task
 	h, err := row.view(tx.ctx, tx.q, p)
 	if err != nil {
 		return CreateHandoffResult{}, err
