@@ -510,7 +510,10 @@ func (r *Room) runBatch(batch []*call) {
 		r.answer(batch, results, ran, nil)
 		return
 	}
-	err := room.TrimRing(ctx, r.q, r.eng.Limits.EventRing)
+	err := room.WriteEvents(ctx, r.q, outcomes)
+	if err == nil {
+		err = room.TrimRing(ctx, r.q, r.eng.Limits.EventRing)
+	}
 	if err == nil {
 		_, err = r.ctl(ctx, "COMMIT")
 	}

@@ -1,6 +1,7 @@
 package room_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/commonroom/ce/actor"
@@ -22,13 +23,14 @@ func (r *recorder) publishedEvents() []room.Event {
 	return out
 }
 
-// A step that records several events writes them in one statement and
-// derives their ids from the last one: what the room publishes (and the
-// owner page and history readers see) must be exactly the stored rows —
-// the same ids, types, payloads and references, in order — for steps that
-// write one event and steps that write two, in one batch with others.
+// A batch's events are written together before COMMIT, up to 16 rows per
+// INSERT, and their ids derived from the last one: what the room publishes
+// (and the owner page and history readers see) must be exactly the stored
+// rows — the same ids, types, payloads and references, in order — for
+// steps that write one event and steps that write two, alone in a batch
+// or with many others.
 func TestPublishedEventsAreTheStoredRows(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, withLimits(func(l *room.Limits) { l.MaxActiveTasks, l.MaxTasksPerParticipant = 200, 200 }))
 	owner := e.join("owner", agentCaps...)
 	worker := e.join("worker", agentCaps...)
 	approver := e.join("approver", room.CapRead, room.CapApprove)
@@ -50,10 +52,20 @@ func TestPublishedEventsAreTheStoredRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Then 60 creates at once: the writer batches them, 120 events.
+	var wg sync.WaitGroup
+	for range 60 {
+		wg.Go(func() {
+			if _, err := e.create(owner, room.CreateHandoffInput{Summary: "work"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 	rows := e.eventsAfter(from)
 	pub := e.pub.publishedEvents()[skip:]
-	if len(rows) != 18 || len(pub) != len(rows) {
-		t.Fatalf("%d event rows and %d published events, want 18 of each (6 per lifecycle)", len(rows), len(pub))
+	if len(rows) != 18+120 || len(pub) != len(rows) {
+		t.Fatalf("%d event rows and %d published events, want 138 of each", len(rows), len(pub))
 	}
 	for i, row := range rows {
 		ev := pub[i]

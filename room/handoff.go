@@ -183,8 +183,8 @@ type handoffEv struct {
 	extra map[string]any
 }
 
-// handoffEvents writes a step's events about one handoff, in order, as
-// handoffEvent would one by one, in one statement.
+// handoffEvents records a step's events about one handoff, in order, as
+// handoffEvent would one by one.
 func (tx *Tx) handoffEvents(actor, handoffID, taskID string, evs ...handoffEv) error {
 	var buf [2]pendingEvent
 	pending := buf[:0]
