@@ -177,6 +177,9 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		lastFlush: cfg.Engine.Now(),
 	}
 	r.q = room.NewConnQuerier(conn, &r.stats.Statements)
+	if err := r.eng.EnableWriterCache(ctx, conn); err != nil {
+		r.log.Warn("writer: every lifecycle step reads its handoff (no pre-update hook)", "err", err)
+	}
 	boot := &call{ctx: ctx, name: "bootstrap", reply: make(chan error, 1), run: func(tx *room.Tx) error {
 		if err := r.eng.Bootstrap(tx, cfg.HostName); err != nil {
 			return err
@@ -466,6 +469,7 @@ func (r *Room) syncCall() *call {
 // runBatch is the heart of the writer: one transaction, a savepoint per
 // command after the first, one COMMIT, then one publish and the answers.
 func (r *Room) runBatch(batch []*call) {
+	defer r.eng.EndWriterBatch()
 	ctx := context.Background() // SQL is never interrupted by a caller going away
 	now := r.eng.Now()
 	results := make([]error, len(batch))
@@ -506,7 +510,10 @@ func (r *Room) runBatch(batch []*call) {
 		r.answer(batch, results, ran, nil)
 		return
 	}
-	err := room.TrimRing(ctx, r.q, r.eng.Limits.EventRing)
+	err := room.WriteEvents(ctx, r.q, outcomes)
+	if err == nil {
+		err = room.TrimRing(ctx, r.q, r.eng.Limits.EventRing)
+	}
 	if err == nil {
 		_, err = r.ctl(ctx, "COMMIT")
 	}

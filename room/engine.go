@@ -55,6 +55,10 @@ type Engine struct {
 	// retired holds the files the last replacements took off the
 	// document's name, open, for a late writer (see checkRetired).
 	retired []retiredFile
+
+	// wc is the writer's copy of its live handoff rows (handoff_wcache.go);
+	// only the writer touches it.
+	wc writerCache
 }
 
 // NewEngine resolves the document path (creating an empty file when it is

@@ -47,3 +47,17 @@ func MigrateTo(ctx context.Context, dbPath string, n int) error {
 	}
 	return nil
 }
+
+// Every use of the writer's copy of a handoff in this package's tests is
+// compared with the row it stands for (handoff_wcache.go): any test that
+// leaves the copy stale fails its command with the difference.
+func init() { verifyWriterCache = true }
+
+// WriterCopiesUsed is how many lifecycle steps started from the writer's
+// copy of their handoff instead of reading it. Read it after a command has
+// answered (the answer orders it after the writer's update).
+func WriterCopiesUsed(e *Engine) uint64 { return e.wc.used }
+
+// SetVerifyWriterCache turns the comparison of every copy with its row off
+// (benchmarks, which measure the writer as it runs in a room) or on.
+func SetVerifyWriterCache(on bool) { verifyWriterCache = on }

@@ -85,10 +85,8 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 	if in.FollowsHandoffID != "" {
 		extra["follows_handoff_id"] = in.FollowsHandoffID
 	}
-	if err := tx.handoffEvent("handoff.created", p.ParticipantID, hid, tid, extra); err != nil {
-		return CreateHandoffResult{}, err
-	}
-	if err := tx.handoffEvent("task.created", p.ParticipantID, hid, tid, map[string]any{"status": TaskWorking}); err != nil {
+	if err := tx.handoffEvents(p.ParticipantID, hid, tid, handoffEv{"handoff.created", extra},
+		handoffEv{"task.created", map[string]any{"status": TaskWorking}}); err != nil {
 		return CreateHandoffResult{}, err
 	}
 	tx.taskChanged(tid)
@@ -105,6 +103,11 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 	if s, ok := artifacts.(string); ok {
 		row.artifacts = sql.NullString{String: s, Valid: true}
 	}
+	row.task = taskCols{created: sql.NullInt64{Int64: now, Valid: true},
+		ttl:   sql.NullInt64{Int64: e.Limits.TaskTTL.Milliseconds(), Valid: true},
+		poll:  sql.NullInt64{Int64: e.Limits.TaskPollInterval.Milliseconds(), Valid: true},
+		owner: sql.NullString{String: p.ParticipantID, Valid: true}}
+	tx.keepHandoff(row, 2) // the handoff and its task
 	h, err := row.view(tx.ctx, tx.q, p)
 	if err != nil {
 		return CreateHandoffResult{}, err

@@ -73,6 +73,9 @@ func (d *directRoom) run(fn func(tx *Tx) error) (Outcome, error) {
 	if err == nil {
 		out, err = tx.Finish()
 	}
+	if err == nil {
+		err = WriteEvents(ctx, d.conn, []Outcome{out})
+	}
 	if err != nil {
 		if _, rbErr := d.conn.ExecContext(ctx, "ROLLBACK"); rbErr != nil {
 			d.t.Fatal(rbErr)

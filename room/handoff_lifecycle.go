@@ -57,6 +57,8 @@ func (e *Engine) AcceptHandoff(tx *Tx, p Principal, in HandoffIDInput) (Handoff,
 	// The rows as the UPDATEs left them: rendered without reading them back.
 	h.status, h.assignee = HandoffAccepted, sql.NullString{String: p.ParticipantID, Valid: true}
 	h.acceptedAt, h.updated = sql.NullInt64{Int64: now, Valid: true}, now
+	h.task.assignee = h.assignee
+	tx.keepHandoff(h, 2) // the handoff and its task
 	tx.snapshot(h.liveTaskSnapshot(h.assignee, now))
 	return h.view(tx.ctx, tx.q, p)
 }
@@ -143,14 +145,10 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 	if n != 1 {
 		return Handoff{}, h.conflict("the handoff changed concurrently")
 	}
-	if err := tx.handoffEvent("task.completed", p.ParticipantID, h.id, h.taskID, map[string]any{
-		"status": TaskCompleted, "is_error": result.IsError,
-	}); err != nil {
-		return Handoff{}, err
-	}
-	if err := tx.handoffEvent("handoff.result_ready", p.ParticipantID, h.id, h.taskID, map[string]any{
-		"status": HandoffResultReady, "is_error": result.IsError,
-	}); err != nil {
+	if err := tx.handoffEvents(p.ParticipantID, h.id, h.taskID,
+		handoffEv{"task.completed", map[string]any{"status": TaskCompleted, "is_error": result.IsError}},
+		handoffEv{"handoff.result_ready", map[string]any{"status": HandoffResultReady, "is_error": result.IsError}},
+	); err != nil {
 		return Handoff{}, err
 	}
 	tx.taskChanged(h.taskID)
@@ -161,6 +159,10 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 	h.status, h.taskStatus = HandoffResultReady, sql.NullString{String: TaskCompleted, Valid: true}
 	h.result = sql.NullString{String: string(copyJSON), Valid: true}
 	h.resultAt, h.updated = sql.NullInt64{Int64: now, Valid: true}, now
+	h.task.message = nullString(statusMessage)
+	if h.noInputs {
+		tx.keepHandoff(h, 2) // the task and the handoff; with questions, task_inputs too, uncounted
+	}
 	return h.view(tx.ctx, tx.q, p)
 }
 
@@ -211,5 +213,6 @@ func (e *Engine) decide(tx *Tx, p Principal, handoffID, note, status string) (Ha
 	h.decidedAt = sql.NullInt64{Int64: now, Valid: true}
 	h.decidedBy = sql.NullString{String: p.ParticipantID, Valid: p.ParticipantID != ""}
 	h.note = sql.NullString{String: note, Valid: note != ""}
+	tx.keepHandoff(h, 1) // the handoff (settled: the copy is dropped)
 	return h.view(tx.ctx, tx.q, p)
 }

@@ -200,11 +200,9 @@ func handoffSources(p Principal, role string) []handoffSource {
 	return srcs
 }
 
-// handoffCandidates reads the first n handoffs after pos from the union of
-// srcs, newest first, and the position of the last. Each source is a
-// keyset range per status on its index (migration 0005), limited to n, so a
-// page costs the same at a thousand handoffs as at a million.
-func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []handoffSource, status string, pos handoffPos, n int) ([]*handoffRow, handoffPos, error) {
+// handoffCandidatesQuery is handoffCandidates' statement and its
+// arguments ("" when srcs is empty).
+func handoffCandidatesQuery(p Principal, srcs []handoffSource, status string, pos handoffPos, n int) (string, []any) {
 	var parts []string
 	var args []any
 	lim := limitSQL(pageLimit(n))
@@ -232,21 +230,38 @@ func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []hando
 		// One range per status: every index leads with the participant (if
 		// any) and the status, then created_at, so each range is exact and
 		// already in order, whatever share of the room the filter keeps.
+		// The status is written into the query (one of handoffStatuses,
+		// never the caller's text) rather than bound: a participant's
+		// live and settled handoffs are in two partial indexes (migration
+		// 9), and SQLite picks a partial index only for a query whose text
+		// implies the index's WHERE.
 		for _, st := range statuses {
 			if status != "" && st != status {
 				continue
 			}
 			parts = append(parts, `SELECT rowid FROM (SELECT rowid FROM handoffs WHERE `+where+
-				` AND status = ? AND (created_at, rowid) < (?, ?) ORDER BY created_at DESC, rowid DESC`+lim+`)`)
-			args = append(append(args, who...), st, pos.createdAt, pos.rowid)
+				` AND status = '`+st+`' AND (created_at, rowid) < (?, ?) ORDER BY created_at DESC, rowid DESC`+lim+`)`)
+			args = append(append(args, who...), pos.createdAt, pos.rowid)
 		}
 	}
 	if len(parts) == 0 {
+		return "", nil
+	}
+	return `SELECT h.rowid, ` + strings.TrimPrefix(handoffWithInputsSelect, "SELECT ") +
+		` WHERE h.rowid IN (` + strings.Join(parts, " UNION ALL ") + `)
+		ORDER BY h.created_at DESC, h.rowid DESC` + lim, args
+}
+
+// handoffCandidates reads the first n handoffs after pos from the union of
+// srcs, newest first, and the position of the last. Each source is a
+// keyset range per status on its index (migrations 5 and 9), limited to n, so a
+// page costs the same at a thousand handoffs as at a million.
+func handoffCandidates(ctx context.Context, q Querier, p Principal, srcs []handoffSource, status string, pos handoffPos, n int) ([]*handoffRow, handoffPos, error) {
+	query, args := handoffCandidatesQuery(p, srcs, status, pos, n)
+	if query == "" {
 		return nil, handoffPos{}, nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT h.rowid, `+strings.TrimPrefix(handoffWithInputsSelect, "SELECT ")+
-		` WHERE h.rowid IN (`+strings.Join(parts, " UNION ALL ")+`)
-		ORDER BY h.created_at DESC, h.rowid DESC`+lim, args...)
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, handoffPos{}, Internal(err)
 	}

@@ -78,8 +78,22 @@ func scanHandoff(s scanner) (*handoffRow, error) {
 }
 
 // loadHandoffForWrite is loadHandoff inside a command, which also learns
-// whether the task has input requests (noInputs).
+// whether the task has input requests (noInputs): the writer's copy when it
+// holds one that may be used (handoff_wcache.go), else the row.
 func loadHandoffForWrite(tx *Tx, id string) (*handoffRow, error) {
+	if h, ok := tx.cachedHandoff(id); ok {
+		if verifyWriterCache {
+			if err := verifyCachedHandoff(tx, id, h); err != nil {
+				return nil, err
+			}
+		}
+		return h, nil
+	}
+	return readHandoffForWrite(tx, id)
+}
+
+// readHandoffForWrite reads the row loadHandoffForWrite stands for.
+func readHandoffForWrite(tx *Tx, id string) (*handoffRow, error) {
 	var h handoffRow
 	var hasInputs bool
 	err := tx.q.QueryRowContext(tx.ctx, handoffForWriteQuery, id).Scan(&h.id, &h.status, &h.owner, &h.requested, &h.assignee, &h.summary,

@@ -33,6 +33,10 @@ type Tx struct {
 	after         []func()       // in-memory effects to apply only once the batch commits
 	undo          []func() error // outside effects (the document file) to reverse if the command or its batch does not commit
 	failAfter     error          // reported to the caller although the command's changes commit
+
+	changes0 uint64      // the writer cache's row count when the command began (handoff_wcache.go)
+	kept     *handoffRow // the handoff a lifecycle step leaves, to keep if it wrote only keptOwn rows
+	keptOwn  uint64
 }
 
 // CommitAndFail records err as the command's answer while keeping what the
@@ -43,7 +47,7 @@ func (tx *Tx) CommitAndFail(err error) { tx.failAfter = err }
 // NewTx starts a command on q (the writer's connection, inside BEGIN and a
 // SAVEPOINT owned by the caller). now is the command's single clock reading.
 func (e *Engine) NewTx(ctx context.Context, q Querier, now time.Time) *Tx {
-	return &Tx{ctx: ctx, q: q, e: e, now: now}
+	return &Tx{ctx: ctx, q: q, e: e, now: now, changes0: e.wc.changes}
 }
 
 // Context and Querier let a command read inside its own transaction (for
@@ -137,6 +141,7 @@ func RunUndo(o Outcome) []error { return runUndo(o.Undo) }
 // command's outcome. The actor calls it after the command succeeded, before
 // RELEASE of the savepoint.
 func (tx *Tx) Finish() (Outcome, error) {
+	tx.finishWriterCache()
 	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after,
 		Undo: tx.undo, Err: tx.failAfter, TasksPurged: tx.tasksPurged}
 	for _, id := range tx.tasks {
