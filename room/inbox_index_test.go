@@ -37,6 +37,9 @@ func queryPlan(t *testing.T, q Querier, query string, args ...any) []string {
 		}
 		plan = append(plan, detail)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return plan
 }
 

@@ -48,23 +48,7 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rows, err := st.Writer.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, notused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
+			plan := queryPlan(t, st.Writer, c.query, c.args...)
 			joined := strings.Join(plan, "\n")
 			for _, w := range c.want {
 				if !strings.Contains(joined, w) {
