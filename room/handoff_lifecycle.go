@@ -162,6 +162,7 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 	h.task.message = nullString(statusMessage)
 	if h.noInputs {
 		tx.keepHandoff(h, 2) // the task and the handoff; with questions, task_inputs too, uncounted
+		tx.endsLive(h.taskID)
 	}
 	return h.view(tx.ctx, tx.q, p)
 }
