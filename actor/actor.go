@@ -469,7 +469,8 @@ func (r *Room) syncCall() *call {
 // runBatch is the heart of the writer: one transaction, a savepoint per
 // command after the first, one COMMIT, then one publish and the answers.
 func (r *Room) runBatch(batch []*call) {
-	defer r.eng.EndWriterBatch()
+	committed := false
+	defer func() { r.eng.EndWriterBatch(committed) }()
 	ctx := context.Background() // SQL is never interrupted by a caller going away
 	now := r.eng.Now()
 	results := make([]error, len(batch))
@@ -532,6 +533,7 @@ func (r *Room) runBatch(batch []*call) {
 		}
 		outcomes = nil
 	} else {
+		committed = true
 		r.stats.Batches.Add(1)
 		r.nudgeCheckpointer()
 		r.forgetTasks(outcomes)

@@ -61,3 +61,7 @@ func WriterCopiesUsed(e *Engine) uint64 { return e.wc.used }
 // SetVerifyWriterCache turns the comparison of every copy with its row off
 // (benchmarks, which measure the writer as it runs in a room) or on.
 func SetVerifyWriterCache(on bool) { verifyWriterCache = on }
+
+// WriterLiveCountsUsed is how many creates counted the live tasks from the
+// writer's set instead of the statement (task_live_wcache.go).
+func WriterLiveCountsUsed(e *Engine) uint64 { return e.wc.live.used }

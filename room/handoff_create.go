@@ -108,6 +108,7 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 		poll:  sql.NullInt64{Int64: e.Limits.TaskPollInterval.Milliseconds(), Valid: true},
 		owner: sql.NullString{String: p.ParticipantID, Valid: true}}
 	tx.keepHandoff(row, 2) // the handoff and its task
+	tx.startsLive(tid, liveTask{owner: p.ParticipantID, due: now + e.Limits.TaskTTL.Milliseconds()})
 	h, err := row.view(tx.ctx, tx.q, p)
 	if err != nil {
 		return CreateHandoffResult{}, err

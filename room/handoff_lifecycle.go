@@ -113,12 +113,7 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 		return Handoff{}, Errorf(KindLimitExceeded, "the result is %d bytes; the limit is %d", len(copyJSON), e.Limits.MaxResultBytes).
 			With("field", "result").With("limit", e.Limits.MaxResultBytes)
 	}
-	toolResult, err := encodeJSON(map[string]any{
-		"resultType":        "complete",
-		"content":           []any{map[string]any{"type": "text", "text": result.Text}},
-		"structuredContent": map[string]any{"handoff_id": h.id, "artifacts": result.Artifacts},
-		"isError":           result.IsError,
-	})
+	toolResult, err := encodeJSON(newCompleteToolResult(h.id, result))
 	if err != nil {
 		return Handoff{}, Internal(err)
 	}
@@ -162,6 +157,7 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 	h.task.message = nullString(statusMessage)
 	if h.noInputs {
 		tx.keepHandoff(h, 2) // the task and the handoff; with questions, task_inputs too, uncounted
+		tx.endsLive(h.taskID)
 	}
 	return h.view(tx.ctx, tx.q, p)
 }

@@ -57,6 +57,7 @@ type writerCache struct {
 	// by a kept step (spoiled), and the handoffs kept in it (touched).
 	spoiled bool
 	touched map[string]bool
+	live    liveSet // the live tasks (task_live_wcache.go)
 }
 
 // EnableWriterCache registers the pre-update hook on the writer's
@@ -86,8 +87,9 @@ func (e *Engine) EnableWriterCache(ctx context.Context, conn *sql.Conn) error {
 }
 
 // EndWriterBatch closes the running batch's bookkeeping; the actor calls it
-// after every batch, committed or not.
-func (e *Engine) EndWriterBatch() {
+// after every batch, saying whether the batch committed.
+func (e *Engine) EndWriterBatch(committed bool) {
+	e.wc.live.endBatch(committed)
 	e.wc.spoiled = false
 	clear(e.wc.touched)
 }
@@ -120,15 +122,16 @@ func (tx *Tx) keepHandoff(h *handoffRow, own uint64) {
 
 // finishWriterCache runs in Finish: it settles what the command does to the
 // copy, in the batch now and once the batch commits.
-func (tx *Tx) finishWriterCache() {
+func (tx *Tx) finishWriterCache() error {
 	wc := &tx.e.wc
 	if !wc.enabled {
-		return
+		return nil
 	}
 	wrote := wc.changes - tx.changes0
 	e := tx.e
+	kept := tx.kept != nil && wrote == tx.keptOwn
 	switch {
-	case tx.kept != nil && wrote == tx.keptOwn:
+	case kept:
 		h := *tx.kept
 		wc.touched[h.id] = true
 		settled := h.status == HandoffApproved || h.status == HandoffRejected
@@ -146,6 +149,7 @@ func (tx *Tx) finishWriterCache() {
 		wc.spoiled = true
 		tx.after = append(tx.after, func() { clear(e.wc.rows) })
 	}
+	return tx.finishLive(kept, wrote > 0)
 }
 
 // verifyCachedHandoff compares a copy with the row it stands for.

@@ -38,6 +38,7 @@ func TestDueQueriesUseIndexes(t *testing.T) {
 		{"the cap count reads only live tasks", liveTaskCountQuery, []any{"participant_x"}, []string{"USING INDEX tasks_expiry_due"}},
 		{"an owner's live tasks are read through the live-task index", ownerLiveTasksQuery, []any{"participant_x"}, []string{"USING INDEX tasks_expiry_due"}},
 		{"the shares read only live tasks", liveTasksByOwnerQuery, nil, []string{"USING INDEX tasks_expiry_due"}},
+		{"the writer's set of live tasks reads only live tasks", liveTasksQuery, nil, []string{"USING INDEX tasks_expiry_due"}},
 		// Not a due query, but one of the same kind of index: a handoff's
 		// events are read through the narrow index of migration 8, in
 		// event order, without sorting the ring.

@@ -68,6 +68,9 @@ const (
 // sweeper redoes it). One statement counts the live tasks and says when the
 // first of them falls due, so a create pays for the expiry walk only when
 // there is something to expire.
+//
+// The writer answers the count from its set of live tasks when it holds
+// one (task_live_wcache.go), else by the statement.
 func (e *Engine) checkActiveTaskCaps(tx *Tx, p Principal) error {
 	var live, mine int
 	var firstDue sql.NullInt64
@@ -77,8 +80,25 @@ func (e *Engine) checkActiveTaskCaps(tx *Tx, p Principal) error {
 		}
 		return nil
 	}
-	if err := count(); err != nil {
+	l, m, due, anyLive, held, err := tx.liveCounts(p.ParticipantID)
+	switch {
+	case err != nil:
 		return err
+	case held:
+		live, mine, firstDue = l, m, sql.NullInt64{Int64: due, Valid: anyLive}
+		if verifyWriterCache {
+			if err := count(); err != nil {
+				return err
+			}
+			if live != l || mine != m || firstDue != (sql.NullInt64{Int64: due, Valid: anyLive}) {
+				return Errorf(KindInternal, "the writer's live tasks count %d (%d mine, first due %d/%v), the sidecar %d (%d, %v)",
+					l, m, due, anyLive, live, mine, firstDue)
+			}
+		}
+	default:
+		if err := count(); err != nil {
+			return err
+		}
 	}
 	if firstDue.Valid && firstDue.Int64 <= tx.nowMS() {
 		if err := e.expireDueTasks(tx); err != nil {

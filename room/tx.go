@@ -37,6 +37,10 @@ type Tx struct {
 	changes0 uint64      // the writer cache's row count when the command began (handoff_wcache.go)
 	kept     *handoffRow // the handoff a lifecycle step leaves, to keep if it wrote only keptOwn rows
 	keptOwn  uint64
+	// The live task a create started or a complete ended (task_live_wcache.go).
+	liveAdd     string
+	liveAddTask liveTask
+	liveEnd     string
 }
 
 // CommitAndFail records err as the command's answer while keeping what the
@@ -141,8 +145,7 @@ func RunUndo(o Outcome) []error { return runUndo(o.Undo) }
 // command's outcome. The actor calls it after the command succeeded, before
 // RELEASE of the savepoint.
 func (tx *Tx) Finish() (Outcome, error) {
-	tx.finishWriterCache()
-	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions, After: tx.after,
+	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions,
 		Undo: tx.undo, Err: tx.failAfter, TasksPurged: tx.tasksPurged}
 	for _, id := range tx.tasks {
 		if i := slices.IndexFunc(tx.snaps, func(n TaskNotice) bool { return n.TaskID == id }); i >= 0 {
@@ -158,6 +161,12 @@ func (tx *Tx) Finish() (Outcome, error) {
 		}
 		out.Tasks = append(out.Tasks, TaskNotice{TaskID: id, Task: t})
 	}
+	// Last: nothing of the command may fail after the writer's copies
+	// take it in.
+	if err := tx.finishWriterCache(); err != nil {
+		return Outcome{}, err
+	}
+	out.After = tx.after
 	return out, nil
 }
 
