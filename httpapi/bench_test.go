@@ -70,6 +70,8 @@ type benchServer struct {
 	mcp      *mcptest.Client
 	tasks    []string
 	handoffs []string
+	eng      *room.Engine // for BenchmarkWritePath's second session
+	room     *actor.Room
 }
 
 func newBenchServer(b *testing.B) *benchServer {
@@ -132,7 +134,7 @@ func newBenchServer(b *testing.B) *benchServer {
 	}
 	p := room.Principal{ParticipantID: s.ParticipantID, SessionRef: s.SessionRef, Caps: room.DefaultAgentCaps()}
 	env := &benchServer{handler: srv.IngressHandler(), url: "http://" + ln.Addr().String(), token: s.SessionToken,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 0}}}
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 0}}, eng: eng, room: rm}
 	env.mcp = mcptest.New(env.client, env.url+"/mcp", env.token, true, "")
 	for i := range 32 {
 		res, err := actor.Do(ctx, rm, "create", func(tx *room.Tx) (room.CreateHandoffResult, error) {

@@ -85,13 +85,13 @@ func (s *Handler) toolResult(out any) (rawResult, error) {
 		json.HTMLEscape(&esc, value)
 		text = esc.Bytes()
 	}
-	res := make([]byte, 0, 2*len(value)+len(s.metaJSON)+160)
+	res := make([]byte, 0, 2*len(value)+len(value)/4+len(s.metaJSON)+160)
 	res = append(res, `{"_meta":`...)
 	res = append(res, s.metaJSON...)
 	res = append(res, `,"content":[{"text":`...)
-	if res, err = encodeNoHTML(res, string(text)); err != nil {
-		return nil, err
-	}
+	// The text is JSON, mostly printable ASCII whose quotes and backslashes
+	// are escaped in place: no string copy and no trip through the encoder.
+	res = appendJSONString(res, text)
 	res = append(res, `,"type":"text"}],"isError":false,"resultType":"complete","structuredContent":`...)
 	if len(value) > 0 && value[0] != '{' {
 		res = append(res, `{"result":`...)

@@ -136,7 +136,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 		out = handoffToolResult(res, c.req.Meta.Tasks)
 	}
 	if h, ok := out.(taskHandle); ok {
-		return s.createTaskResult(h.task), nil
+		return s.createTaskRaw(h.task), nil
 	}
 	// A kept answer (handoff_get until the next commit) is encoded once: the
 	// result depends on the answer and on this handler alone.
