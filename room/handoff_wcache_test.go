@@ -1,11 +1,9 @@
 package room_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
@@ -42,15 +40,6 @@ func TestWriterCopyOfHandoffs(t *testing.T) {
 		}
 		return h
 	}
-	raw := func(e *env, query string, args ...any) {
-		t.Helper()
-		if _, err := actor.Do(context.Background(), e.r, "raw", func(tx *room.Tx) (struct{}, error) {
-			_, err := tx.Querier().ExecContext(tx.Context(), query, args...)
-			return struct{}{}, err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	t.Run("three_steps_of_a_plain_lifecycle_start_from_the_copy", func(t *testing.T) {
 		e := newEnv(t)
@@ -66,7 +55,7 @@ func TestWriterCopyOfHandoffs(t *testing.T) {
 		before := room.WriterCopiesUsed(e.eng)
 		h := lifecycle(t, e, func(step, id string) {
 			// Any SQL that writes the handoff: the next step must show it.
-			raw(e, `UPDATE handoffs SET summary = summary || ' after '||? WHERE handoff_id = ?`, step, id)
+			e.rawSQL(`UPDATE handoffs SET summary = summary || ' after '||? WHERE handoff_id = ?`, step, id)
 		})
 		if want := "work after create after accept after complete"; h.Summary != want {
 			t.Errorf("the approved handoff's summary is %q, want %q", h.Summary, want)
@@ -81,7 +70,7 @@ func TestWriterCopyOfHandoffs(t *testing.T) {
 		h := lifecycle(t, e, func(step, id string) {
 			if step == "accept" {
 				// The task's TTL is stretched: the copy carried its old due time.
-				raw(e, `UPDATE tasks SET ttl_ms = ttl_ms + 1 WHERE correlation_id = ?`, id)
+				e.rawSQL(`UPDATE tasks SET ttl_ms = ttl_ms + 1 WHERE correlation_id = ?`, id)
 			}
 		})
 		if h.Status != room.HandoffApproved {
@@ -92,7 +81,7 @@ func TestWriterCopyOfHandoffs(t *testing.T) {
 	t.Run("a_command_that_writes_nothing_keeps_the_copy", func(t *testing.T) {
 		e := newEnv(t)
 		before := room.WriterCopiesUsed(e.eng)
-		lifecycle(t, e, func(step, id string) { raw(e, `SELECT 1`) })
+		lifecycle(t, e, func(step, id string) { e.rawSQL(`SELECT 1`) })
 		if got := room.WriterCopiesUsed(e.eng) - before; got != 3 {
 			t.Errorf("%d steps started from the copy, want 3", got)
 		}
@@ -128,12 +117,7 @@ func TestWriterCopyNeverAnswersStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.Handoff.HandoffID
-	if _, err := actor.Do(context.Background(), e.r, "raw", func(tx *room.Tx) (struct{}, error) {
-		_, err := tx.Querier().ExecContext(tx.Context(), `UPDATE handoffs SET constraints_text = 'changed' WHERE handoff_id = ?`, id)
-		return struct{}{}, err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e.rawSQL(`UPDATE handoffs SET constraints_text = 'changed' WHERE handoff_id = ?`, id)
 	h, err := e.accept(worker, id)
 	if err != nil {
 		t.Fatal(err)

@@ -201,6 +201,18 @@ func do[T any](e *env, fn func(eng *room.Engine, tx *room.Tx) (T, error)) (T, er
 	return actor.Do(context.Background(), e.r, "test", func(tx *room.Tx) (T, error) { return fn(eng, tx) })
 }
 
+// rawSQL runs one statement as a command of its own, through the actor: a
+// write the engine's methods would never make, as another writer would.
+func (e *env) rawSQL(query string, args ...any) {
+	e.tb.Helper()
+	if _, err := actor.Do(context.Background(), e.r, "raw", func(tx *room.Tx) (struct{}, error) {
+		_, err := tx.Querier().ExecContext(tx.Context(), query, args...)
+		return struct{}{}, err
+	}); err != nil {
+		e.tb.Fatal(err)
+	}
+}
+
 // read runs fn on a read snapshot.
 func read[T any](e *env, fn func(eng *room.Engine, q room.Querier) (T, error)) (T, error) {
 	eng := e.eng

@@ -1,12 +1,10 @@
 package room_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
@@ -17,15 +15,6 @@ import (
 // Each case ends or starts live tasks by another path between creates, then
 // fills the room's cap of 3 and checks the refusal comes exactly at the cap.
 func TestWriterLiveTaskSetStaysExact(t *testing.T) {
-	raw := func(e *env, query string, args ...any) {
-		t.Helper()
-		if _, err := actor.Do(context.Background(), e.r, "raw", func(tx *room.Tx) (struct{}, error) {
-			_, err := tx.Querier().ExecContext(tx.Context(), query, args...)
-			return struct{}{}, err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	cases := []struct {
 		name string
 		// between runs after two creates (a and b, by owner); it returns
@@ -52,7 +41,7 @@ func TestWriterLiveTaskSetStaysExact(t *testing.T) {
 			return 0
 		}},
 		{"raw_sql_that_ends_a_task_frees_its_slot", func(t *testing.T, e *env, _, _ room.Principal, a, _ room.CreateHandoffResult) int {
-			raw(e, `UPDATE tasks SET status = 'cancelled', last_updated_at = last_updated_at WHERE task_id = ?`, a.Task.TaskID)
+			e.rawSQL(`UPDATE tasks SET status = 'cancelled', last_updated_at = last_updated_at WHERE task_id = ?`, a.Task.TaskID)
 			return 1
 		}},
 		{"raw_sql_that_revives_a_task_takes_a_slot", func(t *testing.T, e *env, owner, worker room.Principal, a, _ room.CreateHandoffResult) int {
@@ -62,7 +51,7 @@ func TestWriterLiveTaskSetStaysExact(t *testing.T) {
 			if _, err := e.complete(worker, a.Handoff.HandoffID, room.ResultInput{Text: "done"}); err != nil {
 				t.Fatal(err)
 			}
-			raw(e, `UPDATE tasks SET status = 'working', result_json = NULL WHERE task_id = ?`, a.Task.TaskID)
+			e.rawSQL(`UPDATE tasks SET status = 'working', result_json = NULL WHERE task_id = ?`, a.Task.TaskID)
 			return 2
 		}},
 		{"a_create_rolled_back_takes_no_slot", func(t *testing.T, e *env, owner, _ room.Principal, _, _ room.CreateHandoffResult) int {
