@@ -10,7 +10,7 @@ import (
 // marks the statement expired: a cached statement with `LIMIT ?` is parsed
 // and planned again on every run. For the inbox that re-preparing was half
 // of the read's CPU (about 0.5 of 1 ms for a page of ten; issue 17), and
-// every other listing paid it too. TestListingsAreNotRepreparedOnEachRun
+// history, handoff events, proposals and versions paid it too. TestListingsAreNotRepreparedOnEachRun
 // holds every listing to this.
 
 // limitSQL is a LIMIT clause for a bound fixed for the life of the room (a
