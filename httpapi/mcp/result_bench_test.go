@@ -11,10 +11,9 @@ import (
 // BenchmarkWriteResult writes the answers of the lifecycle's steps as the
 // door sends them: the task handle of handoff_create, and an accepted
 // handoff with its task (what accept, complete and approve answer), each
-// the old way (map, reflection) beside the way the door writes it now.
+// the old way (maps) beside the way the door writes it now.
 func BenchmarkWriteResult(b *testing.B) {
-	s := &Handler{version: "dev"}
-	s.metaJSON, _ = encodeNoHTML(nil, s.serverInfo())
+	s := newTestHandler(b, "dev")
 	task := room.DetailedTask{TaskID: "task_96b963ff8c9043d1e417d7e19eadf3f0", Status: "working", CreatedAt: "2026-12-02T03:46:08.484Z",
 		LastUpdatedAt: "2026-12-02T03:46:08.484Z", TTLMs: 86_400_000, PollIntervalMs: 5000,
 		Meta: map[string]any{"commonroom/handoff_id": "handoff_be480b5e5379d04eb9ab58933636bec1"}}
@@ -28,8 +27,8 @@ func BenchmarkWriteResult(b *testing.B) {
 		name   string
 		result func() any
 	}{
-		{"task-handle-map", func() any { return s.createTaskResult(task) }},
-		{"task-handle-bytes", func() any { return s.createTaskRaw(task) }},
+		{"task-handle-map", func() any { return taskHandleMap(s, task) }},
+		{"task-handle-struct", func() any { return s.createTaskResult(task) }},
 		{"tool-result-map", func() any {
 			text, _ := json.Marshal(answer)
 			return s.complete(map[string]any{"content": []map[string]any{{"type": "text", "text": string(text)}}, "structuredContent": answer, "isError": false})

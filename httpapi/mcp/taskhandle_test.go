@@ -10,19 +10,14 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// TestTaskHandleBytesAreTheMapEncoding: the task handle written as bytes
-// (createTaskRaw) is byte for byte what encoding createTaskResult's map
-// sent, whatever the task and its _meta hold: HTML-unsafe and non-ASCII
+// TestTaskHandleIsTheMapEncoding: the task handle (createTaskResult, a
+// struct) is byte for byte what the map it replaced sent (taskHandleMap),
+// whatever the task and its _meta hold: HTML-unsafe and non-ASCII
 // characters, U+2028, control bytes, invalid UTF-8, a _meta that names the
 // server-info key itself (the server's wins), values of any type, no status
 // message, and any request id.
-func TestTaskHandleBytesAreTheMapEncoding(t *testing.T) {
-	s := &Handler{version: "v<1>&\u2028\"\\"}
-	meta, err := encodeNoHTML(nil, s.serverInfo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.metaJSON = meta
+func TestTaskHandleIsTheMapEncoding(t *testing.T) {
+	s := newTestHandler(t, "v<1>&\u2028\"\\")
 	base := room.DetailedTask{TaskID: "task_1", Status: "working", CreatedAt: "2026-12-02T03:46:08.484Z",
 		LastUpdatedAt: "2026-12-02T03:46:08.484Z", TTLMs: 86_400_000, PollIntervalMs: 5000,
 		Meta: map[string]any{"commonroom/handoff_id": "handoff_be48"}}
@@ -39,7 +34,7 @@ func TestTaskHandleBytesAreTheMapEncoding(t *testing.T) {
 				"io.modelcontextprotocol/serverInfo!": "sorts after", "io.modelcontextprotocol": "sorts before", "": ""}
 		}),
 		"a _meta naming the server-info key": with(base, func(d *room.DetailedTask) {
-			d.Meta = map[string]any{serverInfoKey: "the task's", "k": "v"}
+			d.Meta = map[string]any{"io.modelcontextprotocol/serverInfo": "the task's", "k": "v"}
 		}),
 		"no _meta":    with(base, func(d *room.DetailedTask) { d.Meta = nil }),
 		"a long task": with(base, func(d *room.DetailedTask) { d.StatusMessage = strings.Repeat("\"\\x", 10_000) }),
@@ -47,14 +42,10 @@ func TestTaskHandleBytesAreTheMapEncoding(t *testing.T) {
 	for name, task := range tasks {
 		for _, id := range []string{`7`, `"id <&>"`, ` 12 `} {
 			t.Run(name+" with id "+id+" gives the same bytes", func(t *testing.T) {
-				raw := s.createTaskRaw(task)
-				if _, ok := raw.(rawResult); !ok {
-					t.Fatalf("createTaskRaw gave %T, want the encoded bytes", raw)
-				}
 				got := httptest.NewRecorder()
-				writeRPCResult(got, json.RawMessage(id), raw)
+				writeRPCResult(got, json.RawMessage(id), s.createTaskResult(task))
 				want := httptest.NewRecorder()
-				writeRPCResult(want, json.RawMessage(id), s.createTaskResult(task))
+				writeRPCResult(want, json.RawMessage(id), taskHandleMap(s, task))
 				if got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
 					t.Fatalf("status %d, body\n%.600q\nwant status %d, body\n%.600q", got.Code, got.Body.Bytes(), want.Code, want.Body.Bytes())
 				}
@@ -64,35 +55,51 @@ func TestTaskHandleBytesAreTheMapEncoding(t *testing.T) {
 	t.Run("a _meta value that cannot be encoded fails as it did", func(t *testing.T) {
 		task := with(base, func(d *room.DetailedTask) { d.Meta = map[string]any{"f": func() {}} })
 		got := httptest.NewRecorder()
-		writeRPCResult(got, json.RawMessage(`1`), s.createTaskRaw(task))
+		writeRPCResult(got, json.RawMessage(`1`), s.createTaskResult(task))
 		want := httptest.NewRecorder()
-		writeRPCResult(want, json.RawMessage(`1`), s.createTaskResult(task))
+		writeRPCResult(want, json.RawMessage(`1`), taskHandleMap(s, task))
 		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) || !bytes.Contains(got.Body.Bytes(), []byte(`"error"`)) {
 			t.Fatalf("body %q, want %q (an internal error)", got.Body.Bytes(), want.Body.Bytes())
 		}
 	})
 }
 
-// TestAppendJSONStringIsTheEncoders: appendJSONString writes what
-// encoding/json does without HTML escaping, for every single byte and for
-// strings mixing quotes, backslashes, control bytes and UTF-8.
-func TestAppendJSONStringIsTheEncoders(t *testing.T) {
-	cases := []string{"", "plain", `"`, `\`, `a"b\c"`, "<&>", "\x7f", "é", "\u2028", "\xff", "tab\there", "\x00", strings.Repeat(`{"k":"v\\"}`, 100)}
-	for c := range 256 {
-		cases = append(cases, string([]byte{byte(c)}), "x"+string([]byte{byte(c)})+`"`)
+// taskHandleMap is the task handle as the door built it before it was a
+// struct: the reference taskHandleResult must encode as.
+func taskHandleMap(s *Handler, t room.DetailedTask) map[string]any {
+	m := map[string]any{
+		"resultType":     "task",
+		"taskId":         t.TaskID,
+		"status":         t.Status,
+		"createdAt":      t.CreatedAt,
+		"lastUpdatedAt":  t.LastUpdatedAt,
+		"ttlMs":          t.TTLMs,
+		"pollIntervalMs": t.PollIntervalMs,
 	}
-	for _, s := range cases {
-		want, err := encodeNoHTML([]byte("prefix"), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendJSONString([]byte("prefix"), s); !bytes.Equal(got, want) {
-			t.Errorf("string %q: got %q, want %q", s, got, want)
-		}
-		if got := appendJSONString([]byte("prefix"), []byte(s)); !bytes.Equal(got, want) {
-			t.Errorf("bytes %q: got %q, want %q", s, got, want)
-		}
+	if t.StatusMessage != "" {
+		m["statusMessage"] = t.StatusMessage
 	}
+	meta := map[string]any{}
+	for k, v := range t.Meta {
+		meta[k] = v
+	}
+	for k, v := range s.serverInfo() {
+		meta[k] = v
+	}
+	m["_meta"] = meta
+	return m
+}
+
+// newTestHandler is a door with nothing behind it but its version, enough
+// to encode results as it does.
+func newTestHandler(t testing.TB, version string) *Handler {
+	s := &Handler{version: version}
+	meta, err := encodeNoHTML(nil, s.serverInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.metaJSON = meta
+	return s
 }
 
 // with is d changed by f (a copy: the map of d is shared unless f replaces it).

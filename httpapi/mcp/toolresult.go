@@ -89,9 +89,9 @@ func (s *Handler) toolResult(out any) (rawResult, error) {
 	res = append(res, `{"_meta":`...)
 	res = append(res, s.metaJSON...)
 	res = append(res, `,"content":[{"text":`...)
-	// The text is JSON, mostly printable ASCII whose quotes and backslashes
-	// are escaped in place: no string copy and no trip through the encoder.
-	res = appendJSONString(res, text)
+	if res, err = encodeNoHTML(res, string(text)); err != nil {
+		return nil, err
+	}
 	res = append(res, `,"type":"text"}],"isError":false,"resultType":"complete","structuredContent":`...)
 	if len(value) > 0 && value[0] != '{' {
 		res = append(res, `{"result":`...)

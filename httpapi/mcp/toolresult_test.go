@@ -16,12 +16,7 @@ import (
 // U+2028 in strings and in raw messages, non-ASCII, answers that are not
 // objects, a handoff with raw JSON inputs, and any request id.
 func TestToolResultBytesAreTheMapEncoding(t *testing.T) {
-	s := &Handler{version: "v<1>&\u2028"}
-	meta, err := encodeNoHTML(nil, s.serverInfo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.metaJSON = meta
+	s := newTestHandler(t, "v<1>&\u2028")
 	base := "x"
 	handoff := room.Handoff{HandoffID: "handoff_1", Status: "accepted", Summary: "fix <b> & \"quote\" \\ é 😀\u2028\u2029\n\t",
 		Constraints: &base, Artifacts: []room.Artifact{},
