@@ -30,15 +30,7 @@ func benchLifecycleRoomMix(b *testing.B) {
 	e := newEnv(b, withRealClock(), withWALAutocheckpoint(1000), withLimits(func(l *room.Limits) {
 		l.MaxLiveSessions, l.MaxSessionsPerInvite = 512, 512
 	}))
-	type agent struct{ creator, worker, approver room.Principal }
-	agents := make([]agent, callers)
-	for i := range agents {
-		agents[i] = agent{
-			creator:  e.join(fmt.Sprintf("creator-%d", i), room.CapRead, room.CapPropose),
-			worker:   e.join(fmt.Sprintf("worker-%d", i), room.CapRead, room.CapCheckout),
-			approver: e.join(fmt.Sprintf("approver-%d", i), room.CapRead, room.CapApprove),
-		}
-	}
+	agents := lifecycleAgents(e, callers)
 	var next, refused atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
@@ -62,16 +54,8 @@ func benchLifecycleRoomMix(b *testing.B) {
 					refused.Add(1)
 					time.Sleep(2*time.Millisecond + time.Duration(rng.IntN(3000))*time.Microsecond)
 				}
-				if _, err := e.accept(a.worker, id); err != nil {
-					b.Errorf("accept: %v", err)
-					return
-				}
-				if _, err := e.complete(a.worker, id, room.ResultInput{Text: "done"}); err != nil {
-					b.Errorf("complete: %v", err)
-					return
-				}
-				if _, err := e.approve(a.approver, id, ""); err != nil {
-					b.Errorf("approve: %v", err)
+				if err := a.finish(e, id); err != nil {
+					b.Error(err)
 					return
 				}
 			}
@@ -81,4 +65,37 @@ func benchLifecycleRoomMix(b *testing.B) {
 	b.StopTimer()
 	total := stopCost(b, e.r, start)
 	b.ReportMetric(float64(refused.Load())/float64(max(total.cmds, 1)), "refused/cmd")
+}
+
+// lifecycleAgent is one of a lifecycle benchmark's callers: who creates,
+// who does the work, who approves.
+type lifecycleAgent struct{ creator, worker, approver room.Principal }
+
+// lifecycleAgents joins n agents, each a creator, a worker and an approver
+// with only the capabilities their step needs.
+func lifecycleAgents(e *env, n int) []lifecycleAgent {
+	agents := make([]lifecycleAgent, n)
+	for i := range agents {
+		agents[i] = lifecycleAgent{
+			creator:  e.join(fmt.Sprintf("creator-%d", i), room.CapRead, room.CapPropose),
+			worker:   e.join(fmt.Sprintf("worker-%d", i), room.CapRead, room.CapCheckout),
+			approver: e.join(fmt.Sprintf("approver-%d", i), room.CapRead, room.CapApprove),
+		}
+	}
+	return agents
+}
+
+// finish takes handoff id from created to approved: accept, complete,
+// approve, and names the step that failed.
+func (a lifecycleAgent) finish(e *env, id string) error {
+	if _, err := e.accept(a.worker, id); err != nil {
+		return fmt.Errorf("accept: %w", err)
+	}
+	if _, err := e.complete(a.worker, id, room.ResultInput{Text: "done"}); err != nil {
+		return fmt.Errorf("complete: %w", err)
+	}
+	if _, err := e.approve(a.approver, id, ""); err != nil {
+		return fmt.Errorf("approve: %w", err)
+	}
+	return nil
 }

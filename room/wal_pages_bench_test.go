@@ -2,7 +2,6 @@ package room_test
 
 import (
 	"encoding/binary"
-	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -32,15 +31,7 @@ func BenchmarkLifecycleWALPages(b *testing.B) {
 		l.MaxActiveTasks, l.MaxTasksPerParticipant = 1000, 1000
 	}))
 	const callers = 64
-	type agent struct{ creator, worker, approver room.Principal }
-	agents := make([]agent, callers)
-	for i := range agents {
-		agents[i] = agent{
-			creator:  e.join(fmt.Sprintf("creator-%d", i), room.CapRead, room.CapPropose),
-			worker:   e.join(fmt.Sprintf("worker-%d", i), room.CapRead, room.CapCheckout),
-			approver: e.join(fmt.Sprintf("approver-%d", i), room.CapRead, room.CapApprove),
-		}
-	}
+	agents := lifecycleAgents(e, callers)
 	run := func(n int64) {
 		var next atomic.Int64
 		var wg sync.WaitGroup
@@ -50,12 +41,7 @@ func BenchmarkLifecycleWALPages(b *testing.B) {
 				for next.Add(1) <= n {
 					res, err := e.create(a.creator, room.CreateHandoffInput{Summary: "benchmark work"})
 					if err == nil {
-						id := res.Handoff.HandoffID
-						if _, err = e.accept(a.worker, id); err == nil {
-							if _, err = e.complete(a.worker, id, room.ResultInput{Text: "done"}); err == nil {
-								_, err = e.approve(a.approver, id, "")
-							}
-						}
+						err = a.finish(e, res.Handoff.HandoffID)
 					}
 					if err != nil {
 						b.Error(err)
