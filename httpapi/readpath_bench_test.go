@@ -2,14 +2,11 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"syscall"
 	"testing"
-
-	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // BenchmarkReadPath drives the real ingress handler (chi router, bound,
@@ -93,15 +90,7 @@ func serveOnce(b *testing.B, h http.Handler, tmpl *http.Request, body []byte) {
 // local is an MCP request for the in-process handler: the same headers and
 // body the loopback client sends, with a request target and a loopback Host.
 func (e *benchServer) local(b *testing.B, method string, params map[string]any) *http.Request {
-	req, _, err := e.mcp.NewRequest(context.Background(), mcptest.Request{ID: 1, Method: method, Params: params})
-	if err != nil {
-		b.Fatal(err)
-	}
-	body, _ := io.ReadAll(req.Body)
-	r := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
-	r.Header = req.Header.Clone()
-	r.Host = "127.0.0.1"
-	return r
+	return e.localAs(b, "", method, params)
 }
 
 // plain is a GET on a plain route with the session's bearer token.

@@ -116,7 +116,8 @@ func (e *benchServer) join(b *testing.B, name string, caps ...string) benchParty
 	return benchParty{id: s.ParticipantID, token: s.SessionToken}
 }
 
-// localAs is local with another session's bearer token.
+// localAs is local with another session's bearer token ("": the bench
+// client's own).
 func (e *benchServer) localAs(b *testing.B, token, method string, params map[string]any) *http.Request {
 	req, _, err := e.mcp.NewRequest(context.Background(), mcptest.Request{ID: 1, Method: method, Params: params, Token: token})
 	if err != nil {
