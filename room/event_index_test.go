@@ -43,29 +43,8 @@ func TestMigration8NarrowsTheEventIndexInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err := OpenStore(ctx, path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var version, events int
-	if err := st.Reader.QueryRow(`SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM events)`).Scan(&version, &events); err != nil {
-		t.Fatal(err)
-	}
-	if version != SchemaVersion() || events != 8 {
-		t.Fatalf("after opening: schema %d (want %d), %d events (want 8)", version, SchemaVersion(), events)
-	}
-	var indexes []string
-	rows, err := st.Reader.Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'events' ORDER BY name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var n string
-		rows.Scan(&n)
-		indexes = append(indexes, n)
-	}
-	rows.Close()
+	st := reopenMigrated(t, path, "events", 8)
+	indexes := tableIndexes(t, st, "events")
 	if !slices.Equal(indexes, []string{"events_by_handoff_tail"}) {
 		t.Errorf("the events table's indexes are %v, want only events_by_handoff_tail", indexes)
 	}

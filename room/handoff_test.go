@@ -862,17 +862,10 @@ func TestHandoffEvents_OldestFirstWithSinceAndLimit(t *testing.T) {
 	}
 	// A limit the statement rounds up (3 is read as 4: sqllimit.go) still
 	// gives exactly the newest three, or the first three after since.
-	ids := func(evs []room.Event) []int64 {
-		var out []int64
-		for _, ev := range evs {
-			out = append(out, ev.ID)
-		}
-		return out
-	}
-	if got, want := ids(events(nil, 3).Events), ids(all.Events[2:]); !slices.Equal(got, want) {
+	if got, want := eventIDs(events(nil, 3).Events), eventIDs(all.Events[2:]); !slices.Equal(got, want) {
 		t.Fatalf("limit 3: events %v, want the newest three %v", got, want)
 	}
-	if got, want := ids(events(&all.Events[0].ID, 3).Events), ids(all.Events[1:4]); !slices.Equal(got, want) {
+	if got, want := eventIDs(events(&all.Events[0].ID, 3).Events), eventIDs(all.Events[1:4]); !slices.Equal(got, want) {
 		t.Fatalf("since the first, limit 3: events %v, want %v", got, want)
 	}
 }

@@ -410,6 +410,15 @@ func types(evs []eventRow) []string {
 	return out
 }
 
+// eventIDs is the ids of evs, in order.
+func eventIDs(evs []room.Event) []int64 {
+	var out []int64
+	for _, ev := range evs {
+		out = append(out, ev.ID)
+	}
+	return out
+}
+
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
 
 func strOf(p *string) string {

@@ -140,29 +140,8 @@ func TestMigration9SplitsTheInboxIndexesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err := OpenStore(ctx, path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var version, count int
-	if err := st.Reader.QueryRow(`SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM handoffs)`).Scan(&version, &count); err != nil {
-		t.Fatal(err)
-	}
-	if version != SchemaVersion() || count != len(rows) {
-		t.Fatalf("after opening: schema %d (want %d), %d handoffs (want %d)", version, SchemaVersion(), count, len(rows))
-	}
-	var indexes []string
-	ix, err := st.Reader.Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'handoffs' AND sql IS NOT NULL ORDER BY name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ix.Next() {
-		var n string
-		ix.Scan(&n)
-		indexes = append(indexes, n)
-	}
-	ix.Close()
+	st := reopenMigrated(t, path, "handoffs", len(rows))
+	indexes := tableIndexes(t, st, "handoffs")
 	wantIndexes := []string{"handoffs_by_assignee_live", "handoffs_by_assignee_settled", "handoffs_by_owner_live", "handoffs_by_owner_settled",
 		"handoffs_by_requested_live", "handoffs_by_requested_settled", "handoffs_by_status_recent", "handoffs_idempotency"}
 	if !slices.Equal(indexes, wantIndexes) {

@@ -165,13 +165,6 @@ func TestRoundedLimitsGiveExactPages(t *testing.T) {
 	if len(all.Events) < 6 {
 		t.Fatalf("want at least 6 events to page through, have %d", len(all.Events))
 	}
-	ids := func(evs []room.Event) []int64 {
-		var out []int64
-		for _, ev := range evs {
-			out = append(out, ev.ID)
-		}
-		return out
-	}
 	history := func(in room.HistoryInput) []int64 {
 		h, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.History, error) {
 			return eng.History(ctx, q, op, in)
@@ -179,14 +172,14 @@ func TestRoundedLimitsGiveExactPages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ids(h.Events)
+		return eventIDs(h.Events)
 	}
 	// Newest first without since_event_id, oldest first with it.
-	if got, want := history(room.HistoryInput{Limit: 3}), ids(all.Events[:3]); !slices.Equal(got, want) {
+	if got, want := history(room.HistoryInput{Limit: 3}), eventIDs(all.Events[:3]); !slices.Equal(got, want) {
 		t.Errorf("history limit 3: %v, want the newest three %v", got, want)
 	}
 	first := all.Events[len(all.Events)-1].ID
-	ascending := ids(all.Events)
+	ascending := eventIDs(all.Events)
 	slices.Reverse(ascending)
 	if got, want := history(room.HistoryInput{Limit: 3, SinceEventID: &first}), ascending[1:4]; !slices.Equal(got, want) {
 		t.Errorf("history since %d, limit 3: %v, want %v", first, got, want)
