@@ -94,11 +94,20 @@ func (e *Engine) EndWriterBatch(committed bool) {
 	clear(e.wc.touched)
 }
 
+// copiesUsable says the command may answer from the writer's copies (the
+// handoffs here, the live tasks in task_live_wcache.go): they are kept, no
+// command of the running batch wrote the three tables other than by a kept
+// step, and this command has written none of their rows yet.
+func (tx *Tx) copiesUsable() bool {
+	wc := &tx.e.wc
+	return wc.enabled && !wc.spoiled && wc.changes == tx.changes0
+}
+
 // cachedHandoff is the committed copy of handoff id, when it may be used in
 // this batch.
 func (tx *Tx) cachedHandoff(id string) (*handoffRow, bool) {
 	wc := &tx.e.wc
-	if !wc.enabled || wc.spoiled || wc.touched[id] || tx.e.wc.changes != tx.changes0 {
+	if !tx.copiesUsable() || wc.touched[id] {
 		return nil, false
 	}
 	h, ok := wc.rows[id]

@@ -55,11 +55,11 @@ func (l *liveSet) drop() {
 
 // liveCounts answers the cap check's statement from the writer's set when
 // the command may use it: the live tasks, owner's among them, and the first
-// due time (ok false: none live). held is false when the caller must run
+// due time (anyLive false: none live). held is false when the caller must run
 // the statement.
 func (tx *Tx) liveCounts(owner string) (live, mine int, firstDue int64, anyLive, held bool, err error) {
 	wc := &tx.e.wc
-	if !wc.enabled || wc.changes != tx.changes0 || wc.spoiled {
+	if !tx.copiesUsable() {
 		return 0, 0, 0, false, false, nil
 	}
 	ls := &wc.live
