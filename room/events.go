@@ -50,36 +50,20 @@ func nullInt(v int64) any {
 // command's events are written with its batch (WriteEvents), before COMMIT,
 // and only if the command succeeded.
 func (tx *Tx) emit(typ string, r refs, payload map[string]any) error {
-	return tx.emitAll(pendingEvent{typ, r, payload})
-}
-
-// pendingEvent is one event row of a command, before it is written.
-type pendingEvent struct {
-	typ     string
-	r       refs
-	payload map[string]any
-}
-
-// emitAll records evs, in order, as emit would one by one.
-func (tx *Tx) emitAll(evs ...pendingEvent) error {
-	now := tx.nowMS()
-	created := WireTime(now)
-	for _, ev := range evs {
-		payload := ev.payload
-		if payload == nil {
-			payload = map[string]any{}
-		}
-		payload["workspace_id"] = tx.e.WorkspaceID
-		b, err := encodePayload(payload)
-		if err != nil {
-			return Internal(err)
-		}
-		tx.events = append(tx.events, Event{
-			Type: ev.typ, Payload: b, CreatedAt: created,
-			ActorID: ev.r.actor, HandoffID: ev.r.handoff, TaskID: ev.r.task, Version: ev.r.version,
-			createdMS: now,
-		})
+	if payload == nil {
+		payload = map[string]any{}
 	}
+	payload["workspace_id"] = tx.e.WorkspaceID
+	b, err := encodePayload(payload)
+	if err != nil {
+		return Internal(err)
+	}
+	now := tx.nowMS()
+	tx.events = append(tx.events, Event{
+		Type: typ, Payload: b, CreatedAt: WireTime(now),
+		ActorID: r.actor, HandoffID: r.handoff, TaskID: r.task, Version: r.version,
+		createdMS: now,
+	})
 	return nil
 }
 

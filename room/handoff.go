@@ -170,44 +170,27 @@ func nonNilArtifacts(a []Artifact) []Artifact {
 	return a
 }
 
-// handoffEvent writes one event about a handoff or its task. Payloads carry
-// ids, statuses, the actor and reasons only (D2, D13): never summaries,
-// constraints, results or answers.
+// handoffEvent records one event about a handoff or its task. Payloads
+// carry ids, statuses, the actor and reasons only (D2, D13): never
+// summaries, constraints, results or answers.
 func (tx *Tx) handoffEvent(typ string, actor, handoffID, taskID string, extra map[string]any) error {
-	return tx.handoffEvents(actor, handoffID, taskID, handoffEv{typ, extra})
-}
-
-// handoffEv is one of the events a handoff step records together.
-type handoffEv struct {
-	typ   string
-	extra map[string]any
-}
-
-// handoffEvents records a step's events about one handoff, in order, as
-// handoffEvent would one by one.
-func (tx *Tx) handoffEvents(actor, handoffID, taskID string, evs ...handoffEv) error {
-	var buf [2]pendingEvent
-	pending := buf[:0]
-	for _, ev := range evs {
-		// extra is the caller's own fresh map: the common keys go into it
-		// rather than into a copy, and a key extra already holds keeps its
-		// value, as when extra was copied over them.
-		payload := ev.extra
-		if payload == nil {
-			payload = make(map[string]any, 4)
-		}
-		common := [...]struct {
-			k string
-			v string
-		}{{"handoff_id", handoffID}, {"task_id", taskID}, {"actor_id", actor}}
-		for _, c := range common {
-			if _, ok := payload[c.k]; !ok && (c.k != "actor_id" || actor != "") {
-				payload[c.k] = c.v
-			}
-		}
-		pending = append(pending, pendingEvent{ev.typ, refs{actor: actor, handoff: handoffID, task: taskID}, payload})
+	// extra is the caller's own fresh map: the common keys go into it
+	// rather than into a copy, and a key extra already holds keeps its
+	// value, as when extra was copied over them.
+	payload := extra
+	if payload == nil {
+		payload = make(map[string]any, 4)
 	}
-	return tx.emitAll(pending...)
+	common := [...]struct {
+		k string
+		v string
+	}{{"handoff_id", handoffID}, {"task_id", taskID}, {"actor_id", actor}}
+	for _, c := range common {
+		if _, ok := payload[c.k]; !ok && (c.k != "actor_id" || actor != "") {
+			payload[c.k] = c.v
+		}
+	}
+	return tx.emit(typ, refs{actor: actor, handoff: handoffID, task: taskID}, payload)
 }
 
 var handoffStatuses = []string{HandoffOpen, HandoffAccepted, HandoffResultReady, HandoffApproved, HandoffRejected, HandoffCancelled}

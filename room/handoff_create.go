@@ -85,8 +85,10 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 	if in.FollowsHandoffID != "" {
 		extra["follows_handoff_id"] = in.FollowsHandoffID
 	}
-	if err := tx.handoffEvents(p.ParticipantID, hid, tid, handoffEv{"handoff.created", extra},
-		handoffEv{"task.created", map[string]any{"status": TaskWorking}}); err != nil {
+	if err := tx.handoffEvent("handoff.created", p.ParticipantID, hid, tid, extra); err != nil {
+		return CreateHandoffResult{}, err
+	}
+	if err := tx.handoffEvent("task.created", p.ParticipantID, hid, tid, map[string]any{"status": TaskWorking}); err != nil {
 		return CreateHandoffResult{}, err
 	}
 	tx.taskChanged(tid)

@@ -140,10 +140,14 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 	if n != 1 {
 		return Handoff{}, h.conflict("the handoff changed concurrently")
 	}
-	if err := tx.handoffEvents(p.ParticipantID, h.id, h.taskID,
-		handoffEv{"task.completed", map[string]any{"status": TaskCompleted, "is_error": result.IsError}},
-		handoffEv{"handoff.result_ready", map[string]any{"status": HandoffResultReady, "is_error": result.IsError}},
-	); err != nil {
+	if err := tx.handoffEvent("task.completed", p.ParticipantID, h.id, h.taskID, map[string]any{
+		"status": TaskCompleted, "is_error": result.IsError,
+	}); err != nil {
+		return Handoff{}, err
+	}
+	if err := tx.handoffEvent("handoff.result_ready", p.ParticipantID, h.id, h.taskID, map[string]any{
+		"status": HandoffResultReady, "is_error": result.IsError,
+	}); err != nil {
 		return Handoff{}, err
 	}
 	tx.taskChanged(h.taskID)
