@@ -55,6 +55,7 @@ func (r *recordingQuerier) QueryRowContext(ctx context.Context, query string, ar
 // handoffs left in each state, keyed by name.
 type pairingWorkload struct {
 	handoff, task map[string]string
+	owner, worker Principal // the owner of every handoff but one, and their assignee
 }
 
 // runPairingWorkload drives d through every command that writes handoffs or
@@ -74,6 +75,7 @@ func runPairingWorkload(t *testing.T, d *directRoom, reads Querier, phase func(n
 	worker := d.join("read", "observe", "propose", "checkout")
 	leaver := d.join("read", "observe", "propose")
 	op := Operator(d.e.HostID)
+	w.owner, w.worker = owner, worker
 	step := func(fn func(tx *Tx) error) {
 		t.Helper()
 		if _, err := d.run(fn); err != nil {
