@@ -243,10 +243,6 @@ func learnShape(ctx context.Context, conn *sql.Conn, templateTask string, owners
 	if err != nil {
 		return s, fmt.Errorf("reading task %s written by ce: %w", templateTask, err)
 	}
-	hcols, hvals, err := readRow(ctx, conn, `SELECT * FROM handoffs WHERE task_id = ?`, templateTask)
-	if err != nil {
-		return s, fmt.Errorf("reading the handoff of task %s: %w", templateTask, err)
-	}
 	get := func(cols []string, vals []any, name string) any {
 		for i, c := range cols {
 			if c == name {
@@ -254,6 +250,13 @@ func learnShape(ctx context.Context, conn *sql.Conn, templateTask string, owners
 			}
 		}
 		return nil
+	}
+	// The handoff by its primary key, named by the task row: since schema
+	// 10 nothing indexes handoffs.task_id. sameRow below checks that the
+	// handoff names the task back.
+	hcols, hvals, err := readRow(ctx, conn, `SELECT * FROM handoffs WHERE handoff_id = ?`, get(tcols, tvals, "correlation_id"))
+	if err != nil {
+		return s, fmt.Errorf("reading the handoff of task %s: %w", templateTask, err)
 	}
 	hid, _ := get(hcols, hvals, "handoff_id").(string)
 	owner, _ := get(hcols, hvals, "owner_id").(string)

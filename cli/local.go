@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"time"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
@@ -64,9 +65,21 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 			log.Warn("narrowed a file's permissions to the document's", "file", p)
 		}
 	}
+	// An older sidecar is upgraded in place before the room serves; at a
+	// million handoffs that takes seconds (migration 10 rebuilds two
+	// tables), so say so rather than look hung.
+	from, _ := room.SidecarSchema(ctx, dbPath)
+	upgrading := log != nil && from > 0 && from < room.SchemaVersion()
+	if upgrading {
+		log.Info("upgrading the sidecar to this ce's schema; with many handoffs this takes a while", "file", dbPath, "from", from, "to", room.SchemaVersion())
+	}
+	started := time.Now()
 	st, err := room.OpenStore(ctx, dbPath, false)
 	if err != nil {
 		return nil, err
+	}
+	if upgrading {
+		log.Info("upgraded the sidecar", "file", dbPath, "schema", room.SchemaVersion(), "took", time.Since(started).Round(time.Millisecond))
 	}
 	for _, o := range opts {
 		if err := o(ctx, st); err != nil {

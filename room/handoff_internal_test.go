@@ -21,6 +21,7 @@ type directRoom struct {
 	t    *testing.T
 	e    *Engine
 	conn *sql.Conn
+	q    Querier // what commands run on; nil: conn
 	mu   sync.Mutex
 	now  time.Time
 }
@@ -67,14 +68,18 @@ func (d *directRoom) run(fn func(tx *Tx) error) (Outcome, error) {
 	if _, err := d.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		d.t.Fatal(err)
 	}
-	tx := d.e.NewTx(ctx, d.conn, d.e.Now())
+	var q Querier = d.conn
+	if d.q != nil {
+		q = d.q
+	}
+	tx := d.e.NewTx(ctx, q, d.e.Now())
 	err := fn(tx)
 	var out Outcome
 	if err == nil {
 		out, err = tx.Finish()
 	}
 	if err == nil {
-		err = WriteEvents(ctx, d.conn, []Outcome{out})
+		err = WriteEvents(ctx, q, []Outcome{out})
 	}
 	if err != nil {
 		if _, rbErr := d.conn.ExecContext(ctx, "ROLLBACK"); rbErr != nil {

@@ -70,7 +70,7 @@ func TestWriterCopyOfHandoffs(t *testing.T) {
 		h := lifecycle(t, e, func(step, id string) {
 			if step == "accept" {
 				// The task's TTL is stretched: the copy carried its old due time.
-				e.rawSQL(`UPDATE tasks SET ttl_ms = ttl_ms + 1 WHERE correlation_id = ?`, id)
+				e.rawSQL(`UPDATE tasks SET ttl_ms = ttl_ms + 1 WHERE task_id = (SELECT task_id FROM handoffs WHERE handoff_id = ?)`, id)
 			}
 		})
 		if h.Status != room.HandoffApproved {

@@ -99,9 +99,17 @@ func TestMigration9SplitsTheInboxIndexesInPlace(t *testing.T) {
 	if err := MigrateTo(ctx, path, 8); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", path)
+	// Foreign keys on, as ce writes: migration 10 checks them before it
+	// commits, so the handoffs' participants must exist.
+	db, err := sql.Open("sqlite", dsn(path, "foreign_keys(ON)"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range []string{"participant_a", "participant_b", "participant_c"} {
+		if _, err := db.Exec(`INSERT INTO participants(participant_id, kind, name, capabilities, joined_at, last_seen_at)
+			VALUES (?, 'agent', ?, '[]', 1000, 1000)`, p, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	type row struct {
 		id, owner, assignee, requested, status string

@@ -229,6 +229,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 }
 
 func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error) {
+	if rebuildsTables(m.version) {
+		return withoutForeignKeys(ctx, conn, func() error { return applyMigrationTx(ctx, conn, m) })
+	}
+	return applyMigrationTx(ctx, conn, m)
+}
+
+// applyMigrationTx applies m in one transaction with its Go step, if any.
+func applyMigrationTx(ctx context.Context, conn *sql.Conn, m migration) (err error) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
