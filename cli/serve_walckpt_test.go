@@ -10,11 +10,21 @@ import (
 )
 
 // --wal-autocheckpoint 0 leaves the sidecar's WAL to Litestream: ce itself
-// never copies it into the database file, however long it grows; by
-// default ce checkpoints after 1,000 pages, as SQLite does. A negative
+// never copies it into the database file, however long it grows; with N
+// pages ce checkpoints once N pages wait (4,000 by default). A negative
 // value is refused before anything is created.
 func TestServeWALAutocheckpoint(t *testing.T) {
 	t.Parallel()
+	t.Run("the_default_is_4000_pages", func(t *testing.T) {
+		t.Parallel()
+		fs, f, _ := newServeFlagSet(Env{})
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		if f.walCkpt != 4000 {
+			t.Errorf("--wal-autocheckpoint defaults to %d pages, want 4000", f.walCkpt)
+		}
+	})
 	t.Run("a_negative_value_is_refused", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -35,7 +45,7 @@ func TestServeWALAutocheckpoint(t *testing.T) {
 		checkpoint bool // whether ce is expected to have backfilled the db file
 	}{
 		{"0_leaves_the_WAL_alone", []string{"--wal-autocheckpoint", "0"}, false},
-		{"the_default_checkpoints_after_1000_pages", nil, true},
+		{"1000_checkpoints_after_1000_pages", []string{"--wal-autocheckpoint", "1000"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
