@@ -92,8 +92,8 @@ func benchLifecycleWriter(b *testing.B, callers, maxBatch int) {
 	// Every caller always has a slot: the share is the room's cap, and
 	// there are never more callers than the cap.
 	// The sidecar is checkpointed as ce serve's default does it
-	// (--wal-autocheckpoint 1000).
-	e := newEnv(b, withRealClock(), withMaxBatch(maxBatch), withWALAutocheckpoint(1000), withLimits(func(l *room.Limits) {
+	// (--wal-autocheckpoint 4000).
+	e := newEnv(b, withRealClock(), withMaxBatch(maxBatch), withWALAutocheckpoint(4000), withLimits(func(l *room.Limits) {
 		l.MaxTasksPerParticipant = l.MaxActiveTasks
 	}))
 	owner := e.join("owner", agentCaps...)

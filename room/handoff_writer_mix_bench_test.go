@@ -26,8 +26,8 @@ func benchLifecycleRoomMix(b *testing.B) {
 	const callers = 64
 	// The bench's room: room-wide session caps lifted (ce serve
 	// --max-sessions 512 --max-sessions-per-invite 512), the task caps as
-	// they are.
-	e := newEnv(b, withRealClock(), withWALAutocheckpoint(1000), withLimits(func(l *room.Limits) {
+	// they are, checkpoints as ce serve's default (--wal-autocheckpoint 4000).
+	e := newEnv(b, withRealClock(), withWALAutocheckpoint(4000), withLimits(func(l *room.Limits) {
 		l.MaxLiveSessions, l.MaxSessionsPerInvite = 512, 512
 	}))
 	agents := lifecycleAgents(e, callers)
