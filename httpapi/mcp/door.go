@@ -63,6 +63,8 @@ type Handler struct {
 	limits  room.Limits
 	version string
 	tools   []Tool
+	// toolNames interns the tools' names (tools/call's name, as sent).
+	toolNames map[string]string
 	// metaJSON is serverInfo() encoded once: the _meta of a tool result.
 	metaJSON []byte
 
@@ -96,6 +98,10 @@ func New(cfg Config) *Handler {
 		panic(err) // a map of strings always encodes
 	}
 	s.metaJSON = meta
+	s.toolNames = make(map[string]string, len(s.tools))
+	for _, t := range s.tools {
+		s.toolNames[t.Name] = t.Name
+	}
 	if s.hub != nil {
 		// Subscriptions die with their session (leave, expiry, ended by the host).
 		s.hub.OnSessionEnd(s.legacy.drop)

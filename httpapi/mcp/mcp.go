@@ -47,6 +47,16 @@ var mcpMethodInfo = func() map[string]methodInfo {
 	return m
 }()
 
+// mcpMethodNames interns the names of mcpMethods: a request's method is
+// the table's string, not a copy made from its body.
+var mcpMethodNames = func() map[string]string {
+	m := make(map[string]string, len(mcpMethods))
+	for name := range mcpMethods {
+		m[name] = name
+	}
+	return m
+}()
+
 // Application error codes, outside JSON-RPC's reserved -32768…-32000. They
 // carry data.error, the Commonroom code, so clients branch on one vocabulary.
 const (

@@ -106,7 +106,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	}
 	name, args, plain := plainMembers(c.req.members, "name", "arguments")
 	if plain {
-		in.Name, plain = plainString(name)
+		in.Name, plain = plainStringIn(name, s.toolNames)
 		in.Arguments = args
 	}
 	if !plain {
