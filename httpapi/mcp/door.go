@@ -17,6 +17,7 @@ package mcp
 import (
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/ops"
@@ -76,6 +77,8 @@ type Handler struct {
 	metas metaCache
 	// records keeps CachedRead answers (handoff_get) until the next commit.
 	records actor.RecordCache
+	// frames keeps the buffers of answered tool results (framedResult).
+	frames sync.Pool
 
 	legacy        legacySubs
 	legacyStreams legacyStreamSet

@@ -515,6 +515,11 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	w.Header().Set("Content-Type", "application/json")
 	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
+	if f, ok := result.(*framedResult); ok {
+		_, _ = out.Write(f.b)
+		f.release()
+		return
+	}
 	if raw, ok := result.(rawResult); ok {
 		if sent, _ := writeRawResult(out, id, raw); sent {
 			return

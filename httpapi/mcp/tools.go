@@ -139,6 +139,17 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if h, ok := out.(taskHandle); ok {
 		return s.createTaskResult(h.task), nil
 	}
+	if memo == nil {
+		// An answer nobody keeps (every write) is encoded with its
+		// response around it into a pooled frame.
+		f, ok, err := s.framedToolResult(c.req.ID, out)
+		if err != nil {
+			return nil, s.rpcErrorOf(room.Internal(err))
+		}
+		if ok {
+			return f, nil
+		}
+	}
 	// A kept answer (handoff_get until the next commit) is encoded once: the
 	// result depends on the answer and on this handler alone.
 	res, err := s.memoized(memo, func() (rawResult, error) { return s.toolResult(out) })
