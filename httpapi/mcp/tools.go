@@ -22,6 +22,9 @@ type Tool struct {
 	ReadOnly bool
 	// Op is the operations table row tools/call runs.
 	Op ops.Op
+	// numberFree is wirejson.NumberFree of the row's input type: its
+	// arguments may be decoded by wirejson.DecodeValidArgs' short way.
+	numberFree bool
 }
 
 // taskHandle is a tool answer that becomes a CreateTaskResult.
@@ -48,7 +51,7 @@ func Tools() []Tool {
 			panic(err)
 		}
 		tools = append(tools, Tool{Name: op.Tool, Title: op.Title, Description: op.Description,
-			Input: input, ReadOnly: !op.Call.Writes(), Op: op})
+			Input: input, ReadOnly: !op.Call.Writes(), Op: op, numberFree: wirejson.NumberFree(op.Call.Input())})
 	}
 	return tools
 }
@@ -118,7 +121,9 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if !ok {
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
-	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeArgs(in.Arguments, v) })
+	// in.Arguments is one valid JSON value: a slice of the body the
+	// envelope checked with json.Valid.
+	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(in.Arguments, v, t.numberFree) })
 	if err != nil {
 		switch room.ErrorKind(err) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
