@@ -66,6 +66,8 @@ type Handler struct {
 	tools   []Tool
 	// toolNames interns the tools' names (tools/call's name, as sent).
 	toolNames map[string]string
+	// info is serverInfoValue, made once.
+	info map[string]string
 	// metaJSON is serverInfo() encoded once: the _meta of a tool result.
 	metaJSON []byte
 
@@ -96,6 +98,7 @@ func New(cfg Config) *Handler {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.info = s.serverInfoValue()
 	meta, err := encodeNoHTML(nil, s.serverInfo())
 	if err != nil {
 		panic(err) // a map of strings always encodes

@@ -514,12 +514,14 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 // result is held while it is sent); the bytes are marshalJSON's.
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	w.Header().Set("Content-Type", "application/json")
-	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
 	if f, ok := result.(*framedResult); ok {
-		_, _ = out.Write(f.b)
+		// StatusOnWrite's one write, without one on the heap.
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(f.b)
 		f.release()
 		return
 	}
+	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
 	if raw, ok := result.(rawResult); ok {
 		if sent, _ := writeRawResult(out, id, raw); sent {
 			return

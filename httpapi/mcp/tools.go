@@ -121,9 +121,11 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if !ok {
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
-	// in.Arguments is one valid JSON value: a slice of the body the
-	// envelope checked with json.Valid.
-	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(in.Arguments, v, t.numberFree) })
+	// The arguments are one valid JSON value: a slice of the body the
+	// envelope checked with json.Valid. The decoder captures the two
+	// values it needs (capturing in or t would move them to the heap).
+	args, free := in.Arguments, t.numberFree
+	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
 	if err != nil {
 		switch room.ErrorKind(err) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
@@ -169,7 +171,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 func (s *Handler) createTaskResult(t room.DetailedTask) taskHandleResult {
 	meta := make(map[string]any, len(t.Meta)+1)
 	maps.Copy(meta, t.Meta)
-	maps.Copy(meta, s.serverInfo())
+	meta[serverInfoKey] = s.serverInfoValue() // the server's wins
 	return taskHandleResult{Meta: meta, CreatedAt: t.CreatedAt, LastUpdatedAt: t.LastUpdatedAt,
 		PollIntervalMs: t.PollIntervalMs, ResultType: "task", Status: t.Status, StatusMessage: t.StatusMessage,
 		TaskID: t.TaskID, TTLMs: t.TTLMs}
