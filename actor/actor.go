@@ -80,6 +80,14 @@ type Room struct {
 	lastFlush time.Time
 
 	stats Stats
+
+	// replies keeps the reply channels of answered commands (Do). The
+	// writer sends exactly one reply per command (answer), so a channel
+	// whose reply was received is empty and nobody sends on it again: only
+	// such a channel goes back. A caller that gave up (its context, the room
+	// stopping) leaves its channel to the collector: the writer may still
+	// answer it.
+	replies sync.Pool
 }
 
 // Stats counts the writer's work, for the debug endpoint and benchmarks.
@@ -140,9 +148,19 @@ func (s *Stats) CPUSeconds() float64 {
 type call struct {
 	ctx   context.Context
 	name  string
-	run   func(tx *room.Tx) error
+	run   runner
 	reply chan error // capacity 1: the writer never blocks on a caller
 }
+
+// runner is what a command runs on the writer. Do's commands are a
+// *doCall, one allocation holding the call, the function and its result;
+// the writer's own commands are a runFunc.
+type runner interface{ exec(tx *room.Tx) error }
+
+// runFunc is a plain function as a runner.
+type runFunc func(tx *room.Tx) error
+
+func (f runFunc) exec(tx *room.Tx) error { return f(tx) }
 
 // Open bootstraps the room (first transaction, run before Open returns, so a
 // bad sidecar fails here) and starts the writer goroutine.
@@ -180,12 +198,12 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 	if err := r.eng.EnableWriterCache(ctx, conn); err != nil {
 		r.log.Warn("writer: every lifecycle step reads its handoff (no pre-update hook)", "err", err)
 	}
-	boot := &call{ctx: ctx, name: "bootstrap", reply: make(chan error, 1), run: func(tx *room.Tx) error {
+	boot := &call{ctx: ctx, name: "bootstrap", reply: make(chan error, 1), run: runFunc(func(tx *room.Tx) error {
 		if err := r.eng.Bootstrap(tx, cfg.HostName); err != nil {
 			return err
 		}
 		return r.eng.Sweep(tx)
-	}}
+	})}
 	r.runBatch([]*call{boot})
 	if err := <-boot.reply; err != nil {
 		r.q.Close()
@@ -246,40 +264,67 @@ func (r *Room) Close(ctx context.Context) error {
 // batch holding it has committed. The caller never hangs: it also returns
 // when its ctx ends or the room stops, and a full queue answers overloaded.
 func Do[T any](ctx context.Context, r *Room, name string, fn func(tx *room.Tx) (T, error)) (T, error) {
-	var out T
-	c := &call{ctx: ctx, name: name, reply: make(chan error, 1)}
-	c.run = func(tx *room.Tx) error {
-		v, err := fn(tx)
-		if err == nil {
-			out = v
-		}
-		return err
-	}
+	var zero T
+	c := &doCall[T]{call: call{ctx: ctx, name: name, reply: r.getReply()}, fn: fn}
+	c.run = c
 	select {
 	case <-r.quit:
-		return out, room.Errorf(room.KindUnavailable, "the room is stopping")
+		return zero, room.Errorf(room.KindUnavailable, "the room is stopping")
 	default:
 	}
 	select {
-	case r.cmds <- c:
+	case r.cmds <- &c.call:
 	default:
 		r.stats.Overloaded.Add(1)
-		return out, room.Errorf(room.KindOverloaded, "the room is busy; retry shortly").With("retry_after_seconds", 1)
+		return zero, room.Errorf(room.KindOverloaded, "the room is busy; retry shortly").With("retry_after_seconds", 1)
 	}
 	select {
 	case err := <-c.reply:
-		return out, err
+		r.putReply(c.reply)
+		return c.out, err
 	case <-ctx.Done():
-		return out, ctx.Err()
+		return zero, ctx.Err()
 	case <-r.done:
 		select {
 		case err := <-c.reply: // answered just before the writer stopped
-			return out, err
+			r.putReply(c.reply)
+			return c.out, err
 		default:
-			return out, room.Errorf(room.KindUnavailable, "the room stopped before running this request")
+			return zero, room.Errorf(room.KindUnavailable, "the room stopped before running this request")
 		}
 	}
 }
+
+// doCall is one Do: the call the writer runs, the caller's function, and
+// where the writer leaves its result. A write through Do cost five
+// allocations (the call, its reply channel, the closure around fn, the
+// result it wrote to, and the generic wrapper); it is now this one, and a
+// reply channel from the room's replies.
+type doCall[T any] struct {
+	call
+	fn  func(tx *room.Tx) (T, error)
+	out T // set by the writer before it replies; read by Do after the reply
+}
+
+func (c *doCall[T]) exec(tx *room.Tx) error {
+	v, err := c.fn(tx)
+	if err == nil {
+		c.out = v
+	}
+	return err
+}
+
+// getReply is a reply channel for one command: an empty one from
+// Room.replies, or a new one.
+func (r *Room) getReply() chan error {
+	if c, ok := r.replies.Get().(chan error); ok {
+		return c
+	}
+	return make(chan error, 1)
+}
+
+// putReply keeps c, whose one reply has been received, for another command.
+func (r *Room) putReply(c chan error) { r.replies.Put(c) }
 
 // Read runs fn on a read-only snapshot of the sidecar. If the file changed on
 // disk it first asks the writer to record the edit, so a read never shows a
@@ -426,7 +471,7 @@ func (r *Room) stop() {
 
 func (r *Room) sweepCall() *call {
 	return &call{ctx: context.Background(), name: "sweep", reply: make(chan error, 1),
-		run: func(tx *room.Tx) error { return r.sweep(tx, false) }}
+		run: runFunc(func(tx *room.Tx) error { return r.sweep(tx, false) })}
 }
 
 // armSweeper returns how long to sleep until the next due time, capped.
@@ -463,7 +508,7 @@ func (r *Room) RequestFileSync() {
 
 func (r *Room) syncCall() *call {
 	return &call{ctx: context.Background(), name: "sync", reply: make(chan error, 1),
-		run: func(tx *room.Tx) error { return r.eng.SyncFile(tx) }}
+		run: runFunc(func(tx *room.Tx) error { return r.eng.SyncFile(tx) })}
 }
 
 // runBatch is the heart of the writer: one transaction, a savepoint per
@@ -621,7 +666,7 @@ func (r *Room) runOne(ctx context.Context, c *call, now time.Time, savepoint boo
 			err = room.Internal(relErr)
 		}
 	}()
-	if err = c.run(tx); err != nil {
+	if err = c.run.exec(tx); err != nil {
 		return out, err
 	}
 	return tx.Finish()

@@ -415,3 +415,42 @@ func TestFileWriteIsUndoneWhenTheCommandFails(t *testing.T) {
 		t.Fatalf("versions = %d, want 1 (no commit, no external edit)", n)
 	}
 }
+
+// TestDo_AbandonedReplyReachesNoOtherCaller: reply channels are reused
+// (Room.replies), and the writer still answers a command whose caller gave
+// up. That answer must land in the abandoned call's own channel and never in
+// a later caller's: each later caller gets its own command's answer.
+func TestDo_AbandonedReplyReachesNoOtherCaller(t *testing.T) {
+	tr := openRoom(t, nil)
+	for round := range 20 {
+		release := block(t, tr.Room)
+		ctx, cancel := context.WithCancel(context.Background())
+		abandoned := make(chan error, 1)
+		go func() {
+			_, err := Do(ctx, tr.Room, "abandoned", func(tx *room.Tx) (int, error) {
+				return -1, errors.New("the abandoned command ran")
+			})
+			abandoned <- err
+		}()
+		waitQueued(t, tr.Room, 1)
+		cancel()
+		if err := <-abandoned; !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: abandoned call got %v, want context.Canceled", round, err)
+		}
+		// Queued behind the abandoned command: the writer answers both in
+		// one batch, the abandoned one first.
+		got := make(chan error, 1)
+		go func() {
+			v, err := Do(context.Background(), tr.Room, "later", func(tx *room.Tx) (int, error) { return round, nil })
+			if err == nil && v != round {
+				err = errors.New("the later call got another command's result")
+			}
+			got <- err
+		}()
+		waitQueued(t, tr.Room, 2)
+		release()
+		if err := <-got; err != nil {
+			t.Fatalf("round %d: the later call was answered %v, want its own result", round, err)
+		}
+	}
+}

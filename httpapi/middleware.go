@@ -54,6 +54,9 @@ func requestID(r *http.Request) string {
 type requestInfo struct {
 	id      string
 	ingress bool
+	// idHeader is the X-Request-Id header's value slice, kept here so
+	// that setting the header allocates nothing of its own.
+	idHeader [1]string
 }
 
 func requestInfoOf(r *http.Request) *requestInfo {
@@ -63,24 +66,33 @@ func requestInfoOf(r *http.Request) *requestInfo {
 
 // requestLog gives each request a correlation id and logs one line for it:
 // method, path, status, duration. Never headers, query strings or bodies,
-// which may hold secrets.
+// which may hold secrets. The notes go where bound put them when it copied
+// the request (a request with a body), else into a copy made here. Without
+// debug lines (the level is fixed when the server starts) nothing is
+// recorded for the line: no status recorder, no clock.
 func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b [8]byte
 		rand.Read(b[:])
 		var x [16]byte
 		hex.Encode(x[:], b[:])
-		info := &requestInfo{id: string(x[:])}
+		info := requestInfoOf(r)
+		if info == nil {
+			info = &requestInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), requestInfoKey, info))
+		}
+		info.id = string(x[:])
+		info.idHeader[0] = info.id
+		w.Header()["X-Request-Id"] = info.idHeader[:] // Set, without its []string
+		if !s.log.Enabled(r.Context(), slog.LevelDebug) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		w.Header().Set("X-Request-Id", info.id)
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey, info)))
-		// Enabled first: the line's arguments cost allocations on every
-		// request even when debug lines are dropped.
-		if s.log.Enabled(r.Context(), slog.LevelDebug) {
-			s.log.Debug("request", "request_id", info.id, "method", r.Method, "path", r.URL.Path,
-				"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
-		}
+		next.ServeHTTP(rec, r)
+		s.log.Debug("request", "request_id", info.id, "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
 	})
 }
 

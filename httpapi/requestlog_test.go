@@ -16,16 +16,21 @@ func TestRequestLog_TheIDInTheHeaderIsTheIDInTheLog(t *testing.T) {
 	hexID := regexp.MustCompile(`^[0-9a-f]{16}$`)
 	seen := map[string]bool{}
 	for _, c := range []struct {
-		name, url string
-		status    int
+		name, method, url string
+		body              any
+		status            int
 	}{
-		{"owner health", h.ownerURL("/healthz"), http.StatusOK},
-		{"ingress health", h.ingressURL("/healthz"), http.StatusOK},
-		{"ingress unauthenticated read", h.ingressURL("/workspace/status"), http.StatusUnauthorized},
-		{"owner unknown route", h.ownerURL("/nope"), http.StatusNotFound},
+		{"owner health", http.MethodGet, h.ownerURL("/healthz"), nil, http.StatusOK},
+		{"ingress health", http.MethodGet, h.ingressURL("/healthz"), nil, http.StatusOK},
+		{"ingress unauthenticated read", http.MethodGet, h.ingressURL("/workspace/status"), nil, http.StatusUnauthorized},
+		{"owner unknown route", http.MethodGet, h.ownerURL("/nope"), nil, http.StatusNotFound},
+		// A request with a body: bound copies it and keeps the notes there.
+		{"ingress join with a body", http.MethodPost, h.ingressURL("/session/join"), map[string]any{"invite": "nope", "name": "x"}, http.StatusUnauthorized},
+		{"ingress unauthenticated mcp post", http.MethodPost, h.ingressURL("/mcp"), map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, http.StatusBadRequest},
+		{"owner write with a body", http.MethodPost, h.ownerURL("/workspace/propose"), map[string]any{"nope": true}, http.StatusUnauthorized},
 	} {
 		t.Run(c.name+" logs the id it sends", func(t *testing.T) {
-			r := h.do(http.MethodGet, c.url, "", nil)
+			r := h.do(c.method, c.url, "", c.body)
 			if r.Status != c.status {
 				t.Fatalf("status %d, want %d", r.Status, c.status)
 			}

@@ -17,6 +17,7 @@ package mcp
 import (
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/ops"
@@ -63,6 +64,10 @@ type Handler struct {
 	limits  room.Limits
 	version string
 	tools   []Tool
+	// toolNames interns the tools' names (tools/call's name, as sent).
+	toolNames map[string]string
+	// info is serverInfoValue, made once.
+	info map[string]string
 	// metaJSON is serverInfo() encoded once: the _meta of a tool result.
 	metaJSON []byte
 
@@ -74,6 +79,8 @@ type Handler struct {
 	metas metaCache
 	// records keeps CachedRead answers (handoff_get) until the next commit.
 	records actor.RecordCache
+	// frames keeps the buffers of answered tool results (framedResult).
+	frames sync.Pool
 
 	legacy        legacySubs
 	legacyStreams legacyStreamSet
@@ -91,11 +98,16 @@ func New(cfg Config) *Handler {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.info = s.serverInfoValue()
 	meta, err := encodeNoHTML(nil, s.serverInfo())
 	if err != nil {
 		panic(err) // a map of strings always encodes
 	}
 	s.metaJSON = meta
+	s.toolNames = make(map[string]string, len(s.tools))
+	for _, t := range s.tools {
+		s.toolNames[t.Name] = t.Name
+	}
 	if s.hub != nil {
 		// Subscriptions die with their session (leave, expiry, ended by the host).
 		s.hub.OnSessionEnd(s.legacy.drop)

@@ -48,6 +48,9 @@ const (
 	headerProtocolVersion = "MCP-Protocol-Version"
 	headerMethod          = "Mcp-Method"
 	headerName            = "Mcp-Name"
+
+	// canonicalProtocolVersion is headerProtocolVersion as net/http keys it.
+	canonicalProtocolVersion = "Mcp-Protocol-Version"
 )
 
 // rpcRequest is one validated JSON-RPC request.
@@ -58,6 +61,10 @@ type rpcRequest struct {
 	Meta   requestMeta
 	// members is Params split into its members (nil for a notification).
 	members *members
+	// params and paramsBuf hold members (a request's params are split
+	// into the request itself; more than 8 members grow on the heap).
+	params    members
+	paramsBuf [8]member
 }
 
 // requestMeta is what the envelope layer reads from params._meta.
@@ -113,8 +120,11 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo, metas 
 		return fail(e)
 	}
 
-	// Step 6: the required _meta keys.
-	meta, params, e := decodeMeta(env.params, metas)
+	// Step 6: the required _meta keys. params is split into the request's
+	// own storage (one allocation for the request and its members).
+	req = &rpcRequest{}
+	params := &req.params
+	meta, e := decodeMeta(env.params, metas, params, req.paramsBuf[:0])
 	if e != nil {
 		return fail(e)
 	}
@@ -162,7 +172,8 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo, metas 
 			Data:    map[string]string{"method": env.method},
 		})
 	}
-	return &rpcRequest{ID: id, Method: env.method, Params: env.params, Meta: meta, members: params}, false, nil
+	req.ID, req.Method, req.Params, req.Meta, req.members = id, env.method, env.params, meta, params
+	return req, false, nil
 }
 
 // envelope is the top level of a request after step 3.
@@ -188,7 +199,8 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 	}
 	// A map, not a struct: encoding/json matches struct fields without regard to
 	// case, and "METHOD" is not "method".
-	top, err := objectMembers(body)
+	var topBuf [8]member
+	top, err := splitMembers(body, topBuf[:0])
 	if err != nil {
 		return envelope{}, nil, invalidRequest("invalid request: " + err.Error())
 	}
@@ -200,7 +212,7 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 		}
 		id = raw
 	}
-	if raw, ok := top.get("jsonrpc"); !ok || kindOf(raw) != '"' || stringOf(raw) != "2.0" {
+	if raw, ok := top.get("jsonrpc"); !ok || kindOf(raw) != '"' || !stringIs(raw, "2.0") {
 		return envelope{}, id, invalidRequest(`invalid request: jsonrpc must be "2.0"`)
 	}
 	raw, ok := top.get("method")
@@ -215,7 +227,7 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 	if kindOf(raw) != '"' {
 		return envelope{}, id, invalidRequest("invalid request: method must be a string")
 	}
-	env := envelope{method: stringOf(raw), params: json.RawMessage(`{}`)}
+	env := envelope{method: internedString(raw, mcpMethodNames), params: json.RawMessage(`{}`)}
 	if raw, ok := top.get("params"); ok {
 		if kindOf(raw) != '{' {
 			return envelope{}, id, invalidRequest("invalid request: params must be an object")
@@ -230,69 +242,72 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 //
 // rawParams must be a slice of a body decodeEnvelope accepted: the layers are
 // split without checking their JSON again (objectMembers).
-func decodeMeta(rawParams json.RawMessage, metas *metaCache) (requestMeta, *members, *rpcError) {
-	params, err := objectMembers(rawParams)
-	if err != nil {
-		return requestMeta{}, nil, metaError("params could not be decoded: " + err.Error())
+func decodeMeta(rawParams json.RawMessage, metas *metaCache, params *members, list []member) (requestMeta, *rpcError) {
+	var err error
+	if *params, err = splitMembers(rawParams, list); err != nil {
+		return requestMeta{}, metaError("params could not be decoded: " + err.Error())
 	}
 	rawMeta, ok := params.get("_meta")
 	if !ok {
-		return requestMeta{}, nil, metaError("params._meta is missing")
+		return requestMeta{}, metaError("params._meta is missing")
 	}
 	if kindOf(rawMeta) != '{' {
-		return requestMeta{}, nil, metaError("params._meta must be an object")
+		return requestMeta{}, metaError("params._meta must be an object")
 	}
 	if m, ok := metas.get(rawMeta); ok {
-		return m, params, nil
+		return m, nil
 	}
-	meta, err := objectMembers(rawMeta)
+	// The three layers below are split into arrays of their own on the
+	// stack (meta is still read after caps).
+	var metaBuf, capsBuf, extBuf [8]member
+	meta, err := splitMembers(rawMeta, metaBuf[:0])
 	if err != nil {
-		return requestMeta{}, nil, metaError("params._meta could not be decoded: " + err.Error())
+		return requestMeta{}, metaError("params._meta could not be decoded: " + err.Error())
 	}
 
 	var out requestMeta
 	raw, ok := meta.get(metaProtocolVersion)
 	switch {
 	case !ok:
-		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] is missing", metaProtocolVersion))
+		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] is missing", metaProtocolVersion))
 	case kindOf(raw) != '"':
-		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] must be a string", metaProtocolVersion))
+		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] must be a string", metaProtocolVersion))
 	}
 	out.ProtocolVersion = stringOf(raw)
 
 	raw, ok = meta.get(metaClientCaps)
 	switch {
 	case !ok:
-		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
+		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
 	case kindOf(raw) != '{':
-		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] must be an object", metaClientCaps))
+		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] must be an object", metaClientCaps))
 	}
 	out.ClientCaps = raw
-	caps, err := objectMembers(raw)
+	caps, err := splitMembers(raw, capsBuf[:0])
 	if err != nil {
-		return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
+		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
 	}
 	if rawExt, ok := caps.get("extensions"); ok {
 		if kindOf(rawExt) != '{' {
-			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
+			return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
 		}
-		ext, err := objectMembers(rawExt)
+		ext, err := splitMembers(rawExt, extBuf[:0])
 		if err != nil {
-			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
+			return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
 		}
 		out.Tasks = kindOf(ext.val(TasksExtension)) == '{'
 	}
 
 	if raw, ok := meta.get(metaProgressToken); ok {
 		if !validID(raw) {
-			return requestMeta{}, nil, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
+			return requestMeta{}, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		out.ProgressToken = raw
 	}
 	if m, ok := out.cacheable(); ok {
 		metas.put(rawMeta, m)
 	}
-	return out, params, nil
+	return out, nil
 }
 
 // checkMcpName is the Mcp-Name half of step 8.
@@ -317,7 +332,7 @@ func checkMcpName(h http.Header, params *members, field string) *rpcError {
 			return headerMismatch(fmt.Sprintf("params has both %q and %q; %s is ambiguous", field, k, headerName))
 		}
 	}
-	if value != stringOf(raw) {
+	if !stringIs(raw, value) {
 		return headerMismatch(fmt.Sprintf("%s header does not match params.%s", headerName, field))
 	}
 	return nil
@@ -371,7 +386,11 @@ func requiredHeader(h http.Header, name string) (string, *rpcError) {
 // headerValues looks a header up by name without regard to case, so that it
 // also works on a Header built by hand with non-canonical keys.
 func headerValues(h http.Header, name string) []string {
-	if v := h.Values(name); len(v) > 0 {
+	key := name
+	if name == headerProtocolVersion {
+		key = canonicalProtocolVersion // the lookup does not canonicalize (allocate) it again
+	}
+	if v := h.Values(key); len(v) > 0 {
 		return v
 	}
 	var out []string
@@ -495,6 +514,13 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 // result is held while it is sent); the bytes are marshalJSON's.
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	w.Header().Set("Content-Type", "application/json")
+	if f, ok := result.(*framedResult); ok {
+		// StatusOnWrite's one write, without one on the heap.
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(f.b)
+		f.release()
+		return
+	}
 	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
 	if raw, ok := result.(rawResult); ok {
 		if sent, _ := writeRawResult(out, id, raw); sent {

@@ -349,6 +349,11 @@ func TestDecodeRPCAccepts(t *testing.T) {
 		{"accepted/tasks/update taskId via sentinel", rpc("7", "tasks/update", `"taskId":"t-1","inputResponses":{},`+metaOK), std("tasks/update", b64("t-1")), "7", false, ""},
 		{"accepted/Mcp-Name ignored where no name field", rpc("7", "tools/list", metaOK), std("tools/list", "=?base64?!!?="), "7", false, ""},
 		{"accepted/header names in any case", toolsCall("7", "lookup"), http.Header{"mcp-protocol-version": {ProtocolVersion}, "MCP-METHOD": {"tools/call"}, "mcp-NAME": {"lookup"}}, "7", false, ""},
+		{"accepted/escaped method and jsonrpc read as their text", `{"jsonrpc":"2\u002e0","id":7,"method":"tools\u002flist","params":{` + metaOK + `}}`, std("tools/list", ""), "7", false, ""},
+		{"accepted/escaped tool name matches its Mcp-Name", rpc("7", "tools/call", `"name":"look\u0075p",`+metaOK), std("tools/call", "lookup"), "7", false, ""},
+		{"accepted/progressToken after extensions (three layers split apart)", rpc("7", "tools/list", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":1,"b":2,"c":3,"extensions":{"x/1":{},"x/2":{},"io.modelcontextprotocol/tasks":{}}},"progressToken":"tok","k1":1}`), std("tools/list", ""), "7", true, `"tok"`},
+		{"accepted/params of more members than the request holds inline", rpc("7", "tools/call", `"name":"lookup",`+manyParams(12)+metaOK), std("tools/call", "lookup"), "7", false, ""},
+		{"accepted/params of more members than are searched in order", rpc("7", "tools/call", `"name":"lookup",`+manyParams(40)+metaOK), std("tools/call", "lookup"), "7", false, ""},
 		{"accepted/params nested 9000 deep", rpc("7", "tools/list", `"x":`+strings.Repeat("[", 9000)+strings.Repeat("]", 9000)+`,`+metaOK), std("tools/list", ""), "7", false, ""},
 	}
 	for _, tc := range cases {
@@ -374,6 +379,20 @@ func TestDecodeRPCAccepts(t *testing.T) {
 			}
 			if !bytes.Equal(bytes.TrimSpace(req.Params), bytes.TrimSpace(top["params"])) {
 				t.Errorf("Params = %s, want %s", req.Params, top["params"])
+			}
+			// The params members the request holds are params as
+			// encoding/json reads it.
+			var params map[string]json.RawMessage
+			if err := json.Unmarshal(top["params"], &params); err != nil {
+				t.Fatal(err)
+			}
+			if req.members == nil || req.members.len() != len(params) {
+				t.Fatalf("members = %+v, want the %d members of params", req.members, len(params))
+			}
+			for k, v := range params {
+				if got, ok := req.members.get(k); !ok || !bytes.Equal(got, v) {
+					t.Errorf("members[%q] = %s (%v), want %s", k, got, ok, v)
+				}
 			}
 			if req.Meta.ProtocolVersion != ProtocolVersion {
 				t.Errorf("Meta.ProtocolVersion = %q", req.Meta.ProtocolVersion)
@@ -656,4 +675,13 @@ func TestMCPEnvelopeOverHTTP(t *testing.T) {
 			t.Errorf("status %d body %s, want 404 %s", resp.StatusCode, body, want)
 		}
 	})
+}
+
+// manyParams is n members "p0":0 … each followed by a comma.
+func manyParams(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `"p%d":%d,`, i, i)
+	}
+	return b.String()
 }

@@ -24,34 +24,48 @@ var errNotObject = errors.New("not a JSON object")
 // keeps its last value. The values alias raw, and so do the keys that need
 // no unescaping (almost all): raw must not change while they are in use.
 func objectMembers(raw []byte) (*members, error) {
+	m, err := splitMembers(raw, make([]member, 0, 8))
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// splitMembers is objectMembers into list (emptied first), which may be a
+// caller's array: the envelope splits its objects into arrays on the stack
+// or in the request rather than into two allocations per object. It works
+// on values, not through a *members, so that such an array stays where it
+// is (a store through a pointer would move it to the heap).
+func splitMembers(raw []byte, list []member) (members, error) {
+	list = list[:0]
+	var index map[string]int
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return nil, errNotObject
+		return members{}, errNotObject
 	}
-	m := &members{list: make([]member, 0, 8)}
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return m, nil
+		return members{list: list}, nil
 	}
 	for i < len(raw) {
 		if raw[i] != '"' {
-			return nil, errNotObject
+			return members{}, errNotObject
 		}
 		end := stringEnd(raw, i)
 		key, err := memberKey(raw[i:end])
 		if err != nil {
-			return nil, err
+			return members{}, err
 		}
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, errNotObject
+			return members{}, errNotObject
 		}
 		i = skipSpace(raw, i+1)
 		vend := valueEnd(raw, i)
 		if vend <= i {
-			return nil, errNotObject
+			return members{}, errNotObject
 		}
-		m.set(key, json.RawMessage(raw[i:vend]))
+		list, index = addMember(list, index, key, json.RawMessage(raw[i:vend]))
 		i = skipSpace(raw, vend)
 		if i >= len(raw) {
 			break
@@ -60,12 +74,12 @@ func objectMembers(raw []byte) (*members, error) {
 		case ',':
 			i = skipSpace(raw, i+1)
 		case '}':
-			return m, nil
+			return members{list: list, index: index}, nil
 		default:
-			return nil, errNotObject
+			return members{}, errNotObject
 		}
 	}
-	return nil, errNotObject
+	return members{}, errNotObject
 }
 
 // member is one member of a JSON object.
@@ -104,20 +118,26 @@ func (m *members) find(key string) int {
 }
 
 func (m *members) set(key string, val json.RawMessage) {
-	if i := m.find(key); i >= 0 {
-		m.list[i].val = val // a repeated key keeps its last value
-		return
+	m.list, m.index = addMember(m.list, m.index, key, val)
+}
+
+// addMember is set on a members' two fields as values.
+func addMember(list []member, index map[string]int, key string, val json.RawMessage) ([]member, map[string]int) {
+	if i := (&members{list, index}).find(key); i >= 0 {
+		list[i].val = val // a repeated key keeps its last value
+		return list, index
 	}
-	m.list = append(m.list, member{key, val})
+	list = append(list, member{key, val})
 	switch {
-	case m.index != nil:
-		m.index[key] = len(m.list) - 1
-	case len(m.list) > linearMembers:
-		m.index = make(map[string]int, 2*len(m.list))
-		for i, e := range m.list {
-			m.index[e.key] = i
+	case index != nil:
+		index[key] = len(list) - 1
+	case len(list) > linearMembers:
+		index = make(map[string]int, 2*len(list))
+		for i, e := range list {
+			index[e.key] = i
 		}
 	}
+	return list, index
 }
 
 // get returns the value of key and whether the object has it.
@@ -217,4 +237,40 @@ func unquoteString(q []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(q, &s)
 	return s, err
+}
+
+// plainBody returns the text of raw, a JSON string value, when it needs no
+// unescaping (no backslash, valid UTF-8): its bytes between the quotes, as
+// unquoteString would return them. ok is false for anything else.
+func plainBody(raw []byte) (body []byte, ok bool) {
+	q := bytes.TrimSpace(raw)
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return nil, false
+	}
+	body = q[1 : len(q)-1]
+	if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) {
+		return nil, false
+	}
+	return body, true
+}
+
+// stringIs reports whether stringOf(raw) == s, without making the string
+// when raw needs no unescaping.
+func stringIs(raw []byte, s string) bool {
+	if body, ok := plainBody(raw); ok {
+		return string(body) == s
+	}
+	return stringOf(raw) == s
+}
+
+// internedString is stringOf(raw), but a string that table holds is
+// returned as table's copy: the names every request sends (its method, its
+// tool) cost no allocation.
+func internedString(raw []byte, table map[string]string) string {
+	if body, ok := plainBody(raw); ok {
+		if s, ok := table[string(body)]; ok {
+			return s
+		}
+	}
+	return stringOf(raw)
 }

@@ -47,6 +47,16 @@ var mcpMethodInfo = func() map[string]methodInfo {
 	return m
 }()
 
+// mcpMethodNames interns the names of mcpMethods: a request's method is
+// the table's string, not a copy made from its body.
+var mcpMethodNames = func() map[string]string {
+	m := make(map[string]string, len(mcpMethods))
+	for name := range mcpMethods {
+		m[name] = name
+	}
+	return m
+}()
+
 // Application error codes, outside JSON-RPC's reserved -32768…-32000. They
 // carry data.error, the Commonroom code, so clients branch on one vocabulary.
 const (
@@ -67,7 +77,20 @@ type mcpCall struct {
 var tasksCapability = map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}
 
 func (s *Handler) serverInfo() map[string]any {
-	return map[string]any{"io.modelcontextprotocol/serverInfo": map[string]string{"name": "commonroom-ce", "version": s.version}}
+	return map[string]any{serverInfoKey: s.serverInfoValue()}
+}
+
+// serverInfoKey is the _meta key of the server's name and version.
+const serverInfoKey = "io.modelcontextprotocol/serverInfo"
+
+// serverInfoValue is the server's name and version: the one map New made
+// (it is only ever encoded, never changed), or a new one for a Handler
+// built without New.
+func (s *Handler) serverInfoValue() map[string]string {
+	if s.info != nil {
+		return s.info
+	}
+	return map[string]string{"name": "commonroom-ce", "version": s.version}
 }
 
 // Post is POST /mcp: validate the envelope (spec §1.6), authenticate the

@@ -50,3 +50,16 @@ func plainString(raw json.RawMessage) (string, bool) {
 	s, err := unquoteString(bytes.TrimSpace(raw))
 	return s, err == nil
 }
+
+// plainStringIn is plainString, with a string that table holds returned as
+// table's copy (no allocation for a tool's name).
+func plainStringIn(raw json.RawMessage, table map[string]string) (string, bool) {
+	if raw != nil && kindOf(raw) == '"' {
+		if body, ok := plainBody(raw); ok {
+			if s, ok := table[string(body)]; ok {
+				return s, true
+			}
+		}
+	}
+	return plainString(raw)
+}

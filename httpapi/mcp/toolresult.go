@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sync"
 )
 
@@ -70,12 +71,22 @@ func htmlUnsafe(b []byte) bool {
 // toolResult is the result of a tools/call that succeeded with out: what
 // s.complete made of {content: [{type: text, text: json.Marshal(out)}],
 // structuredContent: out (or {result: out} when out is not an object),
-// isError: false}, encoded the way writeRPCResult encodes a result.
+// isError: false}, encoded the way writeRPCResult encodes a result. The
+// answer is encoded once into a pooled buffer and both copies are made from
+// it.
 func (s *Handler) toolResult(out any) (rawResult, error) {
-	value, err := encodeNoHTML(nil, out)
-	if err != nil {
+	res, err := s.appendToolResult(nil, out)
+	return rawResult(res), err
+}
+
+// appendToolResult appends toolResult's bytes to dst.
+func (s *Handler) appendToolResult(dst []byte, out any) ([]byte, error) {
+	b := getEncBuf()
+	defer putEncBuf(b)
+	if err := b.enc.Encode(out); err != nil {
 		return nil, err
 	}
+	value := bytes.TrimSuffix(b.buf.Bytes(), []byte("\n"))
 	// json.Marshal(out) is the same encoding with <, >, & (and U+2028/2029
 	// in raw messages) escaped: json.HTMLEscape of it.
 	text := value
@@ -85,11 +96,12 @@ func (s *Handler) toolResult(out any) (rawResult, error) {
 		json.HTMLEscape(&esc, value)
 		text = esc.Bytes()
 	}
-	res := make([]byte, 0, 2*len(value)+len(value)/4+len(s.metaJSON)+160)
+	res := slices.Grow(dst, 2*len(value)+len(value)/4+len(s.metaJSON)+160)
 	res = append(res, `{"_meta":`...)
 	res = append(res, s.metaJSON...)
 	res = append(res, `,"content":[{"text":`...)
-	if res, err = encodeNoHTML(res, string(text)); err != nil {
+	res, err := encodeNoHTML(res, string(text))
+	if err != nil {
 		return nil, err
 	}
 	res = append(res, `,"type":"text"}],"isError":false,"resultType":"complete","structuredContent":`...)
@@ -121,4 +133,68 @@ func writeRawResult(w interface{ Write([]byte) (int, error) }, id json.RawMessag
 	b.buf.WriteString("}\n")
 	_, err = w.Write(b.buf.Bytes())
 	return true, err
+}
+
+// maxPooledFrame bounds the frames a frame pool keeps: a large answer's
+// buffer is left to the collector rather than held for the next request.
+const maxPooledFrame = 64 << 10
+
+// framedResult is a whole JSON-RPC response, already encoded into a buffer
+// of its door's frame pool: writeRPCResult sends it in one write and gives
+// the buffer back. A write's tool result (never kept: no memo) is encoded
+// straight into it, instead of into a result of its own that
+// writeRawResult then copied into a pooled buffer.
+type framedResult struct {
+	b    []byte
+	pool *sync.Pool
+}
+
+// getFrame is an empty frame from pool.
+func getFrame(pool *sync.Pool) *framedResult {
+	if f, ok := pool.Get().(*framedResult); ok {
+		f.b = f.b[:0]
+		return f
+	}
+	return &framedResult{b: make([]byte, 0, 4096), pool: pool}
+}
+
+// release gives f back to its pool, unless it grew past maxPooledFrame.
+// f must not be used after.
+func (f *framedResult) release() {
+	if cap(f.b) <= maxPooledFrame {
+		f.pool.Put(f)
+	}
+}
+
+// framedToolResult is writeRawResult(w, id, toolResult(out)) encoded into
+// a frame: the same bytes. ok is false when id is not JSON (the caller goes
+// the way that fails as it always did); err is toolResult's.
+func (s *Handler) framedToolResult(id json.RawMessage, out any) (f *framedResult, ok bool, err error) {
+	f = getFrame(&s.frames)
+	f.b = append(f.b, `{"jsonrpc":"2.0"`...)
+	if len(id) > 0 {
+		f.b = append(f.b, `,"id":`...)
+		if f.b, ok = appendCompact(f.b, id); !ok {
+			f.release()
+			return nil, false, nil
+		}
+	}
+	f.b = append(f.b, `,"result":`...)
+	if f.b, err = s.appendToolResult(f.b, out); err != nil {
+		f.release()
+		return nil, true, err
+	}
+	f.b = append(f.b, "}\n"...)
+	return f, true, nil
+}
+
+// appendCompact appends json.Compact of raw to dst; ok is false when raw is
+// not JSON. An id is almost always a plain number or string with no space,
+// which is appended as it is.
+func appendCompact(dst []byte, raw json.RawMessage) ([]byte, bool) {
+	b := bytes.NewBuffer(dst)
+	if json.Compact(b, raw) != nil {
+		return dst, false
+	}
+	return b.Bytes(), true
 }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -56,9 +57,25 @@ func TestToolResultBytesAreTheMapEncoding(t *testing.T) {
 				if got.Header().Get("Content-Type") != "application/json" {
 					t.Fatalf("content type %q", got.Header().Get("Content-Type"))
 				}
+				// A write's result goes out framed in a pooled buffer:
+				// the same bytes.
+				f, ok, err := s.framedToolResult(json.RawMessage(id), out)
+				if err != nil || !ok {
+					t.Fatalf("framed: ok %v, err %v", ok, err)
+				}
+				framed := httptest.NewRecorder()
+				writeRPCResult(framed, json.RawMessage(id), f)
+				if framed.Code != want.Code || !bytes.Equal(framed.Body.Bytes(), want.Body.Bytes()) || framed.Header().Get("Content-Type") != "application/json" {
+					t.Fatalf("framed: status %d, body\n%.400q\nwant status %d, body\n%.400q", framed.Code, framed.Body.Bytes(), want.Code, want.Body.Bytes())
+				}
 			})
 		}
 	}
+	t.Run("an id that is not JSON is not framed", func(t *testing.T) {
+		if _, ok, err := s.framedToolResult(json.RawMessage(`{nope`), "x"); ok || err != nil {
+			t.Fatalf("framed an id that is not JSON: ok %v, err %v", ok, err)
+		}
+	})
 	t.Run("an id that is not JSON fails as it did", func(t *testing.T) {
 		raw, err := s.toolResult("x")
 		if err != nil {
@@ -91,4 +108,45 @@ func referenceToolResult(t *testing.T, s *Handler, out any) any {
 		"structuredContent": structured,
 		"isError":           false,
 	})
+}
+
+// TestPooledResultBuffersCarryNothingOver: the buffers a result is encoded
+// in (the encoder's, the frame of a write's answer) are reused from request
+// to request; an answer written after a larger one through the same pools
+// is byte for byte what it is alone, with nothing of the larger one in it.
+// Sizes straddle the frame pool's bound, so buffers both stay and go.
+func TestPooledResultBuffersCarryNothingOver(t *testing.T) {
+	s := newTestHandler(t, "dev")
+	answer := func(n int) room.Handoff {
+		return room.Handoff{HandoffID: fmt.Sprintf("handoff_%d", n), Status: "accepted", Summary: strings.Repeat("s", n), Artifacts: []room.Artifact{}}
+	}
+	sizes := []int{20_000, 3, maxPooledFrame, 0, 100, maxPooledFrame / 4, 1, 200_000, 7}
+	for round := range 20 {
+		for i, n := range sizes {
+			out := answer(n)
+			id := json.RawMessage(fmt.Sprint(round*100 + i))
+			want := httptest.NewRecorder()
+			writeRPCResult(want, id, referenceToolResult(t, s, out))
+			f, ok, err := s.framedToolResult(id, out)
+			if err != nil || !ok {
+				t.Fatalf("framed: ok %v, err %v", ok, err)
+			}
+			got := httptest.NewRecorder()
+			writeRPCResult(got, id, f)
+			if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+				t.Fatalf("round %d, answer of %d bytes after one of %d: %d bytes\n%.300q\nwant %d bytes\n%.300q",
+					round, n, sizes[(i+len(sizes)-1)%len(sizes)], got.Body.Len(), got.Body.Bytes(), want.Body.Len(), want.Body.Bytes())
+			}
+			// The memoized form (a read's) shares the encoder's pool.
+			raw, err := s.toolResult(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := httptest.NewRecorder()
+			writeRPCResult(kept, id, raw)
+			if !bytes.Equal(kept.Body.Bytes(), want.Body.Bytes()) {
+				t.Fatalf("round %d, kept answer of %d bytes differs:\n%.300q\nwant\n%.300q", round, n, kept.Body.Bytes(), want.Body.Bytes())
+			}
+		}
+	}
 }

@@ -22,6 +22,9 @@ type Tool struct {
 	ReadOnly bool
 	// Op is the operations table row tools/call runs.
 	Op ops.Op
+	// numberFree is wirejson.NumberFree of the row's input type: its
+	// arguments may be decoded by wirejson.DecodeValidArgs' short way.
+	numberFree bool
 }
 
 // taskHandle is a tool answer that becomes a CreateTaskResult.
@@ -48,7 +51,7 @@ func Tools() []Tool {
 			panic(err)
 		}
 		tools = append(tools, Tool{Name: op.Tool, Title: op.Title, Description: op.Description,
-			Input: input, ReadOnly: !op.Call.Writes(), Op: op})
+			Input: input, ReadOnly: !op.Call.Writes(), Op: op, numberFree: wirejson.NumberFree(op.Call.Input())})
 	}
 	return tools
 }
@@ -106,7 +109,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	}
 	name, args, plain := plainMembers(c.req.members, "name", "arguments")
 	if plain {
-		in.Name, plain = plainString(name)
+		in.Name, plain = plainStringIn(name, s.toolNames)
 		in.Arguments = args
 	}
 	if !plain {
@@ -118,7 +121,11 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if !ok {
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
-	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeArgs(in.Arguments, v) })
+	// The arguments are one valid JSON value: a slice of the body the
+	// envelope checked with json.Valid. The decoder captures the two
+	// values it needs (capturing in or t would move them to the heap).
+	args, free := in.Arguments, t.numberFree
+	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
 	if err != nil {
 		switch room.ErrorKind(err) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
@@ -139,6 +146,17 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if h, ok := out.(taskHandle); ok {
 		return s.createTaskResult(h.task), nil
 	}
+	if memo == nil {
+		// An answer nobody keeps (every write) is encoded with its
+		// response around it into a pooled frame.
+		f, ok, err := s.framedToolResult(c.req.ID, out)
+		if err != nil {
+			return nil, s.rpcErrorOf(room.Internal(err))
+		}
+		if ok {
+			return f, nil
+		}
+	}
 	// A kept answer (handoff_get until the next commit) is encoded once: the
 	// result depends on the answer and on this handler alone.
 	res, err := s.memoized(memo, func() (rawResult, error) { return s.toolResult(out) })
@@ -153,7 +171,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 func (s *Handler) createTaskResult(t room.DetailedTask) taskHandleResult {
 	meta := make(map[string]any, len(t.Meta)+1)
 	maps.Copy(meta, t.Meta)
-	maps.Copy(meta, s.serverInfo())
+	meta[serverInfoKey] = s.serverInfoValue() // the server's wins
 	return taskHandleResult{Meta: meta, CreatedAt: t.CreatedAt, LastUpdatedAt: t.LastUpdatedAt,
 		PollIntervalMs: t.PollIntervalMs, ResultType: "task", Status: t.Status, StatusMessage: t.StatusMessage,
 		TaskID: t.TaskID, TTLMs: t.TTLMs}

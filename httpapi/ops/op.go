@@ -61,8 +61,6 @@ type Env struct {
 	// Records keeps the answers of CachedRead rows until the room's next
 	// commit; nil reads every time.
 	Records *actor.RecordCache
-
-	memo **actor.Memo // where a CachedRead row reports its answer's memo
 }
 
 // Run decodes the input with decode (each door reads its own wire form into
@@ -76,9 +74,7 @@ func (o Op) Run(ctx context.Context, env Env, p room.Principal, decode func(v an
 // RunMemo is Run with the memo of a kept answer (CachedRead rows; nil for
 // the others), where a door may keep what it derives from that answer.
 func (o Op) RunMemo(ctx context.Context, env Env, p room.Principal, decode func(v any) error) (any, *actor.Memo, error) {
-	var memo *actor.Memo
-	env.memo = &memo
-	out, err := o.Call.run(ctx, env, o.Name, p, decode)
+	out, memo, err := o.Call.run(ctx, env, o.Name, p, decode)
 	if err == nil && o.Audit != nil {
 		o.Audit(env.Log, p, out)
 	}
@@ -90,7 +86,10 @@ func (o Op) RunMemo(ctx context.Context, env Env, p room.Principal, decode func(
 type Call struct {
 	in    reflect.Type
 	write bool
-	run   func(ctx context.Context, env Env, name string, p room.Principal, decode func(v any) error) (any, error)
+	// run returns the memo of a kept answer (CachedRead rows; nil for the
+	// others) beside the answer: a memo reported through a pointer in Env
+	// cost every call an allocation for the pointer.
+	run func(ctx context.Context, env Env, name string, p room.Principal, decode func(v any) error) (any, *actor.Memo, error)
 }
 
 // Routed reports whether the router serves the operation from the table
@@ -114,11 +113,11 @@ type WriteFunc[I, O any] func(e *room.Engine, tx *room.Tx, p room.Principal, in 
 
 // call is a Call that decodes the operation's input into I and hands it to
 // do; every kind of row below is one of these.
-func call[I any](write bool, do func(ctx context.Context, env Env, name string, p room.Principal, in I) (any, error)) Call {
-	return Call{in: reflect.TypeFor[I](), write: write, run: func(ctx context.Context, env Env, name string, p room.Principal, decode func(any) error) (any, error) {
+func call[I any](write bool, do func(ctx context.Context, env Env, name string, p room.Principal, in I) (any, *actor.Memo, error)) Call {
+	return Call{in: reflect.TypeFor[I](), write: write, run: func(ctx context.Context, env Env, name string, p room.Principal, decode func(any) error) (any, *actor.Memo, error) {
 		var in I
 		if err := decode(&in); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		return do(ctx, env, name, p, in)
 	}}
@@ -126,9 +125,10 @@ func call[I any](write bool, do func(ctx context.Context, env Env, name string, 
 
 // Read is a row's call to an engine read method.
 func Read[I, O any](fn ReadFunc[I, O]) Call {
-	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, error) {
+	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, *actor.Memo, error) {
 		r := env.Room
-		return actor.Read(ctx, r, func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
+		out, err := actor.Read(ctx, r, func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
+		return out, nil, err
 	})
 }
 
@@ -139,30 +139,29 @@ func Read[I, O any](fn ReadFunc[I, O]) Call {
 // room's next commit, under key(p, in), which must name everything else the
 // answer depends on.
 func CachedRead[I, O any](fn ReadFunc[I, O], key func(p room.Principal, in I) string) Call {
-	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, error) {
+	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, *actor.Memo, error) {
 		r := env.Room
 		out, memo, err := actor.ReadRecordCached(ctx, r, env.Records, key(p, in), func(q room.Querier) (O, error) { return fn(r.Engine(), ctx, q, p, in) })
-		if env.memo != nil {
-			*env.memo = memo
-		}
-		return out, err
+		return out, memo, err
 	})
 }
 
 // Write is a row's call to an engine write method; the actor command is
 // named after the operation.
 func Write[I, O any](fn WriteFunc[I, O]) Call {
-	return call(true, func(ctx context.Context, env Env, name string, p room.Principal, in I) (any, error) {
+	return call(true, func(ctx context.Context, env Env, name string, p room.Principal, in I) (any, *actor.Memo, error) {
 		r := env.Room
-		return actor.Do(ctx, r, name, func(tx *room.Tx) (O, error) { return fn(r.Engine(), tx, p, in) })
+		out, err := actor.Do(ctx, r, name, func(tx *room.Tx) (O, error) { return fn(r.Engine(), tx, p, in) })
+		return out, nil, err
 	})
 }
 
 // RoomRead is a row's read answered by the room runtime rather than the
 // engine (the task cache).
 func RoomRead[I, O any](fn func(ctx context.Context, r *actor.Room, p room.Principal, in I) (O, error)) Call {
-	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, error) {
-		return fn(ctx, env.Room, p, in)
+	return call(false, func(ctx context.Context, env Env, _ string, p room.Principal, in I) (any, *actor.Memo, error) {
+		out, err := fn(ctx, env.Room, p, in)
+		return out, nil, err
 	})
 }
 

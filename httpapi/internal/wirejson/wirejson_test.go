@@ -1,8 +1,10 @@
 package wirejson
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -68,5 +70,48 @@ func TestDecodeArgs(t *testing.T) {
 		if room.ErrorKind(err) != room.KindInvalidRequest || !strings.Contains(err.Error(), want) {
 			t.Errorf("DecodeArgs(%q) = %v, want invalid_request containing %q", in, err, want)
 		}
+	}
+}
+
+// TestNumberFree: a type is number free exactly when no interface value can
+// be reached from it, through fields, pointers, slices, arrays and map keys
+// and values, recursive types included.
+func TestNumberFree(t *testing.T) {
+	type leaf struct {
+		S string
+		N *int64
+		R json.RawMessage
+	}
+	type withAny struct{ X any }
+	type deep struct{ L []map[string]*withAny }
+	type tree struct {
+		Kids []tree
+		V    leaf
+	}
+	type anyTree struct {
+		Kids []*anyTree
+		V    any
+	}
+	cases := []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"plain fields are free", leaf{}, true},
+		{"a recursive type of plain fields is free", tree{}, true},
+		{"maps and arrays of plain values are free", map[string][2]leaf{}, true},
+		{"an any field is not", withAny{}, false},
+		{"an any deep inside is not", deep{}, false},
+		{"an any in a recursive type is not", anyTree{}, false},
+		{"a map of any is not", map[string]any{}, false},
+		{"a slice of any is not", []any{}, false},
+		{"an error field is not", struct{ E error }{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := NumberFree(reflect.TypeOf(c.v)); got != c.want {
+				t.Fatalf("NumberFree(%T) = %v, want %v", c.v, got, c.want)
+			}
+		})
 	}
 }
