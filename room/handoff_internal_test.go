@@ -26,9 +26,10 @@ type directRoom struct {
 	now  time.Time
 }
 
-func openDirect(t *testing.T) *directRoom {
+// newDirectRoom is a directRoom on a fresh document in t.TempDir(), its
+// clock at 2026-08-01 09:00 UTC; the caller opens the sidecar (conn).
+func newDirectRoom(t *testing.T) *directRoom {
 	t.Helper()
-	ctx := context.Background()
 	doc := filepath.Join(t.TempDir(), "idea.md")
 	if err := os.WriteFile(doc, []byte("# Idea\n\n## Goals\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -39,6 +40,14 @@ func openDirect(t *testing.T) *directRoom {
 	}
 	d := &directRoom{t: t, e: e, now: time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)}
 	e.Clock = func() time.Time { d.mu.Lock(); defer d.mu.Unlock(); return d.now }
+	return d
+}
+
+func openDirect(t *testing.T) *directRoom {
+	t.Helper()
+	ctx := context.Background()
+	d := newDirectRoom(t)
+	e := d.e
 	st, err := OpenStore(ctx, SidecarPath(e.DocPath), false)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,14 +110,8 @@ func roomReads(t *testing.T, d *directRoom, q Querier, w pairingWorkload) map[st
 // an old task carried to its end, a replayed create, a new lifecycle.
 func TestMigration10RebuildsHandoffsAndTasksInPlace(t *testing.T) {
 	ctx := context.Background()
-	doc := filepath.Join(t.TempDir(), "idea.md")
-	if err := os.WriteFile(doc, []byte("# Idea\n\n## Goals\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e, err := NewEngine(doc, Defaults())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newDirectRoom(t)
+	e := d.e
 	path := SidecarPath(e.DocPath)
 	if err := MigrateTo(ctx, path, unpairedIDsSchema-1); err != nil {
 		t.Fatal(err)
@@ -134,8 +127,7 @@ func TestMigration10RebuildsHandoffsAndTasksInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &directRoom{t: t, e: e, conn: conn, now: time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)}
-	e.Clock = func() time.Time { d.mu.Lock(); defer d.mu.Unlock(); return d.now }
+	d.conn = conn
 	if _, err := d.run(func(tx *Tx) error { return e.Bootstrap(tx, "host") }); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +204,7 @@ func TestMigration10RebuildsHandoffsAndTasksInPlace(t *testing.T) {
 	}
 
 	// The room serves the migrated sidecar.
-	e2, err := NewEngine(doc, Defaults())
+	e2, err := NewEngine(e.DocPath, Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
