@@ -26,12 +26,12 @@ func handoffsCommand(env Env) *ffcli.Command {
 	participant := fs.String("participant", "", "list what this participant may see, with its own capabilities (the inbox)")
 	session := fs.String("session", "", "list what this session may see (a session token; the inbox)")
 	role := fs.String("role", "", "with --participant or --session: assigned_to_me, created_by_me or open_to_accept")
-	limit := fs.Int("limit", 0, "with --participant or --session: at most this many (default 50, max 200)")
-	cursor := fs.String("cursor", "", "with --participant or --session: next_cursor of the previous page")
+	limit := fs.Int("limit", 0, "at most this many (default 50 with --participant or --session, else 200; max 200)")
+	cursor := fs.String("cursor", "", "next_cursor of the previous page (the one printed after \"more:\")")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name: "handoffs",
-		ShortUsage: "ce handoffs --workspace FILE [--status S] [--json]\n" +
+		ShortUsage: "ce handoffs --workspace FILE [--status S] [--limit N] [--cursor C] [--json]\n" +
 			"  ce handoffs --workspace FILE (--participant P | --session TOKEN) [--role R] [--status S] [--limit N] [--cursor C] [--json]",
 		ShortHelp: "list the room's handoffs (or one participant's inbox), newest first",
 		FlagSet:   fs,
@@ -43,21 +43,32 @@ func handoffsCommand(env Env) *ffcli.Command {
 			if *participant != "" && *session != "" {
 				return usageErr("give --participant or --session, not both")
 			}
-			if !scoped && (*role != "" || *limit != 0 || *cursor != "") {
-				return usageErr("--role, --limit and --cursor list one participant's inbox: add --participant P or --session TOKEN (without them, ce handoffs lists the whole room)")
+			if !scoped && *role != "" {
+				return usageErr("--role lists one participant's inbox: add --participant P or --session TOKEN (without them, ce handoffs lists the whole room)")
 			}
 			return withReader(ctx, *workspace, func(eng *room.Engine, q room.Querier) error {
 				if !scoped {
-					// The operator's listing: the whole room, as it always was.
+					// The operator's listing: the whole room, a page of up
+					// to 200 at a time. Without --limit or --cursor, --json
+					// prints the first page's array as it always did; with
+					// either it prints the page, next_cursor included.
+					paged := *limit != 0 || *cursor != ""
+					n := *limit
+					if n == 0 {
+						n = eng.Limits.MaxListItems
+					}
 					page, err := eng.ListHandoffs(ctx, q, room.Operator(eng.HostID),
-						room.ListHandoffsInput{Status: *status, Limit: eng.Limits.MaxListItems})
+						room.ListHandoffsInput{Status: *status, Limit: n, Cursor: *cursor})
 					if err != nil {
 						return err
 					}
-					if *asJSON {
+					switch {
+					case *asJSON && paged:
+						return printJSON(env.Stdout, page)
+					case *asJSON:
 						return printJSON(env.Stdout, page.Handoffs)
 					}
-					printHandoffTable(env.Stdout, page.Handoffs)
+					printHandoffPage(env.Stdout, page)
 					return nil
 				}
 				var p room.Principal
@@ -77,13 +88,19 @@ func handoffsCommand(env Env) *ffcli.Command {
 				if *asJSON {
 					return printJSON(env.Stdout, page)
 				}
-				printHandoffTable(env.Stdout, page.Handoffs)
-				if page.NextCursor != "" {
-					fmt.Fprintf(env.Stdout, "more: --cursor %s\n", page.NextCursor)
-				}
+				printHandoffPage(env.Stdout, page)
 				return nil
 			})
 		},
+	}
+}
+
+// printHandoffPage prints a page's table and, when older handoffs follow,
+// the cursor that lists them.
+func printHandoffPage(w io.Writer, page room.HandoffPage) {
+	printHandoffTable(w, page.Handoffs)
+	if page.NextCursor != "" {
+		fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
 	}
 }
 

@@ -106,6 +106,42 @@ func TestHandoffsInbox_CallerScoped(t *testing.T) {
 		}
 	})
 
+	t.Run("the operator pages through the whole room with --limit and --cursor", func(t *testing.T) {
+		var all []struct {
+			HandoffID string `json:"handoff_id"`
+		}
+		decodeJSON(t, mustCE(t, h.dir, nil, "handoffs", "--workspace", h.file, "--json"), &all)
+		want := []string{}
+		for _, x := range all {
+			want = append(want, x.HandoffID)
+		}
+		var got []string
+		args := []string{"--limit", "3"}
+		for pages := 0; ; pages++ {
+			if pages > 3 {
+				t.Fatal("the walk does not end")
+			}
+			p := list(t, args...)
+			if len(p.Handoffs) > 3 {
+				t.Fatalf("a page of --limit 3 held %d handoffs", len(p.Handoffs))
+			}
+			got = append(got, p.ids()...)
+			if p.NextCursor == "" {
+				break
+			}
+			args = []string{"--cursor", p.NextCursor, "--limit", "3"}
+		}
+		if len(want) < 4 || !slices.Equal(got, want) {
+			t.Fatalf("walked %v, want the whole room %v", got, want)
+		}
+		// As text: the first page and the cursor that goes on.
+		out := mustCE(t, h.dir, nil, "handoffs", "--workspace", h.file, "--limit", "1").stdout
+		cur := list(t, "--limit", "1").NextCursor
+		if !strings.Contains(out, want[0]) || strings.Contains(out, want[1]) || !strings.Contains(out, "more: --cursor "+cur) {
+			t.Fatalf("the first text page of one: %s", out)
+		}
+	})
+
 	ownerCursor := list(t, "--participant", h.owner.ParticipantID, "--limit", "1").NextCursor
 	bad := []struct {
 		name string
@@ -118,7 +154,9 @@ func TestHandoffsInbox_CallerScoped(t *testing.T) {
 		{"a garbage cursor", []string{"--participant", h.owner.ParticipantID, "--cursor", "garbage"}, exitUsage},
 		{"another participant's cursor", []string{"--participant", h.worker.ParticipantID, "--limit", "1", "--cursor", ownerCursor}, exitUsage},
 		{"a cursor with another filter", []string{"--participant", h.owner.ParticipantID, "--limit", "1", "--status", "open", "--cursor", ownerCursor}, exitUsage},
-		{"inbox flags without a participant", []string{"--role", "created_by_me"}, exitUsage},
+		{"a role without a participant", []string{"--role", "created_by_me"}, exitUsage},
+		{"a participant's cursor for the operator", []string{"--limit", "1", "--cursor", ownerCursor}, exitUsage},
+		{"a garbage cursor for the operator", []string{"--cursor", "garbage"}, exitUsage},
 		{"both --participant and --session", []string{"--participant", h.owner.ParticipantID, "--session", h.worker.SessionToken}, exitUsage},
 		{"an unknown session", []string{"--session", "not-a-session"}, exitAuth},
 		{"an unknown participant", []string{"--participant", "participant_nobody"}, exitUsage},
