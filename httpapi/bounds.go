@@ -40,13 +40,14 @@ import (
 //     connection.
 func (s *Server) bound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w) // on the stack: no allocation
 		now := time.Now()
-		setWriteDeadline(w, now.Add(s.writeBudget(r)))
+		_ = rc.SetWriteDeadline(now.Add(s.writeBudget(r)))
 		st := &boundState{} // the writer, the watched body and the request's notes: one allocation
 		bw := &st.w
 		bw.ResponseWriter = w
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-			setReadDeadline(w, now.Add(s.bodyTimeout))
+			_ = rc.SetReadDeadline(now.Add(s.bodyTimeout))
 			st.body.ReadCloser = r.Body
 			bw.body = &st.body
 			// A copy: the server's own request keeps its body. The copy
@@ -70,39 +71,6 @@ type boundState struct {
 	w    boundWriter
 	body watchedBody // w.body points here when the request has a body
 	info requestInfo // in the request's context when bound copied it
-}
-
-// setWriteDeadline is http.ResponseController's SetWriteDeadline (the first
-// writer in w's Unwrap chain that can, sets it) without a controller
-// allocated per request. A writer that cannot (a test's recorder) is left as
-// the controller leaves it: the error was ignored here anyway.
-func setWriteDeadline(w http.ResponseWriter, t time.Time) {
-	for {
-		switch x := w.(type) {
-		case interface{ SetWriteDeadline(time.Time) error }:
-			_ = x.SetWriteDeadline(t)
-			return
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = x.Unwrap()
-		default:
-			return
-		}
-	}
-}
-
-// setReadDeadline is setWriteDeadline for the read deadline.
-func setReadDeadline(w http.ResponseWriter, t time.Time) {
-	for {
-		switch x := w.(type) {
-		case interface{ SetReadDeadline(time.Time) error }:
-			_ = x.SetReadDeadline(t)
-			return
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = x.Unwrap()
-		default:
-			return
-		}
-	}
 }
 
 // writeBudget is how long a response may take to write. A profile or trace

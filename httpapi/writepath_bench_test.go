@@ -78,7 +78,7 @@ func lifecycle(b *testing.B, env *benchServer, boss, worker benchParty, create f
 // serveBody runs r through h and returns the answer's body, failing the
 // benchmark on an answer that is not a 200 success.
 func serveBody(b *testing.B, h http.Handler, r *http.Request) []byte {
-	rec := httptest.NewRecorder()
+	rec := newConnRecorder()
 	t0, _ := threadCPU()
 	h.ServeHTTP(rec, r)
 	t1, _ := threadCPU()
