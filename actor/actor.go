@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/commonroom/ce/internal/cpuclock"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -395,9 +396,9 @@ func (r *Room) measured(turn func()) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	t0, ok := threadCPU()
+	t0, ok := cpuclock.Thread()
 	turn()
-	if t1, ok1 := threadCPU(); ok && ok1 && t1 >= t0 {
+	if t1, ok1 := cpuclock.Thread(); ok && ok1 && t1 >= t0 {
 		r.stats.CPUNanos.Add(uint64(t1 - t0))
 		r.stats.CPUTurns.Add(1)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/cpuclock"
 	"github.com/commonroom/ce/room"
 )
 
@@ -57,8 +58,8 @@ func TestWriterCountsItsStatementsAndCPU(t *testing.T) {
 	_, cpu := turn(func(tx *room.Tx) (struct{}, error) {
 		// The command runs on the writer's thread: spin until that
 		// thread's own clock shows the CPU spent.
-		start, _ := threadCPU()
-		for now, _ := threadCPU(); now-start < int64(spin); now, _ = threadCPU() {
+		start, _ := cpuclock.Thread()
+		for now, _ := cpuclock.Thread(); now-start < int64(spin); now, _ = cpuclock.Thread() {
 		}
 		return struct{}{}, nil
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/internal/cpuclock"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 )
@@ -49,7 +50,7 @@ func BenchmarkWritePath(b *testing.B) {
 		lifecycle(b, env, boss, worker, create, step)
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/4, "cpu-ns/step")
-	if _, ok := threadCPU(); ok {
+	if _, ok := cpuclock.Thread(); ok {
 		b.ReportMetric(float64(doorCPU)/float64(b.N)/4, "door-cpu-ns/step")
 	}
 }
@@ -79,9 +80,9 @@ func lifecycle(b *testing.B, env *benchServer, boss, worker benchParty, create f
 // benchmark on an answer that is not a 200 success.
 func serveBody(b *testing.B, h http.Handler, r *http.Request) []byte {
 	rec := newConnRecorder()
-	t0, _ := threadCPU()
+	t0, _ := cpuclock.Thread()
 	h.ServeHTTP(rec, r)
-	t1, _ := threadCPU()
+	t1, _ := cpuclock.Thread()
 	doorCPU += t1 - t0
 	out := rec.Body.Bytes()
 	if rec.Code != http.StatusOK || bytes.Contains(out, []byte(`"isError":true`)) || bytes.Contains(out, []byte(`"error":{`)) {
