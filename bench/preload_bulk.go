@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/commonroom/ce/room"
 )
 
 // The bulk preload. Through /mcp a room takes a few hundred handoffs a
@@ -456,32 +458,10 @@ func (p *preloader) bulkBatch(ctx context.Context, conn *sql.Conn, shape bulkSha
 // checkSidecar fails on any row PRAGMA foreign_key_check reports and on any
 // answer of PRAGMA integrity_check but "ok".
 func checkSidecar(ctx context.Context, conn *sql.Conn) error {
-	rows, err := conn.QueryContext(ctx, "PRAGMA foreign_key_check")
-	if err != nil {
+	if err := room.CheckForeignKeys(ctx, conn); err != nil {
 		return err
 	}
-	var bad []string
-	nBad := 0
-	for rows.Next() {
-		var table, parent string
-		var rowid sql.NullInt64
-		var fkid int
-		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
-			rows.Close()
-			return err
-		}
-		if nBad++; len(bad) < 5 {
-			bad = append(bad, fmt.Sprintf("%s rowid %d → %s (fk %d)", table, rowid.Int64, parent, fkid))
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if nBad > 0 {
-		return fmt.Errorf("foreign_key_check: %d rows, e.g. %s", nBad, strings.Join(bad, "; "))
-	}
-	rows, err = conn.QueryContext(ctx, "PRAGMA integrity_check")
+	rows, err := conn.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,10 @@ const unpairedIDsSchema = 10
 // walk the whole table. PRAGMA foreign_keys cannot change inside a
 // transaction, so the runner sets it around the migration's transaction
 // (withoutForeignKeys) and the migration checks the keys itself before it
-// commits (checkForeignKeys).
+// commits (CheckForeignKeys).
 func rebuildsTables(v int) bool { return v == unpairedIDsSchema }
 
-func init() { migrationSteps[unpairedIDsSchema] = checkForeignKeys }
+func init() { migrationSteps[unpairedIDsSchema] = CheckForeignKeys }
 
 // withoutForeignKeys runs fn on conn with foreign key enforcement off and
 // turns it back on afterwards, whatever fn returned. conn is the writer's
@@ -62,11 +62,14 @@ func setForeignKeys(ctx context.Context, conn *sql.Conn, on bool) error {
 	return nil
 }
 
-// checkForeignKeys is step 10 of SQLite's rebuild procedure: with
-// enforcement off for the migration, the whole sidecar's foreign keys are
-// checked before it commits, and any row that breaks one fails it (the
-// transaction rolls back, the sidecar stays at the previous schema).
-func checkForeignKeys(ctx context.Context, conn *sql.Conn) error {
+// CheckForeignKeys fails, naming up to five rows, when any row of the
+// sidecar on conn names a row that does not exist. It is step 10 of
+// SQLite's rebuild procedure: with enforcement off for migration 10, the
+// whole sidecar's foreign keys are checked before it commits, and a row
+// that breaks one fails it (the transaction rolls back, the sidecar stays at
+// the previous schema). The bench checks the sidecars it fills directly with
+// it too.
+func CheckForeignKeys(ctx context.Context, conn *sql.Conn) error {
 	rows, err := conn.QueryContext(ctx, "PRAGMA foreign_key_check")
 	if err != nil {
 		return err
