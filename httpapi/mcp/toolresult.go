@@ -121,18 +121,29 @@ func (s *Handler) appendToolResult(dst []byte, out any) ([]byte, error) {
 func writeRawResult(w interface{ Write([]byte) (int, error) }, id json.RawMessage, raw rawResult) (ok bool, err error) {
 	b := getEncBuf()
 	defer putEncBuf(b)
-	b.buf.WriteString(`{"jsonrpc":"2.0"`)
-	if len(id) > 0 {
-		b.buf.WriteString(`,"id":`)
-		if json.Compact(&b.buf, id) != nil {
-			return false, nil
-		}
+	out, ok := appendResultHead(b.buf.AvailableBuffer(), id)
+	if !ok {
+		return false, nil
 	}
-	b.buf.WriteString(`,"result":`)
-	b.buf.Write(raw)
-	b.buf.WriteString("}\n")
+	out = append(append(out, raw...), "}\n"...)
+	b.buf.Write(out) // the pooled buffer keeps the capacity for the next answer
 	_, err = w.Write(b.buf.Bytes())
 	return true, err
+}
+
+// appendResultHead appends what precedes a result in a JSON-RPC response,
+// {"jsonrpc":"2.0","id":id,"result": with id compacted (and left out when
+// empty), as writeRPCResult's encoder writes it; ok is false when id is not
+// JSON.
+func appendResultHead(dst []byte, id json.RawMessage) ([]byte, bool) {
+	dst = append(dst, `{"jsonrpc":"2.0"`...)
+	if len(id) > 0 {
+		var ok bool
+		if dst, ok = appendCompact(append(dst, `,"id":`...), id); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, `,"result":`...), true
 }
 
 // maxPooledFrame bounds the frames a frame pool keeps: a large answer's
@@ -171,15 +182,10 @@ func (f *framedResult) release() {
 // the way that fails as it always did); err is toolResult's.
 func (s *Handler) framedToolResult(id json.RawMessage, out any) (f *framedResult, ok bool, err error) {
 	f = getFrame(&s.frames)
-	f.b = append(f.b, `{"jsonrpc":"2.0"`...)
-	if len(id) > 0 {
-		f.b = append(f.b, `,"id":`...)
-		if f.b, ok = appendCompact(f.b, id); !ok {
-			f.release()
-			return nil, false, nil
-		}
+	if f.b, ok = appendResultHead(f.b, id); !ok {
+		f.release()
+		return nil, false, nil
 	}
-	f.b = append(f.b, `,"result":`...)
 	if f.b, err = s.appendToolResult(f.b, out); err != nil {
 		f.release()
 		return nil, true, err
