@@ -98,12 +98,7 @@ func New(cfg Config) *Handler {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.info = s.serverInfoValue()
-	meta, err := encodeNoHTML(nil, s.serverInfo())
-	if err != nil {
-		panic(err) // a map of strings always encodes
-	}
-	s.metaJSON = meta
+	s.setServerInfo()
 	s.toolNames = make(map[string]string, len(s.tools))
 	for _, t := range s.tools {
 		s.toolNames[t.Name] = t.Name

@@ -83,14 +83,19 @@ func (s *Handler) serverInfo() map[string]any {
 // serverInfoKey is the _meta key of the server's name and version.
 const serverInfoKey = "io.modelcontextprotocol/serverInfo"
 
-// serverInfoValue is the server's name and version: the one map New made
-// (it is only ever encoded, never changed), or a new one for a Handler
-// built without New.
-func (s *Handler) serverInfoValue() map[string]string {
-	if s.info != nil {
-		return s.info
+// serverInfoValue is the server's name and version: the one map
+// setServerInfo made (it is only ever encoded, never changed).
+func (s *Handler) serverInfoValue() map[string]string { return s.info }
+
+// setServerInfo makes the server-info map from s.version, and metaJSON, its
+// _meta as a tool result carries it, encoded once.
+func (s *Handler) setServerInfo() {
+	s.info = map[string]string{"name": "commonroom-ce", "version": s.version}
+	meta, err := encodeNoHTML(nil, s.serverInfo())
+	if err != nil {
+		panic(err) // a map of strings always encodes
 	}
-	return map[string]string{"name": "commonroom-ce", "version": s.version}
+	s.metaJSON = meta
 }
 
 // Post is POST /mcp: validate the envelope (spec §1.6), authenticate the

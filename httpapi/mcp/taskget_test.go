@@ -28,8 +28,8 @@ func TestTaskGetResult_TheMemoSendsTheBytesTaskResultSent(t *testing.T) {
 	}
 	for name, task := range tasks {
 		t.Run(name+" is sent as taskResult was", func(t *testing.T) {
-			s := &Handler{version: "1.<2>"}
-			other := &Handler{version: "other"}
+			s := newTestHandler(t, "1.<2>")
+			other := newTestHandler(t, "other")
 			var memo actor.Memo
 			want := httptest.NewRecorder()
 			writeRPCResult(want, json.RawMessage(`5`), s.taskResult(task))

@@ -94,12 +94,7 @@ func taskHandleMap(s *Handler, t room.DetailedTask) map[string]any {
 // to encode results as it does.
 func newTestHandler(t testing.TB, version string) *Handler {
 	s := &Handler{version: version}
-	s.info = s.serverInfoValue() // as New does
-	meta, err := encodeNoHTML(nil, s.serverInfo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.metaJSON = meta
+	s.setServerInfo() // as New does
 	return s
 }
 
