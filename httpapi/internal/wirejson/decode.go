@@ -16,13 +16,23 @@ import (
 // An empty body or null is an empty object. Wrong types name the field;
 // trailing data is refused. Unknown fields are ignored so newer clients
 // keep working against this server.
-func DecodeArgs(b []byte, v any) error {
+func DecodeArgs(b []byte, v any) error { return decodeArgs(b, v, false) }
+
+// decodeArgs is DecodeArgs; valid says b is already known to be one valid
+// JSON value and v's type to be NumberFree (DecodeValidArgs).
+func decodeArgs(b []byte, v any, valid bool) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || string(b) == "null" {
 		b = []byte("{}")
 	}
 	if b[0] != '{' {
 		return room.Errorf(room.KindInvalidRequest, "the body must be a JSON object")
+	}
+	if valid {
+		if err := json.Unmarshal(b, v); err != nil {
+			return argsError(err)
+		}
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -57,22 +67,7 @@ func argsError(err error) error {
 // interface value receives, which such a type has none of. The result and
 // every error are DecodeArgs' (TestDecodeValidArgsIsDecodeArgs); any other
 // type goes through DecodeArgs.
-func DecodeValidArgs(b []byte, v any, numberFree bool) error {
-	if !numberFree {
-		return DecodeArgs(b, v)
-	}
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || string(b) == "null" {
-		b = []byte("{}")
-	}
-	if b[0] != '{' {
-		return room.Errorf(room.KindInvalidRequest, "the body must be a JSON object")
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return argsError(err)
-	}
-	return nil
-}
+func DecodeValidArgs(b []byte, v any, numberFree bool) error { return decodeArgs(b, v, numberFree) }
 
 // NumberFree reports whether decoding JSON into a value of type t can never
 // store into an interface (an any field, a map or slice of any, at any
