@@ -21,12 +21,30 @@ func SidecarSchema(ctx context.Context, dbPath string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	h, err := readSidecarHeader(ctx, dbPath)
+	return h.userVersion, err
+}
+
+// sidecarHeader is what a look at an existing file finds: SQLite's
+// application_id and user_version, and how many schema objects it has.
+type sidecarHeader struct{ appID, userVersion, tables int }
+
+// readSidecarHeader reads dbPath's header through a read-only connection,
+// never writing to it (checkForeign refuses a foreign or newer file with
+// it; SidecarSchema tells ce serve an upgrade is coming).
+func readSidecarHeader(ctx context.Context, dbPath string) (sidecarHeader, error) {
+	var h sidecarHeader
 	db, err := sql.Open("sqlite", dsn(dbPath, "query_only(1)")+"&mode=ro")
 	if err != nil {
-		return 0, err
+		return h, err
 	}
 	defer db.Close()
-	var v int
-	err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
-	return v, err
+	err = db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&h.appID)
+	if err == nil {
+		err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&h.userVersion)
+	}
+	if err == nil {
+		err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&h.tables)
+	}
+	return h, err
 }

@@ -139,23 +139,12 @@ func checkForeign(ctx context.Context, dbPath string, readOnly bool) error {
 	if st.Size() == 0 {
 		return nil
 	}
-	db, err := sql.Open("sqlite", dsn(dbPath, "query_only(1)")+"&mode=ro")
-	if err != nil {
-		return Internal(err)
-	}
-	defer db.Close()
-	var appID, userVersion, tables int
-	err = db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID)
-	if err == nil {
-		err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion)
-	}
-	if err == nil {
-		err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables)
-	}
+	h, err := readSidecarHeader(ctx, dbPath)
 	if err != nil {
 		return Errorf(KindInvalidRequest,
 			"%s exists but is not a SQLite database that ce can read; move it away or use --ephemeral", dbPath)
 	}
+	appID, userVersion, tables := h.appID, h.userVersion, h.tables
 	if appID == 0 && userVersion == 0 && tables == 0 {
 		return nil // an empty database: ours to initialise
 	}
