@@ -168,7 +168,16 @@ func TestMergingWithPoolWritersKeepsEveryStreamsOrder(t *testing.T) {
 		wrote, pub atomic.Int64
 		late       atomic.Pointer[Subscription]
 	)
+	// publish runs in several goroutines at once (the writers' and the
+	// streams' afterWrite hooks): the lock makes the order batches reach
+	// the hub the order of their numbers, as the room's one writer
+	// publishes in commit order. Without it a publisher could send k+1
+	// before another sent k (most often at the mid-run Subscribe), and the
+	// streams would rightly receive them in that order.
+	var pubMu sync.Mutex
 	publish := func() {
+		pubMu.Lock()
+		defer pubMu.Unlock()
 		k := int(pub.Add(1))
 		if k > batches {
 			return
