@@ -6,7 +6,9 @@ package cli
 // as such a host writes them (no params._meta).
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -14,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // oldRequest writes a request as a host of an earlier revision does: no
@@ -264,6 +268,27 @@ func TestMCPBridgeEarlierEra(t *testing.T) {
 		l = b.oldCall(44, "resources/subscribe", map[string]any{})
 		if l.Error == nil || l.Error.Code != rpcInvalidParams {
 			t.Errorf("a subscription without a uri: %s", l.raw)
+		}
+	})
+
+	t.Run("a session that may not read: an unknown revision gets the newest, and the room's refusal of a subscription comes back as the room gave it", func(t *testing.T) {
+		var g inviteGrant
+		decodeJSON(t, mustCE(t, dir, nil, "invite", "--workspace", file, "--capabilities", "propose", "--json"), &g)
+		state := filepath.Join(t.TempDir(), "noread.json")
+		nb := startBridge(t, dir, g.URI, state, nil)
+		if l := nb.initialize(1, "2099-01-01", nil); l.Error != nil || l.Result["protocolVersion"] != "2025-11-25" {
+			t.Fatalf("initialize with an unknown revision: %s", l.raw)
+		}
+		via := nb.oldCall(2, "resources/subscribe", map[string]any{"uri": docURI})
+		_, err := mcpClient(httpClient, ingress, readState(t, state).SessionToken, false).
+			Call(context.Background(), "resources/subscribe", map[string]any{"uri": docURI})
+		var direct *mcptest.RPCError
+		if !errors.As(err, &direct) || direct.Code == 0 {
+			t.Fatalf("the room's own answer: %v", err)
+		}
+		if via.Error == nil || via.Error.Code != direct.Code || via.Error.Message != direct.Message ||
+			fmt.Sprint(via.Error.Data) != fmt.Sprint(direct.Data) {
+			t.Errorf("through ce mcp %s; the room said %d %q %v", via.raw, direct.Code, direct.Message, direct.Data)
 		}
 	})
 
