@@ -151,11 +151,11 @@ func TestMCPBridgeEarlierEra(t *testing.T) {
 		caps, _ := r["capabilities"].(map[string]any)
 		res, _ := caps["resources"].(map[string]any)
 		info, _ := r["serverInfo"].(map[string]any)
-		if r["protocolVersion"] != "2025-11-25" || caps["tools"] == nil || caps["prompts"] == nil || res["subscribe"] != true ||
+		if r["protocolVersion"] != "2025-11-25" || caps["tools"] == nil || caps["prompts"] == nil || res["subscribe"] != true || caps["logging"] == nil ||
 			info["name"] != "commonroom-ce" || !strings.Contains(fmt.Sprint(r["instructions"]), "handoff_") {
 			t.Errorf("initialize result: %s", l.raw)
 		}
-		for _, k := range []string{"tasks", "logging", "extensions", "completions"} {
+		for _, k := range []string{"tasks", "extensions", "completions"} {
 			if _, ok := caps[k]; ok {
 				t.Errorf("initialize offers %s: %s", k, l.raw)
 			}

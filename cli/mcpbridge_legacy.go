@@ -302,8 +302,10 @@ func mustJSON(v any) json.RawMessage {
 
 // initialize answers an old-era host's initialize: the negotiated version,
 // what the bridge offers that era (tools, resources with subscribe,
-// prompts; no tasks, no listChanged: the catalogs never change), and who
-// the server is.
+// prompts; logging, because logging/setLevel is answered and clients that
+// check capabilities first refuse to send it otherwise, though no log
+// message is ever sent; no tasks, no listChanged: the catalogs never
+// change), and who the server is.
 func (b *bridge) initialize(ctx context.Context, id, params json.RawMessage) {
 	if b.legacy.Load() != nil {
 		b.writeError(id, rpcInvalidRequest, "Invalid Request: the connection is already initialized", nil)
@@ -321,6 +323,7 @@ func (b *bridge) initialize(ctx context.Context, id, params json.RawMessage) {
 			"tools":     map[string]any{},
 			"resources": map[string]any{"subscribe": true},
 			"prompts":   map[string]any{},
+			"logging":   map[string]any{},
 		},
 		"serverInfo": d.serverInfo,
 	}
