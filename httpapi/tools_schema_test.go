@@ -17,8 +17,12 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// validValue is a JSON value of the schema's type that the decoder must take.
+// validValue is a JSON value of the schema's type that the decoder must take
+// (the first of an enum's values).
 func validValue(s map[string]any) any {
+	if enum, _ := s["enum"].([]any); len(enum) > 0 {
+		return enum[0]
+	}
 	switch s["type"] {
 	case "string":
 		return "x"

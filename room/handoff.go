@@ -196,3 +196,7 @@ func (tx *Tx) handoffEvent(typ string, actor, handoffID, taskID string, extra ma
 var handoffStatuses = []string{HandoffOpen, HandoffAccepted, HandoffResultReady, HandoffApproved, HandoffRejected, HandoffCancelled}
 
 func validHandoffStatus(s string) bool { return slices.Contains(handoffStatuses, s) }
+
+// HandoffStatuses are the statuses a handoff can have, in lifecycle order:
+// the closed set a listing filters by (ListHandoffsInput.Status).
+func HandoffStatuses() []string { return slices.Clone(handoffStatuses) }

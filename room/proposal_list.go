@@ -40,7 +40,7 @@ type ChangeInfo struct {
 // MaxListItems), and Cursor continues after the previous page (its
 // NextCursor).
 type ProposalsInput struct {
-	Status string `json:"status" jsonschema:"only this status: pending, approved, rejected, committed, conflicted or superseded"`
+	Status string `json:"status" jsonschema:"only this status: pending, approved, rejected, committed, conflicted or superseded. Absent: every status" schema:"enum=pending|approved|rejected|committed|conflicted|superseded"`
 	Limit  int    `json:"limit" jsonschema:"at most this many (default 50, at most 200)" schema:"minimum=0"`
 	Cursor string `json:"cursor" jsonschema:"next_cursor from the previous page, to continue the listing (same status)"`
 }

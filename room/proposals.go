@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -20,6 +21,10 @@ const (
 )
 
 var proposalStatuses = []string{ProposalPending, ProposalApproved, ProposalRejected, ProposalCommitted, ProposalConflicted, ProposalSuperseded}
+
+// ProposalStatuses are the statuses a proposal can have: the closed set
+// the proposal listing filters by (ProposalsInput.Status).
+func ProposalStatuses() []string { return slices.Clone(proposalStatuses) }
 
 // ChangeInput is the body of a proposal: Content replaces change.section (a
 // region, heading line through the end of the region) or, without a
