@@ -18,6 +18,7 @@ type ProposalInfo struct {
 	WorkspaceID      string     `json:"workspace_id"`
 	ParticipantID    string     `json:"participant_id"`
 	Target           string     `json:"target"`
+	Scope            string     `json:"scope"` // as Proposal.Scope: "section" or "document"
 	BaseVersion      int64      `json:"base_version"`
 	Summary          string     `json:"summary"`
 	Change           ChangeInfo `json:"change"`
@@ -80,6 +81,7 @@ func (e *Engine) scanProposalInfo(s interface{ Scan(...any) error }) (ProposalIn
 	}
 	p.WorkspaceID = e.WorkspaceID
 	p.Change = ChangeInfo{Section: section.String, ContentBytes: size.Int64}
+	p.Scope = scopeOf(section.String)
 	p.ReviewedBy = optStr(reviewedBy)
 	p.ReviewedAt = optTime(reviewedAt)
 	if committed.Valid {
