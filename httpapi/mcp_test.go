@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/httpapi/skill"
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
@@ -999,10 +1000,10 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		t.Fatalf("DocumentURI = %s", doc)
 	}
 
-	t.Run("resources/list gives the document URI", func(t *testing.T) {
+	t.Run("resources/list gives the document URI (and the guide)", func(t *testing.T) {
 		res := reader.mcp.ok(t, "resources/list", nil)
 		list, _ := res["resources"].([]any)
-		if len(list) != 1 {
+		if len(list) != 2 || jsonAt(list[1], "uri") != skill.URI {
 			t.Fatalf("resources = %v", res["resources"])
 		}
 		r0, _ := list[0].(map[string]any)
