@@ -146,6 +146,31 @@ func setEnum(p *jsonschema.Schema, values string) error {
 	return nil
 }
 
+// RequiredPaths lists the fields a call with schema s must carry, as the
+// agent guide names them (its tools table, and the call forms its test
+// checks): a required property, or, when that is an object or an array of
+// objects with required fields of its own, those, as change.content or
+// requests[].key.
+func RequiredPaths(s *jsonschema.Schema) []string {
+	var out []string
+	for _, name := range s.Required {
+		p := s.Properties[name]
+		switch {
+		case p.Type == "object" && len(p.Required) > 0:
+			for _, sub := range RequiredPaths(p) {
+				out = append(out, name+"."+sub)
+			}
+		case p.Type == "array" && p.Items != nil && len(p.Items.Required) > 0:
+			for _, sub := range RequiredPaths(p.Items) {
+				out = append(out, name+"[]."+sub)
+			}
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // notNull drops the "null" jsonschema-go allows for pointers and slices:
 // the tools never documented null as a value.
 func notNull(s *jsonschema.Schema) {

@@ -187,3 +187,23 @@ func TestTableRowsAreWellFormed(t *testing.T) {
 		}
 	}
 }
+
+// TestRequiredPaths: a call names a required field, or the required fields
+// inside a required object (inner.key) or list of objects (items[].key);
+// an optional field with required fields of its own is not required.
+func TestRequiredPaths(t *testing.T) {
+	type withLists struct {
+		Name  string        `json:"name" schema:"required"`
+		Inner schemaInner   `json:"inner" schema:"required"`
+		Items []schemaInner `json:"items" schema:"required"`
+		Maybe schemaInner   `json:"maybe"`
+		Tags  []string      `json:"tags" schema:"required"`
+	}
+	s, err := InputSchema(reflect.TypeFor[withLists]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := RequiredPaths(s), []string{"name", "inner.key", "items[].key", "tags"}; !slices.Equal(got, want) {
+		t.Errorf("RequiredPaths = %q, want %q", got, want)
+	}
+}
