@@ -151,9 +151,9 @@ var Table = []Op{
 	{Name: "task.cancel", HTTP: "POST /workspace/task/cancel", Capability: "task owner or admin", Call: Write((*room.Engine).CancelTask)},
 	// The host's moderation action (issue 13 item 10), the twin of ce
 	// cancel-handoffs and the owner page's button. It has no MCP tool on
-	// purpose: the tool catalog stays the seed's (D4) and is shown to every
-	// agent; an admin agent can cancel each task with tasks/cancel, or call
-	// this route with its session.
+	// purpose: the tool catalog is shown to every agent and carries no host
+	// moderation (D4); an admin agent can cancel each handoff with
+	// handoff_cancel (or tasks/cancel), or call this route with its session.
 	{Name: "participant.cancel_handoffs", HTTP: "POST /workspace/participant/cancel_handoffs", Capability: "admin",
 		Call: Write((*room.Engine).CancelParticipantHandoffs)},
 	{Name: "mcp", HTTP: "POST /mcp", Capability: "session (server/discover is public)"},
