@@ -83,23 +83,10 @@ func twinRows(t *testing.T, h *roomHarness, x room.Handoff) string {
 	var b strings.Builder
 	for _, q := range []string{`SELECT * FROM handoffs WHERE handoff_id = ?1`, `SELECT * FROM tasks WHERE task_id = ?2`,
 		`SELECT * FROM task_inputs WHERE task_id = ?2 ORDER BY request_key`} {
-		rows, err := h.Store.Reader.Query(q, x.HandoffID, x.TaskID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		_, rows := h.queryRows(t, q, x.HandoffID, x.TaskID)
+		for _, vals := range rows {
 			fmt.Fprintf(&b, "%v\n", vals)
 		}
-		rows.Close()
 		b.WriteString("--\n")
 	}
 	return strings.NewReplacer(x.HandoffID, "HANDOFF", x.TaskID, "TASK").Replace(b.String())
@@ -178,6 +165,35 @@ func twinDoors(h *roomHarness) []twinDoor {
 	}
 }
 
+// sameAsProtocol checks what the twin called name did to tool, answering
+// body, against the protocol method run on proto (with responses, for
+// tasks/update): the answer's handoff is what handoff_get reads now, the
+// twin wrote the events wantEvents since mark, and the protocol method
+// leaves proto's rows as the twin left tool's and writes the same events.
+func sameAsProtocol(t *testing.T, h *roomHarness, door twinDoor, p party, name string, tool, proto room.Handoff,
+	responses map[string]any, mark int64, body map[string]any, wantEvents []string) {
+	t.Helper()
+	if g := jsonText(jsonAt(body, "handoff")); g != jsonText(p.mcp.toolOK(t, "handoff_get", map[string]any{"handoff_id": tool.HandoffID})) {
+		t.Errorf("the answer's handoff %s is not what handoff_get reads now", g)
+	}
+	toolEvents := twinEvents(h, mark, tool)
+	var types []string
+	for _, ev := range toolEvents {
+		types = append(types, strings.Fields(ev)[0])
+	}
+	if !slices.Equal(types, wantEvents) {
+		t.Errorf("events %v, want %v", types, wantEvents)
+	}
+	mark = lastEvent(h)
+	door.proto(t, p, name, proto, responses)
+	if g, w := twinRows(t, h, tool), twinRows(t, h, proto); g != w {
+		t.Errorf("%s left\n%s\nthe protocol method leaves\n%s", name, g, w)
+	}
+	if g, w := toolEvents, twinEvents(h, mark, proto); !slices.Equal(g, w) {
+		t.Errorf("%s wrote\n%v\nthe protocol method writes\n%v", name, g, w)
+	}
+}
+
 func accepted(answer string) map[string]any {
 	return map[string]any{"action": "accept", "content": map[string]any{"answer": answer}}
 }
@@ -234,25 +250,7 @@ func TestHandoffCancelTool(t *testing.T) {
 				if !c.wantCancelled {
 					h.assertUnchanged(t, before)
 				}
-				if g := jsonText(jsonAt(body, "handoff")); g != jsonText(cast.by(c.caller).mcp.toolOK(t, "handoff_get", map[string]any{"handoff_id": tool.HandoffID})) {
-					t.Errorf("the answer's handoff %s is not what handoff_get reads now", g)
-				}
-				toolEvents := twinEvents(h, mark, tool)
-				var types []string
-				for _, ev := range toolEvents {
-					types = append(types, strings.Fields(ev)[0])
-				}
-				if !slices.Equal(types, c.wantEvents) {
-					t.Errorf("events %v, want %v", types, c.wantEvents)
-				}
-				mark = lastEvent(h)
-				door.proto(t, cast.by(c.caller), "handoff_cancel", proto, nil)
-				if g, w := twinRows(t, h, tool), twinRows(t, h, proto); g != w {
-					t.Errorf("handoff_cancel left\n%s\nthe protocol method leaves\n%s", g, w)
-				}
-				if g, w := toolEvents, twinEvents(h, mark, proto); !slices.Equal(g, w) {
-					t.Errorf("handoff_cancel wrote\n%v\nthe protocol method writes\n%v", g, w)
-				}
+				sameAsProtocol(t, h, door, cast.by(c.caller), "handoff_cancel", tool, proto, nil, mark, body, c.wantEvents)
 			})
 		}
 	}
@@ -335,22 +333,7 @@ func TestHandoffAnswerTool(t *testing.T) {
 				if c.wantAnswered == `[]` {
 					h.assertUnchanged(t, before)
 				}
-				toolEvents := twinEvents(h, mark, tool)
-				var types []string
-				for _, ev := range toolEvents {
-					types = append(types, strings.Fields(ev)[0])
-				}
-				if !slices.Equal(types, c.wantEvents) {
-					t.Errorf("events %v, want %v", types, c.wantEvents)
-				}
-				mark = lastEvent(h)
-				door.proto(t, cast.by(c.caller), "handoff_answer", proto, c.responses)
-				if g, w := twinRows(t, h, tool), twinRows(t, h, proto); g != w {
-					t.Errorf("handoff_answer left\n%s\nthe protocol method leaves\n%s", g, w)
-				}
-				if g, w := toolEvents, twinEvents(h, mark, proto); !slices.Equal(g, w) {
-					t.Errorf("handoff_answer wrote\n%v\nthe protocol method writes\n%v", g, w)
-				}
+				sameAsProtocol(t, h, door, cast.by(c.caller), "handoff_answer", tool, proto, c.responses, mark, body, c.wantEvents)
 			})
 		}
 	}

@@ -26,6 +26,12 @@ func newTwinParties(e *env) twinParties {
 	}
 }
 
+// by is the participant a case names.
+func (ps twinParties) by(name string) room.Principal {
+	return map[string]room.Principal{"owner": ps.owner, "worker": ps.worker, "approver": ps.approver,
+		"stranger": ps.stranger, "admin": ps.admin}[name]
+}
+
 // twinHandoffs makes two handoffs of ps.owner's, both addressed to
 // ps.worker and driven to the same state together (so their rows compare):
 // open, accepted, input (accepted, two questions q1 and q2 open),
@@ -109,6 +115,59 @@ func (e *env) eventsOf(after int64, h room.Handoff) []string {
 	return out
 }
 
+// againstProtocol runs a tool twin on tool (twin, answering the handoff it
+// reports) and the protocol method it twins on proto (protocol), both
+// handoffs in the same state, and returns the twin's error. A twin that
+// must be refused (with refusal) changes no row and writes no event. One that
+// succeeds answers the handoff handoff_get then reads, changes nothing
+// unless changes, and leaves tool's rows as the protocol method leaves
+// proto's, having written the same events.
+func againstProtocol(t *testing.T, e *env, p room.Principal, tool, proto room.Handoff, refusal room.Kind, changes bool,
+	twin func() (room.Handoff, error), protocol func() error) error {
+	t.Helper()
+	before, mark := e.handoffRows(tool), e.lastEventID()
+	unchanged := func(what string) {
+		t.Helper()
+		if got := e.handoffRows(tool); got != before {
+			t.Errorf("%s changed the rows:\n%s\nwas\n%s", what, got, before)
+		}
+		if evs := e.eventsAfter(mark); len(evs) != 0 {
+			t.Errorf("%s wrote events %v", what, types(evs))
+		}
+	}
+	got, err := twin()
+	if refusal != "" {
+		wantKind(t, err, refusal)
+		unchanged("a refused call")
+		return err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := e.getHandoff(p, tool.HandoffID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mustJSON(t, got) != mustJSON(t, read) {
+		t.Errorf("the answer's handoff\n%s\nis not what handoff_get reads after the commit\n%s", mustJSON(t, got), mustJSON(t, read))
+	}
+	if !changes {
+		unchanged("a call that changes nothing")
+	}
+	twinEvents := e.eventsOf(mark, tool)
+	mark = e.lastEventID()
+	if err := protocol(); err != nil {
+		t.Fatalf("the protocol method: %v", err)
+	}
+	if g, w := e.handoffRows(tool), e.handoffRows(proto); g != w {
+		t.Errorf("the twin left\n%s\nthe protocol method leaves\n%s", g, w)
+	}
+	if g, w := twinEvents, e.eventsOf(mark, proto); !slices.Equal(g, w) {
+		t.Errorf("the twin wrote events\n%v\nthe protocol method writes\n%v", g, w)
+	}
+	return nil
+}
+
 // TestCancelHandoffIsTasksCancel: handoff_cancel's engine method writes
 // exactly the rows and events tasks/cancel writes, refuses whom tasks/cancel
 // refuses (someone who may not see the handoff as an unknown one), and on a
@@ -139,54 +198,18 @@ func TestCancelHandoffIsTasksCancel(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
 			ps := newTwinParties(e)
-			callers := map[string]room.Principal{"owner": ps.owner, "worker": ps.worker, "approver": ps.approver,
-				"stranger": ps.stranger, "admin": ps.admin}
 			tool, proto := twinHandoffs(t, e, ps, c.state)
 
-			before, mark := e.handoffRows(tool), e.lastEventID()
-			res, err := e.cancelHandoff(callers[c.caller], tool.HandoffID)
-			if c.wantKind != "" {
-				wantKind(t, err, c.wantKind)
-				if got := e.handoffRows(tool); got != before {
-					t.Errorf("a refused cancel changed the rows:\n%s\nwas\n%s", got, before)
-				}
-				if evs := e.eventsAfter(mark); len(evs) != 0 {
-					t.Errorf("a refused cancel wrote events %v", types(evs))
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Cancelled != c.wantCancelled || res.Handoff.Status != c.wantStatus || res.Handoff.HandoffID != tool.HandoffID {
+			var res room.CancelHandoffResult
+			err := againstProtocol(t, e, ps.by(c.caller), tool, proto, c.wantKind, c.wantCancelled,
+				func() (room.Handoff, error) {
+					var err error
+					res, err = e.cancelHandoff(ps.by(c.caller), tool.HandoffID)
+					return res.Handoff, err
+				},
+				func() error { return e.cancel(ps.by(c.caller), proto.TaskID) })
+			if err == nil && (res.Cancelled != c.wantCancelled || res.Handoff.Status != c.wantStatus || res.Handoff.HandoffID != tool.HandoffID) {
 				t.Errorf("answer cancelled=%v status=%s, want cancelled=%v status=%s", res.Cancelled, res.Handoff.Status, c.wantCancelled, c.wantStatus)
-			}
-			read, err := e.getHandoff(callers[c.caller], tool.HandoffID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if mustJSON(t, res.Handoff) != mustJSON(t, read) {
-				t.Errorf("the answer's handoff\n%s\nis not what handoff_get reads after the commit\n%s", mustJSON(t, res.Handoff), mustJSON(t, read))
-			}
-			toolEvents := e.eventsOf(mark, tool)
-			if !c.wantCancelled {
-				if got := e.handoffRows(tool); got != before {
-					t.Errorf("a cancel of a terminal handoff changed the rows:\n%s\nwas\n%s", got, before)
-				}
-				if len(toolEvents) != 0 {
-					t.Errorf("a cancel of a terminal handoff wrote events %v", toolEvents)
-				}
-			}
-
-			mark = e.lastEventID()
-			if err := e.cancel(callers[c.caller], proto.TaskID); err != nil {
-				t.Fatalf("tasks/cancel: %v", err)
-			}
-			if g, w := e.handoffRows(tool), e.handoffRows(proto); g != w {
-				t.Errorf("handoff_cancel left\n%s\ntasks/cancel leaves\n%s", g, w)
-			}
-			if g, w := toolEvents, e.eventsOf(mark, proto); !slices.Equal(g, w) {
-				t.Errorf("handoff_cancel wrote events\n%v\ntasks/cancel writes\n%v", g, w)
 			}
 		})
 	}
@@ -251,64 +274,31 @@ func TestAnswerHandoffIsTasksUpdate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
 			ps := newTwinParties(e)
-			callers := map[string]room.Principal{"owner": ps.owner, "worker": ps.worker, "approver": ps.approver,
-				"stranger": ps.stranger, "admin": ps.admin}
 			tool, proto := twinHandoffs(t, e, ps, c.state)
 
-			before, mark := e.handoffRows(tool), e.lastEventID()
-			res, err := e.answerHandoff(callers[c.caller], tool.HandoffID, c.responses)
-			if c.wantKind != "" {
-				wantKind(t, err, c.wantKind)
+			raw := map[string]json.RawMessage{}
+			for k, v := range c.responses {
+				raw[k] = json.RawMessage(v)
+			}
+			var res room.AnswerHandoffResult
+			err := againstProtocol(t, e, ps.by(c.caller), tool, proto, c.wantKind, len(c.wantAnswered) > 0,
+				func() (room.Handoff, error) {
+					var err error
+					res, err = e.answerHandoff(ps.by(c.caller), tool.HandoffID, c.responses)
+					return res.Handoff, err
+				},
+				func() error { return e.answer(ps.by(c.caller), proto.TaskID, raw) })
+			if err != nil {
 				if f := room.AsError(err).Fields["field"]; c.wantField != "" && f != c.wantField {
 					t.Errorf("field = %v, want %s", f, c.wantField)
 				}
-				if got := e.handoffRows(tool); got != before {
-					t.Errorf("a refused answer changed the rows:\n%s\nwas\n%s", got, before)
-				}
-				if evs := e.eventsAfter(mark); len(evs) != 0 {
-					t.Errorf("a refused answer wrote events %v", types(evs))
-				}
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !slices.Equal(res.AnsweredKeys, c.wantAnswered) || !slices.Equal(res.IgnoredKeys, c.wantIgnored) {
 				t.Errorf("answered %q ignored %q, want %q and %q", res.AnsweredKeys, res.IgnoredKeys, c.wantAnswered, c.wantIgnored)
 			}
 			if strOf(res.Handoff.TaskStatus) != c.wantTask {
 				t.Errorf("task_status = %s, want %s", strOf(res.Handoff.TaskStatus), c.wantTask)
-			}
-			read, err := e.getHandoff(callers[c.caller], tool.HandoffID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if mustJSON(t, res.Handoff) != mustJSON(t, read) {
-				t.Errorf("the answer's handoff\n%s\nis not what handoff_get reads after the commit\n%s", mustJSON(t, res.Handoff), mustJSON(t, read))
-			}
-			toolEvents := e.eventsOf(mark, tool)
-			if len(c.wantAnswered) == 0 {
-				if got := e.handoffRows(tool); got != before {
-					t.Errorf("an answer that answered nothing changed the rows:\n%s\nwas\n%s", got, before)
-				}
-				if len(toolEvents) != 0 {
-					t.Errorf("an answer that answered nothing wrote events %v", toolEvents)
-				}
-			}
-
-			raw := map[string]json.RawMessage{}
-			for k, v := range c.responses {
-				raw[k] = json.RawMessage(v)
-			}
-			mark = e.lastEventID()
-			if err := e.answer(callers[c.caller], proto.TaskID, raw); err != nil {
-				t.Fatalf("tasks/update: %v", err)
-			}
-			if g, w := e.handoffRows(tool), e.handoffRows(proto); g != w {
-				t.Errorf("handoff_answer left\n%s\ntasks/update leaves\n%s", g, w)
-			}
-			if g, w := toolEvents, e.eventsOf(mark, proto); !slices.Equal(g, w) {
-				t.Errorf("handoff_answer wrote events\n%v\ntasks/update writes\n%v", g, w)
 			}
 		})
 	}
