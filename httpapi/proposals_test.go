@@ -285,7 +285,7 @@ func TestProposeNamesItsScopeOneWay(t *testing.T) {
 		{name: "two different sections are refused", target: "Goals", section: "Idea",
 			wantFix: `change.section names "Idea" but target names "Idea/Goals"`},
 		{name: "a section under a workspace target is refused", target: "workspace", section: "Goals",
-			wantFix: `change.section names "Idea/Goals" but target names "workspace"`},
+			wantFix: `set target to "Idea/Goals" to replace that section, or leave change.section out`},
 		{name: "the whole document as change.section under a section target is refused", target: "Goals", section: "workspace",
 			wantFix: `change.section names the whole document but target names the section "Idea/Goals"`},
 	}

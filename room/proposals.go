@@ -267,6 +267,10 @@ func oneScope(target, section string, given bool) error {
 		return invalid("change.section", "change.section names the whole document but target names the section %q; "+
 			"set change.section to %q to replace that section, or set target to %q and leave change.section out to replace the whole document",
 			target, target, markdown.Workspace).With("target", target)
+	case target == markdown.Workspace:
+		return invalid("change.section", "target %q replaces the whole document but change.section names the section %q; "+
+			"set target to %q to replace that section, or leave change.section out to replace the whole document",
+			target, section, section).With("target", target)
 	case section == "":
 		return invalid("change.section", "target names the section %q but change.section is missing, which would replace the whole document; "+
 			"set change.section to %q to replace that section, or set target to %q (without change.section) to replace the whole document",
