@@ -249,10 +249,8 @@ func (h *handoffRow) render() (Handoff, error) {
 		out.BaseVersion = &v
 	}
 	if h.taskLive() && h.taskPoll.Valid {
-		// The row's own field, not a copy: no allocation per handoff of a
-		// listing. A row is rendered after its last change, and a task's
-		// poll interval never changes.
-		out.PollIntervalMs = &h.taskPoll.Int64
+		v := h.taskPoll.Int64
+		out.PollIntervalMs = &v
 	}
 	if h.artifacts.Valid {
 		if err := json.Unmarshal([]byte(h.artifacts.String), &out.Artifacts); err != nil {
