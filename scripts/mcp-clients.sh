@@ -48,9 +48,10 @@ if ! command -v node >/dev/null || ! node -e 'process.exit(+process.versions.nod
 fi
 
 # npm_pinned DIR PKG…: `npm ci` in DIR unless every PKG is installed at the
-# version its package-lock.json pins.
+# version its package-lock.json pins; then names each with its version.
 installed() { node -p "try { require('$1/node_modules/$2/package.json').version } catch { '' }"; }
 locked() { node -p "require('$1/package-lock.json').packages['node_modules/$2'].version"; }
+versions="node $(node --version)"
 npm_pinned() {
   local dir="$1" pkg stale=""
   shift
@@ -61,16 +62,18 @@ npm_pinned() {
     # --ignore-scripts: the inspector's postinstall only installs the
     # clients of a source checkout (it exits early under node_modules), and
     # npm 11 does not run dependencies' install scripts without approval.
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error --ignore-scripts)
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error --ignore-scripts) >&2
   fi
-  for pkg in "$@"; do printf '%s %s, ' "$pkg" "$(installed "$dir" "$pkg")"; done
+  for pkg in "$@"; do
+    [ "$(installed "$dir" "$pkg")" = "$(locked "$dir" "$pkg")" ] || { echo "mcp-clients: $dir: $pkg is not at its locked version after npm ci" >&2; exit 1; }
+    versions+=", $pkg $(installed "$dir" "$pkg")"
+  done
 }
-versions="node $(node --version), "
-wants sdk1 && versions+="$(npm_pinned "$here/sdk1" @modelcontextprotocol/sdk)"
-wants client2 && versions+="$(npm_pinned "$root/scripts/mcp-stdio" @modelcontextprotocol/client @modelcontextprotocol/ext-tasks)"
-wants inspector && versions+="$(npm_pinned "$here/inspector" @modelcontextprotocol/inspector)"
-wants gosdk && versions+="$(cd "$here/gosdk" && go list -m -f '{{.Path}} {{.Version}}' github.com/modelcontextprotocol/go-sdk)"
-echo "mcp-clients: ${versions%, }"
+if wants sdk1; then npm_pinned "$here/sdk1" @modelcontextprotocol/sdk; fi
+if wants client2; then npm_pinned "$root/scripts/mcp-stdio" @modelcontextprotocol/client @modelcontextprotocol/ext-tasks; fi
+if wants inspector; then npm_pinned "$here/inspector" @modelcontextprotocol/inspector; fi
+if wants gosdk; then versions+=", $(cd "$here/gosdk" && go list -m -f '{{.Path}} {{.Version}}' github.com/modelcontextprotocol/go-sdk)"; fi
+echo "mcp-clients: $versions"
 
 work="$(mktemp -d)"
 . "$root/scripts/room.sh"
@@ -119,10 +122,10 @@ run() {
 }
 
 node_test=(node --test --test-concurrency=1 --test-timeout=120000)
-wants sdk1 && run sdk1 "$here/sdk1" "${node_test[@]}" lifecycle.test.mjs
-wants gosdk && run gosdk "$here/gosdk" env GOFLAGS="${GOFLAGS:--buildvcs=false}" go test -count=1 -v -timeout 240s ./...
-wants client2 && run client2 "$root/scripts/mcp-stdio" "${node_test[@]}" stdio.test.mjs
-wants inspector && run inspector "$here/inspector" "${node_test[@]}" inspector.test.mjs
+if wants sdk1; then run sdk1 "$here/sdk1" "${node_test[@]}" lifecycle.test.mjs; fi
+if wants gosdk; then run gosdk "$here/gosdk" env GOFLAGS="${GOFLAGS:--buildvcs=false}" go test -count=1 -v -timeout 240s ./...; fi
+if wants client2; then run client2 "$root/scripts/mcp-stdio" "${node_test[@]}" stdio.test.mjs; fi
+if wants inspector; then run inspector "$here/inspector" "${node_test[@]}" inspector.test.mjs; fi
 
 echo "== mcp-clients: results"
 printf '%s\n' "${summary[@]}" | sed '/^$/d'
