@@ -358,10 +358,12 @@ func lifecycle(t *testing.T, version, want string) {
 
 	// A resource subscription sees an edit made to the file from outside.
 	uri := "commonroom://workspace/" + status.WorkspaceID
-	// Under 2026-07-28 the SDK's Subscribe opens a subscriptions/listen
-	// held in the background and returns once the room acknowledged it;
-	// under 2025-11-25 it is resources/subscribe, which the bridge turns
-	// into such a listen. Either way the edit comes after Subscribe returned.
+	// Under 2025-11-25 Subscribe is resources/subscribe, which the bridge
+	// turns into a listen of its own before it answers. Under 2026-07-28 the
+	// SDK's Subscribe writes a subscriptions/listen and returns without
+	// waiting for the room's acknowledgement (go-sdk v1.8.0,
+	// callSubscriptionsListen), so the edit waits for the acknowledgement
+	// seen on the wire: the room replays nothing from before a listen.
 	subscribed := make(chan error, 1)
 	go func() { subscribed <- worker.session.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) }()
 	select {
@@ -375,8 +377,8 @@ func lifecycle(t *testing.T, version, want string) {
 	if want == "2026-07-28" {
 		select {
 		case <-worker.acked:
-		default:
-			t.Fatal("Subscribe returned without the room's notifications/subscriptions/acknowledged")
+		case <-time.After(10 * time.Second):
+			t.Fatal("no notifications/subscriptions/acknowledged within 10 s of Subscribe")
 		}
 	}
 	marker := fmt.Sprintf("edited outside for %s at %d", label, time.Now().UnixNano())
