@@ -29,6 +29,7 @@
 #   scripts/mcp-clients.sh                     from the repository root, or from .ci/run
 #   scripts/mcp-clients.sh sdk1 inspector      only those
 #   CE_MCP_CLIENTS_VERBOSE=1 scripts/mcp-clients.sh   also print each step and ce mcp's debug logs
+#   CE_MCP_CLIENTS_CE=/path/to/ce scripts/mcp-clients.sh   that ce binary instead of building one
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -83,7 +84,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-room_build "$root" "$work"
+if [ -n "${CE_MCP_CLIENTS_CE:-}" ]; then
+  cp "$CE_MCP_CLIENTS_CE" "$work/ce"
+else
+  room_build "$root" "$work"
+fi
 export CE_BIN="$work/ce"
 export CE_DOC="$work/plan.md"
 printf '# Plan\n\nA room for the MCP client tests.\n\n## Venue\n\nto be decided\n' > "$CE_DOC"
