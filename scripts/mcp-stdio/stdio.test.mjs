@@ -229,7 +229,9 @@ test("2026-07-28 with ext-tasks: a task-backed handoff answered with tasks/updat
     });
     assert.deepEqual(h.inputs[0].response, { action: "accept", content: { answer } });
     assert.equal(h.task_status, "working");
-    const update = raw.seen.find((s) => s.request.method === "tasks/update");
+    // The room commits before it answers, so the worker may read the answer
+    // before the creator's dispatcher has read the acknowledgement.
+    const update = await until(10000, "the tasks/update answer", () => raw.seen.find((s) => s.request.method === "tasks/update"));
     assert.ok(update && !update.msg.error, `tasks/update went through ce mcp and was acknowledged: ${JSON.stringify(update)}`);
     assert.equal(update.request.params.taskId, taskID);
 
