@@ -65,6 +65,13 @@ type bridge struct {
 
 	wg  sync.WaitGroup
 	sem chan struct{}
+
+	// legacy is set once a host began with initialize (an MCP revision
+	// before 2026-07-28): its requests are then answered in that era.
+	legacy atomic.Pointer[legacyHost]
+	// resources holds such a host's resources/subscribe set on one listen
+	// stream; started on its first subscribe, stopped when run ends.
+	resources *resourceWatch
 }
 
 // bridgeCall is one request the room is answering.
@@ -74,7 +81,21 @@ type bridgeCall struct {
 	// for it (stdio cancellation: the receiver sends no response).
 	cancelled atomic.Bool
 	listen    bool
+	// shape, for a request of an old-era host, turns the room's answer
+	// into that era's; nil passes it unchanged.
+	shape *callShape
 }
+
+// callShape is what the bridge does to the room's answer for an old-era
+// host: reshape the JSON, then (when set) after, which may replace it.
+type callShape struct {
+	shape func(body []byte) []byte
+	after afterFunc
+}
+
+// afterFunc sees the answer about to be written for a request, and returns
+// what to write instead (or the same bytes).
+type afterFunc func(ctx context.Context, body []byte) []byte
 
 func newBridge(baseURL, token string, reqTimeout time.Duration, out io.Writer, log *slog.Logger) *bridge {
 	tr := &http.Transport{
@@ -141,6 +162,9 @@ loop:
 			b.handle(ctx, line)
 		}
 	}
+	if b.resources != nil {
+		b.resources.close()
+	}
 	b.mu.Lock()
 	for _, c := range b.inflight {
 		if c.listen {
@@ -201,11 +225,32 @@ func (b *bridge) handle(ctx context.Context, line []byte) {
 		b.writeError(idOrNull(m.ID), rpcInvalidRequest, "Invalid Request: no method", nil)
 		return
 	}
+	method := *m.Method
+	legacy := b.legacy.Load()
 	if m.ID == nil {
-		b.notify(ctx, line, *m.Method, m.Params)
+		if legacy != nil {
+			b.notifyLegacy(method, m.Params)
+			return
+		}
+		b.notify(ctx, line, method, m.Params)
 		return
 	}
-	b.request(ctx, line, *m.Method, m.Params, m.ID)
+	switch {
+	case legacy != nil:
+		b.handleLegacy(ctx, legacy, method, m.Params, m.ID)
+	case method == "initialize":
+		b.initialize(ctx, m.ID, m.Params)
+	case isModernRequest(m.Params) || method == "server/discover":
+		b.request(ctx, line, method, m.Params, m.ID, nil)
+	case method == "ping":
+		// A ping before initialize is the one request an old-era host may
+		// send then; a 2026-07-28 ping carries _meta and is forwarded.
+		b.writeResult(m.ID, map[string]any{})
+	default:
+		b.writeError(m.ID, rpcInvalidParams, "Invalid params: params._meta is missing. A host speaking MCP 2026-07-28 carries "+
+			"io.modelcontextprotocol/protocolVersion in params._meta; one speaking an earlier revision sends initialize first",
+			map[string]any{"supported": append([]string{mcpProtocolVersion}, legacyVersions...)})
+	}
 }
 
 func idOrNull(id json.RawMessage) json.RawMessage {
@@ -234,11 +279,11 @@ func idKey(raw json.RawMessage) string {
 }
 
 // request forwards a request and writes its answer (or frames) as they come.
-func (b *bridge) request(ctx context.Context, line []byte, method string, params, id json.RawMessage) {
+func (b *bridge) request(ctx context.Context, line []byte, method string, params, id json.RawMessage, shape *callShape) {
 	key := idKey(id)
 	listen := method == "subscriptions/listen"
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &bridgeCall{cancel: cancel, listen: listen}
+	c := &bridgeCall{cancel: cancel, listen: listen, shape: shape}
 	b.mu.Lock()
 	if _, dup := b.inflight[key]; dup {
 		b.mu.Unlock()
@@ -313,7 +358,7 @@ func (b *bridge) forward(ctx context.Context, c *bridgeCall, line []byte, method
 		return
 	}
 	if isRPCResponse(body) {
-		b.writeLine(body)
+		b.writeAnswer(ctx, c, body)
 		return
 	}
 	// Not a JSON-RPC answer (a proxy, the rate limiter): say what it was.
@@ -333,6 +378,20 @@ func (b *bridge) forward(ctx context.Context, c *bridgeCall, line []byte, method
 		data["retry_after"] = ra
 	}
 	b.writeError(id, rpcInternalError, msg, data)
+}
+
+// writeAnswer writes the room's answer to a request, in the host's era.
+func (b *bridge) writeAnswer(ctx context.Context, c *bridgeCall, body []byte) {
+	if c.shape != nil {
+		body = c.shape.shape(body)
+		if c.shape.after != nil {
+			body = c.shape.after(ctx, body)
+		}
+		if c.cancelled.Load() {
+			return
+		}
+	}
+	b.writeLine(body)
 }
 
 // unreachable answers a request the room could not be asked or could not
@@ -379,8 +438,12 @@ func (b *bridge) stream(c *bridgeCall, resp *http.Response, id json.RawMessage) 
 		}
 		if isRPCResponse(d) {
 			answered = true
+			b.writeAnswer(context.Background(), c, d)
+			return
 		}
-		b.writeLine(d)
+		if c.shape == nil {
+			b.writeLine(d) // a listen's frame; an old-era host never opens one
+		}
 	}
 	for sc.Scan() {
 		l := sc.Bytes()
