@@ -256,7 +256,16 @@ func lifecycle(t *testing.T, version, want string) {
 	}
 	prompts, err := creator.session.ListPrompts(ctx, nil)
 	if err != nil || len(prompts.Prompts) == 0 {
-		t.Errorf("prompts/list: %v %+v", err, prompts)
+		t.Fatalf("prompts/list: %v %+v", err, prompts)
+	}
+	if p, err := creator.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompts.Prompts[0].Name}); err != nil || len(p.Messages) == 0 {
+		t.Errorf("prompts/get %s: %v %+v", prompts.Prompts[0].Name, err, p)
+	}
+	if r, err := creator.session.ListResources(ctx, nil); err != nil || len(r.Resources) == 0 {
+		t.Errorf("resources/list: %v %+v", err, r)
+	}
+	if r, err := creator.session.ListResourceTemplates(ctx, nil); err != nil || len(r.ResourceTemplates) == 0 {
+		t.Errorf("resources/templates/list: %v %+v", err, r)
 	}
 	for _, h := range []*host{creator, worker, approver} {
 		tools, err := h.session.ListTools(ctx, nil)

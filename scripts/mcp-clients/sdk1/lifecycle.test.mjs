@@ -92,6 +92,12 @@ async function lifecycle() {
   await creator.client.setLoggingLevel("info");
   const prompts = await creator.client.listPrompts();
   assert.ok(prompts.prompts.length > 0, "prompts/list names the room's prompts");
+  const prompt = await creator.client.getPrompt({ name: prompts.prompts[0].name, arguments: {} });
+  assert.ok(prompt.messages.length > 0, `prompts/get ${prompts.prompts[0].name}`);
+  const resources = await creator.client.listResources();
+  assert.ok(resources.resources.some((r) => r.uri.startsWith("commonroom://workspace/")), `resources/list names the document: ${JSON.stringify(resources)}`);
+  const templates = await creator.client.listResourceTemplates();
+  assert.ok(templates.resourceTemplates.length > 0, "resources/templates/list names the section template");
   for (const h of [creator, worker, approver]) {
     // listTools also primes the SDK's output-schema validators for callTool.
     const names = (await h.client.listTools()).tools.map((x) => x.name);
