@@ -130,7 +130,8 @@ node_test=(node --test --test-concurrency=1 --test-timeout=120000)
 if wants sdk1; then run sdk1 "$here/sdk1" "${node_test[@]}" lifecycle.test.mjs; fi
 if wants gosdk; then run gosdk "$here/gosdk" env GOFLAGS="${GOFLAGS:--buildvcs=false}" go test -count=1 -v -timeout 240s ./...; fi
 if wants client2; then run client2 "$root/scripts/mcp-stdio" "${node_test[@]}" stdio.test.mjs; fi
-if wants inspector; then run inspector "$here/inspector" "${node_test[@]}" inspector.test.mjs; fi
+# The inspector's test starts some 25 processes one after the other.
+if wants inspector; then run inspector "$here/inspector" "${node_test[@]}" --test-timeout=240000 inspector.test.mjs; fi
 
 echo "== mcp-clients: results"
 printf '%s\n' "${summary[@]}" | sed '/^$/d'
