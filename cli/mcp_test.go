@@ -5,11 +5,9 @@ package cli
 // stdout, and a second participant driving the room over plain MCP.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -172,7 +170,7 @@ func (b *bridgeProc) closeAndWait() int {
 	return code
 }
 
-func readState(t *testing.T, path string) sessionState {
+func readState(t testing.TB, path string) sessionState {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -185,7 +183,7 @@ func readState(t *testing.T, path string) sessionState {
 	return s
 }
 
-func inviteOnce(t *testing.T, dir, file string) string {
+func inviteOnce(t testing.TB, dir, file string) string {
 	t.Helper()
 	var g inviteGrant
 	decodeJSON(t, mustCE(t, dir, nil, "invite", "--workspace", file, "--max-uses", "1", "--json"), &g)
@@ -406,43 +404,6 @@ func hasTaskStatus(ls []rpcLine, taskID, status string) bool {
 		}
 	}
 	return false
-}
-
-// TestMCPBridgeOverheadFigure measures tasks/get through `ce mcp` beside
-// the same call made directly over HTTP, in the same run (logged, not
-// asserted): the figure for the closing note.
-func TestMCPBridgeOverheadFigure(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a measurement")
-	}
-	dir := t.TempDir()
-	file := newDoc(t, dir, "idea.md")
-	s := startServe(t, dir, "serve", "idea.md", "--json", "--rate-limit", "0")
-	ingress := strings.TrimSuffix(s.Banner.IngressURL, "/")
-	inv := inviteOnce(t, dir, file)
-	b := startBridge(t, dir, inv, filepath.Join(t.TempDir(), "s.json"), nil)
-	tok := readState(t, waitState(t, b)).SessionToken
-	task := createTask(t, httpClient, ingress, tok, "measure")
-	direct := mcpClient(&http.Client{}, ingress, tok, true)
-	const n = 400
-	id := 100
-	measure := func(op func()) (time.Duration, time.Duration) {
-		for range 20 { // warm up
-			op()
-		}
-		return latencies(n, op)
-	}
-	d50, d99 := measure(func() {
-		if _, err := direct.Call(context.Background(), "tasks/get", map[string]any{"taskId": task.taskID}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	b50, b99 := measure(func() {
-		id++
-		b.call(id, "tasks/get", map[string]any{"taskId": task.taskID})
-	})
-	t.Logf("tasks/get, %d calls each (measured, not asserted): direct HTTP p50 %v p99 %v; through ce mcp p50 %v p99 %v; overhead p50 %v p99 %v",
-		n, d50, d99, b50, b99, b50-d50, b99-d99)
 }
 
 // waitState makes sure the bridge has joined (one answered request) and

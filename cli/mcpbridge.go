@@ -204,17 +204,17 @@ func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 // handle routes one line from the host.
 func (b *bridge) handle(ctx context.Context, line []byte) {
 	line = bytes.TrimSpace(line)
-	if !json.Valid(line) {
-		b.writeError(nil, rpcParseError, "Parse error: the line is not JSON", nil)
-		return
-	}
-	if line[0] != '{' {
-		b.writeError(nil, rpcInvalidRequest, "Invalid Request: one JSON-RPC object a line (no batches)", nil)
-		return
-	}
 	var m rpcMessage
-	if err := json.Unmarshal(line, &m); err != nil {
-		b.writeError(idOrNull(m.ID), rpcInvalidRequest, "Invalid Request: "+err.Error(), nil)
+	if err := json.Unmarshal(line, &m); err != nil { // validates the whole line first
+		var syntax *json.SyntaxError
+		switch {
+		case errors.As(err, &syntax):
+			b.writeError(nil, rpcParseError, "Parse error: the line is not JSON", nil)
+		case line[0] != '{':
+			b.writeError(nil, rpcInvalidRequest, "Invalid Request: one JSON-RPC object a line (no batches)", nil)
+		default:
+			b.writeError(idOrNull(m.ID), rpcInvalidRequest, "Invalid Request: "+err.Error(), nil)
+		}
 		return
 	}
 	if m.Method == nil {
@@ -357,8 +357,8 @@ func (b *bridge) forward(ctx context.Context, c *bridgeCall, line []byte, method
 		b.writeError(id, rpcInternalError, "the room's answer is larger than the bridge passes on", map[string]any{"error": "body_too_large", "http_status": resp.StatusCode})
 		return
 	}
-	if isRPCResponse(body) {
-		b.writeAnswer(ctx, c, body)
+	if msg, ok := rpcResponse(body); ok {
+		b.writeAnswer(ctx, c, msg)
 		return
 	}
 	// Not a JSON-RPC answer (a proxy, the rate limiter): say what it was.
@@ -380,18 +380,19 @@ func (b *bridge) forward(ctx context.Context, c *bridgeCall, line []byte, method
 	b.writeError(id, rpcInternalError, msg, data)
 }
 
-// writeAnswer writes the room's answer to a request, in the host's era.
-func (b *bridge) writeAnswer(ctx context.Context, c *bridgeCall, body []byte) {
+// writeAnswer writes the room's answer to a request (compact JSON), in
+// the host's era.
+func (b *bridge) writeAnswer(ctx context.Context, c *bridgeCall, msg []byte) {
 	if c.shape != nil {
-		body = c.shape.shape(body)
+		msg = c.shape.shape(msg)
 		if c.shape.after != nil {
-			body = c.shape.after(ctx, body)
+			msg = c.shape.after(ctx, msg)
 		}
 		if c.cancelled.Load() {
 			return
 		}
 	}
-	b.writeLine(body)
+	b.writeCompact(msg)
 }
 
 // unreachable answers a request the room could not be asked or could not
@@ -409,14 +410,28 @@ func (b *bridge) unreachable(id json.RawMessage, err error) {
 
 // isRPCResponse reports whether body is one JSON-RPC response object.
 func isRPCResponse(body []byte) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return false
+	_, ok := rpcResponse(body)
+	return ok
+}
+
+// rpcResponse checks that body is one JSON-RPC response object and returns
+// it compacted (one line), in one pass over the bytes that validates them.
+func rpcResponse(body []byte) ([]byte, bool) {
+	var buf bytes.Buffer
+	buf.Grow(len(body))
+	if json.Compact(&buf, body) != nil {
+		return nil, false
 	}
-	_, hasID := m["id"]
-	_, res := m["result"]
-	_, er := m["error"]
-	return hasID && (res || er) && string(m["jsonrpc"]) == `"2.0"`
+	msg := buf.Bytes()
+	ms, ok := objectMembers(msg)
+	if !ok {
+		return nil, false
+	}
+	version, _ := member(ms, msg, "jsonrpc")
+	_, hasID := member(ms, msg, "id")
+	_, res := member(ms, msg, "result")
+	_, er := member(ms, msg, "error")
+	return msg, hasID && (res || er) && string(version) == `"2.0"`
 }
 
 // stream passes an SSE answer on frame by frame as it arrives. A stream
@@ -436,9 +451,9 @@ func (b *bridge) stream(c *bridgeCall, resp *http.Response, id json.RawMessage) 
 		if c.cancelled.Load() {
 			return
 		}
-		if isRPCResponse(d) {
+		if msg, ok := rpcResponse(d); ok {
 			answered = true
-			b.writeAnswer(context.Background(), c, d)
+			b.writeAnswer(context.Background(), c, msg)
 			return
 		}
 		if c.shape == nil {
@@ -535,18 +550,20 @@ func (b *bridge) post(ctx context.Context, line []byte, method string, params js
 }
 
 // routingHeaders reads the protocol version from params._meta and the value
-// of Mcp-Name from the member the method names (spec §1.3).
+// of Mcp-Name from the member the method names (spec §1.3). params is part
+// of a message already checked to be valid JSON.
 func routingHeaders(method string, params json.RawMessage) (version, name string, hasName bool) {
 	version = mcpProtocolVersion
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil {
+	ms, ok := objectMembers(params)
+	if !ok {
 		return version, "", false
 	}
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(p["_meta"], &meta) == nil {
-		var v string
-		if json.Unmarshal(meta["io.modelcontextprotocol/protocolVersion"], &v) == nil && v != "" {
-			version = headerValue(v)
+	if meta, ok := member(ms, params, "_meta"); ok {
+		mm, _ := objectMembers(meta)
+		if raw, ok := member(mm, meta, metaVersionKey); ok {
+			if v, ok := stringValue(raw); ok && v != "" {
+				version = headerValue(v)
+			}
 		}
 	}
 	field := ""
@@ -561,10 +578,12 @@ func routingHeaders(method string, params json.RawMessage) (version, name string
 	if field == "" {
 		return version, "", false
 	}
-	if json.Unmarshal(p[field], &name) != nil {
+	raw, ok := member(ms, params, field)
+	if !ok {
 		return version, "", false
 	}
-	return version, name, true
+	name, ok = stringValue(raw)
+	return version, name, ok
 }
 
 // headerValue is v as an HTTP header value: as it is when it survives the
@@ -595,6 +614,15 @@ func (b *bridge) writeLine(msg []byte) {
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
 	if _, err := b.out.Write(buf.Bytes()); err != nil {
+		b.log.Warn("writing to stdout", "err", err)
+	}
+}
+
+// writeCompact writes one message already known to be compact JSON.
+func (b *bridge) writeCompact(msg []byte) {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	if _, err := b.out.Write(append(msg, '\n')); err != nil {
 		b.log.Warn("writing to stdout", "err", err)
 	}
 }

@@ -61,18 +61,21 @@ type legacyHost struct {
 	// carries: the version, the host's capabilities without the tasks
 	// extension, and its client info.
 	meta map[string]json.RawMessage
+	// metaMembers is meta encoded once, as the members of an object.
+	metaMembers []byte
 }
 
 // isModernRequest reports whether params carries the 2026-07-28 request
-// _meta, which is how a request of that era says what it is.
+// _meta, which is how a request of that era says what it is. params is
+// part of a message already checked to be valid JSON.
 func isModernRequest(params json.RawMessage) bool {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
+	ms, _ := objectMembers(params)
+	meta, ok := member(ms, params, "_meta")
+	if !ok {
 		return false
 	}
-	_, ok := p.Meta[metaVersionKey]
+	mm, _ := objectMembers(meta)
+	_, ok = member(mm, meta, metaVersionKey)
 	return ok
 }
 
@@ -125,11 +128,14 @@ func newLegacyHost(params json.RawMessage) (*legacyHost, string, error) {
 	}
 	capsJSON, _ := json.Marshal(caps)
 	version := negotiate(*in.ProtocolVersion)
-	return &legacyHost{version: version, meta: map[string]json.RawMessage{
+	h := &legacyHost{version: version, meta: map[string]json.RawMessage{
 		metaVersionKey: json.RawMessage(`"` + mcpProtocolVersion + `"`),
 		metaCapsKey:    capsJSON,
 		metaInfoKey:    info,
-	}}, version, nil
+	}}
+	enc, _ := json.Marshal(h.meta)
+	h.metaMembers = enc[1 : len(enc)-1]
+	return h, version, nil
 }
 
 func orEmpty(params json.RawMessage) json.RawMessage {
@@ -142,42 +148,38 @@ func orEmpty(params json.RawMessage) json.RawMessage {
 // rewrite is a request of this host as a 2026-07-28 request: the same id,
 // method and params, with the era's _meta keys in place of whatever
 // io.modelcontextprotocol/ keys the host put there (its own keys, such as
-// progressToken or traceparent, stay).
+// progressToken or traceparent, stay). params is part of a message already
+// checked to be valid JSON; nothing in it is decoded but _meta's keys.
 func (h *legacyHost) rewrite(id json.RawMessage, method string, params json.RawMessage) (line []byte, newParams json.RawMessage, err error) {
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(orEmpty(params), &p); err != nil || p == nil {
+	params = orEmpty(params)
+	ms, ok := objectMembers(params)
+	if !ok {
 		return nil, nil, fmt.Errorf("params must be a JSON object")
 	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := p["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+	meta := h.metaMembers
+	if raw, ok := member(ms, params, "_meta"); ok {
+		mm, ok := objectMembers(raw)
+		if !ok {
 			return nil, nil, fmt.Errorf("params._meta must be a JSON object")
 		}
-		for k := range meta {
-			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
-				delete(meta, k)
-			}
+		own := appendObject(nil, nil, raw, mm, func(m jsonMember) bool {
+			return !bytes.HasPrefix(m.key, []byte(`"io.modelcontextprotocol/`))
+		})
+		if len(own) > 2 { // not {}
+			meta = append(append(append([]byte(nil), own[1:len(own)-1]...), ','), meta...)
 		}
 	}
-	for k, v := range h.meta {
-		meta[k] = v
-	}
-	p["_meta"], _ = json.Marshal(meta)
-	newParams, _ = json.Marshal(p)
-	m, _ := json.Marshal(method)
-	var buf bytes.Buffer
-	buf.WriteString(`{"jsonrpc":"2.0",`)
+	line = make([]byte, 0, len(params)+len(meta)+len(method)+len(id)+64)
+	line = append(line, `{"jsonrpc":"2.0",`...)
 	if id != nil {
-		buf.WriteString(`"id":`)
-		buf.Write(id)
-		buf.WriteByte(',')
+		line = append(append(append(line, `"id":`...), id...), ',')
 	}
-	buf.WriteString(`"method":`)
-	buf.Write(m)
-	buf.WriteString(`,"params":`)
-	buf.Write(newParams)
-	buf.WriteByte('}')
-	return buf.Bytes(), newParams, nil
+	m, _ := json.Marshal(method)
+	line = append(append(append(line, `"method":`...), m...), `,"params":`...)
+	p := len(line)
+	line = appendObject(line, append(append([]byte(`"_meta":{`), meta...), '}'), params, ms, func(m jsonMember) bool { return !m.is("_meta") })
+	newParams = line[p:len(line):len(line)]
+	return append(line, '}'), newParams, nil
 }
 
 // reshape is the room's answer as an old-era result: the 2026-07-28-only
@@ -185,53 +187,69 @@ func (h *legacyHost) rewrite(id json.RawMessage, method string, params json.RawM
 // out, and a structuredContent that is not an object (allowed from
 // 2026-07-28 on, refused by the older schemas) is wrapped in one. A result
 // that is not "complete" (a task handle, an input_required round) cannot be
-// carried to this host and becomes an error. Errors pass unchanged.
+// carried to this host and becomes an error. Errors pass unchanged. body
+// is valid JSON (the bridge checked it); members keep their order.
 func reshape(body []byte) []byte {
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil {
+	top, _ := objectMembers(body)
+	var res jsonMember
+	found := false
+	for _, m := range top {
+		if m.is("result") {
+			res, found = m, true
+		}
+	}
+	if !found {
 		return body
 	}
-	raw, ok := msg["result"]
+	obj := body[res.start:res.end]
+	ms, ok := objectMembers(obj)
 	if !ok {
 		return body
 	}
-	var res map[string]json.RawMessage
-	if json.Unmarshal(raw, &res) != nil || res == nil {
-		return body
-	}
-	if rt, ok := res["resultType"]; ok {
-		var kind string
-		json.Unmarshal(rt, &kind)
-		if kind != "complete" {
-			delete(msg, "result")
-			msg["error"], _ = json.Marshal(map[string]any{"code": rpcInternalError,
-				"message": fmt.Sprintf("the room answered with a %q result, which this protocol version cannot carry", kind)})
-			out, _ := json.Marshal(msg)
-			return out
+	if rt, ok := member(ms, obj, "resultType"); ok && string(rt) != `"complete"` {
+		kind, _ := stringValue(rt)
+		e, _ := json.Marshal(map[string]any{"code": rpcInternalError,
+			"message": fmt.Sprintf("the room answered with a %q result, which this protocol version cannot carry", kind)})
+		out := appendObject(nil, nil, body, top, func(m jsonMember) bool { return !m.is("result") })
+		out = out[:len(out)-1]
+		if len(out) > 1 {
+			out = append(out, ',')
 		}
+		return append(append(append(out, `"error":`...), e...), '}')
 	}
-	delete(res, "resultType")
-	delete(res, "ttlMs")
-	delete(res, "cacheScope")
-	if m, ok := res["_meta"]; ok {
-		var meta map[string]json.RawMessage
-		if json.Unmarshal(m, &meta) == nil {
-			delete(meta, serverInfoKey)
-			if len(meta) == 0 {
-				delete(res, "_meta")
-			} else {
-				res["_meta"], _ = json.Marshal(meta)
+	out := make([]byte, 0, len(body))
+	out = append(out, body[:res.start]...)
+	out = append(out, '{')
+	first := true
+	add := func(key []byte, value []byte) {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(append(append(out, key...), ':'), value...)
+	}
+	for _, m := range ms {
+		v := obj[m.start:m.end]
+		switch {
+		case m.is("resultType"), m.is("ttlMs"), m.is("cacheScope"):
+		case m.is("_meta"):
+			mm, ok := objectMembers(v)
+			if !ok {
+				add(m.key, v)
+				continue
 			}
+			kept := appendObject(nil, nil, v, mm, func(x jsonMember) bool { return !x.is(serverInfoKey) })
+			if len(kept) > 2 {
+				add(m.key, kept)
+			}
+		case m.is("structuredContent") && len(v) > 0 && v[0] != '{':
+			add(m.key, append(append([]byte(`{"result":`), v...), '}'))
+		default:
+			add(m.key, v)
 		}
 	}
-	if sc, ok := res["structuredContent"]; ok {
-		if t := bytes.TrimSpace(sc); len(t) > 0 && t[0] != '{' {
-			res["structuredContent"], _ = json.Marshal(map[string]json.RawMessage{"result": sc})
-		}
-	}
-	msg["result"], _ = json.Marshal(res)
-	out, _ := json.Marshal(msg)
-	return out
+	out = append(out, '}')
+	return append(out, body[res.end:]...)
 }
 
 // discovered is what the bridge tells an old-era host about the server, as

@@ -128,21 +128,21 @@ func TestLegacyRewrite(t *testing.T) {
 
 func TestReshape(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
-		{"the 2026-07-28 members go, the rest stays",
+		{"the 2026-07-28 members go, the rest stays in its order",
 			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","tools":[{"name":"a"}],"ttlMs":300000,"cacheScope":"public","nextCursor":"c","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"ce"}}}}`,
-			`{"id":1,"jsonrpc":"2.0","result":{"nextCursor":"c","tools":[{"name":"a"}]}}`},
+			`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}],"nextCursor":"c"}}`},
 		{"_meta keeps what is not serverInfo",
 			`{"jsonrpc":"2.0","id":"x","result":{"resultType":"complete","contents":[],"_meta":{"commonroom/version":3,"io.modelcontextprotocol/serverInfo":{}}}}`,
-			`{"id":"x","jsonrpc":"2.0","result":{"_meta":{"commonroom/version":3},"contents":[]}}`},
+			`{"jsonrpc":"2.0","id":"x","result":{"contents":[],"_meta":{"commonroom/version":3}}}`},
 		{"a structuredContent that is not an object is wrapped",
 			`{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[],"structuredContent":[1,2]}}`,
-			`{"id":2,"jsonrpc":"2.0","result":{"content":[],"structuredContent":{"result":[1,2]}}}`},
+			`{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"result":[1,2]}}}`},
 		{"an object structuredContent is kept as it is",
 			`{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[],"structuredContent":{"a":1},"isError":false}}`,
-			`{"id":2,"jsonrpc":"2.0","result":{"content":[],"isError":false,"structuredContent":{"a":1}}}`},
+			`{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"a":1},"isError":false}}`},
 		{"a task handle cannot be carried: an error",
 			`{"jsonrpc":"2.0","id":3,"result":{"resultType":"task","taskId":"t"}}`,
-			`{"error":{"code":-32603,"message":"the room answered with a \"task\" result, which this protocol version cannot carry"},"id":3,"jsonrpc":"2.0"}`},
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"the room answered with a \"task\" result, which this protocol version cannot carry"}}`},
 		{"an error passes unchanged",
 			`{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown task","data":{"resultType":"x"}}}`,
 			`{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown task","data":{"resultType":"x"}}}`},
@@ -153,4 +153,40 @@ func TestReshape(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzLegacyShapes holds both directions of the old-era adapter to valid
+// JSON out for valid JSON in: a host's params rewritten for the room, and a
+// room's answer reshaped for the host.
+func FuzzLegacyShapes(f *testing.F) {
+	for _, s := range []string{`{}`, `{"name":"x","_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","structuredContent":[1],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"resultType":"task"}}`, `{"result":{"_meta":{}}}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	h, _, err := newLegacyHost(json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) {
+			return
+		}
+		if out := reshape(in); !json.Valid(out) {
+			t.Fatalf("reshape(%s) = %s, not JSON", in, out)
+		}
+		line, params, err := h.rewrite(json.RawMessage(`7`), "tools/call", in)
+		if err != nil {
+			return
+		}
+		var m struct {
+			Params struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		if !json.Valid(line) || !json.Valid(params) || json.Unmarshal(line, &m) != nil ||
+			string(m.Params.Meta[metaVersionKey]) != `"2026-07-28"` {
+			t.Fatalf("rewrite(%s) = %s", in, line)
+		}
+	})
 }

@@ -80,7 +80,7 @@ func (n *tsNet) joinArgs(uri string, extra ...string) []string {
 }
 
 // newDoc writes tsDoc to dir/name and returns its path.
-func newDoc(t *testing.T, dir, name string) string {
+func newDoc(t testing.TB, dir, name string) string {
 	t.Helper()
 	file := filepath.Join(dir, name)
 	if err := os.WriteFile(file, []byte(tsDoc), 0o644); err != nil {
@@ -114,7 +114,7 @@ func mcpClient(c *http.Client, base, token string, tasks bool) *mcptest.Client {
 
 // mcpDo sends one MCP request and returns its JSON-RPC result; an error
 // answer fails the test.
-func mcpDo(t *testing.T, c *http.Client, base, token, method string, params map[string]any, tasks bool) map[string]any {
+func mcpDo(t testing.TB, c *http.Client, base, token, method string, params map[string]any, tasks bool) map[string]any {
 	t.Helper()
 	raw, err := mcpClient(c, base, token, tasks).Call(context.Background(), method, params)
 	var out map[string]any
@@ -125,7 +125,7 @@ func mcpDo(t *testing.T, c *http.Client, base, token, method string, params map[
 }
 
 // mcpTool calls a tool that must succeed and returns its structuredContent.
-func mcpTool(t *testing.T, c *http.Client, base, token, name string, args map[string]any) map[string]any {
+func mcpTool(t testing.TB, c *http.Client, base, token, name string, args map[string]any) map[string]any {
 	t.Helper()
 	res := mcpDo(t, c, base, token, "tools/call", map[string]any{"name": name, "arguments": args}, false)
 	sc, _ := res["structuredContent"].(map[string]any)
@@ -243,7 +243,7 @@ type tsTask struct{ handoffID, taskID string }
 
 // createTask is handoff_create with the Tasks extension declared: the answer
 // is a task handle (CreateTaskResult) naming the handoff in _meta.
-func createTask(t *testing.T, c *http.Client, base, token, summary string) tsTask {
+func createTask(t testing.TB, c *http.Client, base, token, summary string) tsTask {
 	t.Helper()
 	res := mcpDo(t, c, base, token, "tools/call", map[string]any{"name": "handoff_create",
 		"arguments": map[string]any{"summary": summary}}, true)
