@@ -96,6 +96,11 @@ async function lifecycle() {
   assert.ok(prompt.messages.length > 0, `prompts/get ${prompts.prompts[0].name}`);
   const resources = await creator.client.listResources();
   assert.ok(resources.resources.some((r) => r.uri.startsWith("commonroom://workspace/")), `resources/list names the document: ${JSON.stringify(resources)}`);
+  // The agent guide as a skill resource, found and read the way hosts do.
+  const skill = resources.resources.find((r) => r.uri === "skill://commonroom/SKILL.md");
+  assert.equal(skill?.mimeType, "text/markdown", `resources/list names the guide: ${JSON.stringify(resources)}`);
+  const guide = await creator.client.readResource({ uri: skill.uri });
+  assert.ok(guide.contents[0].text.includes("handoff_answer"), "the guide teaches the tools-only workflow");
   const templates = await creator.client.listResourceTemplates();
   assert.ok(templates.resourceTemplates.length > 0, "resources/templates/list names the section template");
   for (const h of [creator, worker, approver]) {
