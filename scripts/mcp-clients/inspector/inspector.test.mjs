@@ -21,7 +21,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { cancelledByTool, editOutside, env, lifecycleTools, participantOf, toolsOnlyLifecycle, within } from "../lib/handoff.mjs";
@@ -93,29 +93,36 @@ async function privateDaemon() {
   const exports = await mcpdo(["private"]);
   for (const [, k, v] of exports.matchAll(/export (MCP_INSPECTOR_DAEMON_\w+)='([^']*)'/g)) childEnv[k] = v;
   assert.ok(childEnv.MCP_INSPECTOR_DAEMON_DIR && childEnv.MCP_INSPECTOR_DAEMON_TOKEN, `mcpdo private: ${exports}`);
+  const dir = childEnv.MCP_INSPECTOR_DAEMON_DIR;
   return async () => {
-    await mcpdo(["--format", "json", "daemon", "stop"]).catch((e) => console.error(`# inspector: ${e.message}`));
-    // A daemon that did not go is ended by its pid (its lock file).
-    let pid;
+    await stopDaemon();
+    rmSync(dir, { recursive: true, force: true });
+  };
+}
+
+// stopDaemon asks the private daemon to stop; one that did not go is ended
+// by the pid in its lock file.
+async function stopDaemon() {
+  await mcpdo(["--format", "json", "daemon", "stop"]).catch((e) => console.error(`# inspector: ${e.message}`));
+  let pid;
+  try {
+    pid = +readFileSync(join(childEnv.MCP_INSPECTOR_DAEMON_DIR, "mcpdod.lock"), "utf8").trim();
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 50 && pid > 0; i++) {
     try {
-      pid = +readFileSync(join(childEnv.MCP_INSPECTOR_DAEMON_DIR, "mcpdod.lock"), "utf8").trim();
+      process.kill(pid, 0);
     } catch {
       return;
     }
-    for (let i = 0; i < 50 && pid > 0; i++) {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    if (pid > 0) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {}
-    }
-  };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  if (pid > 0) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {}
+  }
 }
 
 // subscribeOutside: mcpdo connects the worker (its daemon runs the worker's
