@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/commonroom/ce/httpapi/mcp"
 )
 
 // The bridge speaks two eras of MCP to its host. A host that sends
@@ -261,10 +263,10 @@ type discovered struct {
 
 // discover asks the room who it is (server/discover is public and cheap).
 // A room that does not answer in time is no reason to fail initialize: the
-// host gets the bridge's own name and no instructions, and its later
-// requests get the room's "unreachable" answer as usual.
+// host gets the bridge's own name and this build's instructions, and its
+// later requests get the room's "unreachable" answer as usual.
 func (b *bridge) discover(ctx context.Context) discovered {
-	fallback := discovered{serverInfo: mustJSON(map[string]string{"name": "ce", "version": version()})}
+	fallback := discovered{serverInfo: mustJSON(map[string]string{"name": "ce", "version": version()}), instructions: mcp.Instructions}
 	ctx, cancel := context.WithTimeout(ctx, min(b.reqTimeout, 5*time.Second))
 	defer cancel()
 	params := `{"_meta":{"` + metaVersionKey + `":"` + mcpProtocolVersion + `","` + metaCapsKey + `":{},"` +
