@@ -345,6 +345,34 @@ describe('owner page', { concurrency: false }, () => {
     }
   });
 
+  step('a whole-document proposal is marked as one before anything else on its card, and a section one is not', async () => {
+    const whole = (await bearer(bob, 'POST', '/workspace/propose', {
+      target: 'workspace', base_version: 2, summary: 'Start the file over', change: { content: '# Trip plan\n\nNothing yet.\n' },
+    }));
+    assert.equal(whole.scope, 'document', 'the propose answer names the scope');
+    const c = proposalCard(whole.proposal_id);
+    await c.waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await c.getAttribute('data-scope'), 'document');
+    assert.match(await c.getAttribute('class'), /\bwhole-document\b/);
+    const note = c.getByRole('note');
+    assert.match(await note.textContent(), /whole document.*replaces the entire file/i);
+    // The note comes right after the title, before the status line.
+    assert.equal(await c.locator('h3 + p[role="note"]').count(), 1);
+    await c.getByRole('button', { name: /^Reject whole-document proposal/ }).click();
+    await eventually('the whole-document proposal rejected', async () => /rejected/.test(await c.textContent()));
+    // A section proposal carries no such note.
+    const section = await bearer(bob, 'POST', '/workspace/propose', {
+      target: 'Trip plan/Plan', base_version: 2, summary: 'One more plan line', change: { section: 'Trip plan/Plan', content: '## Plan\n\nBook the night train early.\n' },
+    });
+    assert.equal(section.scope, 'section');
+    const cs = proposalCard(section.proposal_id);
+    await cs.waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await cs.getByRole('note').count(), 0);
+    await cs.getByRole('button', { name: /^Reject proposal/ }).click();
+    await eventually('the section proposal rejected', async () => /rejected/.test(await cs.textContent()));
+    await noReload();
+  });
+
   step('bob completes; the page shows the result preview with Approve and Reject', async () => {
     const text = ['Goals: see the sights, eat well, stay within about 1,200 euros over 4 nights.',
       'Tone: friendly and short.', '', ...Array.from({ length: 30 }, (_, i) => `Detail line ${i + 1}: more words about the plan.`)].join('\n');
