@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
@@ -151,11 +152,11 @@ func TestMCPBridgeEarlierEra(t *testing.T) {
 		caps, _ := r["capabilities"].(map[string]any)
 		res, _ := caps["resources"].(map[string]any)
 		info, _ := r["serverInfo"].(map[string]any)
-		if r["protocolVersion"] != "2025-11-25" || caps["tools"] == nil || caps["prompts"] == nil || res["subscribe"] != true ||
+		if r["protocolVersion"] != "2025-11-25" || caps["tools"] == nil || caps["prompts"] == nil || res["subscribe"] != true || caps["logging"] == nil ||
 			info["name"] != "commonroom-ce" || !strings.Contains(fmt.Sprint(r["instructions"]), "handoff_") {
 			t.Errorf("initialize result: %s", l.raw)
 		}
-		for _, k := range []string{"tasks", "logging", "extensions", "completions"} {
+		for _, k := range []string{"tasks", "extensions", "completions"} {
 			if _, ok := caps[k]; ok {
 				t.Errorf("initialize offers %s: %s", k, l.raw)
 			}
@@ -296,6 +297,20 @@ func TestMCPBridgeEarlierEra(t *testing.T) {
 		b.t = t
 		b.skipped = nil
 		s.stop(os.Interrupt)
+		// A host that connects meanwhile is still answered, from what the
+		// bridge itself knows, and told the room is unreachable after.
+		b2 := startBridge(t, dir, inv, stateOf(b), nil)
+		l := b2.initialize(1, "2025-06-18", nil)
+		if info, _ := l.Result["serverInfo"].(map[string]any); l.Error != nil || l.Result["protocolVersion"] != "2025-06-18" ||
+			info["name"] != "ce" || l.Result["instructions"] != mcp.Instructions {
+			t.Errorf("initialize with the room gone: %s", l.raw)
+		}
+		if l := b2.oldCall(2, "tools/list", nil); l.Error == nil || l.Error.Data["error"] != "unavailable" {
+			t.Errorf("tools/list with the room gone: %s", l.raw)
+		}
+		if code := b2.closeAndWait(); code != 0 {
+			t.Errorf("the second bridge exited %d", code)
+		}
 		s = startServe(tt, dir, "serve", "idea.md", "--json", "--ingress-addr", u.Host) // lives on after this subtest
 		// First the bridge's own word that the gap may hide a change.
 		b.waitLine("the gap's notification", isUpdated(docURI))
@@ -379,4 +394,15 @@ func waitVersion(t *testing.T, dir, file string, want int64) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// stateOf is the state file a running bridge was started with.
+func stateOf(b *bridgeProc) string {
+	for i, a := range b.Proc.Args {
+		if a == "--state" {
+			return b.Proc.Args[i+1]
+		}
+	}
+	b.t.Fatal("no --state")
+	return ""
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/commonroom/ce/httpapi/mcp"
 )
 
 // The bridge speaks two eras of MCP to its host. A host that sends
@@ -261,10 +263,10 @@ type discovered struct {
 
 // discover asks the room who it is (server/discover is public and cheap).
 // A room that does not answer in time is no reason to fail initialize: the
-// host gets the bridge's own name and no instructions, and its later
-// requests get the room's "unreachable" answer as usual.
+// host gets the bridge's own name and this build's instructions, and its
+// later requests get the room's "unreachable" answer as usual.
 func (b *bridge) discover(ctx context.Context) discovered {
-	fallback := discovered{serverInfo: mustJSON(map[string]string{"name": "ce", "version": version()})}
+	fallback := discovered{serverInfo: mustJSON(map[string]string{"name": "ce", "version": version()}), instructions: mcp.Instructions}
 	ctx, cancel := context.WithTimeout(ctx, min(b.reqTimeout, 5*time.Second))
 	defer cancel()
 	params := `{"_meta":{"` + metaVersionKey + `":"` + mcpProtocolVersion + `","` + metaCapsKey + `":{},"` +
@@ -302,8 +304,10 @@ func mustJSON(v any) json.RawMessage {
 
 // initialize answers an old-era host's initialize: the negotiated version,
 // what the bridge offers that era (tools, resources with subscribe,
-// prompts; no tasks, no listChanged: the catalogs never change), and who
-// the server is.
+// prompts; logging, because logging/setLevel is answered and clients that
+// check capabilities first refuse to send it otherwise, though no log
+// message is ever sent; no tasks, no listChanged: the catalogs never
+// change), and who the server is.
 func (b *bridge) initialize(ctx context.Context, id, params json.RawMessage) {
 	if b.legacy.Load() != nil {
 		b.writeError(id, rpcInvalidRequest, "Invalid Request: the connection is already initialized", nil)
@@ -321,6 +325,7 @@ func (b *bridge) initialize(ctx context.Context, id, params json.RawMessage) {
 			"tools":     map[string]any{},
 			"resources": map[string]any{"subscribe": true},
 			"prompts":   map[string]any{},
+			"logging":   map[string]any{},
 		},
 		"serverInfo": d.serverInfo,
 	}

@@ -48,6 +48,11 @@ func printProposal(w io.Writer, p room.Proposal) {
 	fmt.Fprintf(w, "by        %s at %s\n", p.ParticipantID, p.CreatedAt)
 	fmt.Fprintf(w, "base      v%d\n", p.BaseVersion)
 	fmt.Fprintf(w, "target    %s\n", p.Target)
+	if p.Scope == room.ScopeDocument {
+		fmt.Fprintf(w, "replaces  THE WHOLE DOCUMENT: approving and committing it replaces every section\n")
+	} else {
+		fmt.Fprintf(w, "replaces  the section %s only\n", p.Change.Section)
+	}
 	if p.ReviewedBy != nil && p.ReviewedAt != nil {
 		fmt.Fprintf(w, "reviewed  by %s at %s\n", *p.ReviewedBy, *p.ReviewedAt)
 	}
@@ -66,6 +71,16 @@ func printProposal(w io.Writer, p room.Proposal) {
 	if !strings.HasSuffix(p.Change.Content, "\n") {
 		fmt.Fprintln(w)
 	}
+}
+
+// scopeWords is what a proposal replaces, as the proposal listing shows
+// it: a whole-document replacement in capitals, so it cannot be read as a
+// section edit.
+func scopeWords(scope string) string {
+	if scope == room.ScopeDocument {
+		return "WHOLE DOCUMENT"
+	}
+	return "its section"
 }
 
 // byteSize writes a size the way people read it: 812 B, 4.1 KiB, 1.2 MiB.

@@ -221,6 +221,39 @@ func TestReadCommands(t *testing.T) {
 	r.proposalID = fmt.Sprint(p["proposal_id"])
 
 	checkState(t, "serving", 2)
+	t.Run("serving: a whole-document proposal says so in ce proposals and ce proposal", func(t *testing.T) {
+		whole := r.post(t, "/workspace/propose", map[string]any{"target": "workspace", "base_version": 2, "summary": "start over",
+			"change": map[string]any{"content": "# Notes\n\nall new\n"}})
+		id := fmt.Sprint(whole["proposal_id"])
+		if whole["scope"] != "document" {
+			t.Fatalf("propose answered scope %v, want document", whole["scope"])
+		}
+		var page readsProposals
+		r.readJSON(t, &page, "proposals")
+		for _, p := range page.Proposals {
+			want := "section"
+			if p["proposal_id"] == id {
+				want = "document"
+			}
+			if p["scope"] != want {
+				t.Errorf("ce proposals --json: %v has scope %v, want %s", p["proposal_id"], p["scope"], want)
+			}
+		}
+		for _, line := range strings.Split(mustCE(t, r.dir, nil, "proposals", "--workspace", r.file).stdout, "\n") {
+			switch {
+			case strings.Contains(line, id) && !strings.Contains(line, "WHOLE DOCUMENT"):
+				t.Errorf("the whole-document proposal's line does not say so: %q", line)
+			case strings.Contains(line, "proposal_") && !strings.Contains(line, id) && strings.Contains(line, "WHOLE DOCUMENT"):
+				t.Errorf("a section proposal's line says WHOLE DOCUMENT: %q", line)
+			}
+		}
+		if out := mustCE(t, r.dir, nil, "proposal", id, "--workspace", r.file).stdout; !strings.Contains(out, "replaces  THE WHOLE DOCUMENT") {
+			t.Errorf("ce proposal of a whole-document proposal:\n%s", out)
+		}
+		if out := mustCE(t, r.dir, nil, "proposal", r.proposalID, "--workspace", r.file).stdout; !strings.Contains(out, "replaces  the section Notes/Risks only") {
+			t.Errorf("ce proposal of a section proposal:\n%s", out)
+		}
+	})
 	t.Run("serving: proposals --status filters", func(t *testing.T) {
 		var page readsProposals
 		r.readJSON(t, &page, "proposals", "--status", "superseded")

@@ -65,6 +65,7 @@ const (
 	ruleHandoffAccept                  // checkout + visible, not the owner, addressed to you or nobody (D3)
 	ruleHandoffAssignee                // checkout + visible + the assignee (request_input, complete)
 	ruleHandoffDecide                  // approve, and not the assignee (D12)
+	ruleHandoffOwner                   // visible (D2), then the owner or an admin: the task twins (issue 24)
 	ruleTaskRead                       // owner, assignee or admin (D1, D2)
 	ruleTaskOwner                      // visible, then owner or admin (D1, D4)
 	ruleTaskListen                     // acknowledged only for owner, assignee or admin (D17)
@@ -134,7 +135,7 @@ const (
 
 func (op *matrixOp) roles() []callerRole {
 	switch op.Rule {
-	case ruleHandoffRead, ruleHandoffAccept:
+	case ruleHandoffRead, ruleHandoffAccept, ruleHandoffOwner:
 		return []callerRole{roleOwner, roleAssignee, roleThird, roleOpen}
 	case ruleHandoffAssignee, ruleHandoffDecide, ruleTaskRead, ruleTaskOwner, ruleTaskListen:
 		return []callerRole{roleOwner, roleAssignee, roleThird}
@@ -193,6 +194,9 @@ func matrixOps() []*matrixOp {
 	invite := func(r *records) map[string]any { return map[string]any{"capabilities": []string{"read"}} }
 	create := func(r *records) map[string]any { return map[string]any{"summary": "az: please do this"} }
 	answer := map[string]any{"k": map[string]any{"action": "accept", "content": map[string]any{"answer": "yes"}}}
+	answerIn := func(r *records) map[string]any {
+		return map[string]any{"handoff_id": r.HandoffID, "input_responses": answer}
+	}
 
 	rest := func(method, path string, c room.Capability, rule rule, fix fixKind, in func(*records) map[string]any) *matrixOp {
 		return &matrixOp{Name: method + " " + path, Door: doorREST, Method: method, Path: path, Cap: c, Rule: rule, Fix: fix, In: in}
@@ -280,6 +284,8 @@ func matrixOps() []*matrixOp {
 		rest("POST", "/workspace/handoff/complete", room.CapCheckout, ruleHandoffAssignee, fixAccepted, done),
 		rest("POST", "/workspace/handoff/approve", room.CapApprove, ruleHandoffDecide, fixResult, hid),
 		rest("POST", "/workspace/handoff/reject", room.CapApprove, ruleHandoffDecide, fixResult, hid),
+		rest("POST", "/workspace/handoff/cancel", "", ruleHandoffOwner, fixAccepted, hid),
+		rest("POST", "/workspace/handoff/answer", "", ruleHandoffOwner, fixInput, answerIn),
 		rest("GET", "/workspace/task", "", ruleTaskRead, fixAccepted, func(r *records) map[string]any {
 			return map[string]any{"task_id": r.TaskID}
 		}),
@@ -329,6 +335,8 @@ func matrixOps() []*matrixOp {
 		tool("handoff_list", room.CapRead, ruleCapOnly, fixNone, none),
 		tool("handoff_approve", room.CapApprove, ruleHandoffDecide, fixResult, hid),
 		tool("handoff_reject", room.CapApprove, ruleHandoffDecide, fixResult, hid),
+		tool("handoff_cancel", "", ruleHandoffOwner, fixAccepted, hid),
+		tool("handoff_answer", "", ruleHandoffOwner, fixInput, answerIn),
 
 		// ---- MCP methods ----
 		rpc("tasks/get", "", ruleTaskRead, fixAccepted, func(r *records) map[string]any { return map[string]any{"taskId": r.TaskID} }),
@@ -481,7 +489,7 @@ func expectFor(op *matrixOp, w *caller, role callerRole, l listener) expectation
 		if role != roleOwner && !admin {
 			return deny("unauthorized", "") // someone else's answers as an unknown one
 		}
-	case ruleHandoffRead, ruleHandoffAccept, ruleHandoffAssignee, ruleHandoffDecide:
+	case ruleHandoffRead, ruleHandoffAccept, ruleHandoffAssignee, ruleHandoffDecide, ruleHandoffOwner:
 		party := role == roleOwner || role == roleAssignee
 		visible := admin || party || has(room.CapApprove) || (role == roleOpen && has(room.CapCheckout))
 		if !visible {
@@ -501,6 +509,10 @@ func expectFor(op *matrixOp, w *caller, role callerRole, l listener) expectation
 			}
 		case ruleHandoffDecide:
 			if role == roleAssignee {
+				return deny("permission_denied", "")
+			}
+		case ruleHandoffOwner:
+			if role != roleOwner && !admin {
 				return deny("permission_denied", "")
 			}
 		}
@@ -1210,6 +1222,35 @@ func indistinguishable(t *testing.T, m *matrix, who *caller) {
 			t.Errorf("GET /workspace/handoff: unknown %s\nforeign %s", uh, fh)
 		}
 	})
+	// The task twins (issue 24) resolve the handoff the same way: a foreign
+	// handoff's cancel and answer are refused exactly as an unknown one's.
+	answer := map[string]any{"k": map[string]any{"action": "accept", "content": map[string]any{"answer": "x"}}}
+	for _, twin := range []struct {
+		tool, path string
+		args       func(id string) map[string]any
+	}{
+		{"handoff_cancel", "/workspace/handoff/cancel", func(id string) map[string]any { return map[string]any{"handoff_id": id} }},
+		{"handoff_answer", "/workspace/handoff/answer", func(id string) map[string]any {
+			return map[string]any{"handoff_id": id, "input_responses": answer}
+		}},
+	} {
+		t.Run(twin.tool+" and POST "+twin.path, func(t *testing.T) {
+			ask := func(id string) (string, string) {
+				r := mcp.do(t, mcpReq{ID: 43, Method: "tools/call", Params: map[string]any{"name": twin.tool, "arguments": twin.args(id)}})
+				hr := h.do("POST", h.ingressURL(twin.path), who.Token, twin.args(id))
+				return strings.ReplaceAll(fmt.Sprintf("%d %s", r.Status, r.Raw), id, "<id>"),
+					strings.ReplaceAll(fmt.Sprintf("%d %s", hr.Status, hr.Body), id, "<id>")
+			}
+			um, uh := ask(unknownHandoff)
+			fm, fh := ask(foreign.HandoffID)
+			if um != fm || !strings.Contains(um, "handoff_not_found") {
+				t.Errorf("%s: unknown %s\nforeign %s", twin.tool, um, fm)
+			}
+			if uh != fh || !strings.HasPrefix(uh, "404 ") {
+				t.Errorf("POST %s: unknown %s\nforeign %s", twin.path, uh, fh)
+			}
+		})
+	}
 	t.Run("the foreign records did not change", func(t *testing.T) {
 		h.assertUnchanged(t, before)
 	})

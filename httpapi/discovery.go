@@ -1,15 +1,16 @@
 package httpapi
 
 import (
-	_ "embed"
 	"net/http"
 
 	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/httpapi/ops"
+	"github.com/commonroom/ce/httpapi/skill"
 )
 
-//go:embed skill/SKILL.md
-var skillText string
+// skillText is the agent guide, the bytes the MCP door's skill resource
+// serves too.
+var skillText = skill.Text()
 
 // operations is what /protocol and /.well-known/agent-workspace advertise:
 // the operations table itself. A test checks it against the router.

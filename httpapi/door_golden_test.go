@@ -26,7 +26,8 @@ var updateDoorGolden = flag.Bool("update-door-golden", false, "rewrite testdata/
 // Retry-After, Connection) and the body. The ids and times the room makes
 // up are numbered in order of appearance, so a change in which id an answer
 // names still shows. The file was recorded from the build before issue 17's
-// work on the door's cost (BASE 1b3b1ae, -update-door-golden).
+// work on the door's cost (BASE 1b3b1ae, -update-door-golden); issue 24
+// appended the task twins' answers at its end.
 func TestDoorAnswersAreAsRecorded(t *testing.T) {
 	h := newHarness(t, "")
 	boss := h.join("boss", "read", "observe", "propose", "checkout", "commit", "approve")
@@ -149,6 +150,35 @@ func TestDoorAnswersAreAsRecorded(t *testing.T) {
 	send("plain oversize", http.MethodPost, "/workspace/handoff/accept", worker.SessionToken, nil, `{"pad":"`+strings.Repeat("a", 1<<20)+`"}`)
 	send("plain read", http.MethodGet, "/workspace/handoff?handoff_id="+hid, boss.SessionToken, nil, ``)
 	send("plain no session", http.MethodGet, "/workspace/handoff?handoff_id="+hid, "", nil, ``)
+
+	// The task twins (issue 24), recorded after everything above so the
+	// numbering of the earlier answers stays as it was.
+	post("cancel by the assignee is refused", worker.SessionToken, "tools/call", "handoff_cancel",
+		call(`32`, "handoff_cancel", `{"handoff_id":"`+hid+`"}`, false))
+	post("cancel of a decided handoff changes nothing", boss.SessionToken, "tools/call", "handoff_cancel",
+		call(`33`, "handoff_cancel", `{"handoff_id":"`+hid+`"}`, false))
+	post("answer when nothing is asked", boss.SessionToken, "tools/call", "handoff_answer",
+		call(`34`, "handoff_answer", `{"handoff_id":"`+hid+`","input_responses":{"q":{"action":"accept","content":{"answer":"x"}}}}`, false))
+	asked := post("create to ask", boss.SessionToken, "tools/call", "handoff_create",
+		call(`35`, "handoff_create", `{"summary":"ask me","assignee":"`+worker.ParticipantID+`"}`, false))
+	hid2 := regexp.MustCompile(`handoff_[0-9a-f]+`).FindString(asked)
+	post("accept to ask", worker.SessionToken, "tools/call", "handoff_accept", call(`36`, "handoff_accept", `{"handoff_id":"`+hid2+`"}`, false))
+	post("ask", worker.SessionToken, "tools/call", "handoff_request_input",
+		call(`37`, "handoff_request_input", `{"handoff_id":"`+hid2+`","requests":[{"key":"q","message":"which?"},{"key":"r","message":"why?"}]}`, false))
+	post("answer that is not an object", boss.SessionToken, "tools/call", "handoff_answer",
+		call(`38`, "handoff_answer", `{"handoff_id":"`+hid2+`","input_responses":{"q":"this"}}`, false))
+	post("answer by the assignee is refused", worker.SessionToken, "tools/call", "handoff_answer",
+		call(`39`, "handoff_answer", `{"handoff_id":"`+hid2+`","input_responses":{"q":{"action":"accept","content":{"answer":"x"}}}}`, false))
+	post("answer one and an unasked key", boss.SessionToken, "tools/call", "handoff_answer",
+		call(`40`, "handoff_answer", `{"handoff_id":"`+hid2+`","input_responses":{"q":{"action":"accept","content":{"answer":"this"}},"zz":{"action":"accept"}}}`, false))
+	post("answer of an unknown handoff", boss.SessionToken, "tools/call", "handoff_answer",
+		call(`41`, "handoff_answer", `{"handoff_id":"handoff_0000","input_responses":{"q":{"action":"accept"}}}`, false))
+	send("plain answer wrong type", http.MethodPost, "/workspace/handoff/answer", boss.SessionToken, nil, `{"handoff_id":"`+hid2+`","input_responses":[1]}`)
+	send("plain answer the other", http.MethodPost, "/workspace/handoff/answer", boss.SessionToken, nil,
+		`{"handoff_id":"`+hid2+`","input_responses":{"r":{"action":"decline"}}}`)
+	send("plain cancel unknown", http.MethodPost, "/workspace/handoff/cancel", boss.SessionToken, nil, `{"handoff_id":"handoff_0000"}`)
+	post("cancel", boss.SessionToken, "tools/call", "handoff_cancel", call(`42`, "handoff_cancel", `{"handoff_id":"`+hid2+`"}`, false))
+	send("plain cancel again", http.MethodPost, "/workspace/handoff/cancel", boss.SessionToken, nil, `{"handoff_id":"`+hid2+`"}`)
 
 	path := filepath.Join("testdata", "door_golden.txt")
 	if *updateDoorGolden {

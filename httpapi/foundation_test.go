@@ -381,20 +381,8 @@ func TestSecretsNeverStored(t *testing.T) {
 	})
 	t.Run("no secret in any column of any table", func(t *testing.T) {
 		for _, table := range sidecarTables {
-			rows, err := h.Store.Reader.Query("SELECT * FROM " + table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cols, _ := rows.Columns()
-			for rows.Next() {
-				vals := make([]any, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				if err := rows.Scan(ptrs...); err != nil {
-					t.Fatal(err)
-				}
+			cols, rows := h.queryRows(t, "SELECT * FROM "+table)
+			for _, vals := range rows {
 				for i, v := range vals {
 					var text string
 					switch x := v.(type) {
@@ -412,7 +400,6 @@ func TestSecretsNeverStored(t *testing.T) {
 					}
 				}
 			}
-			rows.Close()
 		}
 	})
 	t.Run("sessions and invites hold SHA-256 hashes", func(t *testing.T) {

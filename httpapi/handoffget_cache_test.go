@@ -9,8 +9,8 @@ import (
 // /workspace/handoff keep an answer until the room's next commit, per
 // reader: a reader who may not see a handoff is refused after another's
 // answer was kept, an approver is not shown the inputs the owner's kept
-// answer holds, and a change (accept, a question) shows on the next read on
-// both doors.
+// answer holds, and a change (accept, a question, a cancel, which also
+// takes the poll interval away) shows on the next read on both doors.
 func TestHandoffGet_CachedAnswersFollowCommitsAndReaders(t *testing.T) {
 	h := newHarness(t, "")
 	owner := h.join("owner", "read", "propose")
@@ -73,6 +73,27 @@ func TestHandoffGet_CachedAnswersFollowCommitsAndReaders(t *testing.T) {
 			got := get(approver)
 			if _, has := got["inputs"]; has || got["status"] != "accepted" {
 				t.Fatalf("approver: %v", got)
+			}
+		}
+	})
+	t.Run("a live task's poll interval is kept with the answer", func(t *testing.T) {
+		for range 2 {
+			if got := get(owner); got["poll_interval_ms"] != float64(5000) {
+				t.Fatalf("owner: poll_interval_ms = %v", got["poll_interval_ms"])
+			}
+			if got := plain(approver).JSON(t); got["poll_interval_ms"] != float64(5000) {
+				t.Fatalf("approver: poll_interval_ms = %v", got["poll_interval_ms"])
+			}
+		}
+	})
+	owner.mcp.toolOK(t, "handoff_cancel", map[string]any{"handoff_id": hid})
+	t.Run("no poll interval on the next read after the cancel", func(t *testing.T) {
+		for range 2 {
+			if got := get(owner); !hasKey(got, "poll_interval_ms") || got["poll_interval_ms"] != nil || got["status"] != "cancelled" {
+				t.Fatalf("owner after the cancel: %v", got)
+			}
+			if got := plain(approver).JSON(t); !hasKey(got, "poll_interval_ms") || got["poll_interval_ms"] != nil {
+				t.Fatalf("approver after the cancel: %v", got)
 			}
 		}
 	})

@@ -445,34 +445,44 @@ type tableState struct {
 
 type dbSnapshot map[string]tableState
 
+// queryRows runs a query on the read pool and returns its column names and
+// every row's values, whatever the columns are.
+func (h *roomHarness) queryRows(t testing.TB, query string, args ...any) (cols []string, rows [][]any) {
+	t.Helper()
+	rs, err := h.Store.Reader.Query(query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rs.Close()
+	cols, _ = rs.Columns()
+	for rs.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rs.Scan(ptrs...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		rows = append(rows, vals)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return cols, rows
+}
+
 // snapshot reads every table through the store's read pool: row counts and
 // a digest of all values, so an assertion sees changed rows, not only new ones.
 func (h *roomHarness) snapshot() dbSnapshot {
 	h.t.Helper()
 	snap := dbSnapshot{}
 	for _, table := range sidecarTables {
-		rows, err := h.Store.Reader.Query("SELECT * FROM " + table)
-		if err != nil {
-			h.t.Fatalf("snapshot %s: %v", table, err)
-		}
-		cols, _ := rows.Columns()
-		var lines []string
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				h.t.Fatalf("snapshot %s: %v", table, err)
-			}
+		_, rows := h.queryRows(h.t, "SELECT * FROM "+table)
+		lines := make([]string, 0, len(rows))
+		for _, vals := range rows {
 			lines = append(lines, fmt.Sprintf("%#v", vals))
 		}
-		if err := rows.Err(); err != nil {
-			h.t.Fatalf("snapshot %s: %v", table, err)
-		}
-		rows.Close()
 		slices.Sort(lines)
 		sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 		snap[table] = tableState{Rows: len(lines), Digest: hex.EncodeToString(sum[:8])}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/httpapi/skill"
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
@@ -486,7 +487,7 @@ var catalogNames = []string{
 	"workspace_leases", "workspace_proposal", "workspace_proposals", "workspace_propose", "workspace_release", "workspace_renew", "workspace_review",
 	"handoff_create", "handoff_accept", "handoff_request_input", "handoff_complete",
 	"handoff_get", "handoff_events", "handoff_approve", "handoff_reject",
-	"handoff_list",
+	"handoff_list", "handoff_cancel", "handoff_answer",
 }
 
 func TestMCPToolsCatalog(t *testing.T) {
@@ -531,8 +532,8 @@ func TestMCPToolsCatalog(t *testing.T) {
 		}
 	})
 	t.Run("the catalog is exactly the tools with engine methods", func(t *testing.T) {
-		if len(catalogNames) != 29 {
-			t.Fatalf("the expected catalog has %d tools, want 29", len(catalogNames))
+		if len(catalogNames) != 31 {
+			t.Fatalf("the expected catalog has %d tools, want 31", len(catalogNames))
 		}
 		got := slices.Clone(names)
 		want := slices.Clone(catalogNames)
@@ -599,8 +600,15 @@ func TestMCPToolsCatalog(t *testing.T) {
 			"requests": []any{map[string]any{"key": "scope", "message": "How many risks?"}}})
 		wantAck(t, owner.ext.taskCall(t, "tasks/update", tid, map[string]any{
 			"inputResponses": map[string]any{"scope": map[string]any{"action": "accept", "content": map[string]any{"answer": "three"}}}}))
+		ok(worker.mcp, "handoff_request_input", map[string]any{"handoff_id": hid,
+			"requests": []any{map[string]any{"key": "depth", "message": "How deep?"}}})
+		ans := ok(owner.mcp, "handoff_answer", map[string]any{"handoff_id": hid,
+			"input_responses": map[string]any{"depth": map[string]any{"action": "accept", "content": map[string]any{"answer": "shallow"}}}})
+		if jsonText(ans["answered_keys"]) != `["depth"]` || jsonAt(ans, "handoff", "task_status") != "working" {
+			t.Errorf("handoff_answer = %v", ans)
+		}
 		got := ok(worker.mcp, "handoff_get", map[string]any{"handoff_id": hid})
-		if ins, _ := got["inputs"].([]any); len(ins) != 1 || jsonAt(ins[0], "status") != "answered" {
+		if ins, _ := got["inputs"].([]any); len(ins) != 2 || jsonAt(ins[0], "status") != "answered" || jsonAt(ins[1], "status") != "answered" {
 			t.Errorf("handoff_get inputs = %v", got["inputs"])
 		}
 		if done := ok(worker.mcp, "handoff_complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "three risks"}}); done["status"] != "result_ready" {
@@ -624,6 +632,11 @@ func TestMCPToolsCatalog(t *testing.T) {
 		ok(worker.mcp, "handoff_complete", map[string]any{"handoff_id": hid2, "result": map[string]any{"text": "a plan"}})
 		if rj := ok(approver.mcp, "handoff_reject", map[string]any{"handoff_id": hid2, "note": "too thin"}); rj["status"] != "rejected" {
 			t.Errorf("reject: %v", rj)
+		}
+		third := ok(owner.mcp, "handoff_create", map[string]any{"summary": "write the appendix"})
+		hid3, _ := jsonAt(third, "handoff", "handoff_id").(string)
+		if cn := ok(owner.mcp, "handoff_cancel", map[string]any{"handoff_id": hid3}); cn["cancelled"] != true || jsonAt(cn, "handoff", "status") != "cancelled" {
+			t.Errorf("handoff_cancel = %v", cn)
 		}
 
 		// The document: lease, propose, review, commit, and the reads of what changed.
@@ -987,10 +1000,10 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		t.Fatalf("DocumentURI = %s", doc)
 	}
 
-	t.Run("resources/list gives the document URI", func(t *testing.T) {
+	t.Run("resources/list gives the document URI (and the guide)", func(t *testing.T) {
 		res := reader.mcp.ok(t, "resources/list", nil)
 		list, _ := res["resources"].([]any)
-		if len(list) != 1 {
+		if len(list) != 2 || jsonAt(list[1], "uri") != skill.URI {
 			t.Fatalf("resources = %v", res["resources"])
 		}
 		r0, _ := list[0].(map[string]any)

@@ -254,3 +254,95 @@ func TestProposalCapsAtEachDoor(t *testing.T) {
 		c.mcp.toolOK(t, "workspace_propose", numberedProposal(4))
 	})
 }
+
+// TestProposeNamesItsScopeOneWay (issue 24): at both doors, a proposal for a
+// section names it in target and change.section alike, and only target
+// "workspace" without change.section replaces the whole document; anything
+// ambiguous is refused with invalid_request naming change.section and the
+// fix, storing nothing. Every door shows a stored proposal's scope: the
+// answer, the listing and the proposal read back.
+func TestProposeNamesItsScopeOneWay(t *testing.T) {
+	h := newHarness(t, "")
+	a := h.join("author", "read", "propose")
+	body := func(target, section string) map[string]any {
+		change := map[string]any{"content": "## Goals\n\nsharper\n\n"}
+		if section != "" {
+			change["section"] = section
+		}
+		return map[string]any{"target": target, "base_version": 1, "summary": "edit", "change": change}
+	}
+	cases := []struct {
+		name            string
+		target, section string
+		wantScope       string // "" when refused
+		wantFix         string // a piece of the refusal's message
+	}{
+		{name: "a section named twice is a section proposal", target: "Goals", section: "Goals", wantScope: "section"},
+		{name: "a section named by title and path is a section proposal", target: "Idea/Goals", section: "Goals", wantScope: "section"},
+		{name: "workspace alone replaces the whole document", target: "workspace", wantScope: "document"},
+		{name: "a section target without change.section is refused", target: "Goals",
+			wantFix: `set change.section to "Idea/Goals" to replace that section, or set target to "workspace"`},
+		{name: "two different sections are refused", target: "Goals", section: "Idea",
+			wantFix: `change.section names "Idea" but target names "Idea/Goals"`},
+		{name: "a section under a workspace target is refused", target: "workspace", section: "Goals",
+			wantFix: `set target to "Idea/Goals" to replace that section, or leave change.section out`},
+		{name: "the whole document as change.section under a section target is refused", target: "Goals", section: "workspace",
+			wantFix: `change.section names the whole document but target names the section "Idea/Goals"`},
+	}
+	doors := []struct {
+		name    string
+		propose func(t *testing.T, in map[string]any) (code string, m map[string]any)
+	}{
+		{"http", func(t *testing.T, in map[string]any) (string, map[string]any) {
+			r := h.post(t, a.SessionToken, "/workspace/propose", in)
+			if r.Status == http.StatusOK {
+				return "", r.JSON(t)
+			}
+			m := wantError(t, r, http.StatusBadRequest, "invalid_request")
+			return str(m["error"]), m
+		}},
+		{"mcp", func(t *testing.T, in map[string]any) (string, map[string]any) {
+			res := a.mcp.tool(t, "workspace_propose", in)
+			sc, _ := res["structuredContent"].(map[string]any)
+			if res["isError"] == true {
+				return str(sc["error"]), sc
+			}
+			return "", sc
+		}},
+	}
+	for _, door := range doors {
+		for _, c := range cases {
+			t.Run(door.name+"/"+c.name, func(t *testing.T) {
+				before := h.snapshot()
+				code, m := door.propose(t, body(c.target, c.section))
+				if c.wantScope == "" {
+					if code != "invalid_request" || m["field"] != "change.section" || !strings.Contains(str(m["message"]), c.wantFix) {
+						t.Fatalf("answer %v, want invalid_request on change.section saying %q", m, c.wantFix)
+					}
+					h.assertUnchanged(t, before)
+					return
+				}
+				if code != "" || m["scope"] != c.wantScope {
+					t.Fatalf("answer %v, want scope %s", m, c.wantScope)
+				}
+				id := str(m["proposal_id"])
+				one := okJSON(t, h.doT(t, "GET", h.ingressURL("/workspace/proposal?proposal_id="+id), a.SessionToken, nil))
+				if one["scope"] != c.wantScope {
+					t.Errorf("GET /workspace/proposal scope %v, want %s", one["scope"], c.wantScope)
+				}
+				if tool := a.mcp.toolOK(t, "workspace_proposal", map[string]any{"proposal_id": id}); tool["scope"] != c.wantScope {
+					t.Errorf("workspace_proposal scope %v, want %s", tool["scope"], c.wantScope)
+				}
+				listed := proposalsOf(t, h.doT(t, "GET", h.ingressURL("/workspace/proposals?limit=1"), a.SessionToken, nil))
+				if len(listed) != 1 || listed[0]["proposal_id"] != id || listed[0]["scope"] != c.wantScope {
+					t.Errorf("GET /workspace/proposals = %v, want %s with scope %s", listed, id, c.wantScope)
+				}
+				// The author may hold only so many pending proposals: take this one back out of the way.
+				inWriter(t, h, func(tx *room.Tx) (room.ReviewResult, error) {
+					no := false
+					return h.Eng.Review(tx, room.Operator(h.Eng.HostID), room.ReviewInput{ProposalID: id, Approve: &no})
+				})
+			})
+		}
+	}
+}

@@ -25,6 +25,16 @@ const (
 
 var knownCaps = []Capability{CapRead, CapObserve, CapPropose, CapCheckout, CapCommit, CapApprove, CapInvite, CapAdmin}
 
+// CapabilityNames are the names ParseCaps accepts, the wildcard last: the
+// closed set a tool schema offers a model (InviteInput.Capabilities).
+func CapabilityNames() []string {
+	out := make([]string, 0, len(knownCaps)+1)
+	for _, c := range knownCaps {
+		out = append(out, string(c))
+	}
+	return append(out, string(CapAll))
+}
+
 // DefaultAgentCaps is what an invitation grants unless told otherwise: enough
 // to read, propose, take and deliver work, but not to decide or invite.
 func DefaultAgentCaps() Caps {

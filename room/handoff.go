@@ -91,31 +91,35 @@ type HandoffInput struct {
 // (handoff_get, GET /workspace/handoff, ce handoff, the owner page). Optional
 // values are null rather than absent so clients can rely on the keys.
 type Handoff struct {
-	HandoffID           string         `json:"handoff_id"`
-	Status              string         `json:"status"`
-	OwnerID             string         `json:"owner_id"`
-	AssigneeID          *string        `json:"assignee_id"`
-	RequestedAssigneeID *string        `json:"requested_assignee_id"`
-	Summary             string         `json:"summary"`
-	Constraints         *string        `json:"constraints"`
-	Target              *string        `json:"target"`
-	BaseVersion         *int64         `json:"base_version"`
-	FollowsHandoffID    *string        `json:"follows_handoff_id"`
-	Artifacts           []Artifact     `json:"artifacts"`
-	TaskID              string         `json:"task_id"`
-	TaskStatus          *string        `json:"task_status"` // null once the task row is purged
-	Result              *ResultInput   `json:"result"`
-	CreatedAt           string         `json:"created_at"`
-	UpdatedAt           string         `json:"updated_at"`
-	AcceptedAt          *string        `json:"accepted_at"`
-	ResultAt            *string        `json:"result_at"`
-	DecidedAt           *string        `json:"decided_at"`
-	DecidedBy           *string        `json:"decided_by"`
-	DecisionNote        *string        `json:"decision_note"`
-	CancelledAt         *string        `json:"cancelled_at"`
-	CancelledBy         *string        `json:"cancelled_by"`
-	CancelReason        *string        `json:"cancel_reason"`
-	Inputs              []HandoffInput `json:"inputs,omitzero"` // parties only (owner, assignee, admin); nil = not shown
+	HandoffID           string     `json:"handoff_id"`
+	Status              string     `json:"status"`
+	OwnerID             string     `json:"owner_id"`
+	AssigneeID          *string    `json:"assignee_id"`
+	RequestedAssigneeID *string    `json:"requested_assignee_id"`
+	Summary             string     `json:"summary"`
+	Constraints         *string    `json:"constraints"`
+	Target              *string    `json:"target"`
+	BaseVersion         *int64     `json:"base_version"`
+	FollowsHandoffID    *string    `json:"follows_handoff_id"`
+	Artifacts           []Artifact `json:"artifacts"`
+	TaskID              string     `json:"task_id"`
+	TaskStatus          *string    `json:"task_status"` // null once the task row is purged
+	// PollIntervalMs is the task's poll interval while the task is live
+	// (working or input_required), null once it is not: an agent that
+	// cannot listen reads the handoff again after this many milliseconds.
+	PollIntervalMs *int64         `json:"poll_interval_ms"`
+	Result         *ResultInput   `json:"result"`
+	CreatedAt      string         `json:"created_at"`
+	UpdatedAt      string         `json:"updated_at"`
+	AcceptedAt     *string        `json:"accepted_at"`
+	ResultAt       *string        `json:"result_at"`
+	DecidedAt      *string        `json:"decided_at"`
+	DecidedBy      *string        `json:"decided_by"`
+	DecisionNote   *string        `json:"decision_note"`
+	CancelledAt    *string        `json:"cancelled_at"`
+	CancelledBy    *string        `json:"cancelled_by"`
+	CancelReason   *string        `json:"cancel_reason"`
+	Inputs         []HandoffInput `json:"inputs,omitzero"` // parties only (owner, assignee, admin); nil = not shown
 
 	// Replayed marks the answer to a create that repeated an idempotency key (D9).
 	Replayed bool `json:"replayed,omitempty"`
@@ -196,3 +200,7 @@ func (tx *Tx) handoffEvent(typ string, actor, handoffID, taskID string, extra ma
 var handoffStatuses = []string{HandoffOpen, HandoffAccepted, HandoffResultReady, HandoffApproved, HandoffRejected, HandoffCancelled}
 
 func validHandoffStatus(s string) bool { return slices.Contains(handoffStatuses, s) }
+
+// HandoffStatuses are the statuses a handoff can have, in lifecycle order:
+// the closed set a listing filters by (ListHandoffsInput.Status).
+func HandoffStatuses() []string { return slices.Clone(handoffStatuses) }

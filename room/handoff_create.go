@@ -98,7 +98,8 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 		requested: nullString(in.Assignee), summary: in.Summary, constraints: nullString(in.Constraints),
 		target: nullString(in.Target), follows: nullString(in.FollowsHandoffID), taskID: tid,
 		created: now, updated: now, taskStatus: sql.NullString{String: TaskWorking, Valid: true},
-		taskDueAt: sql.NullInt64{Int64: now + e.Limits.TaskTTL.Milliseconds(), Valid: true}, noInputs: true}
+		taskDueAt: sql.NullInt64{Int64: now + e.Limits.TaskTTL.Milliseconds(), Valid: true},
+		taskPoll:  sql.NullInt64{Int64: e.Limits.TaskPollInterval.Milliseconds(), Valid: true}, noInputs: true}
 	if in.BaseVersion != nil {
 		row.baseVersion = sql.NullInt64{Int64: *in.BaseVersion, Valid: true}
 	}
@@ -107,7 +108,6 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 	}
 	row.task = taskCols{created: sql.NullInt64{Int64: now, Valid: true},
 		ttl:   sql.NullInt64{Int64: e.Limits.TaskTTL.Milliseconds(), Valid: true},
-		poll:  sql.NullInt64{Int64: e.Limits.TaskPollInterval.Milliseconds(), Valid: true},
 		owner: sql.NullString{String: p.ParticipantID, Valid: true}}
 	tx.keepHandoff(row, 2) // the handoff and its task
 	tx.startsLive(tid, liveTask{owner: p.ParticipantID, due: now + e.Limits.TaskTTL.Milliseconds()})

@@ -171,36 +171,41 @@ func normaliseSchema(field string, raw json.RawMessage) (json.RawMessage, error)
 // the task input_required and the last one returns it to working. A terminal
 // task acknowledges and changes nothing.
 func (e *Engine) UpdateTask(tx *Tx, p Principal, in UpdateTaskInput) (Empty, error) {
-	return Empty{}, e.updateTask(tx, p, in.TaskID, in.InputResponses)
+	_, err := e.updateTask(tx, p, in.TaskID, in.InputResponses, "inputResponses")
+	return Empty{}, err
 }
 
-func (e *Engine) updateTask(tx *Tx, p Principal, taskID string, responses map[string]json.RawMessage) error {
+// updateTask is tasks/update's rule, shared with its tool twin
+// AnswerHandoff: it returns the keys it answered, sorted (none when the
+// task was not waiting for input or no key named an open question). field
+// is what the caller calls the responses, for the errors.
+func (e *Engine) updateTask(tx *Tx, p Principal, taskID string, responses map[string]json.RawMessage, field string) ([]string, error) {
 	t, err := e.taskForWrite(tx, p, taskID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !p.IsAdmin() && p.ParticipantID != t.owner {
-		return Errorf(KindPermissionDenied, "only the task's owner can answer its input requests").With("task_id", t.id)
+		return nil, Errorf(KindPermissionDenied, "only the task's owner can answer its input requests").With("task_id", t.id)
 	}
 	if t.status != TaskInputRequired {
-		return nil // nothing is outstanding: working has none, terminal tasks never change
+		return nil, nil // nothing is outstanding: working has none, terminal tasks never change
 	}
 	rows, err := tx.q.QueryContext(tx.ctx, `SELECT request_key FROM task_inputs WHERE task_id = ? AND closed_at IS NULL`, t.id)
 	if err != nil {
-		return Internal(err)
+		return nil, Internal(err)
 	}
 	open := map[string]bool{}
 	for rows.Next() {
 		var k string
 		if err := rows.Scan(&k); err != nil {
 			rows.Close()
-			return Internal(err)
+			return nil, Internal(err)
 		}
 		open[k] = true
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return Internal(err)
+		return nil, Internal(err)
 	}
 	var answered []string
 	for k := range responses {
@@ -209,19 +214,19 @@ func (e *Engine) updateTask(tx *Tx, p Principal, taskID string, responses map[st
 		}
 	}
 	if len(answered) == 0 {
-		return nil
+		return nil, nil
 	}
 	sort.Strings(answered)
 	compact := make(map[string]string, len(answered))
 	for _, k := range answered { // validate every answer before writing any
 		resp := bytes.TrimSpace(responses[k])
-		f := "inputResponses." + k
+		f := field + "." + k
 		if len(resp) == 0 || resp[0] != '{' || !json.Valid(resp) {
 			// An answer to an elicitation/create request is an ElicitResult: an object.
-			return invalid(f, "the response for %q must be a JSON object (an ElicitResult)", k).With("key", k)
+			return nil, invalid(f, "the response for %q must be a JSON object (an ElicitResult)", k).With("key", k)
 		}
 		if len(resp) > e.Limits.MaxResultBytes {
-			return Errorf(KindLimitExceeded, "the response for %q is larger than %d bytes", k, e.Limits.MaxResultBytes).
+			return nil, Errorf(KindLimitExceeded, "the response for %q is larger than %d bytes", k, e.Limits.MaxResultBytes).
 				With("field", f).With("limit", e.Limits.MaxResultBytes)
 		}
 		var b bytes.Buffer
@@ -233,10 +238,10 @@ func (e *Engine) updateTask(tx *Tx, p Principal, taskID string, responses map[st
 		n, err := tx.execN(`UPDATE task_inputs SET response_json = ?, responded_by = ?, closed_at = ?, close_reason = 'answered'
 			WHERE task_id = ? AND request_key = ? AND closed_at IS NULL`, compact[k], nullStr(p.ParticipantID), now, t.id, k)
 		if err != nil {
-			return Internal(err)
+			return nil, Internal(err)
 		}
 		if n != 1 {
-			return Errorf(KindHandoffConflict, "input %q was closed concurrently", k).With("task_id", t.id)
+			return nil, Errorf(KindHandoffConflict, "input %q was closed concurrently", k).With("task_id", t.id)
 		}
 	}
 	remaining := len(open) - len(answered)
@@ -246,24 +251,24 @@ func (e *Engine) updateTask(tx *Tx, p Principal, taskID string, responses map[st
 	}
 	n, err := tx.execN(`UPDATE tasks SET status = ?, last_updated_at = ? WHERE task_id = ? AND status = 'input_required'`, status, now, t.id)
 	if err != nil {
-		return Internal(err)
+		return nil, Internal(err)
 	}
 	if n != 1 {
-		return Errorf(KindHandoffConflict, "the task changed concurrently").With("task_id", t.id)
+		return nil, Errorf(KindHandoffConflict, "the task changed concurrently").With("task_id", t.id)
 	}
 	if _, err := tx.exec(`UPDATE handoffs SET updated_at = ? WHERE handoff_id = ?`, now, t.handoffID); err != nil {
-		return Internal(err)
+		return nil, Internal(err)
 	}
 	if status == TaskWorking {
 		if err := tx.handoffEvent("task.working", p.ParticipantID, t.handoffID, t.id, map[string]any{"status": TaskWorking}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := tx.handoffEvent("handoff.input_received", p.ParticipantID, t.handoffID, t.id, map[string]any{
 		"status": HandoffAccepted, "keys": answered, "outstanding": remaining,
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	tx.taskChanged(t.id)
-	return nil
+	return answered, nil
 }

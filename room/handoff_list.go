@@ -31,6 +31,10 @@ const (
 
 var handoffRoles = []string{RoleAssignedToMe, RoleCreatedByMe, RoleOpenToAccept}
 
+// HandoffRoles are the roles a listing can be narrowed to
+// (ListHandoffsInput.Role), the closed set its tool schema offers.
+func HandoffRoles() []string { return slices.Clone(handoffRoles) }
+
 // handoffPageDefault is the page size when the caller names none.
 const handoffPageDefault = 50
 
@@ -47,8 +51,8 @@ const cursorKeyMeta = "inbox_cursor_key"
 
 // ListHandoffsInput selects one page of the handoffs the caller may see.
 type ListHandoffsInput struct {
-	Role   string `json:"role,omitempty" jsonschema:"only handoffs where you are in this role: assigned_to_me (you accepted it or it is addressed to you), created_by_me (you own it) or open_to_accept (open, and you could accept it now). Absent: every handoff you may see"`
-	Status string `json:"status,omitempty" jsonschema:"only this status: open, accepted, result_ready, approved, rejected or cancelled"`
+	Role   string `json:"role,omitempty" jsonschema:"only handoffs where you are in this role: assigned_to_me (you accepted it or it is addressed to you), created_by_me (you own it) or open_to_accept (open, and you could accept it now). Absent: every handoff you may see" schema:"enum=assigned_to_me|created_by_me|open_to_accept"`
+	Status string `json:"status,omitempty" jsonschema:"only this status: open, accepted, result_ready, approved, rejected or cancelled. Absent: every status" schema:"enum=open|accepted|result_ready|approved|rejected|cancelled"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 50, at most 200)" schema:"minimum=0"`
 	Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor from the previous page, to continue the listing (same role and status)"`
 }

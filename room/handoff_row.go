@@ -27,6 +27,7 @@ type handoffRow struct {
 	cancelledBy, reason sql.NullString
 	taskStatus          sql.NullString
 	taskDueAt           sql.NullInt64  // created_at + ttl_ms of the task
+	taskPoll            sql.NullInt64  // the task's poll_interval_ms
 	inputs              sql.NullString // inputsColumn, when the select read it (handoffWithInputsSelect)
 	// noInputs says the task is known to have no input request at all
 	// (the writer's loader asks; readers leave it false and read them), so
@@ -40,9 +41,9 @@ type handoffRow struct {
 // taskCols are the task columns the writer's handoff read carries (NULL
 // once the task row is purged).
 type taskCols struct {
-	created, ttl, poll sql.NullInt64
-	message, owner     sql.NullString
-	assignee           sql.NullString
+	created, ttl   sql.NullInt64
+	message, owner sql.NullString
+	assignee       sql.NullString
 }
 
 const handoffSelect = `SELECT ` + handoffColumns + handoffFrom
@@ -50,7 +51,7 @@ const handoffSelect = `SELECT ` + handoffColumns + handoffFrom
 const handoffColumns = `h.handoff_id, h.status, h.owner_id, h.requested_assignee_id, h.assignee_id, h.summary,
 	h.constraints_text, h.target, h.base_version, h.follows_handoff_id, h.artifacts_json, h.task_id, h.result_json,
 	h.created_at, h.updated_at, h.accepted_at, h.result_at, h.decided_at, h.decided_by, h.decision_note,
-	h.cancelled_at, h.cancelled_by, h.cancel_reason, t.status, t.created_at + t.ttl_ms`
+	h.cancelled_at, h.cancelled_by, h.cancel_reason, t.status, t.created_at + t.ttl_ms, t.poll_interval_ms`
 
 const handoffFrom = `
 	FROM handoffs h LEFT JOIN tasks t ON t.task_id = h.task_id`
@@ -61,7 +62,7 @@ const handoffFrom = `
 // statements that would read or close none.
 const handoffForWriteQuery = `SELECT ` + handoffColumns + `,
 	EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = h.task_id),
-	t.created_at, t.ttl_ms, t.poll_interval_ms, t.status_message, t.owner_id, t.assignee_id` + handoffFrom + ` WHERE h.handoff_id = ?`
+	t.created_at, t.ttl_ms, t.status_message, t.owner_id, t.assignee_id` + handoffFrom + ` WHERE h.handoff_id = ?`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -70,7 +71,7 @@ func scanHandoff(s scanner) (*handoffRow, error) {
 	err := s.Scan(&h.id, &h.status, &h.owner, &h.requested, &h.assignee, &h.summary,
 		&h.constraints, &h.target, &h.baseVersion, &h.follows, &h.artifacts, &h.taskID, &h.result,
 		&h.created, &h.updated, &h.acceptedAt, &h.resultAt, &h.decidedAt, &h.decidedBy, &h.note,
-		&h.cancelledAt, &h.cancelledBy, &h.reason, &h.taskStatus, &h.taskDueAt)
+		&h.cancelledAt, &h.cancelledBy, &h.reason, &h.taskStatus, &h.taskDueAt, &h.taskPoll)
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +100,8 @@ func readHandoffForWrite(tx *Tx, id string) (*handoffRow, error) {
 	err := tx.q.QueryRowContext(tx.ctx, handoffForWriteQuery, id).Scan(&h.id, &h.status, &h.owner, &h.requested, &h.assignee, &h.summary,
 		&h.constraints, &h.target, &h.baseVersion, &h.follows, &h.artifacts, &h.taskID, &h.result,
 		&h.created, &h.updated, &h.acceptedAt, &h.resultAt, &h.decidedAt, &h.decidedBy, &h.note,
-		&h.cancelledAt, &h.cancelledBy, &h.reason, &h.taskStatus, &h.taskDueAt, &hasInputs,
-		&h.task.created, &h.task.ttl, &h.task.poll, &h.task.message, &h.task.owner, &h.task.assignee)
+		&h.cancelledAt, &h.cancelledBy, &h.reason, &h.taskStatus, &h.taskDueAt, &h.taskPoll, &hasInputs,
+		&h.task.created, &h.task.ttl, &h.task.message, &h.task.owner, &h.task.assignee)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, handoffNotFound(id)
 	}
@@ -247,6 +248,10 @@ func (h *handoffRow) render() (Handoff, error) {
 		v := h.baseVersion.Int64
 		out.BaseVersion = &v
 	}
+	if h.taskLive() && h.taskPoll.Valid {
+		v := h.taskPoll.Int64
+		out.PollIntervalMs = &v
+	}
 	if h.artifacts.Valid {
 		if err := json.Unmarshal([]byte(h.artifacts.String), &out.Artifacts); err != nil {
 			return Handoff{}, Internal(err)
@@ -353,7 +358,7 @@ func (e *Engine) handoffInTx(tx *Tx, p Principal, id string) (Handoff, error) {
 func (h *handoffRow) liveTaskSnapshot(assignee sql.NullString, updated int64) DetailedTask {
 	return DetailedTask{TaskID: h.taskID, Status: TaskWorking, StatusMessage: h.task.message.String,
 		CreatedAt: WireTime(h.task.created.Int64), LastUpdatedAt: WireTime(updated),
-		TTLMs: h.task.ttl.Int64, PollIntervalMs: h.task.poll.Int64,
+		TTLMs: h.task.ttl.Int64, PollIntervalMs: h.taskPoll.Int64,
 		Meta: map[string]any{HandoffMetaKey: h.id}, OwnerID: h.task.owner.String, AssigneeID: assignee.String}
 }
 

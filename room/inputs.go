@@ -32,7 +32,8 @@ type ProposalInput struct {
 	ProposalID string `json:"proposal_id" jsonschema:"the proposal to read" schema:"required"`
 }
 
-// HandoffIDInput names one handoff: handoff_get and handoff_accept.
+// HandoffIDInput names one handoff: handoff_get, handoff_accept and
+// handoff_cancel.
 type HandoffIDInput struct {
 	HandoffID string `json:"handoff_id" jsonschema:"the handoff's id (handoff_…)" schema:"required"`
 }

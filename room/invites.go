@@ -15,7 +15,7 @@ import (
 // invitation that grants nothing is a mistake, never a request for the
 // default (issue 13, item 12).
 type InviteInput struct {
-	Capabilities     []string `json:"capabilities,omitzero" jsonschema:"capabilities to grant (at most your own unless you are admin); leave it out for read, observe, propose, checkout, commit; an empty list is refused" schemaitems:"read, observe, propose, checkout, commit, approve, invite, admin or *"`
+	Capabilities     []string `json:"capabilities,omitzero" jsonschema:"capabilities to grant (at most your own unless you are admin); leave it out for read, observe, propose, checkout, commit; an empty list is refused" schema:"enum=read|observe|propose|checkout|commit|approve|invite|admin|*" schemaitems:"a capability: read, observe, propose, checkout, commit, approve, invite, admin or * (everything)"`
 	Permissions      *string  `json:"permissions,omitempty" schema:"hidden"`
 	Target           string   `json:"target" jsonschema:"a region the invitation is meant for (recorded, not enforced)"`
 	ExpiresInMinutes *int     `json:"expires_in_minutes" jsonschema:"minutes until it expires (default 60, at most 10080)" schema:"minimum=1"`

@@ -18,6 +18,7 @@ type ProposalInfo struct {
 	WorkspaceID      string     `json:"workspace_id"`
 	ParticipantID    string     `json:"participant_id"`
 	Target           string     `json:"target"`
+	Scope            string     `json:"scope"` // as Proposal.Scope: "section" or "document"
 	BaseVersion      int64      `json:"base_version"`
 	Summary          string     `json:"summary"`
 	Change           ChangeInfo `json:"change"`
@@ -40,7 +41,7 @@ type ChangeInfo struct {
 // MaxListItems), and Cursor continues after the previous page (its
 // NextCursor).
 type ProposalsInput struct {
-	Status string `json:"status" jsonschema:"only this status: pending, approved, rejected, committed, conflicted or superseded"`
+	Status string `json:"status" jsonschema:"only this status: pending, approved, rejected, committed, conflicted or superseded. Absent: every status" schema:"enum=pending|approved|rejected|committed|conflicted|superseded"`
 	Limit  int    `json:"limit" jsonschema:"at most this many (default 50, at most 200)" schema:"minimum=0"`
 	Cursor string `json:"cursor" jsonschema:"next_cursor from the previous page, to continue the listing (same status)"`
 }
@@ -80,6 +81,7 @@ func (e *Engine) scanProposalInfo(s interface{ Scan(...any) error }) (ProposalIn
 	}
 	p.WorkspaceID = e.WorkspaceID
 	p.Change = ChangeInfo{Section: section.String, ContentBytes: size.Int64}
+	p.Scope = scopeOf(section.String)
 	p.ReviewedBy = optStr(reviewedBy)
 	p.ReviewedAt = optTime(reviewedAt)
 	if committed.Valid {

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"unicode/utf8"
+
+	"github.com/commonroom/ce/room/markdown"
 )
 
 // Proposal statuses (spec/domain.md §1.8). pending and approved are open;
@@ -21,21 +24,46 @@ const (
 
 var proposalStatuses = []string{ProposalPending, ProposalApproved, ProposalRejected, ProposalCommitted, ProposalConflicted, ProposalSuperseded}
 
+// ProposalStatuses are the statuses a proposal can have: the closed set
+// the proposal listing filters by (ProposalsInput.Status).
+func ProposalStatuses() []string { return slices.Clone(proposalStatuses) }
+
 // ChangeInput is the body of a proposal: Content replaces change.section (a
 // region, heading line through the end of the region) or, without a
 // section, the whole document. Content is a pointer so that a missing
 // content (a client mistake) differs from an empty one (delete the section).
+// Which of the two a proposal is must be said one way (Propose): a section
+// target needs change.section naming that same section, and only target
+// "workspace" without change.section replaces the whole document.
 type ChangeInput struct {
-	Content *string `json:"content" jsonschema:"the new text of the section (heading line included) or of the whole document" schema:"required"`
-	Section string  `json:"section,omitempty" jsonschema:"the section to replace (a title or path); omit to replace the whole document"`
+	Content *string `json:"content" jsonschema:"the new text: of the section named by section (its heading line included), or, with target \"workspace\" and no section, of the whole document" schema:"required"`
+	Section string  `json:"section,omitempty" jsonschema:"the section to replace, a title or path: required when target names a section, and must name that same section. Leave it out only with target \"workspace\" to replace the whole document"`
 }
 
 // ProposeInput asks for a change against the version the caller read.
 type ProposeInput struct {
-	Target      string      `json:"target" jsonschema:"the section this is about (title or path), or \"workspace\"" schema:"required"`
+	Target      string      `json:"target" jsonschema:"the section the change replaces (title or path; change.section must name the same one), or \"workspace\" to replace the whole document (then leave change.section out)" schema:"required"`
 	BaseVersion int64       `json:"base_version" jsonschema:"the version you read" schema:"required,minimum=1"`
 	Summary     string      `json:"summary" jsonschema:"one line saying what the change does"`
 	Change      ChangeInput `json:"change" schema:"required"`
+}
+
+// The scopes of a proposal (Proposal.Scope): what approving and committing
+// it replaces.
+const (
+	// ScopeSection: one section, change.section.
+	ScopeSection = "section"
+	// ScopeDocument: the whole document, every section of it.
+	ScopeDocument = "document"
+)
+
+// scopeOf is the scope of a stored change: a change without a section
+// replaces the whole document.
+func scopeOf(section string) string {
+	if section == "" {
+		return ScopeDocument
+	}
+	return ScopeSection
 }
 
 // Change is a stored proposal body.
@@ -46,10 +74,14 @@ type Change struct {
 
 // Proposal is a change waiting for (or past) review.
 type Proposal struct {
-	ProposalID       string  `json:"proposal_id"`
-	WorkspaceID      string  `json:"workspace_id"`
-	ParticipantID    string  `json:"participant_id"`
-	Target           string  `json:"target"`
+	ProposalID    string `json:"proposal_id"`
+	WorkspaceID   string `json:"workspace_id"`
+	ParticipantID string `json:"participant_id"`
+	Target        string `json:"target"`
+	// Scope says what the proposal replaces, so a whole-document
+	// replacement is unmistakable wherever a proposal is shown:
+	// "section" (change.section) or "document" (every section).
+	Scope            string  `json:"scope"`
 	BaseVersion      int64   `json:"base_version"`
 	Summary          string  `json:"summary"`
 	Change           Change  `json:"change"`
@@ -93,6 +125,7 @@ func (e *Engine) scanProposal(s interface{ Scan(...any) error }) (*Proposal, err
 	if err := json.Unmarshal([]byte(changeJSON), &p.Change); err != nil {
 		return nil, err
 	}
+	p.Scope = scopeOf(p.Change.Section)
 	p.WorkspaceID = e.WorkspaceID
 	p.ReviewedBy = optStr(reviewedBy)
 	p.ReviewedAt = optTime(reviewedAt)
@@ -191,13 +224,16 @@ func (e *Engine) Propose(tx *Tx, p Principal, in ProposeInput) (Proposal, error)
 			change.Section = r.Path
 		}
 	}
+	if err := oneScope(target, change.Section, in.Change.Section != ""); err != nil {
+		return Proposal{}, err
+	}
 	body, err := e.encodeChange(change)
 	if err != nil {
 		return Proposal{}, err
 	}
 	now := tx.nowMS()
 	out := Proposal{ProposalID: newID("proposal", 8), WorkspaceID: e.WorkspaceID, ParticipantID: p.ParticipantID,
-		Target: target, BaseVersion: in.BaseVersion, Summary: in.Summary, Change: change, Status: ProposalPending,
+		Target: target, Scope: scopeOf(change.Section), BaseVersion: in.BaseVersion, Summary: in.Summary, Change: change, Status: ProposalPending,
 		CreatedAt: WireTime(now)}
 	if _, err := tx.exec(`INSERT INTO proposals(proposal_id, participant_id, target, base_version, summary, change_json, status, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
@@ -213,6 +249,38 @@ func (e *Engine) Propose(tx *Tx, p Principal, in ProposeInput) (Proposal, error)
 	current := in.BaseVersion == d.Version
 	out.BaseIsCurrent = &current
 	return out, nil
+}
+
+// oneScope is the rule that a proposal names what it replaces one way
+// (issue 24): target and change.section, both canonical ("workspace" for
+// the whole document; section "" for the whole document, given says
+// whether the caller named it or left it out), must agree. A section
+// target without change.section used to be taken as a whole-document
+// replacement, so approving a proposal "for Venue" cut the file down to
+// that one section; it is refused now, as is a change.section that names
+// another section than the target, with the fix in the message.
+func oneScope(target, section string, given bool) error {
+	switch {
+	case target == markdown.Workspace && section == "":
+		return nil
+	case section == "" && given:
+		return invalid("change.section", "change.section names the whole document but target names the section %q; "+
+			"set change.section to %q to replace that section, or set target to %q and leave change.section out to replace the whole document",
+			target, target, markdown.Workspace).With("target", target)
+	case target == markdown.Workspace:
+		return invalid("change.section", "target %q replaces the whole document but change.section names the section %q; "+
+			"set target to %q to replace that section, or leave change.section out to replace the whole document",
+			target, section, section).With("target", target)
+	case section == "":
+		return invalid("change.section", "target names the section %q but change.section is missing, which would replace the whole document; "+
+			"set change.section to %q to replace that section, or set target to %q (without change.section) to replace the whole document",
+			target, target, markdown.Workspace).With("target", target)
+	case section != target:
+		return invalid("change.section", "change.section names %q but target names %q; they must name the same section "+
+			"(or set target to %q without change.section to replace the whole document)", section, target, markdown.Workspace).
+			With("target", target)
+	}
+	return nil
 }
 
 // checkPendingCaps refuses a new proposal when its author, or the room,

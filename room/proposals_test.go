@@ -265,13 +265,13 @@ func TestPropose_AnswersTheStoredProposal(t *testing.T) {
 		if err := json.Unmarshal([]byte(mustJSON(t, pr)), &m); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{"proposal_id", "workspace_id", "participant_id", "target", "base_version", "summary",
+		for _, k := range []string{"proposal_id", "workspace_id", "participant_id", "target", "scope", "base_version", "summary",
 			"change", "status", "reviewed_by", "reviewed_at", "committed_version", "created_at", "base_is_current"} {
 			if _, ok := m[k]; !ok {
 				t.Errorf("missing %s in %v", k, m)
 			}
 		}
-		if m["base_is_current"] != true || m["status"] != "pending" || m["workspace_id"] != d.eng.WorkspaceID {
+		if m["base_is_current"] != true || m["status"] != "pending" || m["workspace_id"] != d.eng.WorkspaceID || m["scope"] != "section" {
 			t.Fatalf("answer %v", m)
 		}
 	})
@@ -286,7 +286,7 @@ func TestPropose_AnswersTheStoredProposal(t *testing.T) {
 	})
 	t.Run("a_stale_base_is_accepted_and_reported", func(t *testing.T) {
 		d.rawCommit(d.fileText() + "more\n")
-		old, err := d.propose(a, room.ProposeInput{Target: "Goals", BaseVersion: 1, Change: room.ChangeInput{Content: refOf("x")}})
+		old, err := d.propose(a, room.ProposeInput{Target: "Goals", BaseVersion: 1, Change: room.ChangeInput{Content: refOf("x"), Section: "Goals"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +315,7 @@ func TestPropose_BadInputChangesNothing(t *testing.T) {
 	reader := d.join("reader", room.CapRead)
 	big := strings.Repeat("x", 256<<10)
 	in := func(f func(*room.ProposeInput)) room.ProposeInput {
-		p := room.ProposeInput{Target: "Real", BaseVersion: 1, Summary: "s", Change: room.ChangeInput{Content: refOf("## Real\n\nnew\n")}}
+		p := room.ProposeInput{Target: "Real", BaseVersion: 1, Summary: "s", Change: room.ChangeInput{Content: refOf("## Real\n\nnew\n"), Section: "Real"}}
 		f(&p)
 		return p
 	}
@@ -338,6 +338,11 @@ func TestPropose_BadInputChangesNothing(t *testing.T) {
 		{"change_over_256KiB_is_limit_exceeded", a, in(func(p *room.ProposeInput) { p.Change.Content = refOf(big) }), room.KindLimitExceeded},
 		{"summary_over_2000_chars_is_limit_exceeded", a, in(func(p *room.ProposeInput) { p.Summary = strings.Repeat("é", 2001) }), room.KindLimitExceeded},
 		{"without_propose_is_permission_denied", reader, in(func(*room.ProposeInput) {}), room.KindPermissionDenied},
+		{"a_section_target_without_change_section_is_invalid_request", a, in(func(p *room.ProposeInput) { p.Change.Section = "" }), room.KindInvalidRequest},
+		{"change_section_naming_another_section_is_invalid_request", a, in(func(p *room.ProposeInput) { p.Change.Section = "Title" }), room.KindInvalidRequest},
+		{"change_section_naming_the_document_under_a_section_target_is_invalid_request", a,
+			in(func(p *room.ProposeInput) { p.Change.Section = "workspace" }), room.KindInvalidRequest},
+		{"a_workspace_target_with_a_change_section_is_invalid_request", a, in(func(p *room.ProposeInput) { p.Target = "workspace" }), room.KindInvalidRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -355,9 +360,20 @@ func TestPropose_BadInputChangesNothing(t *testing.T) {
 			t.Fatalf("region field %v", errField(t, err, "region"))
 		}
 	})
+	t.Run("an_ambiguous_scope_names_the_field_and_the_fix", func(t *testing.T) {
+		_, err := d.propose(a, in(func(p *room.ProposeInput) { p.Change.Section = "" }))
+		msg := room.AsError(err).Message
+		if errField(t, err, "field") != "change.section" || !strings.Contains(msg, `change.section to "Title/Real"`) ||
+			!strings.Contains(msg, `target to "workspace"`) {
+			t.Fatalf("field %v, message %q", errField(t, err, "field"), msg)
+		}
+	})
 	t.Run("a_change_just_under_the_limit_is_accepted", func(t *testing.T) {
-		// {"content":"…"} adds 14 bytes of JSON around the content.
-		if _, err := d.propose(a, in(func(p *room.ProposeInput) { p.Change.Content = refOf(big[:256<<10-14]) })); err != nil {
+		// {"content":"…"} adds 14 bytes of JSON around the content: a
+		// whole-document change, which stores no section.
+		if _, err := d.propose(a, in(func(p *room.ProposeInput) {
+			p.Target, p.Change.Section, p.Change.Content = "workspace", "", refOf(big[:256<<10-14])
+		})); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -589,6 +605,52 @@ func TestCommit_TwoAgentsRacingOnOneBase(t *testing.T) {
 			changes := errField(t, loseErr, "changes").([]room.VersionChange)
 			if len(changes) != 1 || changes[0].Version != base+1 || strOf(changes[0].ParticipantID) == "<nil>" {
 				t.Fatalf("changes %+v", changes)
+			}
+		})
+	}
+}
+
+// TestPropose_NamesItsScopeOneWay (issue 24): a proposal replaces either
+// one section, named by both target and change.section, or the whole
+// document, named by target "workspace" alone; its scope says which on the
+// answer, on the proposal read back and in the listing.
+func TestPropose_NamesItsScopeOneWay(t *testing.T) {
+	t.Parallel()
+	d := newDocRoom(t)
+	a := d.join("a", agentCaps...)
+	cases := []struct {
+		name            string
+		target, section string
+		wantScope       string
+		wantSection     string
+	}{
+		{"a section named twice by title", "Goals", "Goals", room.ScopeSection, "Idea/Goals"},
+		{"a section named by title and by path", "Goals", "Idea/Goals", room.ScopeSection, "Idea/Goals"},
+		{"a section named by section:", "section:Goals", "Goals", room.ScopeSection, "Idea/Goals"},
+		{"the whole document", "workspace", "", room.ScopeDocument, ""},
+		{"the whole document by another name", "*", "", room.ScopeDocument, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name+" is scope "+c.wantScope, func(t *testing.T) {
+			pr, err := d.propose(a, room.ProposeInput{Target: c.target, BaseVersion: 1, Summary: c.name,
+				Change: room.ChangeInput{Content: refOf(goalsEdit), Section: c.section}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pr.Scope != c.wantScope || pr.Change.Section != c.wantSection {
+				t.Errorf("answer: scope %q section %q, want %q and %q", pr.Scope, pr.Change.Section, c.wantScope, c.wantSection)
+			}
+			got, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.Proposal, error) {
+				return eng.GetProposal(t.Context(), q, a, room.ProposalInput{ProposalID: pr.ProposalID})
+			})
+			if err != nil || got.Scope != c.wantScope {
+				t.Errorf("workspace_proposal: scope %q (%v), want %q", got.Scope, err, c.wantScope)
+			}
+			list, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.ProposalPage, error) {
+				return eng.Proposals(t.Context(), q, a, room.ProposalsInput{Limit: 1})
+			})
+			if err != nil || len(list.Proposals) != 1 || list.Proposals[0].ProposalID != pr.ProposalID || list.Proposals[0].Scope != c.wantScope {
+				t.Errorf("workspace_proposals: %+v (%v), want scope %q", list.Proposals, err, c.wantScope)
 			}
 		})
 	}

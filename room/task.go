@@ -154,22 +154,25 @@ func TaskVisibleTo(p Principal, t DetailedTask) error {
 // open or accepted handoff cancelled, all before the acknowledgement.
 // Cancelling records a decision; it cannot undo what the assignee already did.
 func (e *Engine) CancelTask(tx *Tx, p Principal, in TaskIDInput) (Empty, error) {
-	return Empty{}, e.cancelTask(tx, p, in.TaskID)
+	_, err := e.cancelTask(tx, p, in.TaskID)
+	return Empty{}, err
 }
 
-func (e *Engine) cancelTask(tx *Tx, p Principal, taskID string) error {
+// cancelTask is tasks/cancel's rule, shared with its tool twin
+// CancelHandoff: it reports whether it cancelled the task (false: the task
+// was already terminal and nothing changed).
+func (e *Engine) cancelTask(tx *Tx, p Principal, taskID string) (bool, error) {
 	t, err := e.taskForWrite(tx, p, taskID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !p.IsAdmin() && p.ParticipantID != t.owner {
-		return Errorf(KindPermissionDenied, "only the task's owner can cancel it").With("task_id", t.id)
+		return false, Errorf(KindPermissionDenied, "only the task's owner can cancel it").With("task_id", t.id)
 	}
 	if t.status != TaskWorking && t.status != TaskInputRequired {
-		return nil
+		return false, nil
 	}
-	_, err = cancelLiveTask(tx, p.ParticipantID, t.id, t.handoffID)
-	return err
+	return cancelLiveTask(tx, p.ParticipantID, t.id, t.handoffID)
 }
 
 // cancelLiveTask is the one way a request cancels work, shared by CancelTask

@@ -1,4 +1,4 @@
-# Sourced by the scripts that drive a real `ce serve` (e2e.sh, mcp-stdio.sh):
+# Sourced by the scripts that drive a real `ce serve` (e2e.sh, mcp-clients.sh):
 # one way to build ce, start a room, wait for its banner and stop it.
 #
 #   room_build ROOT DIR            go build ./cmd/ce into DIR/ce

@@ -224,6 +224,18 @@ func cacheable(fields map[string]any, ttlMs int, scope string) map[string]any {
 	return fields
 }
 
+// Instructions is what server/discover tells a model about the room: the
+// workflow in one paragraph, with tools alone, and where the whole guide
+// is. It is exported so that ce mcp can give a host of an older protocol,
+// which starts with initialize, the same words.
+const Instructions = "A Commonroom room: one Markdown file shared by people and agents. The whole guide is the resource skill://commonroom/SKILL.md " +
+	"(and the prompts commonroom_edit_workflow and commonroom_handoff_workflow). Read the document with workspace_status, workspace_summary and workspace_read; " +
+	"the file changes only through workspace_propose, which a human approves before workspace_commit. " +
+	"Hand work to someone with handoff_create; the worker uses handoff_accept, handoff_request_input and handoff_complete; " +
+	"the requester answers questions with handoff_answer, cancels with handoff_cancel, and polls handoff_get every poll_interval_ms; " +
+	"someone with approve decides with handoff_approve or handoff_reject. " +
+	"Clients with the Tasks extension may use tasks/get, subscriptions/listen, tasks/update and tasks/cancel instead."
+
 func (s *Handler) mcpDiscover() map[string]any {
 	return s.complete(cacheable(map[string]any{
 		"supportedVersions": []string{ProtocolVersion},
@@ -233,7 +245,7 @@ func (s *Handler) mcpDiscover() map[string]any {
 			"prompts":    map[string]any{},
 			"extensions": map[string]any{TasksExtension: map[string]any{}},
 		},
-		"instructions": "A Commonroom room around one Markdown file. Read with workspace_* tools, hand work to others with handoff_*, and follow tasks with tasks/get or subscriptions/listen. The file changes only through proposals a human approves.",
+		"instructions": Instructions,
 	}, 60_000, "public"))
 }
 

@@ -2,8 +2,21 @@ package mcp
 
 import (
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/skill"
 	"github.com/commonroom/ce/room"
 )
+
+// skillResource is the agent guide as resources/list lists it. The guide
+// is static, so a listen that names it acknowledges nothing for it and a
+// legacy subscription to it is acknowledged without being kept: no update
+// ever comes.
+var skillResource = map[string]any{
+	"uri":         skill.URI,
+	"name":        "commonroom-skill",
+	"title":       "Commonroom agent guide (SKILL.md)",
+	"description": "How to work in this room with tools alone: read, lease, propose and commit the document; create, accept, answer, cancel and approve handoffs; which fields each tool requires. The same text as GET /skills/commonroom.",
+	"mimeType":    "text/markdown",
+}
 
 func (s *Handler) mcpResourcesList(c *mcpCall) (any, *rpcError) {
 	if e := s.noCursor(c); e != nil {
@@ -18,7 +31,7 @@ func (s *Handler) mcpResourcesList(c *mcpCall) (any, *rpcError) {
 		"title":       s.eng.Name + " (the room's document)",
 		"description": "The whole Markdown document at its current version.",
 		"mimeType":    "text/markdown",
-	}}}, 60_000, "private")), nil
+	}, skillResource}}, 60_000, "private")), nil
 }
 
 func (s *Handler) mcpTemplatesList(c *mcpCall) (any, *rpcError) {
@@ -47,13 +60,21 @@ func (s *Handler) noCursor(c *mcpCall) *rpcError {
 	return nil
 }
 
-// mcpResourcesRead reads the document or one section, bounded like workspace_read.
+// mcpResourcesRead reads the document or one section, bounded like
+// workspace_read, or the agent guide; each needs read.
 func (s *Handler) mcpResourcesRead(c *mcpCall) (any, *rpcError) {
 	var in struct {
 		URI string `json:"uri"`
 	}
 	if e := decodeParams(c.req.Params, &in); e != nil {
 		return nil, e
+	}
+	if in.URI == skill.URI {
+		if err := c.p.Require(room.CapRead); err != nil {
+			return nil, s.rpcErrorOf(err)
+		}
+		content := map[string]any{"uri": skill.URI, "mimeType": "text/markdown", "text": skill.Text()}
+		return s.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
 	}
 	section, ok := s.eng.SectionFromURI(in.URI)
 	if !ok || len(in.URI) > s.limits.MaxResourceURIChars {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/skill"
 	"github.com/commonroom/ce/room"
 )
 
@@ -119,6 +120,9 @@ func (s *Handler) mcpSubscribe(c *mcpCall, on bool) (any, *rpcError) {
 	}
 	if s.hub == nil {
 		return nil, &rpcError{Status: http.StatusServiceUnavailable, Code: codeInternalError, Message: "live updates are not available"}
+	}
+	if in.URI == skill.URI {
+		return s.complete(nil), nil // the guide never changes: nothing to keep, nothing will come
 	}
 	canonical, ok, err := s.resourceURI(c, in.URI)
 	if err != nil {

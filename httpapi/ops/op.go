@@ -28,7 +28,9 @@ type Op struct {
 	Capability string `json:"capability"`
 
 	// Tool is the MCP tool name, empty when the operation is not a tool
-	// (the tool catalog is the seed's, D4; host moderation stays off it).
+	// (the seed's catalog, handoff_list, and the task twins handoff_cancel
+	// and handoff_answer, D4 as issue 24 revised it; host moderation stays
+	// off it).
 	Tool        string `json:"-"`
 	Title       string `json:"-"`
 	Description string `json:"-"`

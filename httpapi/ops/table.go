@@ -54,11 +54,11 @@ var Table = []Op{
 		Call:        Read((*room.Engine).Leases), Bare: func(r any) any { return r.(room.LeasesResult).Leases }},
 	{Name: "proposals", HTTP: "GET /workspace/proposals", Capability: "read",
 		Tool: "workspace_proposals", Title: "Proposals",
-		Description: "Proposed changes, newest first, with their status and the size of their text (not the text: read one with workspace_proposal). One page at a time: pass next_cursor back as cursor for older ones. Needs read.",
+		Description: "Proposed changes, newest first, with their status, their scope (\"section\", or \"document\" for a whole-document replacement) and the size of their text (not the text: read one with workspace_proposal). One page at a time: pass next_cursor back as cursor for older ones. Needs read.",
 		Call:        Read((*room.Engine).Proposals)},
 	{Name: "proposal", HTTP: "GET /workspace/proposal", Capability: "read",
 		Tool: "workspace_proposal", Title: "One proposal with its text",
-		Description: "One proposal with the text it proposes (change.content), its status and review. Needs read.",
+		Description: "One proposal with the text it proposes (change.content), its scope (\"section\": it replaces change.section; \"document\": it replaces the whole document), its status and review. Needs read.",
 		Call:        Read((*room.Engine).GetProposal)},
 	{Name: "diagnostics", HTTP: "GET /workspace/diagnostics", Capability: "read",
 		Tool: "workspace_diagnostics", Title: "Diagnostics",
@@ -80,7 +80,7 @@ var Table = []Op{
 		Call:        Write((*room.Engine).Release)},
 	{Name: "propose", HTTP: "POST /workspace/propose", Capability: "propose",
 		Tool: "workspace_propose", Title: "Propose a change",
-		Description: "Propose new text for a section (or the document) against the version you read. A human reviews it; once approved, commit it with workspace_commit. The answer says whether your base is still current. Needs propose.",
+		Description: "Propose new text for one section, or for the whole document, against the version you read (base_version). To change a section, name it in both target and change.section (the same section, e.g. target \"Venue\" and change.section \"Venue\"), and give its new text, heading line included, as change.content; a section target without change.section, or two different sections, is refused (invalid_request naming change.section). To replace the whole document, set target to \"workspace\" and leave change.section out. The answer's scope says which it is: \"section\" or \"document\". A human reviews it; once approved, commit it with workspace_commit. base_is_current says whether the document is still at your base. Needs propose.",
 		Call:        Write((*room.Engine).Propose)},
 	{Name: "proposal.review", HTTP: "POST /workspace/proposal/review", Capability: "approve",
 		Tool: "workspace_review", Title: "Approve or reject a proposal",
@@ -107,7 +107,7 @@ var Table = []Op{
 		Call:        Write((*room.Engine).CreateHandoff), Audit: warnReplayDiffers},
 	{Name: "handoff.get", HTTP: "GET /workspace/handoff", Capability: "read",
 		Tool: "handoff_get", Title: "Read a handoff",
-		Description: "The handoff as it stands: status, parties, result, and for its parties the input requests with their answers. This is the authority after any gap. Needs read.",
+		Description: "The handoff as it stands: status, parties, result, and for its parties the input requests (inputs) with their answers. While its task is live, poll_interval_ms says how many milliseconds to wait before reading it again (null once the task is done): an agent that cannot listen polls this. This is the authority after any gap. Needs read.",
 		Call:        CachedRead((*room.Engine).GetHandoff, room.HandoffReadKey)},
 	{Name: "handoff.events", HTTP: "GET /workspace/handoff/events", Capability: "read",
 		Tool: "handoff_events", Title: "A handoff's events",
@@ -115,7 +115,7 @@ var Table = []Op{
 		Call:        Read((*room.Engine).HandoffEvents)},
 	{Name: "handoff.list", HTTP: "GET /workspace/handoffs", Capability: "read",
 		Tool: "handoff_list", Title: "Your handoffs (inbox)",
-		Description: "The handoffs you may see, newest first, each as handoff_get shows it: role narrows to assigned_to_me (you accepted it or it is addressed to you), created_by_me, or open_to_accept (open handoffs you could accept now); status narrows further. One page at a time (limit, default 50): pass next_cursor back as cursor, with the same role and status, for older ones. Needs read.",
+		Description: "The handoffs you may see, newest first, each as handoff_get shows it (with poll_interval_ms while its task is live): role narrows to assigned_to_me (you accepted it or it is addressed to you), created_by_me, or open_to_accept (open handoffs you could accept now); status narrows further. One page at a time (limit, default 50): pass next_cursor back as cursor, with the same role and status, for older ones. Needs read.",
 		Call:        Read((*room.Engine).ListHandoffs)},
 	{Name: "handoff.accept", HTTP: "POST /workspace/handoff/accept", Capability: "checkout",
 		Tool: "handoff_accept", Title: "Accept a handoff",
@@ -123,8 +123,12 @@ var Table = []Op{
 		Call:        Write((*room.Engine).AcceptHandoff)},
 	{Name: "handoff.request_input", HTTP: "POST /workspace/handoff/request_input", Capability: "checkout",
 		Tool: "handoff_request_input", Title: "Ask the owner a question",
-		Description: "As the assignee, pause for the owner's input: the task becomes input_required with these inputRequests. The owner answers with tasks/update (or the owner page); read the answers with handoff_get. Needs checkout.",
+		Description: "As the assignee, pause for the owner's input: the task becomes input_required with these inputRequests. The owner answers with handoff_answer (or tasks/update, or the owner page); read the answers with handoff_get (inputs). Needs checkout.",
 		Call:        Write((*room.Engine).RequestInput)},
+	{Name: "handoff.answer", HTTP: "POST /workspace/handoff/answer", Capability: "handoff owner or admin",
+		Tool: "handoff_answer", Title: "Answer the worker's questions",
+		Description: "As the handoff's owner (or an admin), answer the assignee's open questions: handoff_get lists them under inputs (status open), each with its key, message and requested_schema. input_responses maps each key you answer to {\"action\": \"accept\", \"content\": {…the fields requested_schema names; by default \"answer\"}} (or action decline or cancel to refuse it). This is what tasks/update does, for agents that can only call tools. When every open question is answered the task is working again; a partial answer leaves it input_required. Keys that are not open questions are ignored, not refused: the answer lists answered_keys and ignored_keys beside the handoff as it now stands, so check that yours landed. Anyone else is refused; a handoff you may not see is handoff_not_found.",
+		Call:        Write((*room.Engine).AnswerHandoff)},
 	{Name: "handoff.complete", HTTP: "POST /workspace/handoff/complete", Capability: "checkout",
 		Tool: "handoff_complete", Title: "Deliver the result",
 		Description: "As the assignee, deliver the result: the task completes and the handoff waits for approval (result_ready). A second completion keeps the first result. Needs checkout.",
@@ -137,15 +141,19 @@ var Table = []Op{
 		Tool: "handoff_reject", Title: "Reject a result",
 		Description: "Turn down a delivered result (handoff result_ready → rejected, final). The task is not changed; re-work is a new handoff with follows_handoff_id. Needs approve.",
 		Call:        Write((*room.Engine).RejectHandoff)},
+	{Name: "handoff.cancel", HTTP: "POST /workspace/handoff/cancel", Capability: "handoff owner or admin",
+		Tool: "handoff_cancel", Title: "Cancel your handoff",
+		Description: "As the handoff's owner (or an admin), stop the work: the handoff and its task become cancelled and its open questions close. This is what tasks/cancel does, for agents that can only call tools. Only an open or accepted handoff can be cancelled; any other is answered as it stands with cancelled: false and nothing changes (a result_ready handoff is decided with handoff_approve or handoff_reject, not cancelled). The answer is the handoff as it now stands and cancelled (true when this call cancelled it). Anyone else, the assignee included, is refused; a handoff you may not see is handoff_not_found.",
+		Call:        Write((*room.Engine).CancelHandoff)},
 	// tasks/get over plain HTTP, answered the same way (the task cache).
 	{Name: "task.get", HTTP: "GET /workspace/task", Capability: "task owner, assignee or admin", Call: RoomRead(getTask)},
 	{Name: "task.update", HTTP: "POST /workspace/task/update", Capability: "task owner or admin", Call: Write((*room.Engine).UpdateTask)},
 	{Name: "task.cancel", HTTP: "POST /workspace/task/cancel", Capability: "task owner or admin", Call: Write((*room.Engine).CancelTask)},
 	// The host's moderation action (issue 13 item 10), the twin of ce
 	// cancel-handoffs and the owner page's button. It has no MCP tool on
-	// purpose: the tool catalog stays the seed's (D4) and is shown to every
-	// agent; an admin agent can cancel each task with tasks/cancel, or call
-	// this route with its session.
+	// purpose: the tool catalog is shown to every agent and carries no host
+	// moderation (D4); an admin agent can cancel each handoff with
+	// handoff_cancel (or tasks/cancel), or call this route with its session.
 	{Name: "participant.cancel_handoffs", HTTP: "POST /workspace/participant/cancel_handoffs", Capability: "admin",
 		Call: Write((*room.Engine).CancelParticipantHandoffs)},
 	{Name: "mcp", HTTP: "POST /mcp", Capability: "session (server/discover is public)"},

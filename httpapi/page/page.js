@@ -416,18 +416,25 @@
   function renderProposal(p) {
     const h = newID('prop');
     const actions = [];
+    // A whole-document proposal replaces every section when it is
+    // committed: the card says so before anything else, and so do its
+    // buttons' names.
+    const whole = p.scope === 'document';
+    const what = whole ? 'whole-document proposal' : 'proposal';
     if (p.status === 'pending') {
       actions.push(
-        el('button', { type: 'button', 'aria-label': `Approve proposal “${p.summary}”`, text: 'Approve',
-          onclick: (e) => act(e.currentTarget, 'approve the proposal', () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: true })) }),
-        el('button', { type: 'button', class: 'secondary', 'aria-label': `Reject proposal “${p.summary}”`, text: 'Reject',
-          onclick: (e) => act(e.currentTarget, 'reject the proposal', () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: false })) }));
+        el('button', { type: 'button', 'aria-label': `Approve ${what} “${p.summary}”`, text: 'Approve',
+          onclick: (e) => act(e.currentTarget, `approve the ${what}`, () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: true })) }),
+        el('button', { type: 'button', class: 'secondary', 'aria-label': `Reject ${what} “${p.summary}”`, text: 'Reject',
+          onclick: (e) => act(e.currentTarget, `reject the ${what}`, () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: false })) }));
     } else if (p.status === 'approved') {
-      actions.push(el('button', { type: 'button', 'aria-label': `Commit proposal “${p.summary}”`, text: 'Commit',
-        onclick: (e) => act(e.currentTarget, 'commit the proposal', () => api('POST', '/workspace/commit', { proposal_id: p.proposal_id })) }));
+      actions.push(el('button', { type: 'button', 'aria-label': `Commit ${what} “${p.summary}”`, text: 'Commit',
+        onclick: (e) => act(e.currentTarget, `commit the ${what}`, () => api('POST', '/workspace/commit', { proposal_id: p.proposal_id })) }));
     }
-    return el('article', { class: `card proposal${['pending', 'approved'].includes(p.status) ? '' : ' closed'}`, 'aria-labelledby': h, dataset: { proposalId: p.proposal_id } },
+    return el('article', { class: `card proposal${whole ? ' whole-document' : ''}${['pending', 'approved'].includes(p.status) ? '' : ' closed'}`, 'aria-labelledby': h, dataset: { proposalId: p.proposal_id, scope: p.scope || '' } },
       el('h3', { id: h, text: p.summary || '(no summary)' }),
+      whole ? el('p', { class: 'line scope-document', role: 'note' }, el('span', { class: 'badge s-whole', text: 'whole document' }),
+        ' Committing this replaces the entire file, every section of it.') : null,
       el('p', { class: 'line' }, badge(p.status), ` · base v${p.base_version} · `, el('span', { class: 'strong', text: p.target })),
       el('p', { class: 'line muted' }, `by ${who(p.participant_id)} · `, when(p.created_at),
         p.committed_version ? ` · committed as v${p.committed_version}` : '',
