@@ -49,10 +49,7 @@ func TestServeRefusesAnotherUsersSidecar(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			file := filepath.Join(dir, "notes.md")
-			if err := os.WriteFile(file, []byte("# Notes\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			file := newDoc(t, dir, "notes.md")
 			// The planted room: a sidecar holding an invitation its maker
 			// kept (made in-process, no room serving).
 			var planted inviteGrant
