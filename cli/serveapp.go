@@ -154,6 +154,13 @@ func (a *serveApp) openDocument(ctx context.Context) error {
 	if err := room.CheckDocOwner(docPath); err != nil {
 		return err
 	}
+	// And whether the sidecar beside it is this user's to adopt, before
+	// anything is taken: a refused room is left as it was.
+	if !a.f.ephemeral {
+		if err := room.CheckSidecarOwners(room.SidecarPath(docPath)); err != nil {
+			return err
+		}
+	}
 	if n := room.DocLinks(docPath); n > 1 {
 		a.notes = append(a.notes, fmt.Sprintf("%s has %d hard links; a commit replaces the file, so the other names keep the old text", a.file, n))
 		a.log.Warn("the document has other hard links; a commit replaces the file, so the other names keep the old text", "links", n)

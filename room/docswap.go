@@ -75,7 +75,7 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 	missing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !missing {
 		if AsError(err) != nil {
-			return res, err // not a regular file any more
+			return res, docReplaced(path) // not a regular file any more
 		}
 		return res, fileError("cannot read the document", err)
 	}
