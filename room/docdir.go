@@ -121,3 +121,66 @@ func (d *heldDir) close() error {
 	d.f = nil
 	return err
 }
+
+// ErrDocMoved is the cause of the unavailable error an operation gets
+// while the document's path does not lead into the directory the room
+// opened (see Engine.DocAway); callers that can go on without the file
+// (the sweeper, reads) tell it apart with errors.Is.
+var ErrDocMoved = errors.New("the document's directory was moved or replaced")
+
+// DocAway is nil while the document's path leads into the directory the
+// room opened at start, and otherwise an unavailable error that says so
+// and what to do. Everything that reads or writes the document asks it
+// first: the room serves the file it opened, and while that file's
+// directory is somewhere else (renamed, replaced by a new directory or a
+// symlink to another place) it changes no file and records no outside
+// edit, rather than act on a file the user no longer sees there. It costs
+// one stat of the directory's path. The message names the document by its
+// base name only (participants read it too) and fits the 256 bytes an
+// error body's message keeps, what to do included.
+func (e *Engine) DocAway() error {
+	if e.dir == nil || e.dir.here() {
+		return nil
+	}
+	return Errorf(KindUnavailable,
+		"the document %s cannot be reached: its directory was moved or replaced while the room serves it. Nothing was written. "+
+			"Move the directory back (the room resumes by itself) or stop the room and serve the file where it is now",
+		filepath.Base(e.DocPath)).wrap(ErrDocMoved)
+}
+
+// DocDirNow is where the document's directory is now when it is not where
+// the room opened it, for the host's log ("" when the system cannot tell).
+func (e *Engine) DocDirNow() string {
+	if e.dir == nil {
+		return ""
+	}
+	return e.dir.now()
+}
+
+// docName is the path that reaches the document through the directory the
+// room holds: every file operation after start uses it, never DocPath.
+func (e *Engine) docName() string {
+	if e.dir == nil {
+		return e.DocPath
+	}
+	return e.dir.name(filepath.Base(e.DocPath))
+}
+
+// RemoveBeside removes the file whose name is the document's plus suffix
+// (the operator credential, ".commonroom.owner") from the directory the
+// room opened, wherever that is now: a room that stops after its directory
+// moved removes its own file, never a namesake in the new directory.
+func (e *Engine) RemoveBeside(suffix string) error {
+	return os.Remove(e.docName() + suffix)
+}
+
+// Close gives back what the engine holds open: the document's directory
+// and the files recent commits replaced. Call it once the room's writer
+// and watcher have stopped; the engine is not used after.
+func (e *Engine) Close() error {
+	for _, r := range e.retired {
+		r.f.Close()
+	}
+	e.retired = nil
+	return e.dir.close()
+}

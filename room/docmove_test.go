@@ -76,6 +76,138 @@ func listDir(t *testing.T, dir string) string {
 	return strings.Join(names, " ")
 }
 
+// wantAway checks err is the unavailable answer of a moved directory.
+func wantAway(t *testing.T, what string, err error) {
+	t.Helper()
+	e := room.AsError(err)
+	if err == nil || e.Kind != room.KindUnavailable || !errors.Is(err, room.ErrDocMoved) {
+		t.Fatalf("%s while the directory is away: %v, want unavailable (the directory moved)", what, err)
+	}
+	for _, s := range []string{"idea.md", "moved or replaced", "Nothing was written", "Move the directory back", "serve the file where it is now"} {
+		if !strings.Contains(e.Message, s) {
+			t.Fatalf("%s: message %q does not say %q", what, e.Message, s)
+		}
+	}
+	if len(e.Message) > 256 {
+		t.Fatalf("%s: message is %d bytes; an error body keeps 256, so what to do would be cut", what, len(e.Message))
+	}
+}
+
+func TestDocDirMoved(t *testing.T) {
+	for _, pl := range placements {
+		t.Run(pl.name+": what needs the file is refused, reads are served, nothing is created, and the room resumes when it is back", func(t *testing.T) {
+			d := newDocRoom(t, withDocInDir())
+			ctx := context.Background()
+			dir := filepath.Dir(d.doc)
+			old := dir + ".old"
+			elsewhere := filepath.Join(filepath.Dir(dir), "elsewhere")
+			must(t, os.Mkdir(elsewhere, 0o755))
+			// A document of the same name in the other place: the room
+			// must neither read nor write it.
+			const stranger = "# Someone else's idea\n"
+			must(t, os.WriteFile(filepath.Join(elsewhere, "idea.md"), []byte(stranger), 0o644))
+			a := d.join("agent", agent(room.CapApprove)...)
+			approved := d.mustPropose(a, "Goals", "## Goals\n\nship it well\n")
+			d.mustApprove(approved.ProposalID)
+			before := d.dump(`SELECT * FROM versions ORDER BY version`) + d.dump(`SELECT * FROM proposals ORDER BY proposal_id`)
+
+			must(t, os.Rename(dir, old))
+			pl.put(t, dir, elsewhere)
+			newPlace := listDir(t, dir)
+			heldFiles := listDir(t, old)
+
+			_, err := d.commitProposal(a, approved.ProposalID)
+			wantAway(t, "committing an approved proposal", err)
+			_, err = d.commit(d.op(), room.CommitInput{BaseVersion: refOf(int64(1)), Summary: "raw", Content: refOf("# raw\n")})
+			wantAway(t, "a raw commit", err)
+			_, err = d.propose(a, room.ProposeInput{Target: "Risks", BaseVersion: 1, Summary: "risk",
+				Change: room.ChangeInput{Section: "Risks", Content: refOf("## Risks\n\nmoving\n")}})
+			wantAway(t, "a proposal", err)
+			_, err = d.checkout(a, "Risks", nil)
+			wantAway(t, "a checkout", err)
+			// What does not need the file goes on: the time rules, an
+			// invitation, and reads from the sidecar the room holds.
+			must(t, d.r.Sweep(ctx))
+			if _, err := do(d.env, func(eng *room.Engine, tx *room.Tx) (room.InviteGrant, error) {
+				return eng.CreateInvite(tx, room.Operator(eng.HostID), room.InviteInput{})
+			}); err != nil {
+				t.Fatalf("an invitation while the directory is away: %v", err)
+			}
+			got, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.ReadResult, error) {
+				return eng.Read(ctx, q, a, room.ReadInput{})
+			})
+			if err != nil || got.Version != 1 || got.Content != testDoc {
+				t.Fatalf("a read while away: %+v, %v; want version 1 from the sidecar", got, err)
+			}
+
+			// An edit made where the directory is now is not recorded
+			// while the path leads elsewhere, by a read or a sweep.
+			edited := testDoc + "\nedited while away\n"
+			must(t, os.WriteFile(filepath.Join(old, "idea.md"), []byte(edited), 0o644))
+			if _, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.ReadResult, error) {
+				return eng.Read(ctx, q, a, room.ReadInput{})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			must(t, d.r.Sweep(ctx))
+			after := d.dump(`SELECT * FROM versions ORDER BY version`) + d.dump(`SELECT * FROM proposals ORDER BY proposal_id`)
+			if after != before {
+				t.Fatalf("versions or proposals changed while the directory was away:\n%s\nwant\n%s", after, before)
+			}
+			if got := listDir(t, dir); got != newPlace {
+				t.Fatalf("the new place holds %q, want %q as it was put there: the room created a file in it", got, newPlace)
+			}
+			if got := listDir(t, elsewhere); got != "idea.md" {
+				t.Fatalf("the other directory holds %q, want only idea.md", got)
+			}
+			if b, _ := os.ReadFile(filepath.Join(elsewhere, "idea.md")); string(b) != stranger {
+				t.Fatalf("the other directory's idea.md was changed: %q", b)
+			}
+			if got := listDir(t, old); got != heldFiles {
+				t.Fatalf("the held directory holds %q, was %q", got, heldFiles)
+			}
+
+			// Back: the next request notices, records the edit made
+			// meanwhile, and the document works again.
+			pl.undo(t, dir)
+			must(t, os.Rename(old, dir))
+			got, err = read(d.env, func(eng *room.Engine, q room.Querier) (room.ReadResult, error) {
+				return eng.Read(ctx, q, a, room.ReadInput{})
+			})
+			if err != nil || got.Version != 2 || got.Content != edited {
+				t.Fatalf("the first read after the return: %+v, %v; want version 2, the edit made while away", got, err)
+			}
+			if v := d.versionAt(2); v.Source != "external" {
+				t.Fatalf("version 2 is %s, want external", v.Source)
+			}
+			// The proposal approved before the move is stale now (its
+			// section changed); a new one commits into the file.
+			if _, err := d.commitProposal(a, approved.ProposalID); room.ErrorKind(err) != room.KindStaleVersion {
+				t.Fatalf("the old proposal: %v, want stale_version", err)
+			}
+			fresh := d.mustPropose(a, "Goals", "## Goals\n\nship it after the move\n")
+			d.mustApprove(fresh.ProposalID)
+			res, err := d.commitProposal(a, fresh.ProposalID)
+			if err != nil || res.Version != 3 {
+				t.Fatalf("a commit after the return: %+v, %v; want version 3", res, err)
+			}
+			if text := d.fileText(); !strings.Contains(text, "ship it after the move") || !strings.Contains(text, "edited while away") {
+				t.Fatalf("the file after the commit: %q", text)
+			}
+			var sources []string
+			for v := int64(1); v <= 3; v++ {
+				sources = append(sources, d.versionAt(v).Source)
+			}
+			if got := strings.Join(sources, ","); got != "bootstrap,external,proposal" {
+				t.Fatalf("history %s, want bootstrap,external,proposal", got)
+			}
+			if got := listDir(t, elsewhere); got != "idea.md" {
+				t.Fatalf("the other directory holds %q at the end, want only idea.md", got)
+			}
+		})
+	}
+}
+
 // TestStore_ConnectionsOpenedAfterTheMoveReachTheHeldSidecar: every
 // connection a store opens after its directory moved — the read pool's,
 // the checkpointer's — reaches the sidecar it opened at start, and none
@@ -131,3 +263,22 @@ func TestStore_ConnectionsOpenedAfterTheMoveReachTheHeldSidecar(t *testing.T) {
 	}
 }
 
+// TestRemoveBeside_RemovesFromTheHeldDirectory: a room that stops after its
+// directory moved removes its own credential file, not a namesake in a new
+// directory at the old path.
+func TestRemoveBeside_RemovesFromTheHeldDirectory(t *testing.T) {
+	e := newEnv(t, withDocInDir())
+	dir := filepath.Dir(e.doc)
+	const suffix = ".commonroom.owner"
+	must(t, os.WriteFile(e.doc+suffix, []byte("ours"), 0o600))
+	must(t, os.Rename(dir, dir+".old"))
+	must(t, os.Mkdir(dir, 0o755))
+	must(t, os.WriteFile(e.doc+suffix, []byte("another room's"), 0o600))
+	must(t, e.eng.RemoveBeside(suffix))
+	if _, err := os.Stat(filepath.Join(dir+".old", "idea.md"+suffix)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the room's own file is still there: %v", err)
+	}
+	if b, err := os.ReadFile(e.doc + suffix); err != nil || string(b) != "another room's" {
+		t.Fatalf("the namesake at the old path: %q, %v; want it untouched", b, err)
+	}
+}
