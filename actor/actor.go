@@ -124,6 +124,7 @@ type Stats struct {
 	WatchEvents  atomic.Uint64 // filesystem events naming the document
 	WatchIgnored atomic.Uint64 // events on other files in its directory, dropped by name
 	WatchArms    atomic.Uint64 // times the directory watch was put in place (more than 1: re-armed)
+	WatchPolls   atomic.Uint64 // poll periods the watcher ran (each looks where the directory is and stats the file)
 	SyncRequests atomic.Uint64 // times the watcher saw the file changed and asked the writer
 	FileSyncs    atomic.Uint64 // file syncs the writer ran at the watcher's request
 
