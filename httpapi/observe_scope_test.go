@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -27,22 +26,7 @@ import (
 // with the owner page's cookie, as the page's EventSource does.
 func (h *roomHarness) observeCookie(t testing.TB, cookie *http.Cookie, query string) (*stream, apiResp) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	url := h.ownerURL("/workspace/observe")
-	if query != "" {
-		url += "?" + query
-	}
-	req, err := mcptest.NewHTTPRequest(ctx, "GET", url, "", nil, withCookie(cookie), withHeader("Accept", "text/event-stream"))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	s, r := openStream(t, nil, req, cancel, "owner page observe "+query)
-	if s == nil {
-		return nil, apiResp{Status: r.Status, Header: r.Header, Body: r.Raw}
-	}
-	s.read()
-	return s, apiResp{Status: http.StatusOK, Header: s.Header}
+	return h.observeAt(t, h.ownerURL("/workspace/observe"), "", query, "owner page observe "+query, withCookie(cookie))
 }
 
 // untilInvite reads s until the frame of invite.created naming id, and
@@ -261,8 +245,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 		s     *stream
 		shown bool
 	}
-	var watchers []watcher
-	for _, w := range []struct {
+	observers := []struct {
 		name  string
 		p     party
 		shown bool
@@ -272,7 +255,9 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 		{"the assignee", sc.worker, true},
 		{"the owner", sc.owner, true},
 		{"an approver", sc.approve, true},
-	} {
+	}
+	var watchers []watcher
+	for _, w := range observers {
 		s, r := h.observe(t, w.p.SessionToken, "")
 		if s == nil {
 			t.Fatalf("observe as %s: %d %s", w.name, r.Status, r.Body)
@@ -326,16 +311,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 		}
 		return r.Body, res.Raw
 	}
-	for _, w := range []struct {
-		name  string
-		p     party
-		shown bool
-	}{
-		{"a third participant (with checkout)", sc.third, false},
-		{"a participant without checkout", sc.reader, false},
-		{"the assignee", sc.worker, true},
-		{"an approver", sc.approve, true},
-	} {
+	for _, w := range observers {
 		t.Run(fmt.Sprintf("the backlog of %s shows the handoff: %v", w.name, w.shown), func(t *testing.T) {
 			sc.wantNames(t, "the backlog", backlog(t, w.p), w.shown)
 		})

@@ -136,44 +136,44 @@ func TestUntilEndsTheStreamOnTheHubsClock(t *testing.T) {
 
 // A quiet stream ends at its Until by its timer, with no batch to notice
 // it; a timer that fires while the injected clock is still behind waits
-// for what is left.
+// for what is left; a stream that ends otherwise leaves no timer armed.
 func TestUntilTimerEndsAQuietStream(t *testing.T) {
-	t.Run("on the runtime clock the stream ends at Until and not a millisecond before", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			h := NewHub(Config{Encode: testEncode})
-			defer h.Close()
-			s := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}, Until: time.Now().Add(time.Hour)})
-			time.Sleep(time.Hour - time.Millisecond)
-			synctest.Wait()
-			if isDone(s) {
-				t.Fatal("ended before its Until")
-			}
-			time.Sleep(time.Millisecond)
-			synctest.Wait()
-			if !isDone(s) || s.reason != EndSessionEnded {
-				t.Fatalf("not ended gracefully at its Until (done %v, reason %v)", isDone(s), s.reason)
-			}
+	for _, tc := range []struct {
+		name     string
+		injected bool          // Config.Now is a manual clock, else the runtime's
+		before   time.Duration // slept before the first look: not ended yet
+		advance  time.Duration // the manual clock moves on
+		after    time.Duration // slept before the second look: ended
+	}{
+		{"on the runtime clock the stream ends at Until and not a millisecond before", false, time.Hour - time.Millisecond, 0, time.Millisecond},
+		{"an injected clock that is behind the timer makes it wait again", true, time.Hour, time.Hour, time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := Config{Encode: testEncode}
+				clock := &manualClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+				if tc.injected {
+					cfg.Now = clock.Now
+				} else {
+					clock.now = time.Now()
+				}
+				h := NewHub(cfg)
+				defer h.Close()
+				s := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}, Until: clock.Now().Add(time.Hour)})
+				time.Sleep(tc.before)
+				synctest.Wait()
+				if isDone(s) {
+					t.Fatal("ended before the hub's clock reached its Until")
+				}
+				clock.Advance(tc.advance)
+				time.Sleep(tc.after)
+				synctest.Wait()
+				if !isDone(s) || s.reason != EndSessionEnded {
+					t.Fatalf("not ended gracefully once the hub's clock reached its Until (done %v, reason %v)", isDone(s), s.reason)
+				}
+			})
 		})
-	})
-	t.Run("an injected clock that is behind the timer makes it wait again", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			clock := &manualClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
-			h := NewHub(Config{Encode: testEncode, Now: clock.Now})
-			defer h.Close()
-			s := mustSubscribe(t, h, SubscribeRequest{Topics: []string{"t"}, Until: clock.Now().Add(time.Hour)})
-			time.Sleep(time.Hour)
-			synctest.Wait()
-			if isDone(s) {
-				t.Fatal("ended while the hub's clock is an hour before its Until")
-			}
-			clock.Advance(time.Hour)
-			time.Sleep(time.Hour)
-			synctest.Wait()
-			if !isDone(s) || s.reason != EndSessionEnded {
-				t.Fatalf("not ended once the hub's clock reached its Until (done %v, reason %v)", isDone(s), s.reason)
-			}
-		})
-	})
+	}
 	t.Run("a stream that ends otherwise stops its timer", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := NewHub(Config{Encode: testEncode})

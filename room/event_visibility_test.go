@@ -298,20 +298,7 @@ func TestHistory_VisibilityJoinSearchesThePrimaryKey(t *testing.T) {
 		for _, since := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, since %v", tc.name, since), func(t *testing.T) {
 				q, args := room.VisibleHistoryQuery(tc.p, since)
-				rows, err := v.store.Reader.Query(`EXPLAIN QUERY PLAN `+q, args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rows.Close()
-				var plan []string
-				for rows.Next() {
-					var id, parent, unused int
-					var detail string
-					if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-						t.Fatal(err)
-					}
-					plan = append(plan, detail)
-				}
+				plan := room.QueryPlan(t, v.store.Reader, q, args...)
 				joined := strings.Join(plan, "\n")
 				if !strings.Contains(joined, "SEARCH h USING INDEX sqlite_autoindex_handoffs_1 (handoff_id=?)") ||
 					strings.Contains(joined, "SCAN h") || strings.Contains(joined, "AUTOMATIC") {

@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"database/sql"
+	"testing"
 )
 
 // Test seams of the guarded replace and of a commit, reachable from this
@@ -74,4 +75,9 @@ func VisibleHistoryQuery(p Principal, since bool) (string, []any) {
 		return q, []any{p.ParticipantID, int64(0)}
 	}
 	return q, []any{p.ParticipantID}
+}
+
+// QueryPlan is SQLite's plan for query on q, one detail line per step.
+func QueryPlan(t *testing.T, q Querier, query string, args ...any) []string {
+	return queryPlan(t, q, query, args...)
 }
