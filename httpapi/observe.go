@@ -47,8 +47,8 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request, l listener) {
 		// bearer that authenticate lets through).
 		req.Until, _ = s.pages.expiry(r)
 	}
-	if s.beforeObserve != nil {
-		s.beforeObserve()
+	if s.beforeSubscribe != nil {
+		s.beforeSubscribe()
 	}
 	sub, err := s.hub.Subscribe(req)
 	if err != nil {

@@ -165,8 +165,8 @@ func TestObserve_ASessionEndedWhileItsStreamOpensGetsNoStream(t *testing.T) {
 			h := newHarness(t, "")
 			victim := h.join("victim", "read", "observe")
 			var ended apiResp
-			h.API.beforeObserve = func() {
-				h.API.beforeObserve = nil
+			h.API.beforeSubscribe = func() {
+				h.API.beforeSubscribe = nil
 				ended = tc.end(h, victim)
 			}
 			s, r := h.observe(t, victim.SessionToken, "")
@@ -359,4 +359,39 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMCPStreamOfASessionEndedWhileItOpensIsRefused is the observe test
+// above for the MCP door's two streams: a session that ends between its
+// authentication and its stream's registration gets no stream.
+func TestMCPStreamOfASessionEndedWhileItOpensIsRefused(t *testing.T) {
+	for _, kind := range []string{"subscriptions/listen", "GET /mcp"} {
+		t.Run(kind+": refused with 401", func(t *testing.T) {
+			h := newHarness(t, "")
+			victim := h.join("victim", "read", "observe")
+			var ended apiResp
+			h.API.beforeSubscribe = func() {
+				h.API.beforeSubscribe = nil
+				ended = h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
+			}
+			var s *stream
+			var r *mcpResp
+			if kind == "GET /mcp" {
+				s, r = h.legacyGet(t, streamClient(), victim.SessionToken, "text/event-stream")
+			} else {
+				s, r = h.listenReq(t, streamClient(), victim.SessionToken, `"l1"`, map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+			}
+			wantOK(t, ended)
+			if s != nil {
+				s.close()
+				t.Fatal("the stream of a session ended while it opened was served")
+			}
+			if r.Status != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%d %v %s, want 401 with WWW-Authenticate", r.Status, r.Header, r.Raw)
+			}
+			if n := h.API.hub.Stats().Subscribers; n != 0 {
+				t.Errorf("%d subscribers left registered", n)
+			}
+		})
+	}
 }

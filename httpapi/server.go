@@ -70,10 +70,11 @@ type Server struct {
 
 	records actor.RecordCache // CachedRead answers of the plain routes until the next commit
 
-	// beforeObserve, when set (by tests), runs in observe after the request
-	// was authenticated and before its stream registers with the hub: the
-	// window in which a credential that ends would leave a stream behind.
-	beforeObserve func()
+	// beforeSubscribe, when set (by tests), runs in observe, subscriptions/
+	// listen and GET /mcp after the request was authenticated and before its
+	// stream registers with the hub: the window in which a credential that
+	// ends would leave a stream behind.
+	beforeSubscribe func()
 }
 
 // New builds the server.
@@ -102,7 +103,11 @@ func New(cfg Config) *Server {
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
 	s.mcp = mcp.New(mcp.Config{Room: cfg.Room, Hub: s.hub, Logger: s.log, Version: s.version,
 		Principal: func(r *http.Request) (room.Principal, error) { return s.sessionPrincipal(r.Context(), bearer(r)) },
-		ReadBody:  s.readBody, Allow: s.rate.allow})
+		ReadBody:  s.readBody, Allow: s.rate.allow, BeforeSubscribe: func() {
+			if f := s.beforeSubscribe; f != nil {
+				f()
+			}
+		}})
 	return s
 }
 
