@@ -475,25 +475,11 @@ func callCause(ctx context.Context, err error) string {
 // sends it the session. A proof that fails, or a dial that does, is
 // transport_unavailable: the walk tries the next hint, nothing was sent.
 func proveCallRoom(ctx context.Context, base string, dial func(context.Context, string, string) (net.Conn, error), key joinKey, timeout time.Duration) error {
-	var dialErr atomic.Pointer[error]
-	hc := &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				c, err := dial(ctx, network, addr)
-				if err != nil {
-					dialErr.Store(&err)
-				}
-				return c, err
-			},
-			DisableKeepAlives: true,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	hc, dialFailure := dialClient(dial, timeout)
 	_, err := challengeRoom(ctx, hc, base, key)
-	if de := dialErr.Load(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
+	if de := dialFailure(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
 		return room.Errorf(room.KindTransportUnavailable, "cannot reach the room: %s",
-			transport.Redact(strings.TrimPrefix((*de).Error(), transport.ErrUnavailable.Error()+": ")))
+			transport.Redact(strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": ")))
 	}
 	return err
 }

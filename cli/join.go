@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -182,26 +181,10 @@ func pluginClient(plug transport.Plugin, h transport.Hint, timeout time.Duration
 // joinOver runs the proven join through plug with the room the hint names.
 // A dial that fails is reported as the plugin's own reason.
 func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, key joinKey, name, kind string, timeout time.Duration) (room.SessionGrant, error) {
-	var dialErr atomic.Pointer[error]
-	hc := &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				c, err := plug.Dial(ctx, h)
-				if err != nil {
-					dialErr.Store(&err)
-				}
-				return c, err
-			},
-			DisableKeepAlives: true,
-		},
-		// A redirect is an answer, never followed: the join goes to what
-		// the hint leads to or nowhere.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	hc, dialFailure := dialClient(func(ctx context.Context, _, _ string) (net.Conn, error) { return plug.Dial(ctx, h) }, timeout)
 	g, err := provenJoin(ctx, hc, "http://"+h.HostPort(), key, name, kind, h.Type)
-	if de := dialErr.Load(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
-		return g, room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix((*de).Error(), transport.ErrUnavailable.Error()+": "))
+	if de := dialFailure(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
+		return g, room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": "))
 	}
 	return g, err
 }

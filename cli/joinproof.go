@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/commonroom/ce/room"
 	"github.com/commonroom/ce/transport"
@@ -116,4 +119,33 @@ func loopbackElsewhere(h room.Hint, workspaceID string) string {
 		return "the room is on another machine (the hint's machine tag is not this machine's): its loopback port here is not the room, not dialled"
 	}
 	return ""
+}
+
+// dialClient is the HTTP client of one hint walked by the proven join:
+// every connection is dial, the whole exchange bounded by timeout, and a
+// redirect is an answer, never followed (the join goes to what the hint
+// leads to or nowhere). dialFailure returns the last dial's error, so a
+// failure can be told as the transport's own reason.
+func dialClient(dial func(context.Context, string, string) (net.Conn, error), timeout time.Duration) (hc *http.Client, dialFailure func() error) {
+	var dialErr atomic.Pointer[error]
+	hc = &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dial(ctx, network, addr)
+				if err != nil {
+					dialErr.Store(&err)
+				}
+				return c, err
+			},
+			DisableKeepAlives: true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return hc, func() error {
+		if de := dialErr.Load(); de != nil {
+			return *de
+		}
+		return nil
+	}
 }
