@@ -9,6 +9,7 @@ package room_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"testing"
 
@@ -89,14 +90,15 @@ func with(t room.JoinTranscript, f func(*room.JoinTranscript)) room.JoinTranscri
 	return t
 }
 
-// flipLast changes the last character of a base64url string to another
-// valid one.
+// flipLast changes the last byte of what a base64url string encodes (its
+// last character alone may hold only padding bits).
 func flipLast(s string) string {
-	c := byte('A')
-	if s[len(s)-1] == 'A' {
-		c = 'B'
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		panic(err)
 	}
-	return s[:len(s)-1] + string(c)
+	b[len(b)-1] ^= 1
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // challenge asks the room for a challenge on the read pool, as the route does.
