@@ -139,6 +139,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/", s.ingressIndex)
 	}
 	r.Post("/session/join", s.join)
+	r.Post("/session/join/challenge", s.joinChallenge)
 	r.Get("/.well-known/agent-workspace", s.wellKnown)
 	r.Get("/protocol", s.protocol)
 	r.Get("/skills", s.skills)
