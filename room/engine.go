@@ -40,6 +40,12 @@ type Engine struct {
 	parses   singleflight.Group // concurrent cache misses of one version share a parse
 	seen     lastSeen
 	sessions sessionCache
+	// challenges are the proven join's outstanding server nonces
+	// (joinchallenge.go), in memory only and bounded.
+	challenges joinChallenges
+	// host is what tells this machine's loopback from another's, read
+	// once (machine.go).
+	host hostOnce
 
 	afterFileWrite func() error // crash-test seam, run right after the document is renamed into place; nil in production
 
