@@ -112,12 +112,18 @@ func (a *serveApp) close() error {
 	if a.closeTransport != nil {
 		a.closeTransport()
 	}
-	if a.local != nil {
-		a.stopRoom()
-	}
 	if a.lock != nil {
 		// Whatever credential is there is ours or stale: we hold the lock.
-		os.Remove(ownerPath(a.docPath))
+		// Once the room is open it is removed from the directory the room
+		// holds, wherever that is now, never from a new one at the path.
+		if a.local != nil {
+			a.local.eng.RemoveBeside(ownerPath("")) // ownerPath of no name is the suffix
+		} else {
+			os.Remove(ownerPath(a.docPath))
+		}
+	}
+	if a.local != nil {
+		a.stopRoom()
 	}
 	if a.tmpDir != "" {
 		os.RemoveAll(a.tmpDir)
