@@ -52,6 +52,13 @@ type Config struct {
 	// Watch makes outside edits of the document versions within a
 	// second, instead of at the next read or sweep (see watch.go).
 	Watch WatchConfig
+
+	// VacuumStepPages is how many free pages one idle step gives back to
+	// the filesystem (default 64; negative: no idle steps), and
+	// VacuumFreePages how many free pages make the writer start (default
+	// 1,024). See vacuum.go.
+	VacuumStepPages int
+	VacuumFreePages int
 }
 
 // Room is a running room actor.
@@ -82,6 +89,14 @@ type Room struct {
 	lastFlush time.Time
 
 	stats Stats
+
+	// Giving free pages back (vacuum.go). incremental and vacuumDue are
+	// the writer's own; compacting is Compact's, one at a time.
+	incremental bool            // the sidecar is in incremental auto-vacuum mode
+	vacuumDue   bool            // idle steps are due: pages were free at the last look
+	vacuumAsk   chan *vacuumReq // Compact's steps, run by the writer between batches
+	ready       chan struct{}   // closed: what idle returns while steps are due
+	compacting  atomic.Bool
 
 	// replies keeps the reply channels of answered commands (Do). The
 	// writer sends exactly one reply per command (answer), so a channel
@@ -136,6 +151,14 @@ type Stats struct {
 	// counted when there is a checkpointer.
 	Checkpoints atomic.Uint64
 	WALFrames   atomic.Uint64
+
+	// Free pages given back (vacuum.go): the steps run (idle ones and ce
+	// compact's), the pages they gave back, the steps that failed, and the
+	// longest step, which is how long a command may have waited for one.
+	VacuumSteps        atomic.Uint64
+	VacuumPages        atomic.Uint64
+	VacuumFailed       atomic.Uint64
+	VacuumLongestNanos atomic.Uint64
 }
 
 // CPUSeconds estimates the writer's CPU over all its turns from the turns
@@ -186,6 +209,12 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.VacuumStepPages == 0 {
+		cfg.VacuumStepPages = defaultVacuumStepPages
+	}
+	if cfg.VacuumFreePages <= 0 {
+		cfg.VacuumFreePages = defaultVacuumFreePages
+	}
 	conn, err := cfg.Store.Writer.Conn(ctx)
 	if err != nil {
 		return nil, room.Internal(err)
@@ -214,6 +243,8 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		conn.Close()
 		return nil, err
 	}
+	r.eng.AttachStore(r.store)
+	r.initVacuum(ctx)
 	r.startCheckpointer() // before the writer starts: it reads ckptNudge
 	go r.loop()
 	if cfg.Watch.Enabled {
@@ -434,14 +465,15 @@ func (r *Room) loop() {
 	batch := make([]*call, 0, r.cfg.MaxBatch)
 	for {
 		var run []*call
+		swept := false
 		select {
 		case c := <-r.cmds:
 			batch = append(batch[:0], c)
 			run = r.drain(batch)
 		case <-timer.C:
-			run = []*call{r.sweepCall()}
+			run, swept = []*call{r.sweepCall()}, true
 		case <-r.wake:
-			run = []*call{r.sweepCall()}
+			run, swept = []*call{r.sweepCall()}, true
 		case <-r.resync:
 			// Look again here: the room's own write may have committed
 			// since the watcher looked, and then there is nothing to do.
@@ -453,12 +485,25 @@ func (r *Room) loop() {
 		case step := <-r.ckptFinish:
 			r.finishCheckpoint(step)
 			continue // no batch ran: the sweeper's timer is still armed
+		case req := <-r.vacuumAsk:
+			r.measured(func() { r.runVacuumReq(req) })
+			continue // likewise
+		case <-r.idle():
+			// Idle means no command waits: one that came meanwhile goes
+			// first, and the step waits for the next quiet moment.
+			if len(r.cmds) == 0 {
+				r.measured(r.idleVacuum)
+			}
+			continue
 		case <-r.quit:
 			r.measured(r.stop)
 			return
 		}
 		r.measured(func() {
 			r.runBatch(run)
+			if swept {
+				r.checkVacuum()
+			}
 			timer.Reset(r.armSweeper())
 		})
 	}

@@ -189,6 +189,7 @@ func rootCommand(env Env) *ffcli.Command {
 		revokeCommand(env),
 		invitesCommand(env),
 		backupCommand(env),
+		compactCommand(env),
 	}
 	for _, c := range root.Subcommands {
 		c.FlagSet.SetOutput(env.Stderr)

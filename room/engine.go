@@ -69,6 +69,10 @@ type Engine struct {
 	// dir is the document's directory, opened by NewEngine and held until
 	// Close: every file operation after start goes through it (docdir.go).
 	dir *heldDir
+
+	// sidecar is the store the room runs on (AttachStore), whose files
+	// Storage stats; nil for an engine that only reads (ce status).
+	sidecar atomic.Pointer[Store]
 }
 
 // NewEngine resolves the document path (creating an empty file when it is

@@ -318,17 +318,6 @@ func VersionText(ctx context.Context, q Querier, version int64) (string, error) 
 // chunkedVersionsSchema is the migration that moved the texts into chunks.
 const chunkedVersionsSchema = 6
 
-// compactAfterChunking gives back the space the texts took once migration
-// 6 moved them into chunks: the sidecar of a 200 MB document was 630 MB,
-// and without this the file keeps that size (its pages free, reused only
-// as the room writes). VACUUM rebuilds only what is left, a few percent of
-// it. It runs outside the migration's transaction, which has committed; a
-// VACUUM that fails (a full disk) leaves a correct sidecar that is only
-// larger than it needs to be, so its error is not the open's.
-func compactAfterChunking(ctx context.Context, conn *sql.Conn) {
-	conn.ExecContext(ctx, "VACUUM")
-}
-
 // migrationSteps are the parts of migrations that SQL cannot do, run in
 // the migration's transaction right after its SQL.
 var migrationSteps = map[int]func(context.Context, *sql.Conn) error{
