@@ -91,7 +91,7 @@ func vacuumInto(ctx context.Context, conn *sql.Conn) error {
 	// the disk filled.
 	conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
 	if err != nil {
-		return Errorf(KindInternal, "VACUUM failed; the sidecar is unchanged: %v", err).wrap(err)
+		return Errorf(KindInternal, "VACUUM failed; the sidecar is unchanged").wrap(err)
 	}
 	if mode, merr := autoVacuumMode(ctx, conn); merr != nil || mode != autoVacuumIncremental {
 		return Errorf(KindInternal, "the sidecar's auto_vacuum is %d after VACUUM, want %d (%v)", mode, autoVacuumIncremental, merr)
