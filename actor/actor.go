@@ -54,7 +54,7 @@ type Config struct {
 	Watch WatchConfig
 
 	// VacuumStepPages is how many free pages one idle step gives back to
-	// the filesystem (default 64; negative: no idle steps), and
+	// the filesystem (default 32; negative: no idle steps), and
 	// VacuumFreePages how many free pages make the writer start (default
 	// 1,024). See vacuum.go.
 	VacuumStepPages int

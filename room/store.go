@@ -41,6 +41,7 @@ type Store struct {
 	// SetWALAutocheckpoint); nil and 0 until that asks for one.
 	ckpt      *sql.DB
 	ckptPages int
+	ckptLeft  bool // SetWALAutocheckpoint(0): nothing in ce checkpoints
 
 	// dir is the sidecar's directory, opened by OpenStore and held until
 	// Close. Every connection names the sidecar through it (file), so
