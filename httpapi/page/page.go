@@ -3,8 +3,8 @@ package page
 import (
 	"crypto/sha256"
 	"embed"
-	"fmt"
 	"encoding/hex"
+	"fmt"
 	"html/template"
 	"net/http"
 	"path"
