@@ -197,7 +197,11 @@ func TestCompactRefusals(t *testing.T) {
 		first := make(chan error, 1)
 		go func() { _, err := tr.Compact(ctx, time.Minute); first <- err }()
 		waitFor(t, "the first compaction", tr.compacting.Load)
-		_, err := tr.Compact(ctx, time.Minute)
+		// Refused at once; were it not, it would wait for the blocked
+		// writer until this context ends.
+		short, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := tr.Compact(short, time.Minute)
+		cancel()
 		release()
 		var re *room.Error
 		if !errors.As(err, &re) || re.Kind != room.KindRoomBusy {
