@@ -13,6 +13,7 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
+	"github.com/commonroom/ce/httpapi"
 	"github.com/commonroom/ce/room"
 )
 
@@ -146,23 +147,13 @@ func compactOffline(ctx context.Context, dbPath string, res *compactResult) erro
 	return nil
 }
 
-// compactAnswer is POST /owner/compact's answer (httpapi/compact.go).
-type compactAnswer struct {
-	Before       room.Space `json:"before"`
-	After        room.Space `json:"after"`
-	Steps        int        `json:"steps"`
-	PagesFreed   int64      `json:"pages_freed"`
-	Done         bool       `json:"done"`
-	Checkpointed bool       `json:"checkpointed"`
-}
-
 // compactOnline asks the running room to give its free pages back, one
 // bounded request after another until it says it is done, and reports
 // progress on progress (stderr) between requests.
 func compactOnline(ctx context.Context, progress io.Writer, oc *ownerClient, res *compactResult) error {
 	res.Serving, res.Method = true, "incremental"
 	for first := true; ; first = false {
-		var a compactAnswer
+		var a httpapi.CompactAnswer
 		if err := oc.call(ctx, "POST", "/owner/compact", map[string]any{}, &a); err != nil {
 			return err
 		}

@@ -29,9 +29,10 @@ type compactInput struct {
 	BudgetMS int64 `json:"budget_ms"`
 }
 
-// compactAnswer is what POST /owner/compact answers: the sidecar's size
-// before and after this request's steps and what they did.
-type compactAnswer struct {
+// CompactAnswer is what POST /owner/compact answers: the sidecar's size
+// before and after this request's steps and what they did. ce compact
+// decodes it.
+type CompactAnswer struct {
 	Before        room.Space `json:"before"`
 	After         room.Space `json:"after"`
 	Steps         int        `json:"steps"`
@@ -60,7 +61,7 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request) {
 		}
 		budget = time.Duration(in.BudgetMS) * time.Millisecond
 	}
-	var out compactAnswer
+	var out CompactAnswer
 	var err error
 	if out.Before, err = s.room.Space(r.Context()); err != nil {
 		s.sendError(w, r, err)

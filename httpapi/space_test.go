@@ -130,7 +130,7 @@ func TestOwnerCompact(t *testing.T) {
 	t.Run("the operator's compaction gives every free page back", func(t *testing.T) {
 		r := h.doT(t, "POST", h.ownerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": 20000})
 		wantOK(t, r)
-		var a compactAnswer
+		var a CompactAnswer
 		r.Into(t, &a)
 		if !a.Done || a.Steps == 0 || a.PagesFreed < before*9/10 || a.Before.FreePages < before*9/10 || a.After.FreePages != 0 {
 			t.Errorf("answer %+v; %d pages were free", a, before)
@@ -148,7 +148,7 @@ func TestOwnerCompact(t *testing.T) {
 	t.Run("a compaction with nothing to do is done at once", func(t *testing.T) {
 		r := h.doT(t, "POST", h.ownerURL("/owner/compact"), h.OpToken, nil)
 		wantOK(t, r)
-		var a compactAnswer
+		var a CompactAnswer
 		r.Into(t, &a)
 		if !a.Done || a.PagesFreed != 0 || a.Before.FreePages != 0 {
 			t.Errorf("answer %+v", a)
