@@ -173,7 +173,8 @@ func TestCompactGivesEveryFreePageBackWhileTheRoomServes(t *testing.T) {
 	if !res.Done || !res.Checkpointed || after.FreePages != 0 || after.WALBytes >= before.WALBytes/4 {
 		t.Errorf("compaction: %+v; after it %d free pages, WAL %d bytes (was %d)", res, after.FreePages, after.WALBytes, before.WALBytes)
 	}
-	if res.PagesFreed+defaultVacuumStepPages < before.FreePages || res.Longest <= 0 {
+	// The commands answered meanwhile may have reused a few free pages.
+	if res.PagesFreed+defaultVacuumStepPages < before.FreePages*9/10 || res.Longest <= 0 {
 		t.Errorf("compaction gave back %d pages (+%d before), %d were free; longest step %v", res.PagesFreed, defaultVacuumStepPages, before.FreePages, res.Longest)
 	}
 	if after.DBBytes >= before.DBBytes-before.FreePages*before.PageSize/2 {
