@@ -188,6 +188,7 @@ func rootCommand(env Env) *ffcli.Command {
 		endSessionCommand(env),
 		revokeCommand(env),
 		invitesCommand(env),
+		inboxCommand(env),
 		backupCommand(env),
 	}
 	for _, c := range root.Subcommands {
