@@ -255,6 +255,9 @@ func matrixOps() []*matrixOp {
 		rest("GET", "/workspace/proposal", room.CapRead, ruleCapOnly, fixPending, proposal),
 		rest("GET", "/workspace/diagnostics", room.CapRead, ruleCapOnly, fixNone, nil),
 		rest("GET", "/workspace/room", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/waiting", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/proposal/diff", room.CapRead, ruleCapOnly, fixPending, proposal),
+		rest("GET", "/workspace/version", room.CapRead, ruleCapOnly, fixNone, func(*records) map[string]any { return map[string]any{"version": 1} }),
 		stream(rest("GET", "/workspace/observe", room.CapObserve, ruleCapOnly, fixNone, nil)),
 
 		// ---- document writes ----
