@@ -21,7 +21,7 @@ import (
 // same /workspace routes as every other client; the cookie rides along only
 // on same-origin requests, and the server checks Origin on writes (D23).
 
-//go:embed index.html page.css page.js
+//go:embed index.html page.css page.js favicon.svg
 var pageFiles embed.FS
 
 var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
@@ -48,7 +48,8 @@ type pageAssetFile struct {
 // pageAssets are the files GET /page/{name} serves. index.html is the
 // template above and is deliberately not among them.
 var pageAssets = func() map[string]pageAssetFile {
-	types := map[string]string{"page.css": "text/css; charset=utf-8", "page.js": "text/javascript; charset=utf-8"}
+	types := map[string]string{"page.css": "text/css; charset=utf-8", "page.js": "text/javascript; charset=utf-8",
+		"favicon.svg": "image/svg+xml"}
 	out := make(map[string]pageAssetFile, len(types))
 	for name, ct := range types {
 		b, err := pageFiles.ReadFile(name)
