@@ -113,3 +113,32 @@ func TestVersionStep(t *testing.T) {
 	_, err = d.versionStep(d.join("blind", room.CapObserve), 1)
 	wantKind(t, err, room.KindPermissionDenied)
 }
+
+// TestProposalInfoNamesWhoCommitted: a listing says who committed a
+// committed proposal (the page's "committed by"), and nothing for others.
+func TestProposalInfoNamesWhoCommitted(t *testing.T) {
+	d := newDocRoom(t)
+	a := d.join("a", agent()...)
+	p1 := d.mustPropose(a, "Goals", "## Goals\n\nx\n")
+	d.mustApprove(p1.ProposalID)
+	if _, err := d.commitProposal(a, p1.ProposalID); err != nil {
+		t.Fatal(err)
+	}
+	p2 := d.mustPropose(a, "Risks", "## Risks\n\ny\n")
+	page, err := read(d.env, func(eng *room.Engine, q room.Querier) (room.ProposalPage, error) {
+		return eng.Proposals(context.Background(), q, d.op(), room.ProposalsInput{})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]*string{}
+	for _, p := range page.Proposals {
+		by[p.ProposalID] = p.CommittedBy
+	}
+	if got := by[p1.ProposalID]; got == nil || *got != a.ParticipantID {
+		t.Fatalf("committed_by = %v, want %s", got, a.ParticipantID)
+	}
+	if by[p2.ProposalID] != nil {
+		t.Fatalf("a pending proposal names a committer: %v", *by[p2.ProposalID])
+	}
+}
