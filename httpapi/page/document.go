@@ -56,7 +56,9 @@ var mdRenderer = goldmark.New(
 // cookie, like the page.
 func (d *Handler) Document(w http.ResponseWriter, r *http.Request) {
 	if !d.cfg.Keys.Valid(r) {
-		d.cfg.SendError(w, r, room.Errorf(room.KindUnauthorized, "the owner page's cookie is missing or expired; open the page through a fresh link (ce open)"))
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte("Open the owner page through the link `ce serve` printed.\n"))
 		return
 	}
 	var version int64

@@ -66,6 +66,10 @@ var pageAssets = func() map[string]pageAssetFile {
 // sees it, so the page is readable before its script has run.
 type pageView struct {
 	room.RoomView
+	// MayCommit says the viewer may commit an approved proposal itself, so
+	// the page offers "Approve and commit" in one step (the operator may);
+	// otherwise a card says who commits next.
+	MayCommit bool
 }
 
 // Connection is the listener line: type · mode · encrypted|not encrypted
@@ -108,7 +112,7 @@ func (d *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if err := pageTmpl.Execute(w, pageView{v}); err != nil {
+	if err := pageTmpl.Execute(w, pageView{RoomView: v, MayCommit: p.Require(room.CapCommit) == nil}); err != nil {
 		d.cfg.Logger.Error("rendering the owner page", "err", err, "request_id", d.cfg.RequestID(r))
 	}
 }
