@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/commonroom/ce/room/markdown"
+	"github.com/pmezard/go-difflib/difflib"
 )
 
 // Reviewing like a pull request (issue 27, item 1): the diffs a host reads
@@ -72,7 +74,7 @@ func (e *Engine) ProposalDiff(ctx context.Context, q Querier, p Principal, in Pr
 		BaseVersion: pr.BaseVersion, CurrentVersion: cur.Version, Stale: pr.BaseVersion != cur.Version}
 	now, found := sectionText(cur.Content, cur.Regions, pr.Change.Section)
 	out.SectionMissing = !found
-	out.Diff, out.DiffTruncated = e.unifiedDiff(now, pr.Change.Content, fmt.Sprintf("v%d", cur.Version), "proposed")
+	out.Diff, out.DiffTruncated = e.reviewDiff(now, pr.Change.Content, fmt.Sprintf("v%d", cur.Version), "proposed")
 	out.Added, out.Removed = diffCounts(out.Diff)
 	if out.Stale {
 		b, err := e.versionRow(ctx, q, pr.BaseVersion)
@@ -84,10 +86,49 @@ func (e *Engine) ProposalDiff(ctx context.Context, q Querier, p Principal, in Pr
 			return ProposalDiff{}, err
 		default:
 			then, _ := sectionText(b.content, markdown.ParseRegions(b.content), pr.Change.Section)
-			out.BaseDiff, out.BaseDiffTruncated = e.unifiedDiff(then, pr.Change.Content, fmt.Sprintf("v%d", pr.BaseVersion), "proposed")
+			out.BaseDiff, out.BaseDiffTruncated = e.reviewDiff(then, pr.Change.Content, fmt.Sprintf("v%d", pr.BaseVersion), "proposed")
 		}
 	}
 	return out, nil
+}
+
+// maxReviewLineBytes bounds one line of a review diff: a longer line (a
+// 1 MB single line) is shown cut, with how much was left out, so one line
+// cannot take the whole diff's bound and hide the lines after it.
+const maxReviewLineBytes = 8 << 10
+
+// reviewDiff is unifiedDiff for a reader: each line at most
+// maxReviewLineBytes (cut on a character boundary, saying how many bytes
+// were left out), the whole at most half the body bound, so an answer
+// carrying two diffs stays under it; cut reports either bound was hit.
+func (e *Engine) reviewDiff(a, b, fromLabel, toLabel string) (string, bool) {
+	if a == b {
+		return "", false
+	}
+	full, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: diffLines(a), B: diffLines(b), FromFile: fromLabel, ToFile: toLabel, Context: 3,
+	})
+	if err != nil {
+		return "", false
+	}
+	limit := max(int(e.Limits.MaxBodyBytes)/2, 4*maxReviewLineBytes)
+	var out strings.Builder
+	cut := false
+	for line := range strings.Lines(full) {
+		if len(line) > maxReviewLineBytes {
+			keep := maxReviewLineBytes
+			for keep > 0 && !utf8.RuneStart(line[keep]) {
+				keep--
+			}
+			line = fmt.Sprintf("%s … [%d more bytes]\n", line[:keep], len(line)-keep)
+			cut = true
+		}
+		if out.Len()+len(line) > limit {
+			return out.String(), true
+		}
+		out.WriteString(line)
+	}
+	return out.String(), cut
 }
 
 // sectionText is the text a change to section replaces in content: the
@@ -174,7 +215,7 @@ func (e *Engine) VersionStep(ctx context.Context, q Querier, p Principal, in Ver
 		}
 		before = prev.content
 	}
-	out.Diff, out.DiffTruncated = e.unifiedDiff(before, text.content, fmt.Sprintf("v%d", in.Version-1), fmt.Sprintf("v%d", in.Version))
+	out.Diff, out.DiffTruncated = e.reviewDiff(before, text.content, fmt.Sprintf("v%d", in.Version-1), fmt.Sprintf("v%d", in.Version))
 	out.Added, out.Removed = diffCounts(out.Diff)
 	return out, nil
 }

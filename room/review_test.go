@@ -142,3 +142,18 @@ func TestProposalInfoNamesWhoCommitted(t *testing.T) {
 		t.Fatalf("a pending proposal names a committer: %v", *by[p2.ProposalID])
 	}
 }
+
+// TestProposalDiffLongLines: a 1 MB single line is shown cut in the diff,
+// saying how much was left out, and the lines after it are still there.
+func TestProposalDiffLongLines(t *testing.T) {
+	d := newDocRoom(t, withDocText("# Doc\n\n## Notes\n\nA very long line: "+strings.Repeat("x", 1<<20)+"\n"))
+	a := d.join("a", agent()...)
+	p := d.mustPropose(a, "Notes", "## Notes\n\n<script>x()</script>\n"+strings.Repeat("y", 200_000)+"\n")
+	got, err := d.proposalDiff(d.op(), p.ProposalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.DiffTruncated || !strings.Contains(got.Diff, "+<script>x()</script>\n") || !strings.Contains(got.Diff, "more bytes]") || len(got.Diff) > 64<<10 {
+		t.Fatalf("diff of %d bytes, truncated=%v:\n%.400s", len(got.Diff), got.DiffTruncated, got.Diff)
+	}
+}

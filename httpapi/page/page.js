@@ -262,7 +262,7 @@
     if (typeof Notification !== 'function') return;
     const show = () => {
       const on = notifyOn();
-      b.hidden = Notification.permission === 'denied';
+      b.hidden = false;
       b.textContent = on ? 'Stop desktop notifications' : 'Notify me when something waits';
       b.setAttribute('aria-pressed', on ? 'true' : 'false');
     };
@@ -1037,11 +1037,18 @@
       const attrs = {};
       for (const a of SAFE_ATTRS[n.tagName] || []) if (n.hasAttribute(a)) attrs[a] = n.getAttribute(a);
       if (n.tagName === 'A') {
-        if (attrs.href && !safeHref(attrs.href)) delete attrs.href;
+        if ('href' in attrs && !safeHref(attrs.href)) delete attrs.href;
         if (attrs.href && !attrs.href.startsWith('#')) Object.assign(attrs, { rel: 'noopener noreferrer', target: '_blank' });
       }
       if (n.tagName === 'INPUT') Object.assign(attrs, { type: 'checkbox', disabled: true, 'aria-label': 'task item' });
-      if (attrs['data-path']) attrs.class = 'doc-section';
+      const level = /^H([1-6])$/.exec(n.tagName);
+      if (level) {
+        // The document's headings sit under the page's own "Document"
+        // heading: shown at their level, announced two levels deeper, and
+        // not h1/h2 elements, so the page keeps one h1 and its own sections.
+        return el('p', { ...attrs, class: `doc-h doc-h${level[1]}${attrs['data-path'] ? ' doc-section' : ''}`, role: 'heading',
+          'aria-level': String(Math.min(Number(level[1]) + 2, 6)) }, kids);
+      }
       return el(n.tagName.toLowerCase(), attrs, kids);
     };
     return [...parsed.body.childNodes].map(copy).filter(Boolean);
