@@ -698,8 +698,11 @@ describe('owner page', { concurrency: false }, () => {
     }));
     assert.equal(found.pwned, undefined);
     assert.equal(found.scripts, 0);
-    assert.ok(found.hrefs.every((h) => h === null || /^(https?:|#)/.test(h)), `hrefs: ${found.hrefs}`);
-    assert.ok(found.longest > 1 << 20, 'the long line is not on the page');
+    assert.ok(found.hrefs.every((h) => /^(https?:|#)/.test(h)), `hrefs: ${found.hrefs}`);
+    assert.equal(await page.locator('#document .inert-link', { hasText: 'click me' }).count(), 1);
+    assert.ok(found.longest > 8000 && found.longest < 20000, `the long line is ${found.longest} characters on the page`);
+    assert.match(await page.locator('#document').textContent(), /more bytes of this line not shown\]/);
+    assert.match(await page.locator('#doc-note').textContent(), /very long lines are cut/);
     assert.equal(await page.locator('#document a', { hasText: 'a picture' }).getAttribute('href'), 'https://example.invalid/p.png');
 
     // The same in a proposal: its diff shows the markup as text.

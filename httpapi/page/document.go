@@ -3,10 +3,12 @@ package page
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -42,7 +44,8 @@ type documentView struct {
 	Version int64  `json:"version"`
 	HTML    string `json:"html"`
 	Bytes   int    `json:"bytes"` // the version's size
-	// Truncated says only the first maxRenderBytes were rendered.
+	// Truncated says only the first maxRenderBytes were rendered, or a line
+	// longer than maxRenderLineBytes is shown cut.
 	Truncated bool `json:"truncated"`
 }
 
@@ -101,6 +104,8 @@ func renderMarkdown(src string) (string, bool) {
 			src = src[:i+1]
 		}
 	}
+	src, long := cutLongLines(src)
+	cut = cut || long
 	regions := markdown.ParseRegions(src)
 	b := []byte(src)
 	doc := mdRenderer.Parser().Parse(text.NewReader(b))
@@ -111,6 +116,33 @@ func renderMarkdown(src string) (string, bool) {
 		return "", cut
 	}
 	return buf.String(), cut
+}
+
+// maxRenderLineBytes bounds one line as the page shows it: a browser lays
+// out a 1 MB unbroken line for seconds, with the page frozen meanwhile, so
+// a longer line is shown cut, saying how much was left out (the text in
+// the file is untouched; ce and workspace_read give all of it).
+const maxRenderLineBytes = 8 << 10
+
+// cutLongLines cuts every line longer than maxRenderLineBytes on a
+// character boundary and says so on the line; long reports whether any was.
+func cutLongLines(src string) (string, bool) {
+	var b strings.Builder
+	long := false
+	for line := range strings.Lines(src) {
+		body := strings.TrimSuffix(line, "\n")
+		if len(body) <= maxRenderLineBytes {
+			b.WriteString(line)
+			continue
+		}
+		keep := maxRenderLineBytes
+		for keep > 0 && !utf8.RuneStart(body[keep]) {
+			keep--
+		}
+		fmt.Fprintf(&b, "%s … [%d more bytes of this line not shown]\n", body[:keep], len(body)-keep)
+		long = true
+	}
+	return b.String(), long
 }
 
 // markHeadings gives each top-level heading its region's path, in order;

@@ -50,14 +50,16 @@ func TestRenderMarkdownIsInert(t *testing.T) {
 	}
 }
 
-// TestRenderMarkdownBounds: a 1 MB single line renders (escaped, one
-// paragraph); past maxRenderBytes the text is cut on a line and says so.
+// TestRenderMarkdownBounds: a 1 MB single line is shown cut, saying how
+// much was left out, with what follows it still rendered; past
+// maxRenderBytes the text is cut on a line and says so.
 func TestRenderMarkdownBounds(t *testing.T) {
 	line := strings.Repeat("<b>x</b> ", (1<<20)/9)
 	start := time.Now()
-	out, cut := renderMarkdown("# Big\n\n" + line + "\n")
+	out, cut := renderMarkdown("# Big\n\n" + line + "\n\n## After\n")
 	t.Logf("1 MiB single line rendered in %v", time.Since(start))
-	if cut || strings.Contains(out, "<b>") || !strings.Contains(out, "raw HTML omitted") {
+	if !cut || strings.Contains(out, "<b>") || !strings.Contains(out, "more bytes of this line not shown]") ||
+		!strings.Contains(out, `data-path="Big/After"`) || len(out) > 64<<10 {
 		t.Fatalf("cut=%v, %d bytes out", cut, len(out))
 	}
 	big := strings.Repeat("para\n\n", maxRenderBytes/6+100)

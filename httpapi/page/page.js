@@ -1037,7 +1037,10 @@
       const attrs = {};
       for (const a of SAFE_ATTRS[n.tagName] || []) if (n.hasAttribute(a)) attrs[a] = n.getAttribute(a);
       if (n.tagName === 'A') {
-        if ('href' in attrs && !safeHref(attrs.href)) delete attrs.href;
+        if ('href' in attrs && !safeHref(attrs.href)) {
+          // A link the room would not keep is shown as its text only.
+          return el('span', { class: 'inert-link', title: 'link removed: not a web address' }, kids);
+        }
         if (attrs.href && !attrs.href.startsWith('#')) Object.assign(attrs, { rel: 'noopener noreferrer', target: '_blank' });
       }
       if (n.tagName === 'INPUT') Object.assign(attrs, { type: 'checkbox', disabled: true, 'aria-label': 'task item' });
@@ -1071,7 +1074,7 @@
       const box = $('document');
       box.replaceChildren(...safeNodes(doc.html));
       box.dataset.version = String(doc.version);
-      $('doc-note').textContent = doc.truncated ? `Only the first part of this version (${sizeText(doc.bytes)}) is shown here; read the whole of it with ce or workspace_read.` : '';
+      $('doc-note').textContent = doc.truncated ? `Part of this version (${sizeText(doc.bytes)}) is not shown here (very long lines are cut); read all of it with ce or workspace_read.` : '';
       const latest = step.latest;
       $('doc-where').textContent = `Version ${doc.version} of ${latest}${doc.version === latest ? ' (current)' : ''}: ${step.summary || ''}${step.participant_id ? ` · by ${who(step.participant_id)}` : ''}`;
       $('doc-older').disabled = doc.version <= 1;
