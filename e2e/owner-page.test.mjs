@@ -315,6 +315,7 @@ describe('owner page', { concurrency: false }, () => {
     assert.equal(await c1.locator('.proposal-diff .dl.add', { hasText: 'About 1,200 euros.' }).count(), 1);
     assert.match(await c1.locator('.proposal-diff h4').textContent(), /Diff against Trip plan\/Goals as it is now \(\+\d+ −1, v1\)/);
     assert.equal(await c1.locator('.stale-warning').count(), 0, 'a current proposal is marked stale');
+    assert.doesNotMatch(await c1.locator('.proposal-diff').textContent(), /null|undefined/);
     const [bg] = await c1.locator('.proposal-diff .dl.del').evaluateAll((ls) => ls.map((l) => getComputedStyle(l).backgroundColor));
     assert.notEqual(bg, 'rgba(0, 0, 0, 0)', 'removed lines are not coloured');
     // The document marks the leased section and the one with a proposal.
@@ -454,7 +455,8 @@ describe('owner page', { concurrency: false }, () => {
     assert.equal(await c.getByRole('button', { name: /^Cancel handoff/ }).count(), 0);
     // What waits: the header and the tab title count it.
     await eventually('the title count to rise', async () => (await page.title()) === `(${waitingBefore + 1}) ${banner.name} · Commonroom`);
-    assert.match(await page.locator('#waiting').textContent(), /1 result to approve/);
+    assert.match(await page.locator('#waiting').textContent(), /1 result to approve · oldest: bob finished “Draft the Goals section for the trip” — waiting for your approval/);
+    assert.equal(await page.locator(`#waiting a[href="#handoff-${handoffID}"]`).count(), 1);
     await eventually('a desktop notification', async () => Number(await page.evaluate(() => document.body.dataset.notified || 0)) >= 1);
     // The activity says it in words, linked to the card.
     const line = page.locator('#events li', { hasText: 'bob finished Draft the Goals section for the trip — waiting for your approval' });

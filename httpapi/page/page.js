@@ -236,7 +236,7 @@
     } else {
       const first = (w.items || [])[0];
       line.replaceChildren(el('span', { class: 'strong', text: `${n} waiting for you` }), `: ${parts.join(', ')}`,
-        first ? [' · oldest: ', el('a', { href: `#${cardOf(first)}`, class: 'card-link', text: waitingWords(first) })] : '');
+        ...(first ? [' · oldest: ', el('a', { href: `#${cardOf(first)}`, class: 'card-link', text: waitingWords(first) })] : []));
     }
     document.title = `${n ? `(${n}) ` : ''}${roomName} · Commonroom`;
     const now = new Set((w.items || []).map(waitingKey));
@@ -470,7 +470,10 @@
       case 'proposal.created': return el('span', {}, `${actor} proposed `, pr(), ' — waiting for your review');
       case 'proposal.approved': return el('span', {}, `${actor} approved `, pr());
       case 'proposal.rejected': return el('span', {}, `${actor} rejected `, pr());
-      case 'proposal.committed': return el('span', {}, `${actor} committed `, pr(), ` as version ${p.version}`);
+      case 'proposal.committed': {
+        const x = proposalsByID.get(p.proposal_id);
+        return el('span', {}, pr(), ` was committed as version ${p.version}${x && x.committed_by ? ` by ${who(x.committed_by)}` : ''}`);
+      }
       case 'proposal.conflicted': return el('span', {}, pr(), ` could not be committed: the document moved from v${p.base_version} to v${p.current_version}`);
       case 'proposal.superseded': return el('span', {}, pr(), ` was superseded by version ${p.by_version}`);
       case 'change.committed': return el('span', {}, `Version ${p.version}: ${p.summary || 'a change'}${p.participant_id ? ` by ${who(p.participant_id)}` : ''}`);
@@ -711,12 +714,13 @@
     const box = el('div', { class: 'proposal-diff', dataset: { diffFor: p.proposal_id } });
     const fill = (target, d) => {
       const whole = d.scope === 'document';
-      target.replaceChildren(
+      target.replaceChildren(...[
         el('h4', {}, whole ? 'Diff against the whole document as it is now' : `Diff against ${d.section} as it is now`,
           el('span', { class: 'counts', text: ` (+${d.added} −${d.removed}, v${d.current_version})` })),
         d.section_missing ? el('p', { class: 'line muted', text: 'That section is no longer in the document.' }) : null,
         diffView(d.diff, d.diff_truncated),
-        d.base_diff ? el('details', { class: 'base-diff' }, el('summary', { text: `What it changes against its base, v${d.base_version}` }), diffView(d.base_diff, d.base_diff_truncated)) : null);
+        d.base_diff ? el('details', { class: 'base-diff' }, el('summary', { text: `What it changes against its base, v${d.base_version}` }), diffView(d.base_diff, d.base_diff_truncated)) : null,
+      ].filter(Boolean));
     };
     if (proposalDiffs.has(key)) {
       fill(box, proposalDiffs.get(key));
