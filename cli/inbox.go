@@ -78,9 +78,9 @@ func printWaiting(out io.Writer, w room.Waiting) {
 		return
 	}
 	fmt.Fprintf(out, "%d waiting for you: %s, %s, %s\n", w.Count,
-		plural(w.Results, "result to approve", "results to approve"),
-		plural(w.Proposals, "proposal to review", "proposals to review"),
-		plural(w.Questions, "handoff with questions", "handoffs with questions"))
+		countWords(w.Results, "result to approve", "results to approve"),
+		countWords(w.Proposals, "proposal to review", "proposals to review"),
+		countWords(w.Questions, "handoff with questions", "handoffs with questions"))
 	for _, it := range w.Items {
 		fmt.Fprintf(out, "%s  %s\n", it.ID, waitingLine(it))
 	}
@@ -97,7 +97,7 @@ func waitingLine(it room.WaitingItem) string {
 		return fmt.Sprintf("%s finished %q — waiting for your approval (since %s)", who, it.Summary, it.Since)
 	case room.WaitQuestion:
 		return fmt.Sprintf("%s asks %s about %q — waiting for your answer (since %s)", who,
-			plural(it.Questions, "question", "questions"), it.Summary, it.Since)
+			countWords(it.Questions, "question", "questions"), it.Summary, it.Since)
 	default:
 		what := "a change to " + it.Target
 		if it.Scope == room.ScopeDocument {
@@ -111,7 +111,7 @@ func waitingLine(it room.WaitingItem) string {
 	}
 }
 
-func plural(n int, one, many string) string {
+func countWords(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}

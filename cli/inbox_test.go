@@ -26,7 +26,7 @@ type inboxOut struct {
 
 // agentCall sends one authenticated request to the room's ingress and
 // decodes a 200 answer into out.
-func agentCall(t *testing.T, base, token, method, path string, body, out any) {
+func inboxAgentCall(t *testing.T, base, token, method, path string, body, out any) {
 	t.Helper()
 	code, raw := httpDo(t, method, base+path, token, body)
 	if code != http.StatusOK {
@@ -70,11 +70,11 @@ func TestInboxCommand(t *testing.T) {
 			HandoffID string `json:"handoff_id"`
 		} `json:"handoff"`
 	}
-	agentCall(t, base, planner.SessionToken, "POST", "/workspace/handoff",
+	inboxAgentCall(t, base, planner.SessionToken, "POST", "/workspace/handoff",
 		map[string]any{"summary": "About Venue", "assignee": writer.ParticipantID}, &created)
 	hid := created.Handoff.HandoffID
-	agentCall(t, base, writer.SessionToken, "POST", "/workspace/handoff/accept", map[string]any{"handoff_id": hid}, nil)
-	agentCall(t, base, writer.SessionToken, "POST", "/workspace/handoff/request_input", map[string]any{"handoff_id": hid,
+	inboxAgentCall(t, base, writer.SessionToken, "POST", "/workspace/handoff/accept", map[string]any{"handoff_id": hid}, nil)
+	inboxAgentCall(t, base, writer.SessionToken, "POST", "/workspace/handoff/request_input", map[string]any{"handoff_id": hid,
 		"requests": []map[string]any{{"key": "city", "message": "Which city?"}}}, nil)
 	got, text := inbox()
 	if got.Count != 1 || got.Questions != 1 || !strings.Contains(text, `writer asks 1 question about "About Venue" — waiting for your answer`) {
@@ -83,15 +83,15 @@ func TestInboxCommand(t *testing.T) {
 	var h struct {
 		TaskID string `json:"task_id"`
 	}
-	agentCall(t, base, writer.SessionToken, "GET", "/workspace/handoff?handoff_id="+hid, nil, &h)
-	agentCall(t, base, planner.SessionToken, "POST", "/workspace/task/update", map[string]any{"task_id": h.TaskID,
+	inboxAgentCall(t, base, writer.SessionToken, "GET", "/workspace/handoff?handoff_id="+hid, nil, &h)
+	inboxAgentCall(t, base, planner.SessionToken, "POST", "/workspace/task/update", map[string]any{"task_id": h.TaskID,
 		"input_responses": map[string]any{"city": map[string]any{"action": "accept", "content": map[string]any{"answer": "Lyon"}}}}, nil)
-	agentCall(t, base, writer.SessionToken, "POST", "/workspace/handoff/complete", map[string]any{"handoff_id": hid,
+	inboxAgentCall(t, base, writer.SessionToken, "POST", "/workspace/handoff/complete", map[string]any{"handoff_id": hid,
 		"result": map[string]any{"text": "Venue: Lyon"}}, nil)
 	var prop struct {
 		ProposalID string `json:"proposal_id"`
 	}
-	agentCall(t, base, writer.SessionToken, "POST", "/workspace/propose", map[string]any{"target": "Venue", "base_version": 1,
+	inboxAgentCall(t, base, writer.SessionToken, "POST", "/workspace/propose", map[string]any{"target": "Venue", "base_version": 1,
 		"summary": "Name the venue", "change": map[string]any{"section": "Venue", "content": "## Venue\n\nLyon\n"}}, &prop)
 
 	serving, text := inbox()
