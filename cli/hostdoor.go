@@ -23,17 +23,21 @@ import (
 type hostDoor struct {
 	remote *ownerClient // nil: in-process
 	local  *localRoom
+	doc    string // the workspace as the user named it
 }
+
+// workspace is the room's file as the user named it.
+func (d *hostDoor) workspace() string { return d.doc }
 
 // withHostDoor runs fn against the room of workspace as the host: through
 // the running room when one serves, in-process (under the writer lock)
 // otherwise. Never two writers (D21).
 func withHostDoor(ctx context.Context, env Env, workspace string, fn func(d *hostDoor) error) error {
-	oc, err := withLocalWrite(ctx, env, workspace, func(l *localRoom) error { return fn(&hostDoor{local: l}) })
+	oc, err := withLocalWrite(ctx, env, workspace, func(l *localRoom) error { return fn(&hostDoor{local: l, doc: workspace}) })
 	if err != nil || oc == nil {
 		return err
 	}
-	return fn(&hostDoor{remote: oc})
+	return fn(&hostDoor{remote: oc, doc: workspace})
 }
 
 // serving reports whether the door goes through a running room.

@@ -188,6 +188,10 @@ func rootCommand(env Env) *ffcli.Command {
 		endSessionCommand(env),
 		revokeCommand(env),
 		invitesCommand(env),
+		approveCommand(env),
+		rejectCommand(env),
+		commitCommand(env),
+		answerCommand(env),
 		backupCommand(env),
 	}
 	for _, c := range root.Subcommands {
