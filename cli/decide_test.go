@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/cetest"
 )
 
 var updateDecideGolden = flag.Bool("update-decide-golden", false, "rewrite testdata/decide/*.golden from this build")
@@ -33,13 +36,14 @@ type decideRoom struct {
 	// and q2 (an integer count); hO is open, not accepted.
 	hA, hB, hQ, hO string
 	taskA          string
+	serving        bool
 }
 
 const decideDoc = "# Notes\n\n## Venue\n\nTBD\n\n## Food\n\nnone yet\n"
 
 func newDecideRoom(t *testing.T, serving bool) *decideRoom {
 	t.Helper()
-	d := &decideRoom{t: t, dir: t.TempDir(), env: []string{"USER=alice"}}
+	d := &decideRoom{t: t, dir: t.TempDir(), env: []string{"USER=alice"}, serving: serving}
 	if err := os.WriteFile(filepath.Join(d.dir, "notes.md"), []byte(decideDoc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -458,4 +462,37 @@ func TestDecideCommands_RefuseWrongIDs(t *testing.T) {
 			t.Errorf("%s is %s after the refusals", d.hA, s)
 		}
 	})
+}
+
+// TestDecideHandoffs_TwoHostsAtOnce: two terminals approve and reject the
+// same result at once through the serving room: one wins, the other is
+// refused with who decided it.
+func TestDecideHandoffs_TwoHostsAtOnce(t *testing.T) {
+	t.Parallel()
+	d := newDecideRoom(t, true)
+	type ran struct {
+		r   result
+		err error
+	}
+	results := make(chan ran, 2)
+	for _, verb := range []string{"approve", "reject"} {
+		go func() { // t.Fatal belongs to the test's goroutine: report instead
+			ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+			defer cancel()
+			out, err := cetest.Run(ctx, ceBin, d.dir, d.env, nil, verb, d.hA, "--workspace", "notes.md")
+			results <- ran{result{stdout: out.Stdout, stderr: out.Stderr, code: out.Code}, err}
+		}()
+	}
+	ra, rb := <-results, <-results
+	if ra.err != nil || rb.err != nil {
+		t.Fatal(ra.err, rb.err)
+	}
+	a, b := ra.r, rb.r
+	if a.code == exitOK {
+		a, b = b, a
+	}
+	if b.code != exitOK {
+		t.Fatalf("neither decision won:\n%s\n%s", a.output(), b.output())
+	}
+	d.want(a, exitConflict, "handoff_conflict", " by alice at ")
 }
