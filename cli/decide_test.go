@@ -371,6 +371,8 @@ func TestAnswerHandoff(t *testing.T) {
 		}{
 			{"no_answer_lists_the_open_questions", nil, []string{"q1: Which hall?", "q2: How many guests?"}},
 			{"unknown_key_is_refused", []string{"--answer", "q9=x"}, []string{`"q9" is not an open question`, "open: q1, q2"}},
+			{"unknown_key_in_json_is_refused", []string{"--responses", `{"q9": {"action": "accept", "content": {"answer": "x"}}}`}, []string{`"q9" is not an open question`}},
+			{"unknown_key_declined_is_refused", []string{"--decline", "q9"}, []string{`"q9" is not an open question`}},
 			{"answer_without_equals_is_refused", []string{"--answer", "q1"}, []string{"give KEY=VALUE"}},
 			{"not_an_integer_is_refused", []string{"--answer", "q2=many"}, []string{`asks for an integer: "many" is not one`}},
 			{"malformed_json_is_refused", []string{"--responses", `{"q1": `}, []string{"--responses must be one JSON object"}},
