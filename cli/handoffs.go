@@ -171,10 +171,7 @@ func printHandoff(w io.Writer, h room.Handoff, names partyNames) {
 		if id == nil {
 			return "-"
 		}
-		if n, ok := names[*id]; ok {
-			return n + " (" + *id + ")"
-		}
-		return *id
+		return names.withID(*id)
 	}
 	fmt.Fprintf(w, "owner     %s\nassignee  %s\n", party(&h.OwnerID), party(h.AssigneeID))
 	fmt.Fprintf(w, "summary   %s\n", termSafe(h.Summary))

@@ -29,6 +29,16 @@ func (n partyNames) of(id string) string {
 	return name
 }
 
+// withID is a participant's name followed by its id, for the one-item
+// views where the id is what the next command takes ("writer
+// (participant_…)"); the bare id when it has no name.
+func (n partyNames) withID(id string) string {
+	if name, ok := n[id]; ok {
+		return name + " (" + id + ")"
+	}
+	return id
+}
+
 // ofPtr is of for an optional party; none when there is none.
 func (n partyNames) ofPtr(id *string, none string) string {
 	if id == nil || *id == "" {
