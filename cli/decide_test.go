@@ -498,3 +498,25 @@ func TestDecideHandoffs_TwoHostsAtOnce(t *testing.T) {
 	}
 	d.want(a, exitConflict, "handoff_conflict", " by alice at ")
 }
+
+// TestHostOutput_WhatAgentsWroteIsInert: a participant's name and a
+// handoff's summary carrying terminal escapes reach the host's terminal
+// with the escapes defused, in the listing and in the deciding commands.
+func TestHostOutput_WhatAgentsWroteIsInert(t *testing.T) {
+	t.Parallel()
+	d := newDecideRoom(t, true)
+	var inv inviteGrant
+	decodeJSON(t, d.ce("invite", "--workspace", "notes.md", "--json"), &inv)
+	evil := join(t, d.dir, inv.URI, "evil\x1b[2J\u202e")
+	m := d.post(evil, "/workspace/handoff", map[string]any{"summary": "title \x1b]0;pwned\x07 here", "assignee": d.writer.ParticipantID})
+	id := m["handoff"].(map[string]any)["handoff_id"].(string)
+	for _, args := range [][]string{{"handoffs"}, {"handoff", id}, {"approve", id}} {
+		r := d.ce(append(args, "--workspace", "notes.md")...)
+		if strings.ContainsAny(r.output(), "\x1b\x07\u202e") {
+			t.Errorf("ce %v lets an escape through:\n%q", args, r.output())
+		}
+	}
+	if r := d.ce("handoffs", "--workspace", "notes.md"); !strings.Contains(r.stdout, "evil?[2J? → writer") || !strings.Contains(r.stdout, "title ?]0;pwned? here") {
+		t.Errorf("ce handoffs:\n%s", r.stdout)
+	}
+}

@@ -176,19 +176,19 @@ func printHandoff(w io.Writer, h room.Handoff, names partyNames) {
 	fmt.Fprintf(w, "owner     %s\nassignee  %s\n", party(&h.OwnerID), party(h.AssigneeID))
 	fmt.Fprintf(w, "summary   %s\n", termSafe(h.Summary))
 	if h.Constraints != nil {
-		fmt.Fprintf(w, "constraints\n  %s\n", strings.ReplaceAll(*h.Constraints, "\n", "\n  "))
+		fmt.Fprintf(w, "constraints\n  %s\n", strings.ReplaceAll(termSafe(*h.Constraints), "\n", "\n  "))
 	}
 	for _, in := range h.Inputs {
-		fmt.Fprintf(w, "input %s [%s] %s\n", in.Key, in.Status, in.Message)
+		fmt.Fprintf(w, "input %s [%s] %s\n", termSafe(in.Key), in.Status, termSafe(in.Message))
 		if len(in.Response) > 0 && string(in.Response) != "null" {
 			fmt.Fprintf(w, "  answer: %s\n", in.Response)
 		}
 	}
 	if h.Result != nil {
-		fmt.Fprintf(w, "result (is_error=%v)\n  %s\n", h.Result.IsError, strings.ReplaceAll(h.Result.Text, "\n", "\n  "))
+		fmt.Fprintf(w, "result (is_error=%v)\n  %s\n", h.Result.IsError, strings.ReplaceAll(termSafe(h.Result.Text), "\n", "\n  "))
 	}
 	if h.DecidedBy != nil {
-		fmt.Fprintf(w, "decided   %s by %s: %s\n", h.Status, party(h.DecidedBy), deref(h.DecisionNote))
+		fmt.Fprintf(w, "decided   %s by %s: %s\n", h.Status, party(h.DecidedBy), termSafe(deref(h.DecisionNote)))
 	}
 }
 
