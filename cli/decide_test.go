@@ -189,23 +189,18 @@ func (d *decideRoom) want(r result, code int, fragments ...string) {
 	}
 }
 
-// proposalStatus is a proposal's status as ce proposal --json reads it.
-func (d *decideRoom) proposalStatus(id string) string {
-	d.t.Helper()
-	var p struct {
-		Status string `json:"status"`
-	}
-	decodeJSON(d.t, d.ce("proposal", id, "--workspace", "notes.md", "--json"), &p)
-	return p.Status
-}
+// proposalStatus and handoffStatus read an item's status as ce proposal
+// --json and ce handoff --json show it.
+func (d *decideRoom) proposalStatus(id string) string { return d.status("proposal", id) }
+func (d *decideRoom) handoffStatus(id string) string  { return d.status("handoff", id) }
 
-func (d *decideRoom) handoffStatus(id string) string {
+func (d *decideRoom) status(cmd, id string) string {
 	d.t.Helper()
-	var h struct {
+	var v struct {
 		Status string `json:"status"`
 	}
-	decodeJSON(d.t, d.ce("handoff", id, "--workspace", "notes.md", "--json"), &h)
-	return h.Status
+	decodeJSON(d.t, d.ce(cmd, id, "--workspace", "notes.md", "--json"), &v)
+	return v.Status
 }
 
 func forBothRooms(t *testing.T, fn func(t *testing.T, d *decideRoom)) {
