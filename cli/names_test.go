@@ -1,6 +1,11 @@
 package cli
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/commonroom/ce/room"
+)
 
 // TestTermSafe: what a participant wrote reaches the host's terminal inert.
 func TestTermSafe(t *testing.T) {
@@ -33,5 +38,20 @@ func TestPartyNames(t *testing.T) {
 				t.Errorf("of(%s) = %q, want %q", tc.id, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPrintReviewed_WholeDocument: approving a whole-document replacement
+// says so in capitals, never as a section edit.
+func TestPrintReviewed_WholeDocument(t *testing.T) {
+	var b strings.Builder
+	p := room.Proposal{ProposalID: "proposal_1", ParticipantID: "participant_w", Scope: room.ScopeDocument, BaseVersion: 3,
+		Status: room.ProposalApproved, Summary: "rewrite"}
+	printReviewed(&b, "approved", p, 3, "notes.md", partyNames{"participant_w": "writer"})
+	want := "approved proposal proposal_1 by writer: \"rewrite\"\n" +
+		"  replaces THE WHOLE DOCUMENT (base v3)\n" +
+		"next: commit it with `ce commit proposal_1 --workspace notes.md` (or a participant holding commit does)\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
