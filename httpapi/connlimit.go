@@ -32,15 +32,19 @@ import (
 //     one is refused: a peer only ever crowds out itself.
 //  3. Unauthenticated and idle goes fast. A connection that has not shown a
 //     valid credential (a request that authenticated: a session, the
-//     operator, the owner cookie) and waits for a request is closed after
-//     unauthIdle (UnauthenticatedIdleTimeout, 10 s). One that has shown a
-//     credential keeps the server's keep-alive idle time (IdleTimeout).
+//     operator, the owner cookie) and waits for a request, or has not sent
+//     its first, is closed after unauthIdle (UnauthenticatedIdleTimeout,
+//     10 s). One that has shown a credential keeps the server's keep-alive
+//     idle time (IdleTimeout).
 //  4. Room for a newcomer. At the cap a new connection is not refused while
 //     one can be reclaimed, in this order: the unauthenticated connection
-//     idle longest; the unauthenticated one whose request has been in
-//     progress longest, once that is over unauthIdle (a trickled body); the
-//     authenticated connection idle longest. An authenticated connection
-//     with a request in progress (a stream included) is never reclaimed.
+//     idle longest after an answer; the new connection that has waited
+//     longest without sending its first request (a new one's client is most
+//     likely sending it now, so it goes after those already answered); the
+//     unauthenticated one whose request has been in progress longest, once
+//     that is over unauthIdle (a trickled body); the authenticated
+//     connection idle longest. An authenticated connection with a request in
+//     progress (a stream included) is never reclaimed.
 //  5. Refusal is the last resort: only when nothing can be reclaimed is a
 //     newcomer answered 503 at once and closed (a listener that stopped
 //     accepting would let honest clients wait in the kernel's backlog).
@@ -72,12 +76,13 @@ type connPolicy struct {
 	done      chan struct{}
 }
 
-// connClass is where a connection stands in the reclaim order; the first
-// three are reclaimable, in that order.
+// connClass is where a connection stands in the reclaim order; all but
+// authBusy are reclaimable, in this order.
 type connClass int8
 
 const (
-	unauthIdle connClass = iota // no credential shown; waiting for a request
+	unauthIdle connClass = iota // no credential shown; answered, waiting for another request
+	unauthNew                   // accepted; no request yet
 	unauthBusy                  // no credential shown; a request in progress
 	authIdle                    // a credential shown; waiting for a request
 	authBusy                    // a credential shown; a request or stream in progress
@@ -86,7 +91,7 @@ const (
 // reclaimable is how many classes are, the ones before authBusy.
 const reclaimable = authBusy
 
-var classNames = [reclaimable]string{"unauthenticated_idle", "unauthenticated_busy", "authenticated_idle"}
+var classNames = [reclaimable]string{"unauthenticated_idle", "unauthenticated_new", "unauthenticated_busy", "authenticated_idle"}
 
 func newConnPolicy(maxConns, perPeer int, unauthIdle time.Duration, now func() time.Time) *connPolicy {
 	maxConns = max(maxConns, 1)
@@ -130,7 +135,8 @@ type ConnStats struct {
 	// Reclaimed counts connections the room closed to share them fairly;
 	// ReclaimedBy splits it by reason: "idle_unauthenticated" (rule 3), or
 	// why room was made ("cap_", "peer_share_") and what was taken
-	// ("unauthenticated_idle", "unauthenticated_busy", "authenticated_idle").
+	// ("unauthenticated_idle", "unauthenticated_new", "unauthenticated_busy",
+	// "authenticated_idle").
 	Reclaimed   uint64            `json:"reclaimed"`
 	ReclaimedBy map[string]uint64 `json:"reclaimed_by"`
 }
@@ -289,7 +295,7 @@ func (p *connPolicy) admit(c net.Conn) *trackedConn {
 		}
 		p.peers[key] = pc
 	}
-	tc := &trackedConn{Conn: c, p: p, peer: pc, class: unauthIdle, since: now}
+	tc := &trackedConn{Conn: c, p: p, peer: pc, class: unauthNew, since: now}
 	pc.n++
 	p.open.Add(1)
 	p.enqueue(tc)
@@ -305,8 +311,10 @@ func (p *connPolicy) refuse(why string) {
 
 // pick is the first connection to reclaim from qs (rule 4), or nil.
 func (p *connPolicy) pick(qs *[reclaimable]connQueue, now time.Time) *trackedConn {
-	if c := qs[unauthIdle].head; c != nil {
-		return c
+	for _, cl := range [...]connClass{unauthIdle, unauthNew} {
+		if c := qs[cl].head; c != nil {
+			return c
+		}
 	}
 	if c := qs[unauthBusy].head; c != nil && now.Sub(c.since) >= p.unauthIdle {
 		return c
@@ -319,7 +327,7 @@ func (p *connPolicy) enqueue(c *trackedConn) {
 	if c.class >= reclaimable {
 		return
 	}
-	if c.class == unauthIdle && p.queues[unauthIdle].head == nil {
+	if (c.class == unauthIdle || c.class == unauthNew) && p.queues[c.class].head == nil {
 		select { // the reaper may be asleep for want of anything to reap
 		case p.kick <- struct{}{}:
 		default:
@@ -409,14 +417,16 @@ func (p *connPolicy) authenticated(c *trackedConn) {
 func (p *connPolicy) reapIdle(now time.Time) (next time.Time) {
 	var victims []*trackedConn
 	p.mu.Lock()
-	q := &p.queues[unauthIdle]
-	for q.head != nil && !now.Before(q.head.since.Add(p.unauthIdle)) {
-		v := q.head
-		p.detach(v, "idle_unauthenticated")
-		victims = append(victims, v)
-	}
-	if q.head != nil {
-		next = q.head.since.Add(p.unauthIdle)
+	for _, cl := range [...]connClass{unauthIdle, unauthNew} {
+		q := &p.queues[cl]
+		for q.head != nil && !now.Before(q.head.since.Add(p.unauthIdle)) {
+			v := q.head
+			p.detach(v, "idle_unauthenticated")
+			victims = append(victims, v)
+		}
+		if q.head != nil && (next.IsZero() || q.head.since.Add(p.unauthIdle).Before(next)) {
+			next = q.head.since.Add(p.unauthIdle)
+		}
 	}
 	p.mu.Unlock()
 	closeAll(victims)

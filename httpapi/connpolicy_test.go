@@ -160,12 +160,12 @@ func TestConnFloodLeavesRoomForSessions(t *testing.T) {
 }
 
 // TestConnReclaimOrder: at the cap a newcomer is given the slot of, in
-// turn, the unauthenticated connection idle longest, an unauthenticated
-// request stalled beyond the unauthenticated idle time, the authenticated
-// connection idle longest; a connection streaming for a session is never
-// taken, and with nothing left to take the newcomer is refused.
+// turn, the unauthenticated connection idle longest after an answer, a new
+// connection that never sent a request, an unauthenticated request stalled
+// beyond the unauthenticated idle time, the authenticated connection idle
+// longest; a connection streaming for a session is never taken.
 func TestConnReclaimOrder(t *testing.T) {
-	const capN = 4
+	const capN = 5
 	clock := room.NewManualClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.MaxConns, c.ConnClock = capN, clock.Now }})
 	tok := h.join("agent", agentCaps...).SessionToken
@@ -174,6 +174,9 @@ func TestConnReclaimOrder(t *testing.T) {
 
 	authedIdle := dialRaw(t, url, "")
 	wantCode(t, authedIdle.send("GET", "/workspace/status", tok), 200, "status")
+	clock.Advance(time.Second)
+	silent := dialRaw(t, url, "") // connected first, never sends a byte
+	waitFor(t, "the silent connection accepted", func() bool { return h.API.ingressConns.classes()[unauthNew] == 1 })
 	clock.Advance(time.Second)
 	unauthedIdle := dialRaw(t, url, "")
 	wantCode(t, unauthedIdle.send("GET", "/healthz", ""), 200, "healthz")
@@ -187,8 +190,8 @@ func TestConnReclaimOrder(t *testing.T) {
 	if line, err := stream.br.ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
 		t.Fatalf("the stream: %q %v", line, err)
 	}
-	waitFor(t, "four connections held, one of each kind", func() bool {
-		return h.API.ingressConns.classes() == [4]int{1, 1, 1, 1}
+	waitFor(t, "five connections held, one of each kind", func() bool {
+		return h.API.ingressConns.classes() == [5]int{1, 1, 1, 1, 1}
 	})
 
 	newcomer := func(name string) *rawConn {
@@ -198,31 +201,35 @@ func TestConnReclaimOrder(t *testing.T) {
 	}
 	newcomer("first newcomer")
 	unauthedIdle.closed()
-	if !stalled.stillOpen() || !authedIdle.stillOpen() {
+	if !silent.stillOpen() || !stalled.stillOpen() || !authedIdle.stillOpen() {
 		t.Fatalf("the first newcomer took more than the unauthenticated idle connection")
 	}
+	newcomer("second newcomer")
+	silent.closed()
 
 	// The join has waited no time on the policy's clock: it is not taken
 	// yet, an authenticated idle connection is (the oldest of them).
-	second := newcomer("second newcomer")
+	third := newcomer("third newcomer")
 	authedIdle.closed()
 	if !stalled.stillOpen() {
 		t.Fatalf("an unauthenticated request in progress for no time was taken")
 	}
 
 	clock.Advance(UnauthenticatedIdleTimeout)
-	newcomer("third newcomer")
+	newcomer("fourth newcomer")
 	stalled.closed()
-	if !second.stillOpen() {
+	if !third.stillOpen() {
 		t.Fatalf("an authenticated connection was taken before the stalled unauthenticated request")
 	}
 
-	// Keep every authenticated connection busy: newcomers now take the
-	// idle ones until only streams are left, and then are refused.
 	st := connMetrics(t, h, "ingress")
-	if st.ReclaimedBy["cap_unauthenticated_idle"] != 1 || st.ReclaimedBy["cap_authenticated_idle"] != 1 ||
-		st.ReclaimedBy["cap_unauthenticated_busy"] != 1 || st.Refused != 0 {
-		t.Errorf("connections.ingress = %+v, want one reclaim of each kind in that order and no refusal", st)
+	for _, why := range []string{"cap_unauthenticated_idle", "cap_unauthenticated_new", "cap_authenticated_idle", "cap_unauthenticated_busy"} {
+		if st.ReclaimedBy[why] != 1 {
+			t.Errorf("connections.ingress.reclaimed_by[%s] = %d, want 1 (%+v)", why, st.ReclaimedBy[why], st)
+		}
+	}
+	if st.Reclaimed != 4 || st.Refused != 0 {
+		t.Errorf("connections.ingress = %+v, want four reclaims and no refusal", st)
 	}
 	if !stream.stillOpen() {
 		t.Fatalf("the session's stream was taken")
@@ -335,6 +342,9 @@ func TestConnPeerShare(t *testing.T) {
 		c := dialRaw(t, url, a)
 		wantCode(t, c.send("GET", "/healthz", ""), 200, fmt.Sprint("peer A's connection ", i))
 		first = append(first, c)
+		// The server marks a connection idle just after its answer: wait,
+		// so that the order of these is the order they went idle in.
+		waitFor(t, "the answered connection idle", func() bool { return h.API.ingressConns.classes()[unauthIdle] == i+1 })
 	}
 	other := dialRaw(t, url, b)
 	wantCode(t, other.send("GET", "/workspace/status", tok), 200, "peer B")
@@ -396,8 +406,8 @@ type peerNamed struct{ net.Conn }
 func (c peerNamed) Peer() string { return c.RemoteAddr().(*net.TCPAddr).IP.String() }
 
 // classes counts the open connections of each class: unauthenticated idle,
-// unauthenticated busy, authenticated idle, authenticated busy.
-func (p *connPolicy) classes() (n [4]int) {
+// new, unauthenticated busy, authenticated idle, authenticated busy.
+func (p *connPolicy) classes() (n [5]int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pc := range p.peers {
@@ -407,7 +417,7 @@ func (p *connPolicy) classes() (n [4]int) {
 			}
 		}
 	}
-	n[authBusy] = int(p.open.Load()) - n[0] - n[1] - n[2]
+	n[authBusy] = int(p.open.Load()) - n[0] - n[1] - n[2] - n[3]
 	return n
 }
 
