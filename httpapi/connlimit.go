@@ -21,11 +21,12 @@ import (
 //  1. Peers. Each connection belongs to a peer: the one its transport names
 //     (a connection with a Peer method, as a transport plugin's listener
 //     hands them over: one tailnet node), else its remote IP address. Every
-//     loopback address is one peer, the loopback pool: nothing on a loopback
-//     TCP connection tells one local client from another that the client
-//     does not choose itself (the source address is any of 127.0.0.0/8, the
-//     source port is per connection; peer credentials exist only on Unix
-//     sockets), so the pool gets no share and is protected by rules 3–5.
+//     loopback address (and any connection that is not TCP) is one peer,
+//     the loopback pool: nothing on a loopback TCP connection tells one
+//     local client from another that the client does not choose itself
+//     (the source address is any of 127.0.0.0/8, the source port is per
+//     connection; peer credentials exist only on Unix sockets), so the
+//     pool gets no share and is protected by rules 3–5.
 //  2. Shares. A peer other than the pool holds at most perPeer connections
 //     (Config.MaxConnsPerPeer, default max/8). When it opens one more, one
 //     of its own is reclaimed in rule 4's order, or, if none can be, the new
@@ -58,7 +59,8 @@ type connPolicy struct {
 	unauthIdle time.Duration
 	now        func() time.Time
 
-	// open mirrors len of the table for readers that must not take mu.
+	// open counts the admitted connections; it is atomic for readers that
+	// must not take mu (tests, the cap check's fast path).
 	open    atomic.Int64
 	refused atomic.Uint64
 
