@@ -9,6 +9,7 @@ package actor
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -123,6 +124,7 @@ type Stats struct {
 	WatchEvents  atomic.Uint64 // filesystem events naming the document
 	WatchIgnored atomic.Uint64 // events on other files in its directory, dropped by name
 	WatchArms    atomic.Uint64 // times the directory watch was put in place (more than 1: re-armed)
+	WatchPolls   atomic.Uint64 // poll periods the watcher ran (each looks where the directory is and stats the file)
 	SyncRequests atomic.Uint64 // times the watcher saw the file changed and asked the writer
 	FileSyncs    atomic.Uint64 // file syncs the writer ran at the watcher's request
 
@@ -330,6 +332,12 @@ func (r *Room) putReply(c chan error) { r.replies.Put(c) }
 // Read runs fn on a read-only snapshot of the sidecar. If the file changed on
 // disk it first asks the writer to record the edit, so a read never shows a
 // version older than the file the user sees.
+//
+// While the document's directory is not where the room opened it, reads
+// are served from the sidecar alone, which the room holds by descriptor:
+// they show the last version the room recorded, and the edit that may be
+// waiting in the moved directory is recorded once it is back. Only what
+// would change or depend on the file answers unavailable (room.DocAway).
 func Read[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, error)) (T, error) {
 	var zero T
 	if r.eng.FileChanged() {
@@ -341,12 +349,22 @@ func Read[T any](ctx context.Context, r *Room, fn func(q room.Querier) (T, error
 			}
 			// Recording the edit failed (a full disk, say): serve what the
 			// sidecar holds rather than failing every read; the sweeper
-			// tries the sync again.
-			r.log.Warn("reading without the file's latest edit: recording it failed", "err", err)
+			// tries the sync again. A directory moved away is not a
+			// failure to warn about on every read: the watcher logs it
+			// once.
+			if !errors.Is(err, room.ErrDocMoved) {
+				r.log.Warn("reading without the file's latest edit: recording it failed", "err", err)
+			}
 		}
 	}
 	tx, err := r.store.Reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
+		// A new read connection could not open the sidecar: if the
+		// document's directory is away (removed, say), say that, not
+		// "internal".
+		if away := r.eng.DocAway(); away != nil {
+			return zero, away
+		}
 		return zero, room.Internal(err)
 	}
 	defer tx.Rollback()
@@ -364,7 +382,9 @@ func (r *Room) Sweep(ctx context.Context) error {
 
 func (r *Room) sweep(tx *room.Tx, flush bool) error {
 	r.stats.Sweeps.Add(1)
-	if err := r.eng.SyncFile(tx); err != nil {
+	// The time rules run whether or not the document can be read: while
+	// its directory is away the sync is skipped, never the sweep.
+	if err := r.eng.SyncFile(tx); err != nil && !errors.Is(err, room.ErrDocMoved) {
 		return err
 	}
 	if err := r.eng.Sweep(tx); err != nil {

@@ -15,12 +15,18 @@ package actor
 // the fallback for filesystems that deliver no events (NFS, many FUSE
 // mounts), where a watch is accepted but never fires, and for when the
 // watch cannot be created at all (inotify limits).
+//
+// The directory can move while the room serves (`mv dir dir.old`, a new
+// directory or a symlink in its place). The room keeps serving the
+// directory it opened (room/docdir.go) but changes nothing and records no
+// edit while the path leads elsewhere, so the watcher then drops its watch,
+// asks for no sync, and looks at every poll whether the path leads back; when
+// it does, the watch is put back and the file checked at once, so an edit
+// made in the moved directory becomes a version then.
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -88,25 +94,6 @@ func (d *debounce) event(now time.Time) time.Duration {
 // fired ends the burst: the next event starts a new one.
 func (d *debounce) fired() { d.pending = false }
 
-// dirID is a directory's identity, so a directory replaced at the same path
-// (renamed away and created again) is noticed and watched anew.
-type dirID struct{ dev, ino uint64 }
-
-func statDir(dir string) (dirID, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return dirID{}, err
-	}
-	if !fi.IsDir() {
-		return dirID{}, errors.New("not a directory")
-	}
-	var id dirID
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id = dirID{dev: uint64(st.Dev), ino: st.Ino}
-	}
-	return id, nil
-}
-
 type watcher struct {
 	r    *Room
 	cfg  WatchConfig
@@ -114,10 +101,10 @@ type watcher struct {
 	name string // the document as fsnotify names it: dir + "/" + base
 	fsw  *fsnotify.Watcher
 
-	armed   bool  // the directory watch is in place
-	armedOn dirID // on this directory
-	warned  bool  // a lost or failed watch was logged and is not yet re-armed
-	deb     debounce
+	armed  bool // the directory watch is in place
+	away   bool // the document's directory is not where the room opened it (room.Engine.DocAway)
+	warned bool // a lost or failed watch was logged and is not yet re-armed
+	deb    debounce
 }
 
 // startWatcher creates the watcher and its goroutine; Close stops it and
@@ -228,48 +215,77 @@ func (w *watcher) run() {
 		case <-poll.C:
 			w.arm()
 			w.check()
+			st.WatchPolls.Add(1)
 		}
 	}
 }
 
-// check asks the writer to sync when the file's stamp changed.
+// check asks the writer to sync when the file's stamp changed. While the
+// document's directory is away it asks nothing: the room records no edit
+// of a file the path does not lead to, and the first check after the
+// directory is back (arm comes first at every poll) records an edit made
+// while it was away.
 func (w *watcher) check() {
+	if w.away {
+		return
+	}
 	if w.r.eng.FileChanged() {
 		w.r.stats.SyncRequests.Add(1)
 		w.r.RequestFileSync()
 	}
 }
 
-// arm puts the directory watch in place if it is not, or if the directory
-// at the path is no longer the one watched. Without an event source it
-// does nothing: the poll is all there is.
+// arm looks where the document's directory is. While it is away (renamed,
+// replaced by a new directory or a symlink to another place) the watch is
+// dropped, and is never put on whatever is at the path now; once the path
+// leads to the directory the room opened again, the watch is put back.
+// Without an event source only the first part applies: the poll is all
+// there is.
 func (w *watcher) arm() {
-	if w.fsw == nil {
+	if w.r.eng.DocAway() != nil {
+		w.leave()
 		return
 	}
-	id, err := statDir(w.dir)
-	if err != nil {
-		if w.armed {
-			w.fsw.Remove(w.dir)
-			w.armed = false
-		}
-		w.lost("the document's directory is gone: " + err.Error())
+	w.back()
+	if w.fsw == nil || w.armed {
 		return
 	}
-	if w.armed && id == w.armedOn {
-		return
-	}
-	w.fsw.Remove(w.dir) // a stale watch on a replaced directory, if any
+	w.fsw.Remove(w.dir) // a stale watch, if any
 	if err := w.fsw.Add(w.dir); err != nil {
-		w.armed = false
 		w.lost("cannot watch the document's directory: " + err.Error())
 		return
 	}
-	w.armed, w.armedOn = true, id
+	// Between the look and Add the path could have come to lead elsewhere
+	// again; the next poll finds that and drops this watch.
+	w.armed = true
 	if w.r.stats.WatchArms.Add(1) > 1 || w.warned {
 		w.r.log.Info("watching the document's directory again")
 	}
 	w.warned = false
+}
+
+// leave drops the watch while the directory is away and logs it once.
+func (w *watcher) leave() {
+	if w.armed {
+		w.fsw.Remove(w.dir)
+		w.armed = false
+	}
+	if w.away {
+		return
+	}
+	w.away = true
+	w.r.log.Warn("the document's directory was moved or replaced: the room changes no file and records no outside edit until it is back, "+
+		"and requests that need the file answer unavailable; move it back, or stop the room and serve the file where it is now",
+		"dir", w.dir, "now", w.r.eng.DocDirNow(), "poll", w.cfg.Poll)
+}
+
+// back notes that the directory is where the room opened it again.
+func (w *watcher) back() {
+	if !w.away {
+		return
+	}
+	w.away = false
+	w.r.log.Info("the document's directory is back where the room opened it; serving it again", "dir", w.dir)
 }
 
 // lost logs once per outage that events stopped; the poll goes on.

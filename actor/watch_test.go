@@ -427,35 +427,101 @@ func TestWatch_PollCatchesEditsWithoutEvents(t *testing.T) {
 	}
 }
 
-// TestWatch_RearmsWhenTheDirectoryMoves moves the document's directory away
-// (which ends an inotify watch) and back: the watch follows the path, so an
-// edit there arrives as an event again.
-func TestWatch_RearmsWhenTheDirectoryMoves(t *testing.T) {
-	tap := newLogTap()
-	tr, hub := watchedRoom(t, func(c *Config) {
-		c.Logger = slog.New(tap)
-		c.Watch.Poll = 50 * time.Millisecond
-	})
-	uri := tr.Engine().DocumentURI()
-	frames := resourceFrames(t, hub, uri)
-	dir := filepath.Dir(tr.doc)
-	if err := os.Rename(dir, dir+".away"); err != nil {
-		t.Fatal(err)
+// TestWatch_DirectoryMovedAwayAndBack moves the document's directory away
+// (which ends an inotify watch), puts something else where it was, edits
+// the document where it is now, and moves it back. While it is away the
+// watcher asks for no sync however often it polls, never watches what is
+// at the path now, and nothing is recorded (not the edit, not a namesake in
+// the other place); once it is back the watch is re-armed and the edit
+// made meanwhile becomes a version by itself, with nothing reading.
+func TestWatch_DirectoryMovedAwayAndBack(t *testing.T) {
+	const stranger = "# Someone else's idea\n"
+	cases := []struct {
+		name string
+		put  func(t *testing.T, dir, elsewhere string)
+	}{
+		{"nothing in its place", func(*testing.T, string, string) {}},
+		{"a new directory with a namesake in its place", func(t *testing.T, dir, _ string) {
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "idea.md"), []byte(stranger), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a symlink to a directory with a namesake in its place", func(t *testing.T, dir, elsewhere string) {
+			if err := os.WriteFile(filepath.Join(elsewhere, "idea.md"), []byte(stranger), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, dir); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
-	tap.waitLog(t, "the document's watch is lost")
-	if err := os.Rename(dir+".away", dir); err != nil {
-		t.Fatal(err)
-	}
-	tap.waitLog(t, "watching the document's directory again")
-	if n := tr.Stats().WatchArms.Load(); n != 2 {
-		t.Fatalf("the watch was armed %d times, want 2", n)
-	}
-	events := tr.Stats().WatchEvents.Load()
-	appendTo(t, tr.doc, "edited after the move\n")
-	expectFrame(t, frames, uri)
-	expectExternal(t, tr)
-	if tr.Stats().WatchEvents.Load() == events {
-		t.Fatal("the edit in the new directory came without an event: the watch was not re-armed")
+	for _, c := range cases {
+		t.Run(c.name+": no sync while away, the edit made meanwhile is recorded once it is back", func(t *testing.T) {
+			tap := newLogTap()
+			tr, hub := watchedRoom(t, func(cfg *Config) {
+				cfg.Logger = slog.New(tap)
+				cfg.Watch.Poll = 20 * time.Millisecond
+			})
+			uri := tr.Engine().DocumentURI()
+			frames := resourceFrames(t, hub, uri)
+			dir := filepath.Dir(tr.doc)
+			old, elsewhere := dir+".away", filepath.Join(filepath.Dir(dir), "elsewhere")
+			if err := os.Mkdir(elsewhere, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(dir, old); err != nil {
+				t.Fatal(err)
+			}
+			c.put(t, dir, elsewhere)
+			tap.waitLog(t, "the document's directory was moved or replaced")
+			st := tr.Stats()
+			requests, syncs, polls := st.SyncRequests.Load(), st.FileSyncs.Load(), st.WatchPolls.Load()
+			appendTo(t, filepath.Join(old, "idea.md"), "edited while away\n")
+			waitCounter(t, &st.WatchPolls, polls+5)
+			if st.SyncRequests.Load() != requests || st.FileSyncs.Load() != syncs {
+				t.Fatalf("while away over 5 polls: sync requests %d -> %d, file syncs %d -> %d; want none",
+					requests, st.SyncRequests.Load(), syncs, st.FileSyncs.Load())
+			}
+			if v, _, _ := latest(t, tr); v != 1 {
+				t.Fatalf("version %d while away, want 1: something was recorded", v)
+			}
+			if n := st.WatchArms.Load(); n != 1 {
+				t.Fatalf("the watch was armed %d times while away, want 1 (never on what is at the path now)", n)
+			}
+
+			if err := os.RemoveAll(dir); err != nil { // the placeholder, never what it leads to
+				t.Fatal(err)
+			}
+			if err := os.Rename(old, dir); err != nil {
+				t.Fatal(err)
+			}
+			tap.waitLog(t, "the document's directory is back")
+			expectFrame(t, frames, uri)
+			if v := expectExternal(t, tr); v != 2 {
+				t.Fatalf("the edit made while away is version %d, want 2", v)
+			}
+			if n := st.WatchArms.Load(); n != 2 {
+				t.Fatalf("the watch was armed %d times, want 2", n)
+			}
+			if n := st.Sweeps.Load(); n != 0 {
+				t.Fatalf("%d sweeps ran; this test needs the sweeper idle", n)
+			}
+			events := st.WatchEvents.Load()
+			appendTo(t, tr.doc, "edited after the return\n")
+			expectFrame(t, frames, uri)
+			if v := expectExternal(t, tr); v != 3 {
+				t.Fatalf("the edit after the return is version %d, want 3", v)
+			}
+			// The poll may have been first; the event still comes (or the
+			// watch was not re-armed, and this times out).
+			waitCounter(t, &st.WatchEvents, events+1)
+			if b, err := os.ReadFile(filepath.Join(elsewhere, "idea.md")); err == nil && string(b) != stranger {
+				t.Fatalf("the namesake elsewhere was changed: %q", b)
+			}
+		})
 	}
 }
 

@@ -120,6 +120,12 @@ type callRequest struct {
 	token        string
 	base         string      // a loopback http://host:port
 	hints        []room.Hint // walked in order, as ce join does
+	// workspaceID is the room the hints lead to (the invitation's or the
+	// state file's), for the loopback machine rule.
+	workspaceID string
+	// key, from --invite, makes what each hint leads to prove it is the
+	// room before the session is sent to it (challengeRoom).
+	key *joinKey
 }
 
 // prepareCall checks everything that can be checked before any dial, so
@@ -184,12 +190,18 @@ func prepareCall(env Env, f callFlags, method, path string) (callRequest, error)
 		if st != nil && st.WorkspaceID != "" && st.WorkspaceID != inv.WorkspaceID {
 			return r, usageError("the state file is for room %s, the invitation for room %s: the session would be sent to a room it does not belong to", st.WorkspaceID, inv.WorkspaceID)
 		}
+		key, err := keyOf(inv)
+		if err != nil {
+			return r, usageError("the invitation names no invite_id (it was made by an older ce): ce call has the room prove itself " +
+				"with it before the session is sent; give --url or --state instead, or a newer invitation")
+		}
+		r.key, r.workspaceID = &key, inv.WorkspaceID
 		r.hints = inv.Transports
 		if len(r.hints) == 0 && inv.Transport.Type != "" {
 			r.hints = []room.Hint{inv.Transport}
 		}
 	case st != nil && len(st.hints()) > 0:
-		r.hints = st.hints()
+		r.hints, r.workspaceID = st.hints(), st.WorkspaceID
 	case st != nil && st.URL != "":
 		base, err := loopbackBase(st.URL)
 		if err != nil {
@@ -337,9 +349,15 @@ func runCall(ctx context.Context, env Env, log *slog.Logger, f callFlags, ts *tr
 	} else {
 		var w wayIn
 		var tried []string
-		w, tried, err = walkHints(ctx, env, log, ts, r.hints, f.transportTimeout, func(w wayIn) error {
+		w, tried, err = walkHints(ctx, env, log, ts, r.workspaceID, r.hints, f.transportTimeout, func(w wayIn) error {
+			dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return w.plug.Dial(ctx, w.th) }
+			if r.key != nil {
+				if err := proveCallRoom(ctx, w.url(), dial, *r.key, f.timeout); err != nil {
+					return err
+				}
+			}
 			var err error
-			ans, err = sendCall(ctx, r, w.url(), func(ctx context.Context, _, _ string) (net.Conn, error) { return w.plug.Dial(ctx, w.th) }, f)
+			ans, err = sendCall(ctx, r, w.url(), dial, f)
 			return err
 		})
 		var s settled
@@ -450,4 +468,18 @@ func callCause(ctx context.Context, err error) string {
 		return c.Error()
 	}
 	return err.Error()
+}
+
+// proveCallRoom has what base leads to prove it is the invitation's room
+// (the proven join's first step, which spends nothing) before `ce call`
+// sends it the session. A proof that fails, or a dial that does, is
+// transport_unavailable: the walk tries the next hint, nothing was sent.
+func proveCallRoom(ctx context.Context, base string, dial func(context.Context, string, string) (net.Conn, error), key joinKey, timeout time.Duration) error {
+	hc, dialFailure := dialClient(dial, timeout)
+	_, err := challengeRoom(ctx, hc, base, key)
+	if de := dialFailure(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
+		return room.Errorf(room.KindTransportUnavailable, "cannot reach the room: %s",
+			transport.Redact(strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": ")))
+	}
+	return err
 }

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -313,6 +315,31 @@ func silentRoom(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// provenThenSilent passes the proven join's challenge to the room at
+// ingress and answers nothing else until the test ends: a way in that
+// proves it is the room and then never answers the request.
+func provenThenSilent(t *testing.T, ingress string) int {
+	t.Helper()
+	target, err := url.Parse(ingress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/session/join/challenge" {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	return srv.Listener.Addr().(*net.TCPAddr).Port
+}
+
 // TestCallIsBounded: a dead room is transport_unavailable (exit 7) naming
 // what was tried; a room that takes the request and never answers ends at
 // --timeout without trying another hint (the request may have been
@@ -320,7 +347,7 @@ func silentRoom(t *testing.T) int {
 func TestCallIsBounded(t *testing.T) {
 	f := newCallRoom(t)
 	dead := room.Hint{Type: "loopback", Address: "127.0.0.1", Port: deadPort(t), Mode: "local"}
-	silent := room.Hint{Type: "loopback", Address: "127.0.0.1", Port: silentRoom(t), Mode: "local"}
+	silent := room.Hint{Type: "loopback", Address: "127.0.0.1", Port: provenThenSilent(t, f.s.Banner.IngressURL), Mode: "local"}
 	before := handoffCount(t, f.dir)
 	for _, tc := range []struct {
 		name     string
@@ -334,7 +361,11 @@ func TestCallIsBounded(t *testing.T) {
 		{"a dead room over --url",
 			[]string{"GET", "/workspace/status", "--session", f.token, "--url", fmt.Sprintf("http://127.0.0.1:%d", dead.Port)},
 			exitBusy, []string{"transport_unavailable", "cannot reach the room"}},
-		{"a silent room ends at --timeout, and the live hint after it is not tried",
+		{"a silent room over --url ends at --timeout",
+			[]string{"POST", "/workspace/handoff", "--body", `{"summary":"never"}`, "--timeout", "1s",
+				"--session", f.token, "--url", fmt.Sprintf("http://127.0.0.1:%d", silentRoom(t))},
+			exitBusy, []string{"transport_unavailable", "no answer within --timeout (1s)", "may have been applied"}},
+		{"a room that proved itself and then stays silent ends at --timeout, and the live hint after it is not tried",
 			[]string{"POST", "/workspace/handoff", "--body", `{"summary":"once at most"}`, "--timeout", "1s",
 				"--session", f.token, "--invite", withHints(t, f.invite, silent, f.live)},
 			exitBusy, []string{"transport_unavailable", "no answer within --timeout (1s)", "may have been applied"}},

@@ -150,6 +150,10 @@ func TestHandoffsInbox_CallerScoped(t *testing.T) {
 	}{
 		{"an unknown role", []string{"--participant", h.owner.ParticipantID, "--role", "mine"}, exitUsage},
 		{"a negative limit", []string{"--participant", h.owner.ParticipantID, "--limit", "-1"}, exitUsage},
+		{"a limit over the maximum", []string{"--participant", h.owner.ParticipantID, "--limit", "201"}, exitUsage},
+		{"a limit of a billion", []string{"--session", h.worker.SessionToken, "--limit", "1000000000"}, exitUsage},
+		{"a limit of a billion for the operator", []string{"--limit", "1000000000"}, exitUsage},
+		{"a negative limit for the operator", []string{"--limit", "-1"}, exitUsage},
 		{"a limit that is not a number", []string{"--participant", h.owner.ParticipantID, "--limit", "ten"}, exitUsage},
 		{"a garbage cursor", []string{"--participant", h.owner.ParticipantID, "--cursor", "garbage"}, exitUsage},
 		{"another participant's cursor", []string{"--participant", h.worker.ParticipantID, "--limit", "1", "--cursor", ownerCursor}, exitUsage},
@@ -175,4 +179,12 @@ func TestHandoffsInbox_CallerScoped(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a refused limit names the maximum, whichever side it is off", func(t *testing.T) {
+		for _, n := range []string{"-1", "201", "1000000000"} {
+			r := ce(t, h.dir, nil, "handoffs", "--workspace", h.file, "--participant", h.owner.ParticipantID, "--limit", n)
+			if r.code != exitUsage || !strings.Contains(r.stderr, "limit must be 1 to 200") {
+				t.Errorf("--limit %s: exit %d, stderr %q", n, r.code, r.stderr)
+			}
+		}
+	})
 }

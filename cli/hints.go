@@ -25,13 +25,14 @@ func (w wayIn) url() string { return "http://" + w.th.HostPort() }
 
 // walkHints is the negotiation of `ce join` and `ce call`: it tries hints
 // in order; the provider a hint's type names opens a plugin (bounded by
-// timeout), and use is called with it. A hint that cannot be opened, or
+// timeout), and use is called with it. A loopback hint whose machine tag
+// is not this machine's for workspaceID is never dialled (loopbackElsewhere). A hint that cannot be opened, or
 // whose use answers transport_unavailable (nothing reached the room), is
 // skipped with its reason, its plugin closed, and the next one tried. Any
 // other answer of use ends the walk: nil returns the way in still open, an
 // error closes it and is returned. When every hint was skipped, the way in
 // is empty (plug nil) and tried names each hint with its reason.
-func walkHints(ctx context.Context, env Env, log *slog.Logger, ts *transports, hints []room.Hint, timeout time.Duration,
+func walkHints(ctx context.Context, env Env, log *slog.Logger, ts *transports, workspaceID string, hints []room.Hint, timeout time.Duration,
 	use func(wayIn) error) (wayIn, []string, error) {
 	var tried []string
 	skip := func(h room.Hint, why string) {
@@ -49,6 +50,10 @@ func walkHints(ctx context.Context, env Env, log *slog.Logger, ts *transports, h
 		}
 		if th.Address == "" || th.Port < 1 {
 			skip(h, "the hint names no address and port")
+			continue
+		}
+		if why := loopbackElsewhere(h, workspaceID); why != "" {
+			skip(h, why)
 			continue
 		}
 		stateDir := ""

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -126,17 +125,22 @@ type joined struct {
 // the join goes over that connection with the hint's address as Host. A
 // hint that cannot be used is skipped with its reason; when none can,
 // the answer is transport_unavailable naming each, and the invitation is
-// not spent. It checks that the room reached is the one invited, and
-// leaves again if not.
+// not spent. The join is the proven one (provenJoin): nothing that redeems
+// the invitation is sent to what a hint leads to before it has proved it
+// is the invited room, and the secret itself is never sent at all.
 func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, uri, name, kind string, timeout time.Duration) (joined, error) {
 	inv, err := room.DecodeInvitation(uri, room.Defaults().MaxInvitePayload)
 	if err != nil {
 		return joined{}, err
 	}
+	key, err := keyOf(inv)
+	if err != nil {
+		return joined{}, err
+	}
 	var g room.SessionGrant
-	w, tried, err := walkHints(ctx, env, log, ts, inv.Transports, timeout, func(w wayIn) error {
+	w, tried, err := walkHints(ctx, env, log, ts, inv.WorkspaceID, inv.Transports, timeout, func(w wayIn) error {
 		var err error
-		if g, err = joinOver(ctx, w.plug, w.th, uri, name, kind, timeout); err != nil {
+		if g, err = joinOver(ctx, w.plug, w.th, key, name, kind, timeout); err != nil {
 			return err
 		}
 		if g.WorkspaceID != inv.WorkspaceID {
@@ -174,25 +178,13 @@ func pluginClient(plug transport.Plugin, h transport.Hint, timeout time.Duration
 	}}
 }
 
-// joinOver posts the join through plug to the room the hint names. A dial
-// that fails is reported as the plugin's own reason.
-func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, uri, name, kind string, timeout time.Duration) (room.SessionGrant, error) {
-	var g room.SessionGrant
-	var dialErr atomic.Pointer[error]
-	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			c, err := plug.Dial(ctx, h)
-			if err != nil {
-				dialErr.Store(&err)
-			}
-			return c, err
-		},
-		DisableKeepAlives: true,
-	}}
-	err := callRoom(ctx, hc, "POST", "http://"+h.HostPort()+"/session/join", "",
-		map[string]string{"invite": uri, "name": name, "kind": kind, "transport": h.Type}, &g)
-	if de := dialErr.Load(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
-		return g, room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix((*de).Error(), transport.ErrUnavailable.Error()+": "))
+// joinOver runs the proven join through plug with the room the hint names.
+// A dial that fails is reported as the plugin's own reason.
+func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, key joinKey, name, kind string, timeout time.Duration) (room.SessionGrant, error) {
+	hc, dialFailure := dialClient(func(ctx context.Context, _, _ string) (net.Conn, error) { return plug.Dial(ctx, h) }, timeout)
+	g, err := provenJoin(ctx, hc, "http://"+h.HostPort(), key, name, kind, h.Type)
+	if de := dialFailure(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
+		return g, room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": "))
 	}
 	return g, err
 }

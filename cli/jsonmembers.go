@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/commonroom/ce/internal/jsonscan"
 )
 
 // The bridge looks into every message it passes, in both directions, for a
@@ -10,8 +12,9 @@ import (
 // 2026-07-28-only members). Decoding whole messages into maps and encoding
 // them again for that cost several passes with reflection over bodies of
 // up to megabytes; objectMembers finds the members of one object in a
-// single pass over bytes already known to be valid JSON, and the bridge
-// splices what it changes.
+// single pass over bytes already known to be valid JSON (walked with
+// jsonscan, as the MCP door walks its requests), and the bridge splices
+// what it changes, which is why it keeps each member's span.
 
 // jsonMember is one member of a JSON object.
 type jsonMember struct {
@@ -30,11 +33,11 @@ func (m jsonMember) is(k string) bool {
 // them. obj must be valid JSON (callers check it first); for anything that
 // is not an object it returns ok=false, and it never reads out of bounds.
 func objectMembers(obj []byte) (members []jsonMember, ok bool) {
-	i := skipSpace(obj, 0)
+	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, false
 	}
-	i = skipSpace(obj, i+1)
+	i = jsonscan.SkipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
 		return nil, true
 	}
@@ -43,26 +46,26 @@ func objectMembers(obj []byte) (members []jsonMember, ok bool) {
 		if obj[i] != '"' {
 			return nil, false
 		}
-		i = skipString(obj, i)
-		key := obj[from:min(i, len(obj))]
-		i = skipSpace(obj, i)
+		i = jsonscan.StringEnd(obj, i)
+		key := obj[from:i]
+		i = jsonscan.SkipSpace(obj, i)
 		if i >= len(obj) || obj[i] != ':' {
 			return nil, false
 		}
-		i = skipSpace(obj, i+1)
+		i = jsonscan.SkipSpace(obj, i+1)
 		start := i
-		i = skipValue(obj, i)
-		if i > len(obj) || i == start {
+		i = jsonscan.ValueEnd(obj, i)
+		if i == start {
 			return nil, false
 		}
 		members = append(members, jsonMember{key: key, from: from, start: start, end: i})
-		i = skipSpace(obj, i)
+		i = jsonscan.SkipSpace(obj, i)
 		if i >= len(obj) {
 			return nil, false
 		}
 		switch obj[i] {
 		case ',':
-			i = skipSpace(obj, i+1)
+			i = jsonscan.SkipSpace(obj, i+1)
 		case '}':
 			return members, true
 		default:
@@ -92,61 +95,6 @@ func stringValue(v []byte) (string, bool) {
 	}
 	var s string
 	return s, json.Unmarshal(v, &s) == nil
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b) + 1
-}
-
-// skipValue returns the index just past the value starting at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b) + 1
-	default: // a number, true, false or null
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-		}
-		return i
-	}
 }
 
 // appendObject appends to dst the object made of the members of obj that

@@ -99,10 +99,17 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 	return &localRoom{eng: eng, store: st, room: r}, nil
 }
 
+// Close stops the room, closes its sidecar and then the engine (the
+// document's directory it holds). The engine stays open if the room did
+// not stop in time: its writer may still use the directory's descriptor,
+// and the process is about to end anyway.
 func (l *localRoom) Close(ctx context.Context) error {
 	err := l.room.Close(ctx)
 	if cerr := l.store.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = l.eng.Close()
 	}
 	return err
 }

@@ -73,6 +73,13 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 	if path == "" {
 		path = defaultMCPStatePath(env, inv.WorkspaceID)
 	}
+	// One ce mcp at a time reads, joins and saves this state file: a second
+	// started at once waits and reuses the first's session (issue 25).
+	unlock, err := lockMCPState(ctx, log, path, f.transportTimeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := loadMCPState(path, inv.WorkspaceID)
 	var plug transport.Plugin
 	justJoined := errors.Is(err, errNoState)
@@ -108,6 +115,7 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 			}
 		}
 	}
+	unlock() // the session is kept: another ce mcp on this file may reuse it now
 	url := st.URL
 	if plug != nil {
 		defer plug.Close()

@@ -151,7 +151,13 @@ func (b *bridgeProc) call(id int, method string, params map[string]any) map[stri
 // tool calls a tool that must succeed and returns its structuredContent.
 func (b *bridgeProc) tool(id int, name string, args map[string]any) map[string]any {
 	b.t.Helper()
-	res := b.call(id, "tools/call", map[string]any{"name": name, "arguments": args})
+	return b.toolResult(name, args, b.call(id, "tools/call", map[string]any{"name": name, "arguments": args}))
+}
+
+// toolResult is the structuredContent of a tool result that must not be
+// an error.
+func (b *bridgeProc) toolResult(name string, args, res map[string]any) map[string]any {
+	b.t.Helper()
 	sc, _ := res["structuredContent"].(map[string]any)
 	if res["isError"] != false || sc == nil {
 		b.t.Fatalf("%s %v through ce mcp: %v", name, args, res)

@@ -59,12 +59,7 @@ func (b *bridgeProc) oldOK(id int, method string, params map[string]any) map[str
 // oldTool calls a tool that must succeed and returns its structuredContent.
 func (b *bridgeProc) oldTool(id int, name string, args map[string]any) map[string]any {
 	b.t.Helper()
-	res := b.oldOK(id, "tools/call", map[string]any{"name": name, "arguments": args})
-	sc, _ := res["structuredContent"].(map[string]any)
-	if res["isError"] != false || sc == nil {
-		b.t.Fatalf("%s %v through ce mcp (earlier era): %v", name, args, res)
-	}
-	return sc
+	return b.toolResult(name, args, b.oldOK(id, "tools/call", map[string]any{"name": name, "arguments": args}))
 }
 
 // initialize is the handshake of a host speaking version.

@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/commonroom/ce/room"
 )
@@ -149,4 +153,72 @@ func saveMCPState(path string, s sessionState) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// stateLockPoll is how often a ce mcp waiting for another one's lock on
+// the state file tries again.
+const stateLockPoll = 20 * time.Millisecond
+
+// lockMCPState takes an exclusive lock (flock) on PATH.lock, beside the
+// state file, for the step that reads the state file and, when there is
+// none, joins and saves the new session. Two ce mcp started at once on one
+// fresh state file (a host that launches its servers twice, two hosts
+// sharing a --state) used to both join: two participants, one of them
+// orphaned, or a one-use invitation spent by the first and the second
+// failing. With the lock the second waits for the first to save and then
+// reuses its session. The wait is bounded (wait, the transport timeout: a
+// join takes at most about that long); past it the error says who holds
+// the lock and what to do. The lock file is created 0600 in the state
+// file's directory (made 0700, as saveMCPState would) and is never
+// removed: removing a flock's file races with its next taker. The
+// returned unlock may be called more than once.
+func lockMCPState(ctx context.Context, log *slog.Logger, path string, wait time.Duration) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, usageError("the state directory of %s: %v", path, err)
+	}
+	lockPath := path + ".lock"
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, usageError("the state file's lock %s: %v", lockPath, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, usageError("the state file's lock %s is not a regular file; move it away", lockPath)
+	}
+	try := func() (bool, error) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	got, err := try()
+	if !got && err == nil {
+		log.Info("another ce mcp is joining with this state file; waiting for it, then using its session", "state", path, "lock", lockPath, "at_most", wait.String())
+		deadline := time.NewTimer(wait)
+		defer deadline.Stop()
+		tick := time.NewTicker(stateLockPoll)
+		defer tick.Stop()
+		for !got && err == nil {
+			select {
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-deadline.C:
+				f.Close()
+				return nil, room.Errorf(room.KindRoomBusy,
+					"another ce mcp has held %s for %s (--transport-timeout) while it joins the room with the state file %s; gave up waiting. "+
+						"Try again once it has joined (it then shares its session), or give this host its own --state", lockPath, wait, path)
+			case <-tick.C:
+				got, err = try()
+			}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, room.Errorf(room.KindInternal, "cannot lock the state file's lock %s: %v", lockPath, err)
+	}
+	return sync.OnceFunc(func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}), nil
 }

@@ -113,12 +113,18 @@ func (a *serveApp) close() error {
 	if a.closeTransport != nil {
 		a.closeTransport()
 	}
-	if a.local != nil {
-		a.stopRoom()
-	}
 	if a.lock != nil {
 		// Whatever credential is there is ours or stale: we hold the lock.
-		os.Remove(ownerPath(a.docPath))
+		// Once the room is open it is removed from the directory the room
+		// holds, wherever that is now, never from a new one at the path.
+		if a.local != nil {
+			a.local.eng.RemoveBeside(ownerPath("")) // ownerPath of no name is the suffix
+		} else {
+			os.Remove(ownerPath(a.docPath))
+		}
+	}
+	if a.local != nil {
+		a.stopRoom()
 	}
 	if a.tmpDir != "" {
 		os.RemoveAll(a.tmpDir)
@@ -154,6 +160,13 @@ func (a *serveApp) openDocument(ctx context.Context) error {
 	// Decide at open whether a commit could keep the file's owner and group.
 	if err := room.CheckDocOwner(docPath); err != nil {
 		return err
+	}
+	// And whether the sidecar beside it is this user's to adopt, before
+	// anything is taken: a refused room is left as it was.
+	if !a.f.ephemeral {
+		if err := room.CheckSidecarOwners(room.SidecarPath(docPath)); err != nil {
+			return err
+		}
 	}
 	if n := room.DocLinks(docPath); n > 1 {
 		a.notes = append(a.notes, fmt.Sprintf("%s has %d hard links; a commit replaces the file, so the other names keep the old text", a.file, n))

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/commonroom/ce/room"
@@ -90,15 +92,58 @@ func stateDirName(name string) string {
 }
 
 // makeStateDir creates dir and its parent with mode 0700 (narrowing them
-// if they exist): a transport's state may hold its node's keys.
+// if they exist): a transport's state may hold its node's keys. Neither
+// may be a symlink or a directory another user owns (root's is trusted, as
+// for the sidecar): beside the document (FILE.commonroom.transport/NAME)
+// both sit in a directory others may be able to write, and a planted link
+// would have ce chmod and fill the link's target, a planted directory
+// would hand the node's keys to its owner. Each is opened without
+// following a link and narrowed through that descriptor, so what was
+// checked is what is changed. The grandparent is created if missing and
+// not judged: it is the document's directory or the user's configuration.
 func makeStateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(filepath.Dir(parent), 0o700); err != nil {
 		return err
 	}
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o700); err != nil {
+	for _, d := range []string{parent, dir} {
+		if err := ownStateDir(d); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ownStateDir makes d a directory of this user's with mode 0700, creating
+// it if missing, and refuses a symlink, anything that is not a directory,
+// and another user's directory, saying what to do.
+func ownStateDir(d string) error {
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	f, err := os.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		// A link answers ENOTDIR or ELOOP, whatever it points to: say which.
+		switch st, lerr := os.Lstat(d); {
+		case lerr == nil && st.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link; ce keeps a transport's state (its keys) only in a directory of its own, "+
+				"never through a link: remove the link (or put the directory it points to in its place) and start again", d)
+		case lerr == nil && !st.IsDir():
+			return fmt.Errorf("%s is not a directory; move it away and start again", d)
+		}
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() && st.Uid != 0 {
+		return fmt.Errorf("%s is owned by uid %d, and ce runs as uid %d; ce keeps a transport's state (its keys) only in a directory of its own: "+
+			"if it is yours, take it over (chown -R %d %s), otherwise move it away and start again", d, st.Uid, os.Geteuid(), os.Geteuid(), d)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		return f.Chmod(0o700)
 	}
 	return nil
 }

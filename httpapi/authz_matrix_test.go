@@ -229,6 +229,9 @@ func matrixOps() []*matrixOp {
 		rest("POST", "/session/join", "", ruleInvitation, fixInvite, func(r *records) map[string]any {
 			return map[string]any{"invite": r.InviteToken, "name": "joiner"}
 		}),
+		rest("POST", "/session/join/challenge", "", ruleInvitation, fixInvite, func(r *records) map[string]any {
+			return map[string]any{"invite_id": r.InviteID, "client_nonce": room.NewJoinNonce()}
+		}),
 		rest("GET", "/.well-known/agent-workspace", "", rulePublic, fixNone, nil),
 		rest("GET", "/protocol", "", rulePublic, fixNone, nil),
 		rest("GET", "/skills", "", rulePublic, fixNone, nil),

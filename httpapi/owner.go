@@ -20,6 +20,9 @@ type pageKeys struct {
 	mu      sync.Mutex
 	keys    map[[32]byte]bool      // unused one-time keys
 	cookies map[[32]byte]time.Time // cookie hash -> expiry
+	// now is the room's clock (Engine.Now), so a cookie expires on the
+	// same clock as a session, and tests move it as they move the room's.
+	now func() time.Time
 }
 
 func randomToken() string {
@@ -52,28 +55,41 @@ func (k *pageKeys) Redeem(key string) *http.Cookie {
 	}
 	delete(k.keys, h)
 	c := randomToken()
-	k.cookies[sha256.Sum256([]byte(c))] = time.Now().Add(24 * time.Hour)
+	k.cookies[sha256.Sum256([]byte(c))] = k.now().Add(ownerCookieLife)
 	return &http.Cookie{Name: ownerCookie, Value: c, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: 24 * 3600}
 }
+
+// ownerCookieLife is how long an owner cookie is good for after its key
+// was redeemed.
+const ownerCookieLife = 24 * time.Hour
 
 // Valid reports whether the request carries a live owner cookie. The page
 // door asks it before showing the room; authenticate before taking the
 // request as the operator's.
 func (k *pageKeys) Valid(r *http.Request) bool {
+	_, ok := k.expiry(r)
+	return ok
+}
+
+// expiry is when the request's owner cookie stops being valid, and whether
+// it carries a live one. The cookie is not a session of the room (nothing
+// in the sidecar names it, and the sweeper never ends it), so a stream
+// opened with it is told this time and ends there itself (observe).
+func (k *pageKeys) expiry(r *http.Request) (time.Time, bool) {
 	c, err := r.Cookie(ownerCookie)
 	if err != nil || c.Value == "" {
-		return false
+		return time.Time{}, false
 	}
 	h := sha256.Sum256([]byte(c.Value))
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	exp, ok := k.cookies[h]
-	if ok && time.Now().After(exp) {
+	if ok && !k.now().Before(exp) {
 		delete(k.cookies, h)
-		return false
+		return time.Time{}, false
 	}
-	return ok
+	return exp, ok
 }
 
 // newPageKey is POST /owner/key: the operator asks for a fresh one-time page

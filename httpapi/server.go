@@ -77,6 +77,12 @@ type Server struct {
 	totals totalsCache // sidecar-wide counts for /debug/metrics
 
 	records actor.RecordCache // CachedRead answers of the plain routes until the next commit
+
+	// beforeSubscribe, when set (by tests), runs in observe, subscriptions/
+	// listen and GET /mcp after the request was authenticated and before its
+	// stream registers with the hub: the window in which a credential that
+	// ends would leave a stream behind.
+	beforeSubscribe func()
 }
 
 // New builds the server.
@@ -100,7 +106,7 @@ func New(cfg Config) *Server {
 		s.opHash = sha256.Sum256([]byte(cfg.OperatorToken))
 		s.hasOp = true
 	}
-	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}}
+	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}, now: s.eng.Now}
 	s.page = page.New(page.Config{Room: cfg.Room, Keys: &s.pages, Logger: s.log, SendError: s.sendError, RequestID: requestID})
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
 	s.mcp = mcp.New(mcp.Config{Room: cfg.Room, Hub: s.hub, Logger: s.log, Version: s.version,
@@ -111,7 +117,11 @@ func New(cfg Config) *Server {
 			}
 			return p, err
 		},
-		ReadBody: s.readBody, Allow: s.rate.allow})
+		ReadBody: s.readBody, Allow: s.rate.allow, BeforeSubscribe: func() {
+			if f := s.beforeSubscribe; f != nil {
+				f()
+			}
+		}})
 	return s
 }
 
@@ -143,6 +153,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/", s.ingressIndex)
 	}
 	r.Post("/session/join", s.join)
+	r.Post("/session/join/challenge", s.joinChallenge)
 	r.Get("/.well-known/agent-workspace", s.wellKnown)
 	r.Get("/protocol", s.protocol)
 	r.Get("/skills", s.skills)
@@ -155,7 +166,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Use(s.authenticate(l))
 		r.Use(s.rateLimit)
 		s.mountOps(r)
-		r.Get("/workspace/observe", s.observe)
+		r.Get("/workspace/observe", func(w http.ResponseWriter, r *http.Request) { s.observe(w, r, l) })
 		if l == ownerListener {
 			r.Get("/debug/metrics", s.metrics)
 			r.Get("/debug/pprof/*", s.pprof)

@@ -324,17 +324,23 @@ func (h *roomHarness) legacyGet(t testing.TB, c *http.Client, token, accept stri
 // it; a refusal comes back as the plain answer it is.
 func (h *roomHarness) observe(t testing.TB, token, query string) (*stream, apiResp) {
 	t.Helper()
+	return h.observeAt(t, h.ingressURL("/workspace/observe"), token, query, "observe "+query)
+}
+
+// observeAt is observe on url (either listener), as token ("" for none),
+// with opts added to the request.
+func (h *roomHarness) observeAt(t testing.TB, url, token, query, name string, opts ...reqOpt) (*stream, apiResp) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	url := h.ingressURL("/workspace/observe")
 	if query != "" {
 		url += "?" + query
 	}
-	req, err := mcptest.NewHTTPRequest(ctx, "GET", url, token, nil, withHeader("Accept", "text/event-stream"))
+	req, err := mcptest.NewHTTPRequest(ctx, "GET", url, token, nil, append(opts, withHeader("Accept", "text/event-stream"))...)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	s, r := openStream(t, nil, req, cancel, "observe "+query)
+	s, r := openStream(t, nil, req, cancel, name)
 	if s == nil {
 		return nil, apiResp{Status: r.Status, Header: r.Header, Body: r.Raw}
 	}

@@ -31,14 +31,31 @@ func BenchmarkPublishOneOfMany(b *testing.B) {
 	}
 }
 
+// BenchmarkPublishFanoutFiltered is BenchmarkPublishFanout with every
+// subscriber holding a Filter that looks at the change (as the observe
+// door's does) and admits it: the cost a per-subscriber rule adds to the
+// fan-out. Subscribers without a Filter pay one nil check.
+func BenchmarkPublishFanoutFiltered(b *testing.B) {
+	admit := func(m Message) bool { _, ok := m.Change.(testChange); return ok }
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("subs=%d", n), func(b *testing.B) {
+			benchFanoutWith(b, n, func(int) string { return "events" }, "events", admit)
+		})
+	}
+}
+
 func benchFanout(b *testing.B, n int, topicOf func(int) string, target string) {
+	benchFanoutWith(b, n, topicOf, target, nil)
+}
+
+func benchFanoutWith(b *testing.B, n int, topicOf func(int) string, target string, filter func(Message) bool) {
 	const drainEvery = 256 // the default QueueLen
 	done := make(chan uint64, 1)
 	h := newHub(Config{QueueLen: drainEvery, MaxStreamsPerSession: -1, Encode: testEncode}, hooks{afterBatch: func(seq uint64) { done <- seq }})
 	defer h.Close()
 	subs := make([]*Subscription, n)
 	for i := range subs {
-		s, err := h.Subscribe(SubscribeRequest{Topics: []string{topicOf(i)}})
+		s, err := h.Subscribe(SubscribeRequest{Topics: []string{topicOf(i)}, Filter: filter})
 		if err != nil {
 			b.Fatal(err)
 		}

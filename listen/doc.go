@@ -18,7 +18,15 @@
 // close); with Subscription.Serve, or where a connection cannot be taken,
 // the handler's goroutine itself.
 //
-// A stream ends gracefully (Cancel, EndSession, Close) with the caller's final
+// Who may see a change can differ from one subscriber of a topic to the
+// next while its frame is encoded once for all: a stream may carry a
+// Filter, a predicate over the published Message that the broadcaster asks
+// before offering it the frame, so the rule stays the door's and the hub
+// stays blind to what a message means. A stream opened with a credential
+// the room does not track may carry an Until, after which it gets nothing
+// and ends.
+//
+// A stream ends gracefully (Cancel, EndSession, Until, Close) with the caller's final
 // frame, after everything published before the end; or it is dropped (queue
 // full, lagging, write failed) without it, so the client knows it may have
 // lost frames and re-reads the authority. Nothing is replayed to a new

@@ -157,6 +157,10 @@ type Hub struct {
 	// and not yet fanned out (queue[qhead:]), and what a run merged.
 	merging
 
+	// expiring lists the streams the broadcaster's last lookup found past
+	// their Until, for endExpiring (the broadcaster's own).
+	expiring []*Subscription
+
 	published, delivered                 atomic.Uint64
 	droppedFull, droppedSlow             atomic.Uint64
 	ended, disconnected, malformedParams atomic.Uint64
@@ -186,6 +190,9 @@ type pendingBatch struct {
 	seq    uint64
 	b      Batch
 	cancel []*Subscription
+	// expire are streams whose SubscribeRequest.Until has passed: ended
+	// like cancel, with EndSessionEnded.
+	expire []*Subscription
 }
 
 // NewHub starts the hub's broadcaster goroutine, which runs until Close:
@@ -277,6 +284,24 @@ type SubscribeRequest struct {
 	Topics []string
 	// QueueLen overrides Config.QueueLen for this stream when > 0.
 	QueueLen int
+	// Filter, when set, is asked about every message of the stream's
+	// topics before it is offered, and a message it refuses is not sent to
+	// this stream (and not counted as delivered). It exists because one
+	// frame is encoded for every subscriber of a topic while who may see
+	// a change can differ from one subscriber to the next: the door that
+	// knows the rule decides, from the message, and the hub stays blind
+	// to what the message means. It runs on the broadcaster with the hub
+	// locked, once per message and filtered subscriber, so it must be
+	// quick, must not block, and must not call the hub.
+	Filter func(Message) bool
+	// Until, when set, is when the credential the stream was opened with
+	// stops being valid, on Config.Now's clock. Nothing fanned out at or
+	// after it reaches the stream, which then ends gracefully
+	// (EndSessionEnded) after what it was already given; a timer ends a
+	// quiet stream on time. Streams of a session need none: the room ends
+	// sessions itself (Batch.EndSessions). It is for credentials the room
+	// does not track, such as the owner page's cookie.
+	Until time.Time
 }
 
 // Subscribe registers a stream. Registration is effective on return: every
@@ -297,6 +322,10 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Subscription, error) {
 		q:       newFrameQueue(qlen),
 		done:    make(chan struct{}),
 		topics:  uniq(req.Topics),
+		filter:  req.Filter,
+	}
+	if !req.Until.IsZero() {
+		s.until = max(req.Until.UnixNano(), 1) // 0 means none
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -316,7 +345,59 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Subscription, error) {
 		set[s] = struct{}{}
 	}
 	h.indexLocked(s, s.topics, h.seq.Load())
+	if s.until != 0 {
+		s.timer = time.AfterFunc(time.Duration(s.until-h.cfg.Now().UnixNano()), func() { h.untilReached(s) })
+	}
 	return s, nil
+}
+
+// untilReached is a stream's Until timer: it ends the stream once the
+// hub's clock has reached Until. The timer runs on the runtime clock, so
+// when Config.Now is behind it (an injected clock) it waits again for what
+// is left.
+func (h *Hub) untilReached(s *Subscription) {
+	h.mu.Lock()
+	if s.ended || s.expiring {
+		h.mu.Unlock()
+		return
+	}
+	if left := s.until - h.cfg.Now().UnixNano(); left > 0 {
+		s.timer.Reset(time.Duration(left))
+		h.mu.Unlock()
+		return
+	}
+	s.expiring = true
+	h.mu.Unlock()
+	h.enqueue(pendingBatch{expire: []*Subscription{s}}) // after Close, Close ends it
+}
+
+// admitsLocked is the per-stream check of a message about to be offered
+// to s, for streams with a Filter or an Until; at is the hub's clock. A
+// stream whose Until has passed gets nothing more and is queued for its
+// end (Hub.expiring), behind the frames it already has.
+func (h *Hub) admitsLocked(s *Subscription, m *Message, at int64) bool {
+	if s.until != 0 {
+		if s.expiring {
+			return false
+		}
+		if at >= s.until {
+			s.expiring = true
+			h.expiring = append(h.expiring, s)
+			return false
+		}
+	}
+	return s.filter == nil || s.filter(*m)
+}
+
+// endExpiring queues the ends of the streams the last lookup found past
+// their Until, behind everything published before; the broadcaster calls
+// it with the hub unlocked.
+func (h *Hub) endExpiring() {
+	if len(h.expiring) == 0 {
+		return
+	}
+	h.enqueue(pendingBatch{expire: h.expiring})
+	h.expiring = nil
 }
 
 // Cancel ends the stream a notifications/cancelled names, gracefully. It
@@ -472,7 +553,7 @@ const maxRun = 64
 
 // ends reports whether the batch ends streams (EndSessions, Cancel).
 func (pb *pendingBatch) ends() bool {
-	return len(pb.b.EndSessions) > 0 || len(pb.cancel) > 0
+	return len(pb.b.EndSessions) > 0 || len(pb.cancel) > 0 || len(pb.expire) > 0
 }
 
 // deliver fans a run of batches out, in order; only the last may end
@@ -513,8 +594,12 @@ func (h *Hub) deliver(run []pendingBatch) {
 		for _, s := range pb.cancel {
 			h.endLocked(s, EndCancelled)
 		}
+		for _, s := range pb.expire {
+			h.endLocked(s, EndSessionEnded)
+		}
 	}
 	h.mu.Unlock()
+	h.endExpiring()
 	for bi := range run {
 		h.sessionsEnded(run[bi].b.EndSessions)
 	}
@@ -550,6 +635,9 @@ func (h *Hub) endLocked(s *Subscription, why EndReason) bool {
 	}
 	s.ended = true
 	s.reason = why
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	s.q.close()
 	h.unindexLocked(s)
 	if set := h.bySession[s.session]; set != nil {
@@ -655,6 +743,13 @@ type Subscription struct {
 	ended      bool
 	cancelling bool // a Cancel for it is queued
 	reason     EndReason
+	// Set at Subscribe and then only read: SubscribeRequest.Filter, and
+	// Until in Unix ns (0: none) with its timer.
+	filter func(Message) bool
+	until  int64
+	timer  *time.Timer
+	// expiring: its Until has passed and its end is queued (under h.mu).
+	expiring bool
 
 	served atomic.Bool
 	amu    sync.Mutex

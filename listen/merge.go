@@ -127,6 +127,9 @@ func (h *Hub) lookupLocked(batches []pendingBatch, at int64) int {
 				if after >= pb.seq {
 					continue // published before s took this topic
 				}
+				if (s.filter != nil || s.until != 0) && !h.admitsLocked(s, m, at) {
+					continue
+				}
 				h.place(s, f)
 				total++
 			}
@@ -195,6 +198,7 @@ func (h *Hub) mergePending() {
 	h.mu.Lock()
 	placed := h.lookupLocked(batches, at)
 	h.mu.Unlock()
+	h.endExpiring()
 	for k := range batches {
 		h.merged = append(h.merged, batches[k].seq)
 	}

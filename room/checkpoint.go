@@ -48,7 +48,8 @@ func (s *Store) SetWALAutocheckpoint(ctx context.Context, pages int) error {
 	// A connection of its own, read-write (a query_only connection may not
 	// checkpoint), synchronous=FULL like the writer's, so a checkpoint
 	// syncs the WAL before it copies pages and the database file after.
-	c, err := sql.Open("sqlite", dsn(s.Path, "busy_timeout(5000)", "synchronous(FULL)"))
+	// It opens the sidecar through the held directory and never creates it.
+	c, err := sql.Open("sqlite", openMode(s.file(), "rw", "busy_timeout(5000)", "synchronous(FULL)"))
 	if err != nil {
 		return Internal(err)
 	}

@@ -1,9 +1,11 @@
 package room
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 	"unsafe"
 )
@@ -41,6 +43,27 @@ func notRegular(path string, m fs.FileMode) error {
 	return Errorf(KindInvalidRequest, "%s is %s; ce serves one regular Markdown file", path, fileKind(m))
 }
 
+// docReplaced is a write's answer when the document's name no longer
+// holds a regular file (a symlink, a FIFO put in its place while the room
+// serves): the room resolved the document to one regular file at start and
+// never writes through whatever replaced it. It is unavailable, not
+// internal, because the request is sound and the host can fix the file;
+// the message says what is there, that nothing was written, and what to
+// do. It names the file by its base name: participants read it too.
+func docReplaced(path string) *Error {
+	name := filepath.Base(path)
+	what, fix := "not a regular file", ""
+	if st, err := os.Lstat(path); err == nil {
+		what = fileKind(st.Mode())
+		if st.Mode()&fs.ModeSymlink != 0 {
+			fix = "; to serve the file the link points to instead, stop the room and run ce serve on that file"
+		}
+	}
+	return Errorf(KindUnavailable,
+		"the document %s is now %s, and ce writes only to the regular file it serves: nothing was written, and an approved proposal stays approved. "+
+			"Put the regular file back at %s and commit again%s", name, what, name, fix)
+}
+
 // openDocFile opens the document for reading without following a symlink
 // in its last component and without blocking (a FIFO swapped in for the
 // file would otherwise hang the writer), and refuses anything but a regular
@@ -48,6 +71,13 @@ func notRegular(path string, m fs.FileMode) error {
 func openDocFile(path string) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
+		// O_NOFOLLOW answers a link in the last component with ELOOP, which
+		// reads as a loop; name it for what it is.
+		if errors.Is(err, syscall.ELOOP) {
+			if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&fs.ModeSymlink != 0 {
+				return nil, nil, notRegular(path, st.Mode())
+			}
+		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()

@@ -71,3 +71,40 @@ func TestOwnerCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarOwnerCheck is the decision ce serve (and every command that
+// opens the sidecar to write) takes before adopting a sidecar file: its
+// own or root's, never another user's, saying which file, whose, and what
+// to do.
+func TestSidecarOwnerCheck(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		uid  uint32
+		euid int
+		want string // "" = adopted
+	}{
+		{"its_own_sidecar_is_adopted", 1000, 1000, ""},
+		{"roots_own_sidecar_is_adopted_by_root", 0, 0, ""},
+		{"a_sidecar_root_made_is_adopted_by_a_user", 0, 1000, ""},
+		{"another_users_sidecar_is_refused_to_root", 65534, 0, "owned by uid 65534, and ce runs as uid 0"},
+		{"another_users_sidecar_is_refused_to_a_user", 1001, 1000, "owned by uid 1001, and ce runs as uid 1000"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := room.SidecarOwnerCheck("/x/notes.md.commonroom.db-wal", c.uid, c.euid)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			wantKind(t, err, room.KindInvalidRequest)
+			msg := err.Error()
+			for _, s := range []string{c.want, "/x/notes.md.commonroom.db-wal", "chown", "move it away"} {
+				if !strings.Contains(msg, s) {
+					t.Errorf("message %q does not say %q", msg, s)
+				}
+			}
+		})
+	}
+}

@@ -66,7 +66,7 @@ func (e *Engine) hook(stage string) {
 // failed): try again.
 func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 	var res swapResult
-	path := e.DocPath
+	path := e.docName()
 	if res.outside = e.checkRetired(); len(res.outside) > 0 {
 		return res, nil // an old file rewritten in place: record it, then look again
 	}
@@ -75,7 +75,7 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 	missing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !missing {
 		if AsError(err) != nil {
-			return res, err // not a regular file any more
+			return res, docReplaced(path) // not a regular file any more
 		}
 		return res, fileError("cannot read the document", err)
 	}
@@ -156,7 +156,7 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 		return res, fileError("cannot remove the replaced document", err)
 	}
 	res.placed = true
-	res.syncErr = syncDir(filepath.Dir(path))
+	res.syncErr = e.syncDocDir()
 	r := newRetired(gone, goneInfo, goneText)
 	if late, _, ok := r.look(); ok {
 		res.outside = append(res.outside, late)
@@ -253,7 +253,7 @@ func (e *Engine) settle(r *retiredFile) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if from >= 0 && appendToDoc(e.DocPath, text[from:]) == nil {
+	if from >= 0 && appendToDoc(e.docName(), text[from:]) == nil {
 		return "", false
 	}
 	return text, true
@@ -284,7 +284,7 @@ func appendToDoc(path, text string) error {
 // someone replaced our file in that moment, that text is read, recorded
 // and put back at the name instead.
 func (e *Engine) swapBack(tmp string, ours retiredFile, in swapResult) (swapResult, error) {
-	res, path := in, e.DocPath
+	res, path := in, e.docName()
 	if err := exchangeFiles(tmp, path); err != nil {
 		// Our text stays in place; the outside edit is read and will be
 		// recorded, and the caller replaces again from our text.
@@ -325,7 +325,7 @@ func (e *Engine) swapBack(tmp string, ours retiredFile, in swapResult) (swapResu
 // landing there is replaced unseen. A write to the old file is still
 // caught by reading it once more after the rename.
 func (e *Engine) renameChecked(tmp string, old *os.File, oldInfo fs.FileInfo, read string, res swapResult) (swapResult, error) {
-	path := e.DocPath
+	path := e.docName()
 	now, err := os.Lstat(path)
 	same := err == nil && os.SameFile(now, oldInfo)
 	if same {
@@ -343,7 +343,7 @@ func (e *Engine) renameChecked(tmp string, old *os.File, oldInfo fs.FileInfo, re
 	}
 	e.hook("swapped")
 	res.placed = true
-	res.syncErr = syncDir(filepath.Dir(path))
+	res.syncErr = e.syncDocDir()
 	r := newRetired(old, oldInfo, read)
 	if late, _, ok := r.look(); ok {
 		res.outside = append(res.outside, late)
@@ -356,7 +356,7 @@ func (e *Engine) renameChecked(tmp string, old *os.File, oldInfo fs.FileInfo, re
 // document (it was deleted): link(2) fails rather than replace a file
 // created meanwhile, which the next attempt then reads.
 func (e *Engine) createDoc(tmp string, res swapResult) (swapResult, error) {
-	path := e.DocPath
+	path := e.docName()
 	err := os.Link(tmp, path)
 	switch {
 	case err == nil:
@@ -373,7 +373,7 @@ func (e *Engine) createDoc(tmp string, res swapResult) (swapResult, error) {
 		}
 	}
 	res.placed = true
-	res.syncErr = syncDir(filepath.Dir(path))
+	res.syncErr = e.syncDocDir()
 	return res, nil
 }
 
@@ -381,7 +381,7 @@ func (e *Engine) createDoc(tmp string, res swapResult) (swapResult, error) {
 // document's owner, group and mode (as last read), synced, and returns its
 // name and the open file. It fails rather than change the owner.
 func (e *Engine) writeTemp(text string) (string, *os.File, error) {
-	path := e.DocPath
+	path := e.docName()
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return "", nil, fileError("cannot create a temporary file beside the document", err)
@@ -429,15 +429,11 @@ func readAt(path string) (*os.File, fs.FileInfo, string, error) {
 	return f, fi, text, nil
 }
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// syncDocDir makes a rename in the document's directory durable, through
+// the descriptor the engine holds.
+func (e *Engine) syncDocDir() error {
+	if e.dir == nil {
+		return nil
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return err
-	}
-	return nil
+	return e.dir.sync()
 }

@@ -59,7 +59,12 @@ func (e *Error) wrap(cause error) *Error { e.cause = cause; return e }
 
 // FileChanged reports whether the document on disk may differ from the last
 // version the writer recorded. Readers call it; when it says yes they ask the
-// writer to sync, because reads never write.
+// writer to sync, because reads never write. It looks at the document's
+// path, as the user does, with one stat (it is on every read's path): when
+// the directory has moved, that shows a change, and the writer's sync
+// finds the directory away (SyncFile) and remembers what the path shows,
+// so reads stop asking until the path changes again (the directory coming
+// back does).
 func (e *Engine) FileChanged() bool {
 	last := e.stamp.Load()
 	st, err := statDoc(e.DocPath)
@@ -74,7 +79,25 @@ func (e *Engine) FileChanged() bool {
 // except that bytes a slow appender wrote to a file a commit had already
 // replaced are appended to it first (see checkRetired), so they are
 // recorded too.
+//
+// While the document's directory is not where the room opened it
+// (DocAway), it reads nothing and records nothing, and answers the
+// unavailable error: a commit, a proposal or a checkout based on the file
+// says why it cannot go on, and the sweeper and reads, which can do without
+// the file, go on (errors.Is(err, ErrDocMoved)). An edit made meanwhile in
+// the moved directory is recorded by the first sync after it is back.
 func (e *Engine) SyncFile(tx *Tx) error {
+	if err := e.DocAway(); err != nil {
+		// What the path shows now becomes the stamp at once (a cache, not
+		// state that a rollback must undo), so FileChanged stops sending
+		// every read here until the path shows something else.
+		st, serr := statDoc(e.DocPath)
+		if serr != nil {
+			st = fileStamp{}
+		}
+		e.stamp.Store(&st)
+		return err
+	}
 	// A file a commit replaced may have been written to since by a writer
 	// that had it open: appends are moved to the document (and recorded
 	// below), anything else becomes a version of its own.
@@ -83,7 +106,7 @@ func (e *Engine) SyncFile(tx *Tx) error {
 			return err
 		}
 	}
-	st, err := statDoc(e.DocPath)
+	st, err := statDoc(e.docName())
 	if err != nil {
 		// The file was removed or is unreadable: keep the sidecar as it is and
 		// look again when it changes; never turn a missing file into an empty version.
@@ -93,7 +116,7 @@ func (e *Engine) SyncFile(tx *Tx) error {
 	if last := e.stamp.Load(); last != nil && *last == st {
 		return nil
 	}
-	content, st, err := readDoc(e.DocPath)
+	content, st, err := readDoc(e.docName())
 	if err != nil {
 		tx.after = append(tx.after, func() { e.stamp.Store(&fileStamp{}) })
 		return nil

@@ -437,6 +437,12 @@ func (e *Engine) writeVersion(tx *Tx, base *Doc, edit docEdit, text, summary, so
 // the transaction does not commit, the undo puts the text that was there
 // back — only while the file still holds ours.
 func (e *Engine) writeDoc(tx *Tx, base *Doc, edit docEdit, text string) (string, *Doc, error) {
+	// The file is written only where the user finds it: not while its
+	// directory is somewhere else (the write would go to the directory the
+	// room holds, which the path no longer shows).
+	if err := e.DocAway(); err != nil {
+		return "", nil, err
+	}
 	cur, expect := base, base.Content
 	// What the undo puts back: the newest text that is not ours, in place
 	// of ours. One undo per command, kept current as the loop goes.

@@ -40,6 +40,12 @@ type Engine struct {
 	parses   singleflight.Group // concurrent cache misses of one version share a parse
 	seen     lastSeen
 	sessions sessionCache
+	// challenges are the proven join's outstanding server nonces
+	// (joinchallenge.go), in memory only and bounded.
+	challenges joinChallenges
+	// host is what tells this machine's loopback from another's, read
+	// once (machine.go).
+	host hostOnce
 
 	afterFileWrite func() error // crash-test seam, run right after the document is renamed into place; nil in production
 
@@ -59,16 +65,27 @@ type Engine struct {
 	// wc is the writer's copy of its live handoff rows (handoff_wcache.go);
 	// only the writer touches it.
 	wc writerCache
+
+	// dir is the document's directory, opened by NewEngine and held until
+	// Close: every file operation after start goes through it (docdir.go).
+	dir *heldDir
 }
 
 // NewEngine resolves the document path (creating an empty file when it is
-// missing and its directory exists; refusing anything but a regular file).
+// missing and its directory exists; refusing anything but a regular file)
+// and opens the document's directory, which the engine holds until Close:
+// the room reads and writes the document through it, not through the
+// path, which may come to lead elsewhere while it serves (docdir.go).
 func NewEngine(docPath string, limits Limits) (*Engine, error) {
 	abs, err := ResolveDocPath(docPath)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{DocPath: abs, Limits: limits, Clock: time.Now}
+	dir, err := openHeldDir(filepath.Dir(abs))
+	if err != nil {
+		return nil, Errorf(KindInvalidRequest, "cannot open the directory of %s: %v", abs, err)
+	}
+	e := &Engine{DocPath: abs, Limits: limits, Clock: time.Now, dir: dir}
 	if st, err := os.Stat(abs); err == nil {
 		e.meta = metaOf(st)
 	}
@@ -240,7 +257,7 @@ func (e *Engine) Bootstrap(tx *Tx, hostName string) error {
 	if !ok {
 		id = newID("workspace", 8)
 		e.WorkspaceID = id
-		content, st, err := readDoc(e.DocPath)
+		content, st, err := readDoc(e.docName())
 		if err != nil {
 			return err
 		}
@@ -258,7 +275,7 @@ func (e *Engine) Bootstrap(tx *Tx, hostName string) error {
 		tx.after = append(tx.after, func() { e.stamp.Store(&st) })
 	}
 	e.WorkspaceID = id
-	removeStaleTemps(e.DocPath)
+	removeStaleTemps(e.docName())
 	if err := e.SyncFile(tx); err != nil {
 		return err
 	}

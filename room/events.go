@@ -21,7 +21,34 @@ type Event struct {
 	Version   int64  `json:"-"`
 
 	createdMS int64 // created_at as stored, until WriteEvents stores it
+	// audience is the handoff an event about a handoff or its task names,
+	// as the command that wrote the event left it (its status and
+	// parties), so VisibleTo can apply handoff_get's rule to a live event
+	// without reading anything and without putting the parties on the
+	// wire; nil on events read back from the ring (History filters those
+	// in SQL) and on any other event.
+	audience *handoffRow
 }
+
+// VisibleTo says whether p may be shown a committed event (issue 25). An
+// event about a handoff or its task names the handoff's id, owner, assignee
+// and each transition, so it goes only to whoever may see that handoff:
+// handoff_get's rule (visibleTo, D2), as the command that wrote the event
+// left the handoff. Every other event goes to anyone who may observe.
+func (ev Event) VisibleTo(p Principal) bool {
+	if ev.HandoffID == "" {
+		return true
+	}
+	if ev.audience == nil {
+		return SeesEveryHandoff(p)
+	}
+	return ev.audience.visibleTo(p)
+}
+
+// SeesEveryHandoff says whether p may see every handoff whatever its
+// parties (admins and the host; approve holders, who must read results to
+// decide: D2), so that a reader of events needs no filter for p.
+func SeesEveryHandoff(p Principal) bool { return p.IsAdmin() || p.Caps.Has(CapApprove) }
 
 // refs are the indexed columns of an event row.
 type refs struct {
@@ -128,6 +155,33 @@ func TrimRing(ctx context.Context, q Querier, keep int) error {
 	return err
 }
 
+// visibleHistoryQuery reads the ring for a caller who does not see every
+// handoff (?1, its participant id): events about no handoff, and events
+// whose handoff, found by its primary key, has the caller as a party (owner,
+// assignee, requested assignee) or, for a caller holding checkout, is an
+// open call addressed to nobody: handoffRow.visibleTo in SQL. With since,
+// the events after ?2, oldest first; else the newest first. A handoff row
+// that is missing hides its events. The checkout term is in the text, not a
+// parameter, and so is the LIMIT (sqllimit.go): each variant is prepared
+// once.
+func visibleHistoryQuery(since, checkout bool, limit int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT e.event_id, e.event_type, e.payload_json, e.created_at FROM events e
+			LEFT JOIN handoffs h ON h.handoff_id = e.handoff_id
+			WHERE (e.handoff_id IS NULL OR h.owner_id = ?1 OR h.assignee_id = ?1 OR h.requested_assignee_id = ?1`)
+	if checkout {
+		b.WriteString(` OR (h.status = 'open' AND h.requested_assignee_id IS NULL)`)
+	}
+	b.WriteString(`)`)
+	if since {
+		b.WriteString(` AND e.event_id > ?2 ORDER BY e.event_id ASC`)
+	} else {
+		b.WriteString(` ORDER BY e.event_id DESC`)
+	}
+	b.WriteString(limitSQL(limit))
+	return b.String()
+}
+
 func scanEvents(rows *sql.Rows) ([]Event, error) {
 	defer rows.Close()
 	out := []Event{}
@@ -149,14 +203,18 @@ func scanEvents(rows *sql.Rows) ([]Event, error) {
 }
 
 // HistoryInput selects events: newest first by default, or ascending from
-// SinceEventID when it is set (D28).
+// SinceEventID when it is set (D28). Limit counts the events the caller may
+// see: a page holds fewer only when no more are left.
 type HistoryInput struct {
 	Limit        int    `json:"limit,omitempty" jsonschema:"how many events (default 50, at most 200)" schema:"minimum=0"`
 	SinceEventID *int64 `json:"since_event_id,omitempty" jsonschema:"return events after this id, oldest first (recovery after a gap)" schema:"minimum=0"`
 }
 
 // History is the answer to a history read. OldestEventID lets a client tell
-// whether the gap it is recovering from fell off the ring.
+// whether the gap it is recovering from fell off the ring, so it and
+// NewestEventID are the ring's own bounds, the same for every caller: an
+// event the caller may not see is left out of Events, never out of the
+// ring's bounds, and its id is a gap between the ids shown.
 type History struct {
 	WorkspaceID   string  `json:"workspace_id"`
 	Events        []Event `json:"events"`
@@ -171,7 +229,12 @@ func (e *Engine) boundLimit(limit, def int) int {
 	return min(limit, e.Limits.MaxListItems)
 }
 
-// History reads the ring.
+// History reads the ring as p may see it: events about a handoff or its
+// task only when p may see that handoff (Event.VisibleTo's rule, applied to
+// the handoff as it stands now), every other event to anyone who may read.
+// The rule is applied in SQL, before the LIMIT, so a page holds limit
+// events unless there are no more; each event about a handoff costs one
+// search of the handoffs primary key.
 func (e *Engine) History(ctx context.Context, q Querier, p Principal, in HistoryInput) (History, error) {
 	if err := p.Require(CapRead); err != nil {
 		return History{}, err
@@ -179,12 +242,19 @@ func (e *Engine) History(ctx context.Context, q Querier, p Principal, in History
 	limit := e.boundLimit(in.Limit, 50)
 	var rows *sql.Rows
 	var err error
-	if in.SinceEventID != nil {
+	switch {
+	case SeesEveryHandoff(p) && in.SinceEventID != nil:
 		rows, err = q.QueryContext(ctx, `SELECT event_id, event_type, payload_json, created_at FROM events
 			WHERE event_id > ? ORDER BY event_id ASC`+limitSQL(pageLimit(limit)), *in.SinceEventID)
-	} else {
+	case SeesEveryHandoff(p):
 		rows, err = q.QueryContext(ctx, `SELECT event_id, event_type, payload_json, created_at FROM events
 			ORDER BY event_id DESC`+limitSQL(pageLimit(limit)))
+	case in.SinceEventID != nil:
+		rows, err = q.QueryContext(ctx, visibleHistoryQuery(true, p.Caps.Has(CapCheckout), pageLimit(limit)),
+			p.ParticipantID, *in.SinceEventID)
+	default:
+		rows, err = q.QueryContext(ctx, visibleHistoryQuery(false, p.Caps.Has(CapCheckout), pageLimit(limit)),
+			p.ParticipantID)
 	}
 	if err != nil {
 		return History{}, Internal(err)

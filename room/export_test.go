@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"database/sql"
+	"testing"
 )
 
 // Test seams of the guarded replace and of a commit, reachable from this
@@ -65,3 +66,18 @@ func SetVerifyWriterCache(on bool) { verifyWriterCache = on }
 // WriterLiveCountsUsed is how many creates counted the live tasks from the
 // writer's set instead of the statement (task_live_wcache.go).
 func WriterLiveCountsUsed(e *Engine) uint64 { return e.wc.live.used }
+
+// VisibleHistoryQuery is the statement History runs for p, a caller who
+// does not see every handoff, with its arguments (since: after event 0).
+func VisibleHistoryQuery(p Principal, since bool) (string, []any) {
+	q := visibleHistoryQuery(since, p.Caps.Has(CapCheckout), pageLimit(50))
+	if since {
+		return q, []any{p.ParticipantID, int64(0)}
+	}
+	return q, []any{p.ParticipantID}
+}
+
+// QueryPlan is SQLite's plan for query on q, one detail line per step.
+func QueryPlan(t *testing.T, q Querier, query string, args ...any) []string {
+	return queryPlan(t, q, query, args...)
+}

@@ -94,8 +94,8 @@ func (e *Engine) ListHandoffs(ctx context.Context, q Querier, p Principal, in Li
 	if in.Status != "" && !validHandoffStatus(in.Status) {
 		return HandoffPage{}, invalid("status", "status must be one of open, accepted, result_ready, approved, rejected, cancelled")
 	}
-	if in.Limit < 0 {
-		return HandoffPage{}, invalid("limit", "limit must be 1 to %d (0 or absent takes %d)", e.Limits.MaxListItems, handoffPageDefault)
+	if in.Limit < 0 || in.Limit > e.Limits.MaxListItems { // refused both ways, never clamped (issue 25)
+		return HandoffPage{}, invalid("limit", "limit must be 1 to %d (0 or absent takes %d)", e.Limits.MaxListItems, handoffPageDefault).With("limit", e.Limits.MaxListItems)
 	}
 	limit := e.boundLimit(in.Limit, handoffPageDefault)
 	key, err := cursorKey(ctx, q)

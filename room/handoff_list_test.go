@@ -223,6 +223,8 @@ func TestListHandoffs_RefusesBadInput(t *testing.T) {
 		{"unknown_role", r.worker, room.ListHandoffsInput{Role: "mine"}, "role"},
 		{"unknown_status", r.worker, room.ListHandoffsInput{Status: "done"}, "status"},
 		{"negative_limit", r.worker, room.ListHandoffsInput{Limit: -1}, "limit"},
+		{"limit_over_the_list_limit", r.worker, room.ListHandoffsInput{Limit: room.Defaults().MaxListItems + 1}, "limit"},
+		{"limit_of_a_billion", r.worker, room.ListHandoffsInput{Limit: 1_000_000_000}, "limit"},
 		{"garbage_cursor", r.worker, room.ListHandoffsInput{Cursor: "not a cursor"}, "cursor"},
 		{"base64_without_mac", r.worker, room.ListHandoffsInput{Cursor: body}, "cursor"},
 		{"tampered_position", r.worker, room.ListHandoffsInput{Limit: 1, Cursor: moved}, "cursor"},
@@ -263,8 +265,10 @@ func TestListHandoffs_RefusesBadInput(t *testing.T) {
 	})
 }
 
-// TestListHandoffs_LimitBounds: absent takes 50, more than the room's list
-// limit takes the list limit.
+// TestListHandoffs_LimitBounds: absent takes 50 (bounded by the room's
+// list limit), the list limit itself is allowed, and more than it is
+// refused naming the maximum, exactly as a negative limit is (issue 25:
+// a billion used to be clamped silently while -1 was refused).
 func TestListHandoffs_LimitBounds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withLimits(func(l *room.Limits) { l.MaxListItems = 3 }))
@@ -276,11 +280,24 @@ func TestListHandoffs_LimitBounds(t *testing.T) {
 		name  string
 		limit int
 		want  int
-	}{{"absent_takes_default_bounded_by_list_limit", 0, 3}, {"over_max_takes_max", 1000, 3}, {"one", 1, 1}} {
+	}{{"absent_takes_default_bounded_by_list_limit", 0, 3}, {"the_maximum_is_allowed", 3, 3}, {"one", 1, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			page := e.mustList(t, owner, room.ListHandoffsInput{Limit: tc.limit})
 			if len(page.Handoffs) != tc.want || page.NextCursor == "" {
 				t.Fatalf("got %d (next %q), want %d and a cursor", len(page.Handoffs), page.NextCursor, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		limit int
+	}{{"one_over_max_is_refused", 4}, {"a_billion_is_refused", 1_000_000_000}, {"minus_one_is_refused", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.list(owner, room.ListHandoffsInput{Limit: tc.limit})
+			wantKind(t, err, room.KindInvalidRequest)
+			de := room.AsError(err)
+			if de.Fields["field"] != "limit" || de.Fields["limit"] != 3 || !strings.Contains(de.Message, "1 to 3") {
+				t.Errorf("the refusal does not name the maximum: %s %v", de.Message, de.Fields)
 			}
 		})
 	}

@@ -51,11 +51,15 @@ var localHint = Hint{Type: "local", Mode: "local"}
 
 // Invitation is the decoded payload of a commonroom://join/… URI.
 type Invitation struct {
-	Protocol     string   `json:"protocol"`
-	Version      string   `json:"version"`
-	Transport    Hint     `json:"transport"`
-	Transports   []Hint   `json:"transports"`
-	WorkspaceID  string   `json:"workspace_id"`
+	Protocol    string `json:"protocol"`
+	Version     string `json:"version"`
+	Transport   Hint   `json:"transport"`
+	Transports  []Hint `json:"transports"`
+	WorkspaceID string `json:"workspace_id"`
+	// InviteID is the invitation's handle (not a secret): the proven join
+	// names the invitation by it, so the secret never has to travel.
+	// Invitations made before it was added lack it.
+	InviteID     string   `json:"invite_id,omitempty"`
 	Secret       string   `json:"secret"`
 	ExpiresAt    string   `json:"expires_at"`
 	Capabilities []string `json:"capabilities"`

@@ -138,10 +138,10 @@ func (e *Engine) CreateInvite(tx *Tx, p Principal, in InviteInput) (InviteGrant,
 	if err := tx.emit("invite.created", refs{actor: p.ParticipantID}, ev); err != nil {
 		return InviteGrant{}, err
 	}
-	hints := e.currentHints()
+	hints := e.inviteHints()
 	uri := EncodeInvitation(Invitation{
 		Protocol: "commonroom", Version: "1", Transport: hints[0], Transports: hints,
-		WorkspaceID: e.WorkspaceID, Secret: secret, ExpiresAt: WireTime(ms(expires)), Capabilities: caps.Strings(),
+		WorkspaceID: e.WorkspaceID, InviteID: id, Secret: secret, ExpiresAt: WireTime(ms(expires)), Capabilities: caps.Strings(),
 		ParticipantID: in.ParticipantID,
 	})
 	return InviteGrant{InviteID: id, Token: secret, URI: uri, WorkspaceID: e.WorkspaceID, Capabilities: caps.Strings(),

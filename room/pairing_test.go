@@ -169,8 +169,14 @@ func runPairingWorkload(t *testing.T, d *directRoom, reads Querier, phase func(n
 		if _, err := d.e.Totals(ctx, reads); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.e.History(ctx, reads, op, HistoryInput{}); err != nil {
-			t.Fatal(err)
+		since := int64(0)
+		for _, p := range []Principal{op, worker, leaver} { // every handoff; parties and open calls; parties only
+			if _, err := d.e.History(ctx, reads, p, HistoryInput{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.e.History(ctx, reads, p, HistoryInput{SinceEventID: &since}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, _, err := d.e.NextDue(ctx, reads); err != nil {
 			t.Fatal(err)

@@ -24,6 +24,7 @@ func TestReadsAreNotRepreparedOnEachRun(t *testing.T) {
 	ctx := context.Background()
 	op := d.op()
 	ag := d.join("agent", agent()...)
+	reader := d.join("reader", room.CapRead)
 	owner := d.join("owner", agent()...)
 	made, err := d.create(owner, room.CreateHandoffInput{Summary: "look at the risks"})
 	if err != nil {
@@ -63,6 +64,18 @@ func TestReadsAreNotRepreparedOnEachRun(t *testing.T) {
 		}},
 		{"history, since an event", func(n int) error {
 			_, err := eng.History(ctx, q, op, room.HistoryInput{Limit: n, SinceEventID: &since})
+			return err
+		}},
+		{"history as a party, newest", func(n int) error {
+			_, err := eng.History(ctx, q, ag, room.HistoryInput{Limit: n})
+			return err
+		}},
+		{"history as a party, since an event", func(n int) error {
+			_, err := eng.History(ctx, q, ag, room.HistoryInput{Limit: n, SinceEventID: &since})
+			return err
+		}},
+		{"history without checkout, since an event", func(n int) error {
+			_, err := eng.History(ctx, q, reader, room.HistoryInput{Limit: n, SinceEventID: &since})
 			return err
 		}},
 		{"a handoff's events, newest", func(n int) error {

@@ -30,7 +30,9 @@ type JoinInput struct {
 
 // SessionGrant is what a joiner keeps: the bearer token appears only here.
 type SessionGrant struct {
-	SessionToken  string   `json:"session_token"`
+	// SessionToken is the bearer secret; empty (and left out) in a
+	// ProvenGrant, which carries it sealed instead.
+	SessionToken  string   `json:"session_token,omitempty"`
 	SessionRef    string   `json:"session_ref"`
 	ParticipantID string   `json:"participant_id"`
 	WorkspaceID   string   `json:"workspace_id"`
@@ -42,10 +44,19 @@ type SessionGrant struct {
 	ExpiresAt     string   `json:"expires_at"`
 }
 
-// Join redeems an invitation for a new participant and session. The session
-// cap is checked before the use is spent (the original spent it first), and
-// the use is spent by a conditional update so the last one cannot go twice.
+// Join redeems an invitation, named by its secret, for a new participant and
+// session: the one-step join, kept for the clients that already send the
+// secret (`ce` itself uses JoinProven). The session cap is checked before
+// the use is spent (the original spent it first), and the use is spent by a
+// conditional update so the last one cannot go twice.
 func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
+	return e.redeem(tx, `secret_sha256 = ?`, HashSecret(in.Secret), in)
+}
+
+// redeem is the join of both forms once the invitation is found (where,
+// over invites, with arg) and, for the proven form, its proof checked.
+// in.Secret is not read here.
+func (e *Engine) redeem(tx *Tx, where string, arg any, in JoinInput) (SessionGrant, error) {
 	if in.Kind == "" {
 		in.Kind = "agent"
 	}
@@ -78,7 +89,7 @@ func (e *Engine) Join(tx *Tx, in JoinInput) (SessionGrant, error) {
 	var bound sql.NullString
 	err := tx.q.QueryRowContext(tx.ctx, `SELECT invite_id, capabilities, expires_at, max_uses, used_count, revoked_at, max_live_sessions,
 		participant_id, participant_revocations
-		FROM invites WHERE secret_sha256 = ?`, HashSecret(in.Secret)).Scan(&id, &capsText, &expires, &maxUses, &used, &revoked, &liveCap,
+		FROM invites WHERE `+where, arg).Scan(&id, &capsText, &expires, &maxUses, &used, &revoked, &liveCap,
 		&bound, &boundRevs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SessionGrant{}, Errorf(KindUnauthorized, "unknown invitation")

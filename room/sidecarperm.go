@@ -79,9 +79,13 @@ func narrow(path string, perm fs.FileMode) (bool, error) {
 // the database file's mode), and an existing sidecar, -wal or -shm wider
 // than those bits is narrowed. It returns the files it narrowed, for a log
 // line. dbPath may be elsewhere (--ephemeral); the bits still come from
-// the document. A sidecar that is not ours is refused first, as OpenStore
-// would, and left untouched, its mode included.
+// the document. A sidecar that is not ours — another user's file
+// (CheckSidecarOwners), or another program's — is refused first, as
+// OpenStore would, and left untouched, its mode included.
 func PrepareSidecar(ctx context.Context, docPath, dbPath string) ([]string, error) {
+	if err := CheckSidecarOwners(dbPath); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(dbPath); err == nil {
 		if err := checkForeign(ctx, dbPath, false); err != nil {
 			return nil, err

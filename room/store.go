@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +41,17 @@ type Store struct {
 	// SetWALAutocheckpoint); nil and 0 until that asks for one.
 	ckpt      *sql.DB
 	ckptPages int
+
+	// dir is the sidecar's directory, opened by OpenStore and held until
+	// Close. Every connection names the sidecar through it (file), so
+	// the read pool's later connections reach this sidecar wherever its
+	// directory has been moved, and never a new one at the old path.
+	dir *heldDir
 }
+
+// file is the name every connection opens: the sidecar through the held
+// directory.
+func (s *Store) file() string { return s.dir.name(filepath.Base(s.Path)) }
 
 func dsn(file string, pragmas ...string) string {
 	u := url.URL{Scheme: "file", Path: file}
@@ -51,29 +62,54 @@ func dsn(file string, pragmas ...string) string {
 	return u.String() + "?" + q.Encode()
 }
 
+// openMode is dsn with SQLite's open mode: "rw" or "ro", never "rwc".
+// Without a mode SQLite creates a missing database file, which is how a
+// read pool that opened a connection after the sidecar's directory had
+// been moved used to make itself a new, empty sidecar there and answer
+// every read with an error (issue 25 item 5). OpenStore creates the file
+// once, at start; no connection ever creates one.
+func openMode(file, mode string, pragmas ...string) string {
+	return dsn(file, pragmas...) + "&mode=" + mode
+}
+
 // OpenStore opens (creating if needed) the sidecar at dbPath, refuses a file
 // that is not ours without writing to it, applies pending migrations, and
 // returns the writer and reader pools. readOnly skips migrations and the
 // writer pool (local CLI reads while another process is the writer).
+//
+// It opens the sidecar's directory and keeps it open until Close: the pools
+// open their connections (now and whenever they need another) through that
+// directory, with mode=rw or mode=ro, so no connection can create a file.
+// The sidecar itself is created here, if missing, and nowhere else.
 func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error) {
 	if err := checkForeign(ctx, dbPath, readOnly); err != nil {
 		return nil, err
 	}
-	s := &Store{Path: dbPath}
+	dir, err := openHeldDir(filepath.Dir(dbPath))
+	if err != nil {
+		return nil, Errorf(KindInvalidRequest, "cannot open the directory of the sidecar %s: %v", dbPath, err)
+	}
+	s := &Store{Path: dbPath, dir: dir}
 	if !readOnly {
-		w, err := sql.Open("sqlite", dsn(dbPath,
+		if err := createSidecar(s.file()); err != nil {
+			s.Close()
+			return nil, Errorf(KindInternal, "cannot create the sidecar %s", dbPath).wrap(err)
+		}
+		w, err := sql.Open("sqlite", openMode(s.file(), "rw",
 			"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)", "temp_store(MEMORY)"))
 		if err != nil {
+			s.Close()
 			return nil, Internal(err)
 		}
 		holdOneConn(w)
 		if err := migrate(ctx, w); err != nil {
 			w.Close()
+			s.Close()
 			return nil, err
 		}
 		s.Writer = w
 	}
-	r, err := sql.Open("sqlite", dsn(dbPath, "busy_timeout(5000)", "query_only(1)", "temp_store(MEMORY)"))
+	r, err := sql.Open("sqlite", openMode(s.file(), "ro", "busy_timeout(5000)", "query_only(1)", "temp_store(MEMORY)"))
 	if err != nil {
 		s.Close()
 		return nil, Internal(err)
@@ -105,7 +141,9 @@ func holdOneConn(db *sql.DB) {
 	db.SetConnMaxIdleTime(0)
 }
 
-// Close closes both pools and the checkpoint connection.
+// Close closes both pools and the checkpoint connection, then the
+// sidecar's directory (after them: no pool may open a connection by a
+// descriptor number that could be another file's by then).
 func (s *Store) Close() error {
 	var errs []error
 	if s.ckpt != nil {
@@ -117,7 +155,23 @@ func (s *Store) Close() error {
 	if s.Reader != nil {
 		errs = append(errs, s.Reader.Close())
 	}
+	errs = append(errs, s.dir.close())
 	return errors.Join(errs...)
+}
+
+// createSidecar creates the sidecar empty (SQLite takes an empty file for
+// a new database) unless it exists. Owner-only: ce serve has made it with
+// the document's bits before (PrepareSidecar), so this is for callers that
+// open a store directly, which get no wider than DESIGN §12 allows.
+func createSidecar(name string) error {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // checkForeign inspects an existing file through a read-only connection so a

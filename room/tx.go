@@ -141,10 +141,14 @@ func runUndo(undo []func() error) []error {
 // command first (the actor passes the outcomes in reverse batch order).
 func RunUndo(o Outcome) []error { return runUndo(o.Undo) }
 
-// Finish snapshots the changed tasks inside the transaction and returns the
-// command's outcome. The actor calls it after the command succeeded, before
+// Finish gives the command's events about a handoff that handoff's audience
+// (event_audience.go), snapshots the changed tasks inside the transaction
+// and returns the command's outcome. The actor calls it after the command succeeded, before
 // RELEASE of the savepoint.
 func (tx *Tx) Finish() (Outcome, error) {
+	if err := tx.setEventAudiences(); err != nil {
+		return Outcome{}, err
+	}
 	out := Outcome{Events: tx.events, Resources: tx.resources, EndedSessions: tx.endedSessions,
 		Undo: tx.undo, Err: tx.failAfter, TasksPurged: tx.tasksPurged}
 	for _, id := range tx.tasks {

@@ -51,6 +51,11 @@ type Config struct {
 	// Allow spends one request of a session's per-minute budget (required):
 	// ok, or how many seconds until it may ask again.
 	Allow func(session string) (ok bool, retryAfter int)
+	// BeforeSubscribe, when set, runs after a stream's request was
+	// authenticated and before the stream registers with the hub (a
+	// subscriptions/listen or GET /mcp). Tests end the session there: a
+	// session that ends in that gap must not leave a stream behind.
+	BeforeSubscribe func()
 }
 
 // Handler serves /mcp. Its exported methods are the routes the front door
@@ -74,6 +79,8 @@ type Handler struct {
 	principal func(*http.Request) (room.Principal, error)
 	readBody  func(http.ResponseWriter, *http.Request) ([]byte, error)
 	allow     func(session string) (bool, int)
+	// beforeSubscribe is Config.BeforeSubscribe (nil: nothing).
+	beforeSubscribe func()
 
 	// metas answers repeated params._meta objects (the envelope).
 	metas metaCache
@@ -94,7 +101,7 @@ func New(cfg Config) *Handler {
 	}
 	s := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
 		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(),
-		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow}
+		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

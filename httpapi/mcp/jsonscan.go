@@ -6,6 +6,8 @@ import (
 	"errors"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/commonroom/ce/internal/jsonscan"
 )
 
 // The envelope of every MCP request is taken apart layer by layer, in the
@@ -39,11 +41,11 @@ func objectMembers(raw []byte) (*members, error) {
 func splitMembers(raw []byte, list []member) (members, error) {
 	list = list[:0]
 	var index map[string]int
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return members{}, errNotObject
 	}
-	i = skipSpace(raw, i+1)
+	i = jsonscan.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		return members{list: list}, nil
 	}
@@ -51,28 +53,28 @@ func splitMembers(raw []byte, list []member) (members, error) {
 		if raw[i] != '"' {
 			return members{}, errNotObject
 		}
-		end := stringEnd(raw, i)
+		end := jsonscan.StringEnd(raw, i)
 		key, err := memberKey(raw[i:end])
 		if err != nil {
 			return members{}, err
 		}
-		i = skipSpace(raw, end)
+		i = jsonscan.SkipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
 			return members{}, errNotObject
 		}
-		i = skipSpace(raw, i+1)
-		vend := valueEnd(raw, i)
+		i = jsonscan.SkipSpace(raw, i+1)
+		vend := jsonscan.ValueEnd(raw, i)
 		if vend <= i {
 			return members{}, errNotObject
 		}
 		list, index = addMember(list, index, key, json.RawMessage(raw[i:vend]))
-		i = skipSpace(raw, vend)
+		i = jsonscan.SkipSpace(raw, vend)
 		if i >= len(raw) {
 			break
 		}
 		switch raw[i] {
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = jsonscan.SkipSpace(raw, i+1)
 		case '}':
 			return members{list: list, index: index}, nil
 		default:
@@ -165,62 +167,6 @@ func memberKey(q []byte) (string, error) {
 		return unsafe.String(&body[0], len(body)), nil
 	}
 	return unquoteString(q)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string starting at b[i] == '"'.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++ // the escaped byte cannot end the string
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just past the value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = stringEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	default: // a number, true, false or null
-		j := i
-		for ; j < len(b); j++ {
-			switch b[j] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return j
-			}
-		}
-		return j
-	}
 }
 
 // unquoteString turns a quoted JSON string (a key or a value) into its

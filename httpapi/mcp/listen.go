@@ -90,9 +90,20 @@ func (s *Handler) mcpListen(c *mcpCall) (any, *rpcError) {
 			}
 		}
 	}
+	if s.beforeSubscribe != nil {
+		s.beforeSubscribe()
+	}
 	sub, err := s.hub.Subscribe(listen.SubscribeRequest{Session: c.p.SessionRef, Key: idKey(c.req.ID), Topics: topics})
 	if err != nil {
 		return nil, listenError(err)
+	}
+	// A session that ended after it was authenticated and before the stream
+	// registered told the hub before the stream was there to be ended.
+	// Registered now, any later end reaches it; so look once more.
+	if _, err := s.principal(c.r); err != nil {
+		sub.Close()
+		c.w.Header().Set("WWW-Authenticate", `Bearer realm="commonroom"`)
+		return nil, s.rpcErrorOf(err)
 	}
 	ackParams, _ := json.Marshal(map[string]any{"notifications": ack})
 	final, _ := marshalJSON(map[string]any{"jsonrpc": "2.0", "id": c.req.ID, "result": map[string]any{
@@ -201,9 +212,19 @@ func (s *Handler) Get(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, nil, listenError(listen.ErrClosed))
 		return
 	}
+	if s.beforeSubscribe != nil {
+		s.beforeSubscribe()
+	}
 	sub, err := s.hub.Subscribe(listen.SubscribeRequest{Session: p.SessionRef, Topics: s.legacy.topics(p.SessionRef)})
 	if err != nil {
 		writeRPCError(w, nil, listenError(err))
+		return
+	}
+	// As for subscriptions/listen: a session that ended meanwhile leaves no
+	// stream behind.
+	if _, err := s.principal(r); err != nil {
+		sub.Close()
+		s.mcpAuthError(w, nil, err)
 		return
 	}
 	s.legacyStreams.add(p.SessionRef, sub)

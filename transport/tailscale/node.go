@@ -120,7 +120,8 @@ func startNode(ctx context.Context, nc nodeConfig) (_ *node, err error) {
 	}
 	n.ips = sortIPs(st.TailscaleIPs)
 	n.waitHomeDERP(ctx, log)
-	log.Info("tailscale: node up", "role", nc.role, "name", n.dnsName, "ips", n.ips, "ephemeral", nc.ephemeral)
+	log.Info("tailscale: node up", "role", nc.role, "ephemeral", nc.ephemeral)
+	log.Debug("tailscale: the node's tailnet address", "role", nc.role, "name", n.dnsName, "ips", n.ips) // never at info: see Expose
 	return n, nil
 }
 

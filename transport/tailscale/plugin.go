@@ -130,7 +130,12 @@ func (p *Plugin) expose(ctx context.Context, ingressAddr string, handOver bool) 
 	if h.Address == "" && len(h.IPs) > 0 { // a control server without MagicDNS names
 		h.Address, h.IPs = h.IPs[0], h.IPs[1:]
 	}
-	p.cfg.logger().Info("tailscale: exposing the ingress on the tailnet", "hint", h.Describe(), "ips", h.IPs, "ingress", ingressAddr)
+	// The endpoint (name and tailnet IPs) only at debug: at info and above
+	// ce's logs name the transport, never where it is (SECURITY.md); the
+	// banner and ce status show it to the host.
+	log := p.cfg.logger()
+	log.Info("tailscale: exposing the ingress on the tailnet")
+	log.Debug("tailscale: the ingress's address on the tailnet", "hint", h.Describe(), "ips", h.IPs, "ingress", ingressAddr)
 	return h, nil
 }
 

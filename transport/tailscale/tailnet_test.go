@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,6 +129,36 @@ func TestExposeAndDial(t *testing.T) {
 		}
 		if string(got) != "read 100000 bytes to EOF" {
 			t.Fatalf("answer %q", got)
+		}
+	})
+
+	t.Run("at info and above the log holds no tailnet name or IP, at debug it does", func(t *testing.T) {
+		// SECURITY.md: ce's logs name the transport, never its endpoint;
+		// the banner and ce status show that to the host.
+		secret := append([]string{hint.Address, tailnettest.MagicDNSDomain}, hint.IPs...)
+		var info, debug []string
+		for _, line := range strings.Split(roomLogs.String(), "\n") {
+			if strings.Contains(line, "level=DEBUG") {
+				debug = append(debug, line)
+			} else if line != "" {
+				info = append(info, line)
+			}
+		}
+		if !slices.ContainsFunc(info, func(l string) bool { return strings.Contains(l, "tailscale: node up") }) ||
+			!slices.ContainsFunc(info, func(l string) bool { return strings.Contains(l, "tailscale: exposing the ingress") }) {
+			t.Fatalf("the start-up lines are not at info:\n%s", strings.Join(info, "\n"))
+		}
+		for _, l := range info {
+			for _, s := range secret {
+				if strings.Contains(l, s) {
+					t.Errorf("a line above debug names the endpoint (%s):\n%s", s, l)
+				}
+			}
+		}
+		for _, s := range secret[:1] {
+			if !slices.ContainsFunc(debug, func(l string) bool { return strings.Contains(l, s) }) {
+				t.Errorf("no debug line names %s, for troubleshooting", s)
+			}
 		}
 	})
 
