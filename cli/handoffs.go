@@ -21,7 +21,7 @@ import (
 
 func handoffsCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce handoffs", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	status := fs.String("status", "", "only handoffs in this status (open, accepted, result_ready, approved, rejected, cancelled)")
 	participant := fs.String("participant", "", "list what this participant may see, with its own capabilities (the inbox)")
 	session := fs.String("session", "", "list what this session may see (a session token; the inbox)")
@@ -126,7 +126,7 @@ func oneLine(s string, n int) string {
 
 func handoffCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce handoff", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "handoff",
@@ -194,7 +194,7 @@ func printHandoff(w io.Writer, h room.Handoff, names partyNames) {
 
 func handoffEventsCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce handoff-events", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	since := fs.Int64("since", 0, "only events after this event id")
 	limit := fs.Int("limit", 0, "at most this many events (default 50, max 200)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -234,7 +234,7 @@ func printEvents(w io.Writer, evs []room.Event) {
 
 func taskCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce task", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	participant := fs.String("participant", "", "act as this participant (required: a task id alone is not authorization)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
@@ -278,7 +278,7 @@ func taskCommand(env Env) *ffcli.Command {
 
 func taskCancelCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce task-cancel", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	participant := fs.String("participant", "", "act as this participant: the task's owner, or one with admin (required)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{

@@ -17,7 +17,7 @@ import (
 // sidecar read-only as the local operator.
 func proposalCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce proposal", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "proposal",

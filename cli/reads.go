@@ -21,7 +21,7 @@ import (
 func readCommand(env Env, name, usage, help string, extra func(fs *flag.FlagSet) func(args []string) error,
 	run func(ctx context.Context, eng *room.Engine, q room.Querier, args []string) (any, func(), error)) *ffcli.Command {
 	fs := flag.NewFlagSet("ce "+name, flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	check := func(args []string) error {
 		if len(args) > 0 {

@@ -42,6 +42,7 @@ type serveFlags struct {
 	pendingProposalsPerParticipant int
 	maxConns                       int
 	ownerMaxConns                  int
+	maxConnsPerPeer                int
 	writeTimeout                   time.Duration
 	bodyTimeout                    time.Duration
 	taskTTL                        time.Duration
@@ -105,6 +106,7 @@ func newServeFlagSet(env Env) (*flag.FlagSet, *serveFlags, *transports) {
 	fs.IntVar(&f.pendingProposalsPerParticipant, "pending-proposals-per-participant", room.Defaults().MaxPendingProposalsPerParticipant, "pending proposals one participant may hold")
 	fs.IntVar(&f.maxConns, "max-conns", httpapi.DefaultMaxConns, "connections the ingress listener holds at once; beyond, 503 at once (lowered to fit the open-file limit)")
 	fs.IntVar(&f.ownerMaxConns, "owner-max-conns", httpapi.DefaultOwnerMaxConns, "connections the owner listener holds at once")
+	fs.IntVar(&f.maxConnsPerPeer, "max-conns-per-peer", 0, "ingress connections one peer (a transport's node, a remote address) may hold at once; 0: an eighth of --max-conns (loopback clients share the rest and are not capped by it)")
 	fs.DurationVar(&f.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "drop a response (other than a live stream) not written within this")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpapi.DefaultBodyReadTimeout, "drop a request whose body has not arrived within this")
 	fs.IntVar(&f.walCkpt, "wal-autocheckpoint", defaultWALAutocheckpoint, "checkpoint the sidecar's WAL after this many pages; 0 leaves checkpoints to Litestream, which must then be replicating")
