@@ -30,7 +30,7 @@ const maxResponsesBytes = 1 << 20
 // before anything is sent.
 func answerCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce answer", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	var answers, declines multiFlag
 	fs.Var(&answers, "answer", "KEY=VALUE: answer the open question KEY (repeat for several)")
 	fs.Var(&declines, "decline", "KEY: decline to answer the open question KEY (repeat for several)")

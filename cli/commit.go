@@ -21,7 +21,7 @@ import (
 // because the host has to tell its author what to redo.
 func commitCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce commit", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON (the route's answer, ids kept)")
 	return &ffcli.Command{
 		Name:       "commit",

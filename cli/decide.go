@@ -34,7 +34,7 @@ func decideCommand(env Env, approve bool) *ffcli.Command {
 		help = "reject a pending proposal or a handoff's delivered result, as the host"
 	}
 	fs := flag.NewFlagSet("ce "+name, flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	note := fs.String("note", "", noteHelp)
 	asJSON := fs.Bool("json", false, "print JSON (the route's answer, ids kept)")
 	return &ffcli.Command{
