@@ -192,6 +192,10 @@ func rootCommand(env Env) *ffcli.Command {
 		endSessionCommand(env),
 		revokeCommand(env),
 		invitesCommand(env),
+		approveCommand(env),
+		rejectCommand(env),
+		commitCommand(env),
+		answerCommand(env),
 		backupCommand(env),
 		versionCommand(env),
 	}
