@@ -168,6 +168,14 @@ func (a *serveApp) openDocument(ctx context.Context) error {
 			return err
 		}
 	}
+	if !a.f.ephemeral {
+		if w := gitWarning(ctx, docPath); w != "" {
+			a.notes = append(a.notes, w)
+			if a.f.json { // the banner, which shows notes, is not printed
+				a.log.Warn(w)
+			}
+		}
+	}
 	if n := room.DocLinks(docPath); n > 1 {
 		a.notes = append(a.notes, fmt.Sprintf("%s has %d hard links; a commit replaces the file, so the other names keep the old text", a.file, n))
 		a.log.Warn("the document has other hard links; a commit replaces the file, so the other names keep the old text", "links", n)
