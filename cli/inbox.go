@@ -19,7 +19,7 @@ import (
 // room serving it runs the query in-process on a query-only connection.
 func inboxCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce inbox", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON (ids, counts and items)")
 	return &ffcli.Command{
 		Name:       "inbox",

@@ -15,7 +15,7 @@ import (
 
 func inviteCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce invite", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	caps := fs.String("capabilities", "", "comma-separated capabilities, or * (default: read,observe,propose,checkout,commit)")
 	perms := fs.String("permissions", "", "legacy grant word: read_write, read or admin (used when --capabilities is not given)")
 	target := fs.String("target", "", "region the invitation is for (recorded, not enforced)")

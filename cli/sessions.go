@@ -18,7 +18,7 @@ import (
 // streams close at once, and runs the engine in-process when none does.
 func endSessionCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce end-session", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	participant := fs.String("participant", "", "end every session of this participant (it leaves the room; its leases are released)")
 	session := fs.String("session", "", "end this one session (a session_ref from `ce participants`)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -72,7 +72,7 @@ func endSessionCommand(env Env) *ffcli.Command {
 // --end-sessions everyone it admitted is cut off too.
 func revokeCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce revoke", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	endSessions := fs.Bool("end-sessions", false, "also end the sessions of everyone it admitted (they leave the room)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{

@@ -319,7 +319,7 @@ func (e *Engine) RevokeInvite(tx *Tx, p Principal, in RevokeInput) (RevokeResult
 	return res, nil
 }
 
-// maxInviteLabelChars bounds an invitation's label (migration 13 checks
+// maxInviteLabelChars bounds an invitation's label (migration 11 checks
 // the same bound): a note, not a document.
 const maxInviteLabelChars = 80
 
