@@ -28,7 +28,7 @@ func TestServeSaysWhenItUpgradesTheSidecar(t *testing.T) {
 	first := startServe(t, dir, "serve", "notes.md", "--json")
 	first.stop(syscall.SIGTERM)
 	// Back to schema 9: migration 10 is written to run again on its own
-	// result; the columns later migrations add are taken out first (13:
+	// result; the columns later migrations add are taken out first (11:
 	// invites.label), since ADD COLUMN cannot run twice.
 	if err := setUserVersion(filepath.Join(dir, sidecarOf("notes.md")), 9, `ALTER TABLE invites DROP COLUMN label`); err != nil {
 		t.Fatal(err)
