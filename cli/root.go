@@ -196,6 +196,7 @@ func rootCommand(env Env) *ffcli.Command {
 		rejectCommand(env),
 		commitCommand(env),
 		answerCommand(env),
+		inboxCommand(env),
 		backupCommand(env),
 		versionCommand(env),
 	}

@@ -121,7 +121,7 @@ func invitesCommand(env Env) *ffcli.Command {
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
 			is, err := eng.ListInvites(ctx, q, room.Operator(eng.HostID), room.Empty{})
 			return is, func() {
-				printTable(env.Stdout, "no invitations", "INVITE\tCAPABILITIES\tUSED\tLIVE SESSIONS\tUNTIL\tREVOKED", is,
+				printTable(env.Stdout, "no invitations", "INVITE\tLABEL\tCAPABILITIES\tUSED\tLIVE SESSIONS\tUNTIL\tREVOKED", is,
 					func(i room.InviteInfo) string {
 						uses := fmt.Sprintf("%d", i.UsedCount)
 						if i.MaxUses != nil {
@@ -131,7 +131,7 @@ func invitesCommand(env Env) *ffcli.Command {
 						if i.RevokedAt != nil {
 							revoked = *i.RevokedAt
 						}
-						return fmt.Sprintf("%s\t%s\t%s\t%d/%d\t%s\t%s", i.InviteID, strings.Join(i.Capabilities, ","), uses,
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", i.InviteID, orElse(i.Label, "-"), strings.Join(i.Capabilities, ","), uses,
 							i.LiveSessions, i.MaxLiveSessions, i.ExpiresAt, revoked)
 					})
 			}, err

@@ -149,6 +149,8 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/", s.page.Index)
 		r.Get("/page/page.css", s.page.Asset)
 		r.Get("/page/page.js", s.page.Asset)
+		r.Get("/page/favicon.svg", s.page.Asset)
+		r.Get("/page/document", s.page.Document)
 	} else {
 		r.Get("/", s.ingressIndex)
 	}
