@@ -41,7 +41,7 @@ type compactResult struct {
 // back in short steps through its writer, so the room keeps answering.
 func compactCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce compact", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "compact",

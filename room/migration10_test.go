@@ -143,6 +143,10 @@ func TestMigration10RebuildsHandoffsAndTasksInPlace(t *testing.T) {
 
 	st := reopenMigrated(t, path, "handoffs", len(w.handoff))
 	rows10, schema10 := sidecarDump(t, st.Reader)
+	// Later migrations change other tables: take their changes back out so
+	// what is compared is migration 10's alone (11 adds invites.label).
+	rows10["invites"] = strings.ReplaceAll(strings.Replace(rows10["invites"], " label]", "]", 1), "|label=<nil>:<nil>|", "|")
+	schema10["invites"] = strings.Replace(schema10["invites"], " label TEXT CHECK (label IS NULL OR length(label) BETWEEN 1 AND 80),", "", 1)
 	for table, want := range rows9 {
 		if got := rows10[table]; got != want {
 			t.Errorf("table %s changed:\nschema 9:\n%s\nschema 10:\n%s", table, want, got)

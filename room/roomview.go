@@ -33,6 +33,9 @@ type RoomView struct {
 	// which the owner page shows in its header (ce status and
 	// /debug/metrics have the rest: free pages, what retention removed).
 	Sidecar *SidecarSize `json:"sidecar,omitempty"`
+	// Waiting is what waits on the caller (Engine.Waiting): the page's
+	// header count and tab title, the same query as `ce inbox`.
+	Waiting Waiting `json:"waiting"`
 }
 
 // Room assembles the room view for p.
@@ -77,6 +80,9 @@ func (e *Engine) Room(ctx context.Context, q Querier, p Principal, _ Empty) (Roo
 		}
 		inv = nonNil(inv)
 		v.Invites = &inv
+	}
+	if v.Waiting, err = e.Waiting(ctx, q, p, Empty{}); err != nil {
+		return RoomView{}, err
 	}
 	if p.IsAdmin() {
 		ts, err := e.ActiveTaskShares(ctx, q, p)
