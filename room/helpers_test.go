@@ -70,6 +70,9 @@ type env struct {
 	batch  int  // the actor's MaxBatch; 0: its default
 	ckpt   *int // Store.SetWALAutocheckpoint's pages; nil: not called (SQLite's own autocheckpoint)
 
+	retention room.Retention // the engine's retention policy (zero: keep everything)
+	archive   *room.Archive  // the engine's archive; nil: none
+
 	r     *actor.Room
 	store *room.Store
 	eng   *room.Engine
@@ -87,6 +90,9 @@ func withMaxBatch(n int) envOption { return func(e *env) { e.batch = n } }
 // --wal-autocheckpoint pages: the writer never checkpoints, a checkpointer
 // does past pages (0: nothing does).
 func withWALAutocheckpoint(pages int) envOption { return func(e *env) { e.ckpt = &pages } }
+
+// withRetention gives the room a retention policy.
+func withRetention(r room.Retention) envOption { return func(e *env) { e.retention = r } }
 
 // withRealClock runs the room on time.Now (benchmarks).
 func withRealClock() envOption { return func(e *env) { e.clock = nil } }
@@ -120,6 +126,7 @@ func (e *env) open() {
 	if e.clock != nil {
 		eng.Clock = e.clock.Now
 	}
+	eng.Retention, eng.Archive = e.retention, e.archive
 	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
 	if err != nil {
 		e.tb.Fatal(err)
