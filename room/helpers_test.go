@@ -70,8 +70,9 @@ type env struct {
 	batch  int  // the actor's MaxBatch; 0: its default
 	ckpt   *int // Store.SetWALAutocheckpoint's pages; nil: not called (SQLite's own autocheckpoint)
 
-	retention room.Retention // the engine's retention policy (zero: keep everything)
-	archive   *room.Archive  // the engine's archive; nil: none
+	retention  room.Retention // the engine's retention policy (zero: keep everything)
+	archive    *room.Archive  // the engine's archive; nil: none
+	pruneEvery time.Duration  // the actor's PruneEvery; 0: its default
 
 	r     *actor.Room
 	store *room.Store
@@ -93,6 +94,9 @@ func withWALAutocheckpoint(pages int) envOption { return func(e *env) { e.ckpt =
 
 // withRetention gives the room a retention policy.
 func withRetention(r room.Retention) envOption { return func(e *env) { e.retention = r } }
+
+// withPruneEvery sets how long the sweeper waits between prune passes.
+func withPruneEvery(d time.Duration) envOption { return func(e *env) { e.pruneEvery = d } }
 
 // withRealClock runs the room on time.Now (benchmarks).
 func withRealClock() envOption { return func(e *env) { e.clock = nil } }
@@ -138,7 +142,7 @@ func (e *env) open() {
 		}
 	}
 	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: e.pub, HostName: "host",
-		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1})
+		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1, PruneEvery: e.pruneEvery})
 	if err != nil {
 		st.Close()
 		e.tb.Fatal(err)

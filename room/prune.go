@@ -296,75 +296,78 @@ func rowMaps(ctx context.Context, q Querier, query string, args ...any) ([]map[s
 // so a backlog of a million costs a page per batch, not a sort). A handoff
 // another handoff follows is kept until its follower is gone; the DELETE
 // checks again, in the writer's transaction, that the handoff is still
-// terminal and unfollowed, so a create that follows it in an earlier
-// command of the same batch keeps it.
+// terminal and unfollowed: a create that follows it, committed before
+// the prune's transaction, keeps it.
 func (e *Engine) pruneHandoffs(tx *Tx, cutoff int64, n int, c *PruneCounts) (int, []ArchiveRecord, error) {
 	var recs []ArchiveRecord
 	done := 0
-	for _, status := range terminalHandoffStatuses {
-		if done >= n {
-			break
-		}
-		rows, err := tx.q.QueryContext(tx.ctx, `SELECT handoff_id, task_id FROM handoffs
+	// A follower deleted frees the handoff it followed: look again (within
+	// the budget) so a chain goes in one pass.
+	for again := true; again && done < n; {
+		again = false
+		for _, status := range terminalHandoffStatuses {
+			if done >= n {
+				break
+			}
+			rows, err := tx.q.QueryContext(tx.ctx, `SELECT handoff_id, task_id, follows_handoff_id IS NOT NULL FROM handoffs
 			WHERE status = ? AND created_at <= ? AND updated_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM handoffs f WHERE f.follows_handoff_id = handoffs.handoff_id)
 			ORDER BY created_at LIMIT ?`, status, cutoff, cutoff, n-done)
-		if err != nil {
-			return 0, nil, Internal(err)
-		}
-		type cand struct{ id, task string }
-		var list []cand
-		for rows.Next() {
-			var x cand
-			if err := rows.Scan(&x.id, &x.task); err != nil {
-				rows.Close()
+			if err != nil {
 				return 0, nil, Internal(err)
 			}
-			list = append(list, x)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, nil, Internal(err)
-		}
-		for _, x := range list {
-			if e.Archive != nil {
-				rec, err := e.handoffRecord(tx, x.id, x.task)
+			type cand struct {
+				id, task string
+				follows  bool
+			}
+			var list []cand
+			for rows.Next() {
+				var x cand
+				if err := rows.Scan(&x.id, &x.task, &x.follows); err != nil {
+					rows.Close()
+					return 0, nil, Internal(err)
+				}
+				list = append(list, x)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return 0, nil, Internal(err)
+			}
+			for _, x := range list {
+				if e.Archive != nil {
+					rec, err := e.handoffRecord(tx, x.id, x.task)
+					if err != nil {
+						return 0, nil, Internal(err)
+					}
+					recs = append(recs, rec)
+				}
+				// Children first, so the delete is also right with foreign keys
+				// on; the candidate was chosen in this same transaction.
+				inputs, err := tx.execN(`DELETE FROM task_inputs WHERE task_id = ?`, x.task)
 				if err != nil {
 					return 0, nil, Internal(err)
 				}
-				recs = append(recs, rec)
-			}
-			d, err := tx.execN(`DELETE FROM handoffs WHERE handoff_id = ? AND status IN ('approved','rejected','cancelled') AND updated_at <= ?
-				AND NOT EXISTS (SELECT 1 FROM handoffs f WHERE f.follows_handoff_id = ?)`, x.id, cutoff, x.id)
-			if err != nil {
-				return 0, nil, Internal(err)
-			}
-			if d == 0 {
-				if e.Archive != nil {
-					recs = recs[:len(recs)-1]
+				tasks, err := tx.execN(`DELETE FROM tasks WHERE task_id = ?`, x.task)
+				if err != nil {
+					return 0, nil, Internal(err)
 				}
-				continue
+				events, err := tx.execN(`DELETE FROM events WHERE substr(handoff_id, -8) = substr(?, -8) AND handoff_id = ?`, x.id, x.id)
+				if err != nil {
+					return 0, nil, Internal(err)
+				}
+				if _, err := tx.exec(`DELETE FROM handoffs WHERE handoff_id = ?`, x.id); err != nil {
+					return 0, nil, Internal(err)
+				}
+				if err := tx.tombstone("handoff", x.id); err != nil {
+					return 0, nil, err
+				}
+				c.Handoffs++
+				c.Inputs += inputs
+				c.Tasks += tasks
+				c.Events += events
+				done++
+				again = again || x.follows
 			}
-			inputs, err := tx.execN(`DELETE FROM task_inputs WHERE task_id = ?`, x.task)
-			if err != nil {
-				return 0, nil, Internal(err)
-			}
-			tasks, err := tx.execN(`DELETE FROM tasks WHERE task_id = ?`, x.task)
-			if err != nil {
-				return 0, nil, Internal(err)
-			}
-			events, err := tx.execN(`DELETE FROM events WHERE substr(handoff_id, -8) = substr(?, -8) AND handoff_id = ?`, x.id, x.id)
-			if err != nil {
-				return 0, nil, Internal(err)
-			}
-			if err := tx.tombstone("handoff", x.id); err != nil {
-				return 0, nil, err
-			}
-			c.Handoffs++
-			c.Inputs += inputs
-			c.Tasks += tasks
-			c.Events += events
-			done++
 		}
 	}
 	return done, recs, nil
