@@ -42,7 +42,9 @@ type storeOption func(context.Context, *room.Store, *room.Engine) error
 
 // withWALAutocheckpoint sets the writer's automatic checkpoint threshold.
 func withWALAutocheckpoint(pages int) storeOption {
-	return func(ctx context.Context, st *room.Store, _ *room.Engine) error { return st.SetWALAutocheckpoint(ctx, pages) }
+	return func(ctx context.Context, st *room.Store, _ *room.Engine) error {
+		return st.SetWALAutocheckpoint(ctx, pages)
+	}
 }
 
 // openLocalWith is openLocal with the room's limits and the writer's batch
