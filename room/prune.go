@@ -173,6 +173,22 @@ func (e *Engine) record(tx *Tx, kind, id string, row map[string]any) ArchiveReco
 	return ArchiveRecord{Kind: kind, ID: id, WorkspaceID: e.WorkspaceID, PrunedAt: WireTime(tx.nowMS()), Record: row}
 }
 
+// archiveRow adds the archive line of the row query selects (by id), when
+// there is an archive.
+func (e *Engine) archiveRow(tx *Tx, recs *[]ArchiveRecord, kind, id, query string) error {
+	if e.Archive == nil {
+		return nil
+	}
+	rows, err := rowMaps(tx.ctx, tx.q, query, id)
+	if err != nil {
+		return Internal(err)
+	}
+	for _, r := range rows {
+		*recs = append(*recs, e.record(tx, kind, id, r))
+	}
+	return nil
+}
+
 // idKey is a random id's tombstone key: the first 64 bits of its hex part.
 func idKey(id string) (int64, bool) {
 	i := strings.LastIndexByte(id, '_')
@@ -417,14 +433,8 @@ func (e *Engine) pruneProposals(tx *Tx, cutoff int64, n int, c *PruneCounts) (in
 	}
 	var recs []ArchiveRecord
 	for _, id := range ids {
-		if e.Archive != nil {
-			rows, err := rowMaps(tx.ctx, tx.q, `SELECT * FROM proposals WHERE proposal_id = ?`, id)
-			if err != nil {
-				return 0, nil, Internal(err)
-			}
-			for _, r := range rows {
-				recs = append(recs, e.record(tx, "proposal", id, r))
-			}
+		if err := e.archiveRow(tx, &recs, "proposal", id, `SELECT * FROM proposals WHERE proposal_id = ?`); err != nil {
+			return 0, nil, err
 		}
 		if _, err := tx.exec(`DELETE FROM proposals WHERE proposal_id = ?`, id); err != nil {
 			return 0, nil, Internal(err)
@@ -560,14 +570,8 @@ func (e *Engine) pruneSessions(tx *Tx, cutoff int64, n int, c *PruneCounts) (int
 			return 0, nil, err
 		}
 		for _, id := range ids {
-			if e.Archive != nil {
-				rows, err := rowMaps(tx.ctx, tx.q, `SELECT * FROM `+k.table+` WHERE `+k.key+` = ?`, id)
-				if err != nil {
-					return 0, nil, Internal(err)
-				}
-				for _, r := range rows {
-					recs = append(recs, e.record(tx, k.kind, id, r))
-				}
+			if err := e.archiveRow(tx, &recs, k.kind, id, `SELECT * FROM `+k.table+` WHERE `+k.key+` = ?`); err != nil {
+				return 0, nil, err
 			}
 			if _, err := tx.exec(`DELETE FROM `+k.table+` WHERE `+k.key+` = ?`, id); err != nil {
 				return 0, nil, Internal(err)
@@ -594,14 +598,8 @@ func (e *Engine) pruneInvites(tx *Tx, cutoff int64, n int, c *PruneCounts) (int,
 	}
 	var recs []ArchiveRecord
 	for _, id := range ids {
-		if e.Archive != nil {
-			rows, err := rowMaps(tx.ctx, tx.q, `SELECT * FROM invites WHERE invite_id = ?`, id)
-			if err != nil {
-				return 0, nil, Internal(err)
-			}
-			for _, r := range rows {
-				recs = append(recs, e.record(tx, "invitation", id, r))
-			}
+		if err := e.archiveRow(tx, &recs, "invitation", id, `SELECT * FROM invites WHERE invite_id = ?`); err != nil {
+			return 0, nil, err
 		}
 		if _, err := tx.exec(`DELETE FROM invites WHERE invite_id = ?`, id); err != nil {
 			return 0, nil, Internal(err)
@@ -637,14 +635,8 @@ func (e *Engine) PruneParticipant(tx *Tx) (PruneCounts, bool, error) {
 			continue
 		}
 		var recs []ArchiveRecord
-		if e.Archive != nil {
-			rows, err := rowMaps(tx.ctx, tx.q, `SELECT * FROM participants WHERE participant_id = ?`, id)
-			if err != nil {
-				return c, false, Internal(err)
-			}
-			for _, r := range rows {
-				recs = append(recs, e.record(tx, "participant", id, r))
-			}
+		if err := e.archiveRow(tx, &recs, "participant", id, `SELECT * FROM participants WHERE participant_id = ?`); err != nil {
+			return c, false, err
 		}
 		if _, err := tx.exec(`DELETE FROM participants WHERE participant_id = ?`, id); err != nil {
 			if !strings.Contains(err.Error(), "FOREIGN KEY") {

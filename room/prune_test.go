@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -245,7 +246,7 @@ func TestPrune_VersionsAreThinnedToOneADayKeepingTheNewestAndTheReferenced(t *te
 	// 5 goes; 6 is day 1's last (and a proposal's base); 7 goes; 8 is
 	// day 2's last; 9 and 10 are inside the window.
 	want := []int64{4, 6, 8, 9, 10}
-	if !equalInts(left, want) || got.Versions != 5 {
+	if !slices.Equal(left, want) || got.Versions != 5 {
 		t.Fatalf("left %v (pruned %d), want %v", left, got.Versions, want)
 	}
 	if d.version() != before {
@@ -269,18 +270,6 @@ func TestPrune_VersionsAreThinnedToOneADayKeepingTheNewestAndTheReferenced(t *te
 		return eng.Diff(context.Background(), q, c.owner, room.DiffInput{BaseVersion: 99})
 	})
 	wantPruned(t, err, room.KindVersionNotFound, false)
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestPrune_DecidedProposalsGoAndPendingOnesStay(t *testing.T) {
