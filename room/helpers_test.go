@@ -70,9 +70,10 @@ type env struct {
 	batch  int  // the actor's MaxBatch; 0: its default
 	ckpt   *int // Store.SetWALAutocheckpoint's pages; nil: not called (SQLite's own autocheckpoint)
 
-	retention  room.Retention // the engine's retention policy (zero: keep everything)
-	archive    *room.Archive  // the engine's archive; nil: none
-	pruneEvery time.Duration  // the actor's PruneEvery; 0: its default
+	retention   room.Retention // the engine's retention policy (zero: keep everything)
+	archive     *room.Archive  // the engine's archive; nil: none
+	pruneEvery  time.Duration  // the actor's PruneEvery; 0: its default
+	pruneBudget int            // the actor's PruneBudget; 0: its default
 
 	r     *actor.Room
 	store *room.Store
@@ -142,7 +143,7 @@ func (e *env) open() {
 		}
 	}
 	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: e.pub, HostName: "host",
-		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1, PruneEvery: e.pruneEvery})
+		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1, PruneEvery: e.pruneEvery, PruneBudget: e.pruneBudget})
 	if err != nil {
 		st.Close()
 		e.tb.Fatal(err)

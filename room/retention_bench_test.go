@@ -228,3 +228,38 @@ func BenchmarkFlood_OneSessionPerDay(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRetention_PruneTurn measures how long one prune turn holds the
+// writer (its own transaction, COMMIT and fsync included) at each budget:
+// 4,000 settled handoffs past their window, pruned by the actor's turns.
+func BenchmarkRetention_PruneTurn(b *testing.B) {
+	for _, budget := range []int{16, 32, 64} {
+		b.Run(fmt.Sprintf("budget=%d", budget), func(b *testing.B) {
+			e := newEnv(b, withRetention(room.Retention{Handoffs: day}), withPruneEvery(1000*day), withWALAutocheckpoint(4000),
+				withLimits(func(l *room.Limits) { l.MaxStoredBytesPerDay, l.MaxTasksPerParticipant = 0, 32 }))
+			e.pruneBudget = budget
+			e.restart()
+			owner := e.join("owner", agent(room.CapApprove)...)
+			worker := e.join("worker", agentCaps...)
+			runLifecycles(b, e, owner, worker, 4000)
+			e.clock.Advance(2 * day)
+			for i := 0; i < 5; i++ {
+				e.sweep()
+			}
+			st := e.r.Stats()
+			turns0, nanos0 := st.PruneTurns.Load(), st.PruneNanos.Load()
+			st.PruneMaxNanos.Store(0)
+			b.ResetTimer()
+			c, err := e.r.Prune(context.Background())
+			b.StopTimer()
+			if err != nil || c.Handoffs != 4000 {
+				b.Fatalf("pruned %+v, %v", c, err)
+			}
+			turns := st.PruneTurns.Load() - turns0
+			mean := float64(st.PruneNanos.Load()-nanos0) / float64(turns) / 1e6
+			fmt.Fprintf(os.Stderr, "budget %d: %d turns, mean %.2f ms, longest %.2f ms a turn\n", budget, turns, mean, float64(st.PruneMaxNanos.Load())/1e6)
+			b.ReportMetric(mean, "ms/turn")
+			b.ReportMetric(float64(st.PruneMaxNanos.Load())/1e6, "max-ms/turn")
+		})
+	}
+}
