@@ -84,9 +84,11 @@ func (e *Engine) PruneTotals() PruneCounts {
 }
 
 // DefaultPruneBudget is how many records one prune transaction removes at
-// most: ~64 handoffs with their rows took ~2–4 ms on the bench machine
-// (bench/RESULTS.md, Issue 26).
-const DefaultPruneBudget = 64
+// most. On the bench machine under load a turn of 16 held the writer 3.2 ms
+// on average (most of it the commit's fsync), one of 64 7.2 ms
+// (bench/RESULTS.md, Issue 26); 16 still prunes ~5,000 records a second,
+// far above any room's rate.
+const DefaultPruneBudget = 16
 
 // terminalHandoffStatuses and decidedProposalStatuses are what retention
 // may prune; 'approved' proposals still wait for their commit.
