@@ -33,29 +33,24 @@ func (e *Engine) chargeStorage(tx *Tx, participantID string, n int) error {
 	}
 	now := tx.nowMS()
 	day := now / dayMS
-	var rowDay, used int64
-	err := tx.q.QueryRowContext(tx.ctx, `SELECT day, bytes FROM storage_usage WHERE participant_id = ?`, participantID).Scan(&rowDay, &used)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		used = 0
-	case err != nil:
-		return Internal(err)
-	case rowDay != day:
-		used = 0
-	}
 	cost := int64(n) + StoredRecordOverhead
-	if used+cost > limit {
+	// One statement: count the bytes, then look. Over the share, the
+	// command fails and its savepoint (or transaction) takes the count
+	// back with everything else it did.
+	var total int64
+	if err := tx.q.QueryRowContext(tx.ctx, `INSERT INTO storage_usage(participant_id, day, bytes) VALUES (?, ?, ?)
+		ON CONFLICT(participant_id) DO UPDATE SET bytes = CASE WHEN day = excluded.day THEN bytes + excluded.bytes ELSE excluded.bytes END,
+		day = excluded.day RETURNING bytes`, participantID, day, cost).Scan(&total); err != nil {
+		return Internal(err)
+	}
+	if total > limit {
+		used := total - cost
 		frees := (day + 1) * dayMS
 		return Errorf(KindLimitExceeded,
 			"your actions have made the room store %d bytes today, your share is %d bytes a day (UTC); this would add %d; the share frees at %s",
 			used, limit, cost, WireTime(frees)).
 			With("scope", ScopeStorage).With("limit", limit).With("used", used).With("requested", cost).
 			With("frees_at", WireTime(frees)).With("retry_after_seconds", (frees-now+999)/1000)
-	}
-	if _, err := tx.exec(`INSERT INTO storage_usage(participant_id, day, bytes) VALUES (?, ?, ?)
-		ON CONFLICT(participant_id) DO UPDATE SET bytes = CASE WHEN day = excluded.day THEN bytes + excluded.bytes ELSE excluded.bytes END,
-		day = excluded.day`, participantID, day, cost); err != nil {
-		return Internal(err)
 	}
 	return nil
 }
