@@ -65,6 +65,9 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("watch measured nothing: %+v", rep.Watch)
 	case rep.Hostile == nil || len(rep.Hostile.Phases) < 3 || rep.Hostile.Phases[0].SockDuring <= rep.Hostile.Phases[0].SockBefore:
 		t.Errorf("hostile_conns measured nothing: %+v", rep.Hostile)
+	case rep.Hostile.SecondPeer == nil || rep.Hostile.SecondPeer.Fresh.Requests == 0 || rep.Hostile.SecondPeer.Kept.Requests == 0 ||
+		rep.Hostile.SecondPeer.FloodOpened <= int64(rep.Hostile.SecondPeer.MaxConns):
+		t.Errorf("hostile_conns: the flood did not pass the cap or the second peer measured nothing: %+v", rep.Hostile.SecondPeer)
 	case rep.Versions == nil || rep.Versions.Commits == 0 || rep.Versions.SidecarAfterBytes <= rep.Versions.SidecarBeforeBytes ||
 		rep.Versions.RSSAfterOpenKB == 0 || rep.Versions.PeakAfterEditKB == 0:
 		t.Errorf("versions measured nothing: %+v", rep.Versions)

@@ -64,11 +64,12 @@ type hostileFlood struct {
 }
 
 type hostileResult struct {
-	Binary      string         `json:"binary"`
-	Flags       []string       `json:"ce_flags"`
-	WaitSeconds float64        `json:"wait_seconds"`
-	Phases      []hostilePhase `json:"phases"`
-	Flood       *hostileFlood  `json:"flood,omitempty"`
+	Binary      string             `json:"binary"`
+	Flags       []string           `json:"ce_flags"`
+	WaitSeconds float64            `json:"wait_seconds"`
+	Phases      []hostilePhase     `json:"phases"`
+	SecondPeer  *hostileSecondPeer `json:"second_peer,omitempty"`
+	Flood       *hostileFlood      `json:"flood,omitempty"`
 }
 
 // hostileSizes are the phase sizes: the issue's in a full run, small ones
@@ -133,6 +134,14 @@ func scenarioHostileConns(ctx context.Context, e *env) error {
 		return err
 	}
 	e.hostileRecord(res, p, "unread reads", false) // see hostileReads: a read answer may fit in the kernel's buffers
+
+	sp, err := e.hostileSecondPeerPhase(ctx, bin, flags)
+	if err != nil {
+		return err
+	}
+	e.rep.mu.Lock()
+	res.SecondPeer = sp
+	e.rep.mu.Unlock()
 
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		e.rep.row("hostile", "descriptor flood", "skipped", "prlimit(1) is not installed")

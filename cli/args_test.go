@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/commonroom/ce/room"
@@ -121,10 +122,16 @@ func TestRewriteArgs(t *testing.T) {
 		{"join_flags_after_uri_move", []string{"join", uri, "--name", "bot", "--json"}, []string{"join", "--name", "bot", "--json", uri}},
 		{"root_flag_first_unchanged", []string{"--help"}, []string{"--help"}},
 		{"root_flag_then_words_unchanged", []string{"-h", "notes.md"}, []string{"-h", "notes.md"}},
+		{"bare_md_name_in_any_case_is_serve", []string{"Notes.MD"}, []string{"serve", "Notes.MD"}},
+		{"help_is_a_command", []string{"help", "serve"}, []string{"help", "serve"}},
+		{"version_is_a_command", []string{"version", "--json"}, []string{"version", "--json"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := rootCommand(quietEnv())
-			got := rewriteArgs(root, slices.Clone(tc.in))
+			got, err := rewriteArgs(root, slices.Clone(tc.in))
+			if err != nil {
+				t.Fatalf("rewriteArgs(%q): %v", tc.in, err)
+			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("rewriteArgs(%q) = %q, want %q", tc.in, got, tc.want)
 			}
@@ -219,5 +226,59 @@ func TestRemoteErrorKeepsRecoveryFields(t *testing.T) {
 	}
 	if e.Kind != room.KindStaleVersion || e.Message != "behind" || e.Fields["current_version"] != float64(7) {
 		t.Errorf("got %+v", e)
+	}
+}
+
+// TestUnknownWordsAreNotServed: a word that is no command, no existing file
+// and no .md name is a usage error with the nearest command, never a room
+// named after a typo.
+func TestUnknownWordsAreNotServed(t *testing.T) {
+	for _, tc := range []struct {
+		word, suggestion string
+	}{
+		{"stauts", "status"},
+		{"verison", "version"},
+		{"hand", "handoff"},
+		{"invitse", "invite"}, // as near to invites: the first listed wins
+		{"handoffs-events", "handoff-events"},
+		{"xyzzy", ""},
+		{"version.txt", ""},
+	} {
+		t.Run(tc.word, func(t *testing.T) {
+			_, err := rewriteArgs(rootCommand(quietEnv()), []string{tc.word})
+			if err == nil {
+				t.Fatalf("rewriteArgs(%q) took it for a file to serve", tc.word)
+			}
+			if ExitCode(err) != exitUsage {
+				t.Errorf("exit %d, want %d", ExitCode(err), exitUsage)
+			}
+			msg := err.Error()
+			switch {
+			case !strings.Contains(msg, `unknown command "`+tc.word+`"`):
+				t.Errorf("message %q does not name the word", msg)
+			case tc.suggestion != "" && !strings.Contains(msg, `did you mean "`+tc.suggestion+`"`):
+				t.Errorf("message %q does not suggest %q", msg, tc.suggestion)
+			case tc.suggestion == "" && strings.Contains(msg, "did you mean"):
+				t.Errorf("message %q suggests something for a word near nothing", msg)
+			}
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"status", "status", 0},
+		{"stauts", "status", 1}, // one swap of neighbours
+		{"stats", "status", 1},
+		{"serv", "serve", 1},
+		{"", "join", 4},
+		{"abc", "xyz", 3},
+	} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

@@ -42,7 +42,7 @@ type backupResult struct {
 
 func backupCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce backup", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "backup",

@@ -18,7 +18,7 @@ import (
 // serves and in-process when it does not (D21), like ce task-cancel.
 func cancelHandoffsCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce cancel-handoffs", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	participant := fs.String("participant", "", "the participant whose open handoffs to cancel (required; ce participants lists ids)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{

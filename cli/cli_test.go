@@ -236,6 +236,9 @@ var badInviteFlags = []struct {
 	{"max_live_sessions_above_the_room_exit_2", []string{"--max-live-sessions", "33"}, exitUsage},
 	{"positional_argument_exit_2", []string{"extra"}, exitUsage},
 	{"non_numeric_max_uses_exit_2", []string{"--max-uses", "two"}, exitUsage},
+	{"label_with_a_newline_exit_2", []string{"--label", "two\nlines"}, exitUsage},
+	{"label_with_an_escape_exit_2", []string{"--label", "\x1b[2Jcleared"}, exitUsage},
+	{"label_over_80_characters_exit_6", []string{"--label", strings.Repeat("x", 81)}, exitLimit},
 }
 
 // TestInviteWithoutServer: with no room serving, `ce invite` runs the engine

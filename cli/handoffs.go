@@ -21,7 +21,7 @@ import (
 
 func handoffsCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce handoffs", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	status := fs.String("status", "", "only handoffs in this status (open, accepted, result_ready, approved, rejected, cancelled)")
 	participant := fs.String("participant", "", "list what this participant may see, with its own capabilities (the inbox)")
 	session := fs.String("session", "", "list what this session may see (a session token; the inbox)")
@@ -68,7 +68,7 @@ func handoffsCommand(env Env) *ffcli.Command {
 					case *asJSON:
 						return printJSON(env.Stdout, page.Handoffs)
 					}
-					printHandoffPage(env.Stdout, page)
+					printHandoffPage(env.Stdout, page, namesFrom(ctx, eng, q, handoffParties(page.Handoffs...)...))
 					return nil
 				}
 				var p room.Principal
@@ -88,7 +88,7 @@ func handoffsCommand(env Env) *ffcli.Command {
 				if *asJSON {
 					return printJSON(env.Stdout, page)
 				}
-				printHandoffPage(env.Stdout, page)
+				printHandoffPage(env.Stdout, page, namesFrom(ctx, eng, q, handoffParties(page.Handoffs...)...))
 				return nil
 			})
 		},
@@ -97,24 +97,22 @@ func handoffsCommand(env Env) *ffcli.Command {
 
 // printHandoffPage prints a page's table and, when older handoffs follow,
 // the cursor that lists them.
-func printHandoffPage(w io.Writer, page room.HandoffPage) {
-	printHandoffTable(w, page.Handoffs)
+func printHandoffPage(w io.Writer, page room.HandoffPage, names partyNames) {
+	printHandoffTable(w, page.Handoffs, names)
 	if page.NextCursor != "" {
 		fmt.Fprintf(w, "more: --cursor %s\n", page.NextCursor)
 	}
 }
 
-func printHandoffTable(w io.Writer, hs []room.Handoff) {
-	printTable(w, "no handoffs", "HANDOFF\tSTATUS\tTASK\tOWNER -> ASSIGNEE\tSUMMARY", hs, func(h room.Handoff) string {
-		assignee := "-"
-		if h.AssigneeID != nil {
-			assignee = *h.AssigneeID
-		}
+// printHandoffTable lists handoffs with their parties by name ("planner →
+// writer"); --json keeps the ids.
+func printHandoffTable(w io.Writer, hs []room.Handoff, names partyNames) {
+	printTable(w, "no handoffs", "HANDOFF\tSTATUS\tTASK\tFROM → TO\tSUMMARY", hs, func(h room.Handoff) string {
 		task := "purged"
 		if h.TaskStatus != nil {
 			task = *h.TaskStatus
 		}
-		return fmt.Sprintf("%s\t%s\t%s\t%s -> %s\t%s", h.HandoffID, h.Status, task, h.OwnerID, assignee, oneLine(h.Summary, 60))
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", h.HandoffID, h.Status, task, names.arrow(h), oneLine(termSafe(h.Summary), 60))
 	})
 }
 
@@ -128,7 +126,7 @@ func oneLine(s string, n int) string {
 
 func handoffCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce handoff", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "handoff",
@@ -147,14 +145,16 @@ func handoffCommand(env Env) *ffcli.Command {
 				if *asJSON {
 					return printJSON(env.Stdout, h)
 				}
-				printHandoff(env.Stdout, h)
+				printHandoff(env.Stdout, h, namesFrom(ctx, eng, q, handoffParties(h)...))
 				return nil
 			})
 		},
 	}
 }
 
-func printHandoff(w io.Writer, h room.Handoff) {
+// printHandoff shows one handoff; its parties by name and id (the id is
+// what the other commands take).
+func printHandoff(w io.Writer, h room.Handoff, names partyNames) {
 	deref := func(p *string) string {
 		if p == nil {
 			return "-"
@@ -167,28 +167,34 @@ func printHandoff(w io.Writer, h room.Handoff) {
 	}
 	fmt.Fprintf(w, "handoff   %s (%s)\n", h.HandoffID, h.Status)
 	fmt.Fprintf(w, "task      %s (%s)\n", h.TaskID, task)
-	fmt.Fprintf(w, "owner     %s\nassignee  %s\n", h.OwnerID, deref(h.AssigneeID))
-	fmt.Fprintf(w, "summary   %s\n", h.Summary)
+	party := func(id *string) string {
+		if id == nil {
+			return "-"
+		}
+		return names.withID(*id)
+	}
+	fmt.Fprintf(w, "owner     %s\nassignee  %s\n", party(&h.OwnerID), party(h.AssigneeID))
+	fmt.Fprintf(w, "summary   %s\n", termSafe(h.Summary))
 	if h.Constraints != nil {
-		fmt.Fprintf(w, "constraints\n  %s\n", strings.ReplaceAll(*h.Constraints, "\n", "\n  "))
+		fmt.Fprintf(w, "constraints\n  %s\n", strings.ReplaceAll(termSafe(*h.Constraints), "\n", "\n  "))
 	}
 	for _, in := range h.Inputs {
-		fmt.Fprintf(w, "input %s [%s] %s\n", in.Key, in.Status, in.Message)
+		fmt.Fprintf(w, "input %s [%s] %s\n", termSafe(in.Key), in.Status, termSafe(in.Message))
 		if len(in.Response) > 0 && string(in.Response) != "null" {
 			fmt.Fprintf(w, "  answer: %s\n", in.Response)
 		}
 	}
 	if h.Result != nil {
-		fmt.Fprintf(w, "result (is_error=%v)\n  %s\n", h.Result.IsError, strings.ReplaceAll(h.Result.Text, "\n", "\n  "))
+		fmt.Fprintf(w, "result (is_error=%v)\n  %s\n", h.Result.IsError, strings.ReplaceAll(termSafe(h.Result.Text), "\n", "\n  "))
 	}
 	if h.DecidedBy != nil {
-		fmt.Fprintf(w, "decided   %s by %s: %s\n", h.Status, *h.DecidedBy, deref(h.DecisionNote))
+		fmt.Fprintf(w, "decided   %s by %s: %s\n", h.Status, party(h.DecidedBy), termSafe(deref(h.DecisionNote)))
 	}
 }
 
 func handoffEventsCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce handoff-events", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	since := fs.Int64("since", 0, "only events after this event id")
 	limit := fs.Int("limit", 0, "at most this many events (default 50, max 200)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -228,7 +234,7 @@ func printEvents(w io.Writer, evs []room.Event) {
 
 func taskCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce task", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	participant := fs.String("participant", "", "act as this participant (required: a task id alone is not authorization)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
@@ -272,7 +278,7 @@ func taskCommand(env Env) *ffcli.Command {
 
 func taskCancelCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce task-cancel", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	participant := fs.String("participant", "", "act as this participant: the task's owner, or one with admin (required)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestServeWarnsAboutHardLinks: a commit replaces the file, so another hard
@@ -30,18 +29,7 @@ func TestServeWarnsAboutHardLinks(t *testing.T) {
 	})
 	t.Run("the_banner_says_so", func(t *testing.T) {
 		s := spawnServe(t, dir, nil, "serve", file)
-		deadline := time.NewTimer(readyTimeout)
-		defer deadline.Stop()
-		for !strings.Contains(s.stdout.String(), "Status: READY") {
-			select {
-			case <-s.stdout.Notify():
-			case <-s.done:
-				t.Fatalf("ce serve exited:\n%s\n%s", s.stdout.String(), s.stderr.String())
-			case <-deadline.C:
-				t.Fatalf("no banner within %v:\n%s", readyTimeout, s.stdout.String())
-			}
-		}
-		if out := s.stdout.String(); !strings.Contains(out, "Warning:") || !strings.Contains(out, "has 2 hard links") {
+		if out := s.bannerText(); !strings.Contains(out, "Warning:") || !strings.Contains(out, "has 2 hard links") {
 			t.Errorf("no warning in the banner:\n%s", s.stdout.String())
 		}
 		s.stop(syscall.SIGTERM)

@@ -15,7 +15,7 @@ import (
 
 func inviteCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce invite", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	caps := fs.String("capabilities", "", "comma-separated capabilities, or * (default: read,observe,propose,checkout,commit)")
 	perms := fs.String("permissions", "", "legacy grant word: read_write, read or admin (used when --capabilities is not given)")
 	target := fs.String("target", "", "region the invitation is for (recorded, not enforced)")
@@ -23,17 +23,18 @@ func inviteCommand(env Env) *ffcli.Command {
 	maxUses := fs.Int("max-uses", 1, "how many joins it admits (0 = unlimited)")
 	maxLive := fs.Int("max-live-sessions", 0, "live sessions its joiners may hold at once (default: the room's --max-sessions-per-invite)")
 	participant := fs.String("participant", "", "re-admit this existing participant: the joiner gets a new session as it, with at most its capabilities (default: all of them)")
+	label := fs.String("label", "", "a short note saying who or what it is for (at most 80 characters), shown on the owner page and in listings")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "invite",
-		ShortUsage: "ce invite --workspace FILE [--capabilities read,propose,…|*] [--max-uses N] [--max-live-sessions N] [--expires MINUTES] [--participant P] [--json]",
+		ShortUsage: "ce invite --workspace FILE [--capabilities read,propose,…|*] [--max-uses N] [--max-live-sessions N] [--expires MINUTES] [--participant P] [--label TEXT] [--json]",
 		ShortHelp:  "create a commonroom://join/… invitation",
 		FlagSet:    fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return &exitError{code: exitUsage, err: errors.New("invite takes no arguments")}
 			}
-			in := room.InviteInput{Target: *target, ExpiresInMinutes: expires, MaxUses: maxUses, ParticipantID: *participant}
+			in := room.InviteInput{Target: *target, ExpiresInMinutes: expires, MaxUses: maxUses, ParticipantID: *participant, Label: *label}
 			// Only a flag left out takes the default: --capabilities "" is
 			// a request for nothing, which the room refuses (issue 13).
 			set := flagsSet(fs)
@@ -67,6 +68,9 @@ func inviteCommand(env Env) *ffcli.Command {
 					"capabilities": g.Capabilities, "expires_at": g.ExpiresAt, "max_uses": g.MaxUses}
 				if g.ParticipantID != "" {
 					out["participant_id"] = g.ParticipantID
+				}
+				if g.Label != "" {
+					out["label"] = g.Label
 				}
 				return printJSON(env.Stdout, out)
 			}

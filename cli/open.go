@@ -14,7 +14,7 @@ import (
 // key works once, so opening the page in another browser needs a new one.
 func openCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce open", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "open",

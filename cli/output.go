@@ -2,18 +2,16 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 )
 
-// printJSON writes v as one indented JSON document.
+// printJSON writes v as one line of JSON, as `ce serve --json` does, so
+// every command's output can be read line by line (jq -c, a log shipper).
+// Text is not HTML-escaped: an invitation or a note reads as it is.
 func printJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // workspaceFlag is the document a local command works on.

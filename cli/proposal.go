@@ -17,7 +17,7 @@ import (
 // sidecar read-only as the local operator.
 func proposalCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce proposal", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "proposal",
@@ -36,38 +36,42 @@ func proposalCommand(env Env) *ffcli.Command {
 				if *asJSON {
 					return printJSON(env.Stdout, p)
 				}
-				printProposal(env.Stdout, p)
+				ids := []string{p.ParticipantID}
+				if p.ReviewedBy != nil {
+					ids = append(ids, *p.ReviewedBy)
+				}
+				printProposal(env.Stdout, p, namesFrom(ctx, eng, q, ids...))
 				return nil
 			})
 		},
 	}
 }
 
-func printProposal(w io.Writer, p room.Proposal) {
+func printProposal(w io.Writer, p room.Proposal, names partyNames) {
 	fmt.Fprintf(w, "proposal  %s (%s)\n", p.ProposalID, p.Status)
-	fmt.Fprintf(w, "by        %s at %s\n", p.ParticipantID, p.CreatedAt)
+	fmt.Fprintf(w, "by        %s at %s\n", names.withID(p.ParticipantID), p.CreatedAt)
 	fmt.Fprintf(w, "base      v%d\n", p.BaseVersion)
-	fmt.Fprintf(w, "target    %s\n", p.Target)
+	fmt.Fprintf(w, "target    %s\n", termSafe(p.Target))
 	if p.Scope == room.ScopeDocument {
 		fmt.Fprintf(w, "replaces  THE WHOLE DOCUMENT: approving and committing it replaces every section\n")
 	} else {
 		fmt.Fprintf(w, "replaces  the section %s only\n", p.Change.Section)
 	}
 	if p.ReviewedBy != nil && p.ReviewedAt != nil {
-		fmt.Fprintf(w, "reviewed  by %s at %s\n", *p.ReviewedBy, *p.ReviewedAt)
+		fmt.Fprintf(w, "reviewed  by %s at %s\n", names.of(*p.ReviewedBy), *p.ReviewedAt)
 	}
 	if p.CommittedVersion != nil {
 		fmt.Fprintf(w, "committed v%d\n", *p.CommittedVersion)
 	}
 	if p.Summary != "" {
-		fmt.Fprintf(w, "summary   %s\n", oneLine(p.Summary, 200))
+		fmt.Fprintf(w, "summary   %s\n", oneLine(termSafe(p.Summary), 200))
 	}
 	section := "the whole document"
 	if p.Change.Section != "" {
 		section = p.Change.Section
 	}
 	fmt.Fprintf(w, "\nproposed text for %s (%s):\n", section, byteSize(int64(len(p.Change.Content))))
-	fmt.Fprint(w, p.Change.Content)
+	fmt.Fprint(w, termSafe(p.Change.Content)) // an agent wrote it: inert on the host's terminal
 	if !strings.HasSuffix(p.Change.Content, "\n") {
 		fmt.Fprintln(w)
 	}

@@ -21,7 +21,7 @@ import (
 func readCommand(env Env, name, usage, help string, extra func(fs *flag.FlagSet) func(args []string) error,
 	run func(ctx context.Context, eng *room.Engine, q room.Querier, args []string) (any, func(), error)) *ffcli.Command {
 	fs := flag.NewFlagSet("ce "+name, flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	check := func(args []string) error {
 		if len(args) > 0 {
@@ -103,9 +103,14 @@ func proposalsCommand(env Env) *ffcli.Command {
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
 			pg, err := eng.Proposals(ctx, q, room.Operator(eng.HostID), room.ProposalsInput{Status: *status, Limit: *limit, Cursor: *cursor})
 			return pg, func() {
+				ids := make([]string, len(pg.Proposals))
+				for i, p := range pg.Proposals {
+					ids[i] = p.ParticipantID
+				}
+				names := namesFrom(ctx, eng, q, ids...)
 				printTable(env.Stdout, "no proposals", "PROPOSAL\tSTATUS\tBASE\tTARGET\tREPLACES\tBY\tSIZE\tSUMMARY", pg.Proposals, func(p room.ProposalInfo) string {
-					return fmt.Sprintf("%s\t%s\tv%d\t%s\t%s\t%s\t%s\t%s", p.ProposalID, p.Status, p.BaseVersion, p.Target, scopeWords(p.Scope),
-						p.ParticipantID, byteSize(p.Change.ContentBytes), oneLine(p.Summary, 50))
+					return fmt.Sprintf("%s\t%s\tv%d\t%s\t%s\t%s\t%s\t%s", p.ProposalID, p.Status, p.BaseVersion, termSafe(p.Target), scopeWords(p.Scope),
+						names.of(p.ParticipantID), byteSize(p.Change.ContentBytes), oneLine(termSafe(p.Summary), 50))
 				})
 				if pg.NextCursor != "" {
 					fmt.Fprintf(env.Stdout, "more: ce proposals --cursor %s", pg.NextCursor)

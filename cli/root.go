@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/peterbourgon/ff/v3"
@@ -103,13 +102,6 @@ func ExitCode(err error) int {
 	return exitInternal
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
 // Main runs `ce` with args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, env Env) int {
 	if env.Getenv == nil {
@@ -122,7 +114,11 @@ func Main(ctx context.Context, args []string, env Env) int {
 		env.Stdin = strings.NewReader("")
 	}
 	root := rootCommand(env)
-	args = rewriteArgs(root, args)
+	args, err := rewriteArgs(root, args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ce: %v\n", err)
+		return ExitCode(err)
+	}
 	if err := root.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -130,7 +126,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "ce: %v\n", err)
 		return exitUsage
 	}
-	err := root.Run(ctx)
+	err = root.Run(ctx)
 	if err != nil && !errors.Is(err, errReported) {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitUsage
@@ -156,12 +152,20 @@ func message(err error) string {
 func rootCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	root := &ffcli.Command{
+	showVersion := fs.Bool("version", false, "print ce's version and exit")
+	var root *ffcli.Command
+	root = &ffcli.Command{
 		Name:       "ce",
-		ShortUsage: "ce <command> [flags] [args]   (ce FILE is short for ce serve FILE)",
+		ShortUsage: "ce <command> [flags] [args]   (ce FILE is short for ce serve FILE, for a FILE that exists or ends in .md)",
 		ShortHelp:  "Commonroom: a shared room around a Markdown file",
 		FlagSet:    fs,
 		Exec: func(ctx context.Context, args []string) error {
+			if *showVersion {
+				return printVersion(env, false)
+			}
+			if len(args) > 0 {
+				return unknownCommand(root, args[0])
+			}
 			return flag.ErrHelp
 		},
 	}
@@ -188,9 +192,17 @@ func rootCommand(env Env) *ffcli.Command {
 		endSessionCommand(env),
 		revokeCommand(env),
 		invitesCommand(env),
+		approveCommand(env),
+		rejectCommand(env),
+		commitCommand(env),
+		answerCommand(env),
+		inboxCommand(env),
 		backupCommand(env),
+		versionCommand(env),
 	}
+	root.Subcommands = append(root.Subcommands, helpCommand(env, root))
 	for _, c := range root.Subcommands {
+		workspaceDefault(c)
 		c.FlagSet.SetOutput(env.Stderr)
 		c.FlagSet.String("config", "", "read flags from this file (lines of `flag value`)")
 		c.Options = append(c.Options,
@@ -202,27 +214,27 @@ func rootCommand(env Env) *ffcli.Command {
 	return root
 }
 
-// rewriteArgs reads `ce FILE` as `ce serve FILE`, and moves a subcommand's
-// flags in front of its positional arguments so `ce serve notes.md --json`
-// works (the standard flag package stops at the first positional argument).
-func rewriteArgs(root *ffcli.Command, args []string) []string {
+// rewriteArgs reads `ce FILE` as `ce serve FILE` (for a FILE that exists or
+// ends in .md; any other word is an unknown command), and moves a
+// subcommand's flags in front of its positional arguments so
+// `ce serve notes.md --json` works (the standard flag package stops at the
+// first positional argument).
+func rewriteArgs(root *ffcli.Command, args []string) ([]string, error) {
 	if len(args) == 0 {
-		return args
+		return args, nil
 	}
-	var sub *ffcli.Command
-	for _, c := range root.Subcommands {
-		if c.Name == args[0] {
-			sub = c
-		}
-	}
+	sub := subcommand(root, args[0])
 	if sub == nil {
 		if strings.HasPrefix(args[0], "-") {
-			return args
+			return args, nil
+		}
+		if !servesAsFile(args[0]) {
+			return nil, unknownCommand(root, args[0])
 		}
 		args = append([]string{"serve"}, args...)
 		sub = root.Subcommands[0]
 	}
-	return append([]string{args[0]}, permute(sub.FlagSet, args[1:])...)
+	return append([]string{args[0]}, permute(sub.FlagSet, args[1:])...), nil
 }
 
 // permute returns args with every flag (and its value) before the positionals.

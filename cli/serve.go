@@ -42,6 +42,7 @@ type serveFlags struct {
 	pendingProposalsPerParticipant int
 	maxConns                       int
 	ownerMaxConns                  int
+	maxConnsPerPeer                int
 	writeTimeout                   time.Duration
 	bodyTimeout                    time.Duration
 	taskTTL                        time.Duration
@@ -108,6 +109,7 @@ func newServeFlagSet(env Env) (*flag.FlagSet, *serveFlags, *transports) {
 	fs.IntVar(&f.pendingProposalsPerParticipant, "pending-proposals-per-participant", room.Defaults().MaxPendingProposalsPerParticipant, "pending proposals one participant may hold")
 	fs.IntVar(&f.maxConns, "max-conns", httpapi.DefaultMaxConns, "connections the ingress listener holds at once; beyond, 503 at once (lowered to fit the open-file limit)")
 	fs.IntVar(&f.ownerMaxConns, "owner-max-conns", httpapi.DefaultOwnerMaxConns, "connections the owner listener holds at once")
+	fs.IntVar(&f.maxConnsPerPeer, "max-conns-per-peer", 0, "ingress connections one peer (a transport's node, a remote address) may hold at once; 0: an eighth of --max-conns (loopback clients share the rest and are not capped by it)")
 	fs.DurationVar(&f.writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "drop a response (other than a live stream) not written within this")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpapi.DefaultBodyReadTimeout, "drop a request whose body has not arrived within this")
 	fs.IntVar(&f.walCkpt, "wal-autocheckpoint", defaultWALAutocheckpoint, "checkpoint the sidecar's WAL after this many pages; 0 leaves checkpoints to Litestream, which must then be replicating")
@@ -162,7 +164,7 @@ func runServe(ctx context.Context, env Env, f serveFlags, file string, ts *trans
 		line, _ := json.Marshal(map[string]any{
 			"workspace_id": l.eng.WorkspaceID, "name": l.eng.Name, "version": version(),
 			"owner_url": pageURL, "ingress_url": ingressURL, "mcp_url": ingressURL + "/mcp",
-			"invite": app.inv.URI, "pid": os.Getpid(), "transport": showHint(app.hints[0]),
+			"invite": app.inv.URI, "invite_expires_at": app.inv.ExpiresAt, "pid": os.Getpid(), "transport": showHint(app.hints[0]),
 		})
 		fmt.Fprintln(env.Stdout, string(line))
 	} else {
@@ -303,12 +305,44 @@ func printBanner(env Env, l *localRoom, pageURL, ingressURL string, exposed room
 	fmt.Fprintf(w, "Room:        %s (%s)\n", l.eng.Name, l.eng.WorkspaceID)
 	fmt.Fprintf(w, "File:        %s\n", l.eng.DocPath)
 	for _, n := range notes {
-		fmt.Fprintf(w, "Warning:     %s\n", n)
+		fmt.Fprintf(w, "Warning:     %s\n", indentNote(n))
 	}
 	fmt.Fprintf(w, "Owner page:  %s\n", pageURL)
 	fmt.Fprintf(w, "Agents:      %s/mcp (MCP 2026-07-28, bearer session)\n", ingressURL)
 	fmt.Fprintf(w, "Transport:   %s\n", showHint(exposed))
-	fmt.Fprintf(w, "Invitation (one use, expires %s):\n  %s\n", inv.ExpiresAt, inv.URI)
+	fmt.Fprintf(w, "Invitation (one use, lasts %s: expires %s):\n  %s\n", inviteLifetime(l.eng.Now(), inv.ExpiresAt), inv.ExpiresAt, inv.URI)
 	fmt.Fprintf(w, "Join from another terminal:\n  ce join '%s' --name agent\n", inv.URI)
+	fmt.Fprintf(w, "More invitations (longer, more uses):\n  ce invite --workspace %s --expires MINUTES --max-uses N\n", shellQuote(l.eng.DocPath))
 	fmt.Fprintf(w, "Status: READY. Press Ctrl-C to stop.\n")
+}
+
+// inviteLifetime says how long an invitation lasts from now, rounded to the
+// minute, so the banner need not be read against a clock.
+func inviteLifetime(now time.Time, expiresAt string) string {
+	t, err := time.Parse(time.RFC3339Nano, expiresAt)
+	if err != nil {
+		return "until " + expiresAt
+	}
+	d := t.Sub(now).Round(time.Minute)
+	switch {
+	case d < time.Minute:
+		return "under a minute"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	default:
+		return fmt.Sprintf("%d h %d min", d/time.Hour, (d%time.Hour)/time.Minute)
+	}
+}
+
+// shellQuote quotes p for a POSIX shell when it holds anything but the
+// characters a path usually has.
+func shellQuote(p string) string {
+	for _, c := range p {
+		if !(c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+		}
+	}
+	return p
 }

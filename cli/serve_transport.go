@@ -21,16 +21,18 @@ const transportCloseBound = 15 * time.Second
 // startTransport opens the --transport plugin and exposes the ingress
 // listener (never the owner listener) through it, bounded by
 // --transport-timeout and by an interrupt. It returns the hints new
-// invitations carry — the exposed one first, loopback after it — and a
-// function that closes the plugin (safe to call more than once). On
+// invitations carry — the exposed one first, loopback after it — the
+// plugin's own listener when it hands its connections over for the room to
+// serve (transport.ConnExposer; nil when it forwards them to the ingress),
+// and a function that closes the plugin (safe to call more than once). On
 // failure the plugin is closed and the error is transport_unavailable
 // naming why.
 func startTransport(ctx context.Context, env Env, log *slog.Logger, f serveFlags, prov transport.Provider,
-	docPath, tmpDir string, ingress *net.TCPAddr) ([]room.Hint, func(), error) {
+	docPath, tmpDir string, ingress *net.TCPAddr) ([]room.Hint, net.Listener, func(), error) {
 	name := prov.Name()
-	fail := func(err error) ([]room.Hint, func(), error) {
+	fail := func(err error) ([]room.Hint, net.Listener, func(), error) {
 		why := strings.TrimPrefix(err.Error(), transport.ErrUnavailable.Error()+": ")
-		return nil, nil, room.Errorf(room.KindTransportUnavailable,
+		return nil, nil, nil, room.Errorf(room.KindTransportUnavailable,
 			"transport %s could not expose the room, so it was not opened (the file and its sidecar are untouched): %s", name, why)
 	}
 	stateDir := ""
@@ -66,7 +68,7 @@ func startTransport(ctx context.Context, env Env, log *slog.Logger, f serveFlags
 			log.Warn("the transport did not close in time; going on without it", "transport", name, "waited", transportCloseBound)
 		}
 	})
-	h, err := exposeBounded(tctx, plug, ingress.String())
+	h, ln, err := exposeBounded(tctx, plug, ingress.String())
 	if err == nil {
 		h, err = checkExposed(name, h)
 	}
@@ -87,8 +89,8 @@ func startTransport(ctx context.Context, env Env, log *slog.Logger, f serveFlags
 		hints = append(hints, toRoomHint(lh))
 	}
 	// The log names the transport, never its endpoint (the banner shows that).
-	log.Info("transport ready", "transport", name, "mode", h.Mode, "encrypted", h.Encrypted)
-	return hints, closeIt, nil
+	log.Info("transport ready", "transport", name, "mode", h.Mode, "encrypted", h.Encrypted, "served_by_the_room", ln != nil)
+	return hints, ln, closeIt, nil
 }
 
 // watchInterrupt cancels with "interrupted" when a signal arrives while a

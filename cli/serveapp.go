@@ -44,7 +44,8 @@ type serveApp struct {
 	tmpDir             string // --ephemeral: the sidecar's directory
 	fileLimit          uint64 // the open-file limit in effect (0 unknown)
 	ownerLn, ingressLn net.Listener
-	hints              []room.Hint // the exposed way in first, loopback after it
+	hints              []room.Hint  // the exposed way in first, loopback after it
+	transportLn        net.Listener // the transport's own listener the ingress is served on too (nil: it forwards)
 	closeTransport     func()
 	hub                *listen.Hub
 	local              *localRoom
@@ -98,7 +99,7 @@ func (a *serveApp) close() error {
 	if a.servers != nil {
 		shutdown(a.servers, a.hub, a.log)
 	}
-	for _, ln := range []net.Listener{a.ownerLn, a.ingressLn} {
+	for _, ln := range []net.Listener{a.ownerLn, a.ingressLn, a.transportLn} {
 		if ln != nil {
 			ln.Close() // Shutdown closed them when they were served
 		}
@@ -171,6 +172,14 @@ func (a *serveApp) openDocument(ctx context.Context) error {
 			return err
 		}
 	}
+	if !a.f.ephemeral {
+		if w := gitWarning(ctx, docPath); w != "" {
+			a.notes = append(a.notes, w)
+			if a.f.json { // the banner, which shows notes, is not printed
+				a.log.Warn(w)
+			}
+		}
+	}
 	if n := room.DocLinks(docPath); n > 1 {
 		a.notes = append(a.notes, fmt.Sprintf("%s has %d hard links; a commit replaces the file, so the other names keep the old text", a.file, n))
 		a.log.Warn("the document has other hard links; a commit replaces the file, so the other names keep the old text", "links", n)
@@ -224,11 +233,11 @@ func listenOn(addr string) (net.Listener, error) {
 
 // openTransport exposes the ingress listener through --transport.
 func (a *serveApp) openTransport(ctx context.Context) error {
-	hints, closeIt, err := startTransport(ctx, a.env, a.log, a.f, a.prov, a.docPath, a.tmpDir, a.ingressLn.Addr().(*net.TCPAddr))
+	hints, ln, closeIt, err := startTransport(ctx, a.env, a.log, a.f, a.prov, a.docPath, a.tmpDir, a.ingressLn.Addr().(*net.TCPAddr))
 	if err != nil {
 		return err
 	}
-	a.hints, a.closeTransport = hints, closeIt
+	a.hints, a.transportLn, a.closeTransport = hints, ln, closeIt
 	return nil
 }
 
@@ -271,7 +280,8 @@ func (a *serveApp) start(ctx context.Context) error {
 	opToken := newOperatorToken()
 	maxConns, ownerMaxConns := connCaps(a.log, a.fileLimit, f)
 	a.api = httpapi.New(httpapi.Config{Room: a.local.room, Hub: a.hub, Logger: a.log, OperatorToken: opToken, Version: version(),
-		BodyReadTimeout: f.bodyTimeout, WriteTimeout: f.writeTimeout, MaxConns: maxConns, OwnerMaxConns: ownerMaxConns})
+		BodyReadTimeout: f.bodyTimeout, WriteTimeout: f.writeTimeout, MaxConns: maxConns, OwnerMaxConns: ownerMaxConns,
+		MaxConnsPerPeer: f.maxConnsPerPeer})
 	if err := writeOwnerFile(a.docPath, ownerFile{PID: os.Getpid(), WorkspaceID: a.local.eng.WorkspaceID,
 		OwnerURL: a.ownerURL(), IngressURL: a.ingressURL(), OperatorToken: opToken, Transport: newOwnerTransport(a.hints[0])}); err != nil {
 		return room.Errorf(room.KindInternal, "cannot write the operator credential %s: %v", ownerPath(a.docPath), err)
@@ -287,6 +297,19 @@ func (a *serveApp) start(ctx context.Context) error {
 		g.Go(func() error {
 			if err := srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 				return room.Errorf(room.KindInternal, "a listener failed: %v", err)
+			}
+			return nil
+		})
+	}
+	if a.transportLn != nil {
+		// The transport hands its connections over: the ingress's server
+		// serves them too, under the same connection policy, which sees
+		// each connection's peer. Its listener stopping (the network node
+		// gone) leaves the room on loopback, as a forward that stops does.
+		srv, ln := a.servers[1], a.api.IngressListener(a.transportLn)
+		g.Go(func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				a.log.Warn("the transport's listener stopped; the room goes on without it", "err", transport.Redact(err.Error()))
 			}
 			return nil
 		})

@@ -18,7 +18,7 @@ import (
 // streams close at once, and runs the engine in-process when none does.
 func endSessionCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce end-session", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	participant := fs.String("participant", "", "end every session of this participant (it leaves the room; its leases are released)")
 	session := fs.String("session", "", "end this one session (a session_ref from `ce participants`)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -72,7 +72,7 @@ func endSessionCommand(env Env) *ffcli.Command {
 // --end-sessions everyone it admitted is cut off too.
 func revokeCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce revoke", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	endSessions := fs.Bool("end-sessions", false, "also end the sessions of everyone it admitted (they leave the room)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
@@ -121,7 +121,7 @@ func invitesCommand(env Env) *ffcli.Command {
 		func(ctx context.Context, eng *room.Engine, q room.Querier, _ []string) (any, func(), error) {
 			is, err := eng.ListInvites(ctx, q, room.Operator(eng.HostID), room.Empty{})
 			return is, func() {
-				printTable(env.Stdout, "no invitations", "INVITE\tCAPABILITIES\tUSED\tLIVE SESSIONS\tUNTIL\tREVOKED", is,
+				printTable(env.Stdout, "no invitations", "INVITE\tLABEL\tCAPABILITIES\tUSED\tLIVE SESSIONS\tUNTIL\tREVOKED", is,
 					func(i room.InviteInfo) string {
 						uses := fmt.Sprintf("%d", i.UsedCount)
 						if i.MaxUses != nil {
@@ -131,7 +131,7 @@ func invitesCommand(env Env) *ffcli.Command {
 						if i.RevokedAt != nil {
 							revoked = *i.RevokedAt
 						}
-						return fmt.Sprintf("%s\t%s\t%s\t%d/%d\t%s\t%s", i.InviteID, strings.Join(i.Capabilities, ","), uses,
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", i.InviteID, orElse(i.Label, "-"), strings.Join(i.Capabilities, ","), uses,
 							i.LiveSessions, i.MaxLiveSessions, i.ExpiresAt, revoked)
 					})
 			}, err

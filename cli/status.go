@@ -13,7 +13,7 @@ import (
 
 func statusCommand(env Env) *ffcli.Command {
 	fs := flag.NewFlagSet("ce status", flag.ContinueOnError)
-	workspace := fs.String("workspace", "workspace.md", workspaceUsage)
+	workspace := fs.String("workspace", "", workspaceUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return &ffcli.Command{
 		Name:       "status",

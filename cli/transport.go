@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,23 +220,32 @@ const exposeWhyGrace = 3 * time.Second
 
 // exposeBounded runs plugin.Expose bounded by ctx even if the plugin
 // ignores it (the caller then closes the plugin, which must end Expose).
+// A plugin that can hand over its connections (transport.ConnExposer) is
+// asked to: ln is then its listener, for the room to serve its ingress on;
+// nil when the plugin forwards to ingressAddr itself.
 // When the bound passes, the error is ctx's cause followed by the plugin's
 // own reason if it gives one within exposeWhyGrace (a login nobody
 // completed, a control server that never answered): the timeout alone does
 // not tell the person what to fix.
-func exposeBounded(ctx context.Context, p transport.Plugin, ingressAddr string) (transport.Hint, error) {
+func exposeBounded(ctx context.Context, p transport.Plugin, ingressAddr string) (h transport.Hint, ln net.Listener, err error) {
 	type res struct {
 		h   transport.Hint
+		ln  net.Listener
 		err error
 	}
 	ch := make(chan res, 1)
 	go func() {
+		if cx, ok := p.(transport.ConnExposer); ok {
+			h, ln, err := cx.ExposeConns(ctx, ingressAddr)
+			ch <- res{h, ln, err}
+			return
+		}
 		h, err := p.Expose(ctx, ingressAddr)
-		ch <- res{h, err}
+		ch <- res{h, nil, err}
 	}()
 	select {
 	case r := <-ch:
-		return r.h, r.err
+		return r.h, r.ln, r.err
 	case <-ctx.Done():
 	}
 	cause := context.Cause(ctx)
@@ -244,11 +254,11 @@ func exposeBounded(ctx context.Context, p transport.Plugin, ingressAddr string) 
 	select {
 	case r := <-ch:
 		if r.err != nil && !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
-			return transport.Hint{}, fmt.Errorf("%v: %s", cause, strings.TrimPrefix(r.err.Error(), transport.ErrUnavailable.Error()+": "))
+			return transport.Hint{}, nil, fmt.Errorf("%v: %s", cause, strings.TrimPrefix(r.err.Error(), transport.ErrUnavailable.Error()+": "))
 		}
 	case <-grace.C:
 	}
-	return transport.Hint{}, cause
+	return transport.Hint{}, nil, cause
 }
 
 // checkExposed refuses a hint the invitations could not carry: it must name

@@ -11,6 +11,7 @@
 //   CE_E2E_INVITE     an extra invitation (ce invite --json) for later joiners
 //   CE_E2E_ARTIFACTS  where screenshots go (default e2e/artifacts)
 //   CE_E2E_CHROMIUM   the browser (default /usr/bin/chromium)
+//   CE_E2E_DOC        the served Markdown file (edited from outside once)
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -103,6 +104,7 @@ async function noReload() {
 }
 
 let handoffID;
+let waitingBefore = 0;
 let taskID;
 let dave; // a session grant, ended from the page
 
@@ -161,7 +163,7 @@ describe('owner page', { concurrency: false }, () => {
 
   step('headings, labels and buttons are in place', async () => {
     const h2 = await page.locator('h2').allTextContents();
-    assert.deepEqual(h2, ['Connection', 'Handoffs', 'Proposals', 'Participants', 'Leases', 'Invitation', 'Outline', 'Recent events']);
+    assert.deepEqual(h2, ['Connection', 'Handoffs', 'Proposals', 'Document', 'Participants', 'Leases', 'Invitation', 'Outline', 'Activity']);
     assert.equal(await page.locator('h1').count(), 1);
     assert.equal((await page.locator('#connection').textContent()).trim(), 'loopback · local · not encrypted');
     const parts = await page.locator('#participants li .who').allTextContents();
@@ -171,6 +173,18 @@ describe('owner page', { concurrency: false }, () => {
     assert.deepEqual(outline, ['Trip plan', 'Goals', 'Plan']);
     await page.getByRole('button', { name: 'Create invitation' }).waitFor();
     assert.equal(await page.locator('#notice').getAttribute('role'), 'alert');
+    // A favicon, and nothing waits yet.
+    assert.equal(await page.locator('link[rel="icon"]').getAttribute('href'), '/page/favicon.svg');
+    assert.equal((await page.request.get(`${ownerOrigin}/page/favicon.svg`)).status(), 200);
+    assert.equal(await page.title(), `${banner.name} · Commonroom`);
+    assert.equal((await page.locator('#waiting').textContent()).trim(), 'Nothing waits for you');
+    // The document is on the page, rendered, its headings marked with their sections.
+    await page.locator('#document [data-path="Trip plan/Goals"]').waitFor({ timeout: UI_TIMEOUT });
+    assert.match(await page.locator('#doc-where').textContent(), /^Version 1 of 1 \(current\)/);
+    // Notifications are asked for on a click only, never on load.
+    assert.notEqual(await page.evaluate(() => Notification.permission), 'granted');
+    assert.equal(await page.evaluate(() => localStorage.getItem('ce-notify')), null);
+    await page.getByRole('button', { name: 'Notify me when something waits' }).waitFor();
   });
 
   step('the page does not poll: nothing is read while the room is quiet', async () => {
@@ -296,15 +310,55 @@ describe('owner page', { concurrency: false }, () => {
     assert.ok(!view.includes('About 1,200 euros'), 'the room view carries the proposed text');
     await c1.locator('details.proposed > summary', { hasText: `${Buffer.byteLength(goals)} B` }).click();
     await c1.locator('details.proposed pre', { hasText: 'About 1,200 euros.' }).waitFor({ timeout: UI_TIMEOUT });
+    // The diff is on the card, red and green, against the section as it is now.
+    await c1.locator('.proposal-diff .dl.del', { hasText: 'To be written.' }).waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await c1.locator('.proposal-diff .dl.add', { hasText: 'About 1,200 euros.' }).count(), 1);
+    assert.match(await c1.locator('.proposal-diff h4').textContent(), /Diff against Trip plan\/Goals as it is now \(\+\d+ −1, v1\)/);
+    assert.equal(await c1.locator('.stale-warning').count(), 0, 'a current proposal is marked stale');
+    assert.doesNotMatch(await c1.locator('.proposal-diff').textContent(), /null|undefined/);
+    const [bg] = await c1.locator('.proposal-diff .dl.del').evaluateAll((ls) => ls.map((l) => getComputedStyle(l).backgroundColor));
+    assert.notEqual(bg, 'rgba(0, 0, 0, 0)', 'removed lines are not coloured');
+    // The document marks the leased section and the one with a proposal.
+    await page.locator('#document [data-path="Trip plan/Goals"].leased.proposed', { hasText: 'leased by alice' }).waitFor({ timeout: UI_TIMEOUT });
+    await c1.screenshot({ path: path.join(artifacts, 'owner-page-proposal-diff.png') });
 
-    await c1.getByRole('button', { name: /^Approve proposal/ }).click();
-    await c1.getByRole('button', { name: /^Commit proposal/ }).click();
+    // One step does what the host means: approve and commit.
+    await c1.getByRole('button', { name: /^Approve and commit proposal/ }).click();
     await page.locator('#outline li', { hasText: 'Budget' }).waitFor({ timeout: UI_TIMEOUT });
     await page.locator('#version', { hasText: 'Version 2' }).waitFor({ timeout: UI_TIMEOUT });
     await eventually('p1 committed', async () => /committed as v2/.test(await c1.textContent()));
+    assert.match(await c1.locator('.next').textContent(), /^Committed as version 2 by host/);
+    assert.equal(await c1.getByRole('button', { name: /^Commit/ }).count(), 0, 'a second Commit button is left');
     // p2 was based on version 1: the commit closed it, and the page shows so.
     await eventually('p2 closed', async () => /superseded|stale/.test(await proposalCard(p2).textContent()));
     assert.equal(await proposalCard(p2).getByRole('button').count(), 0);
+    await noReload();
+  });
+
+  step('a proposal based on an old version says the document changed; Approve and commit shows the engine\'s refusal with its diff', async () => {
+    const old = (await bearer(bob, 'POST', '/workspace/propose', {
+      target: 'Trip plan/Plan', base_version: 1, summary: 'Plan from an old read', change: { section: 'Trip plan/Plan', content: '## Plan\n\nTake the bus.\n' },
+    })).proposal_id;
+    const c = proposalCard(old);
+    await c.waitFor({ timeout: UI_TIMEOUT });
+    const warning = c.locator('.stale-warning');
+    await warning.waitFor({ timeout: UI_TIMEOUT });
+    assert.match(await warning.textContent(), /The document changed since this was proposed \(based on v1, now v2\)/);
+    // Both diffs: against the section now, and against the base it was written on.
+    await c.locator('.proposal-diff .dl.add', { hasText: 'Take the bus.' }).first().waitFor({ timeout: UI_TIMEOUT });
+    assert.match(await c.locator('details.base-diff > summary').textContent(), /against its base, v1/);
+    await c.getByRole('button', { name: /^Approve and commit proposal/ }).click();
+    const notice = await eventually('the refusal', async () => {
+      const t = await page.locator('#notice').textContent();
+      return t !== '' && t;
+    });
+    assert.match(notice, /^Could not approve and commit the proposal: base version 1 is stale/);
+    await page.locator(`article[data-proposal-id="${old}"][data-status="conflicted"]`).waitFor({ timeout: UI_TIMEOUT });
+    const refusal = c.locator('.refusal');
+    await refusal.waitFor({ timeout: UI_TIMEOUT });
+    assert.match(await refusal.textContent(), /The room refused the commit: base version 1 is stale/);
+    assert.ok(await refusal.locator('.dl.add, .dl.del').count() > 0, 'the refusal shows no diff');
+    await c.screenshot({ path: path.join(artifacts, 'owner-page-stale.png') });
     await noReload();
   });
 
@@ -322,19 +376,19 @@ describe('owner page', { concurrency: false }, () => {
       });
       await stale.goto(`${ownerOrigin}/`);
       const s3 = stale.locator(`article[data-proposal-id="${p3}"]`);
-      await s3.getByRole('button', { name: /^Approve proposal/ }).waitFor({ timeout: UI_TIMEOUT });
+      await s3.getByRole('button', { name: /^Approve and commit proposal/ }).waitFor({ timeout: UI_TIMEOUT });
 
       const c3 = proposalCard(p3);
       await c3.getByRole('button', { name: /^Reject proposal/ }).click();
       await eventually('p3 rejected', async () => /rejected/.test(await c3.textContent()));
 
-      await s3.getByRole('button', { name: /^Approve proposal/ }).click();
+      await s3.getByRole('button', { name: /^Approve and commit proposal/ }).click();
       const notice = stale.getByRole('alert');
       const msg = await eventually('the notice', async () => {
         const t = await notice.textContent();
         return t !== '' && t;
       });
-      assert.match(msg, /^Could not approve the proposal: .*rejected/);
+      assert.match(msg, /^Could not approve and commit the proposal: .*rejected/);
       console.log(`# notice shown: ${msg}`);
       // The refusal also re-reads the room, so the old view corrects itself.
       await eventually('the stale tab to catch up', async () => /rejected/.test(await s3.textContent()));
@@ -358,6 +412,10 @@ describe('owner page', { concurrency: false }, () => {
     assert.match(await note.textContent(), /whole document.*replaces the entire file/i);
     // The note comes right after the title, before the status line.
     assert.equal(await c.locator('h3 + p[role="note"]').count(), 1);
+    // Its diff is against the whole document: every section it removes is red.
+    await c.locator('.proposal-diff h4', { hasText: 'Diff against the whole document as it is now' }).waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await c.locator('.proposal-diff .dl.del', { hasText: 'See the sights, eat well.' }).count(), 1);
+    await page.locator('#document .whole-mark', { hasText: 'Start the file over' }).waitFor({ timeout: UI_TIMEOUT });
     await c.getByRole('button', { name: /^Reject whole-document proposal/ }).click();
     await eventually('the whole-document proposal rejected', async () => /rejected/.test(await c.textContent()));
     // A section proposal carries no such note.
@@ -373,7 +431,12 @@ describe('owner page', { concurrency: false }, () => {
     await noReload();
   });
 
-  step('bob completes; the page shows the result preview with Approve and Reject', async () => {
+  step('bob completes; the page shows the result preview with Approve and Reject; the title count rises; the activity line links to the card', async () => {
+    // Desktop notifications, asked for on this click (granted here as a person would).
+    await context.grantPermissions(['notifications'], { origin: ownerOrigin });
+    await page.getByRole('button', { name: 'Notify me when something waits' }).click();
+    await page.getByRole('button', { name: 'Stop desktop notifications' }).waitFor({ timeout: UI_TIMEOUT });
+    waitingBefore = Number(await page.locator('#waiting').getAttribute('data-count'));
     const text = ['Goals: see the sights, eat well, stay within about 1,200 euros over 4 nights.',
       'Tone: friendly and short.', '', ...Array.from({ length: 30 }, (_, i) => `Detail line ${i + 1}: more words about the plan.`)].join('\n');
     const h = await bob.tool('handoff_complete', {
@@ -390,6 +453,16 @@ describe('owner page', { concurrency: false }, () => {
     await c.getByRole('button', { name: /^Approve result/ }).waitFor();
     await c.getByRole('button', { name: /^Reject result/ }).waitFor();
     assert.equal(await c.getByRole('button', { name: /^Cancel handoff/ }).count(), 0);
+    // What waits: the header and the tab title count it.
+    await eventually('the title count to rise', async () => (await page.title()) === `(${waitingBefore + 1}) ${banner.name} · Commonroom`);
+    assert.match(await page.locator('#waiting').textContent(), /1 result to approve · oldest: bob finished “Draft the Goals section for the trip” — waiting for your approval/);
+    assert.equal(await page.locator(`#waiting a[href="#handoff-${handoffID}"]`).count(), 1);
+    await eventually('a desktop notification', async () => Number(await page.evaluate(() => document.body.dataset.notified || 0)) >= 1);
+    // The activity says it in words, linked to the card.
+    const line = page.locator('#events li', { hasText: 'bob finished Draft the Goals section for the trip — waiting for your approval' });
+    await line.waitFor({ timeout: UI_TIMEOUT });
+    await line.locator(`a[href="#handoff-${handoffID}"]`).click();
+    await eventually('the card to take the focus', async () => page.evaluate((id) => document.activeElement && document.activeElement.id === `handoff-${id}`, handoffID));
     await noReload();
     await page.screenshot({ path: path.join(artifacts, 'owner-page.png'), fullPage: true });
   });
@@ -453,7 +526,33 @@ describe('owner page', { concurrency: false }, () => {
     assert.equal(t.status, 'completed');
     assert.match(await card(handoffID).textContent(), /Approved by/);
     assert.equal(await page.locator('#notice').textContent(), '', 'the success cleared the notice');
+    await eventually('the title count to fall', async () => (await page.title()) === (waitingBefore ? `(${waitingBefore}) ` : '') + `${banner.name} · Commonroom`);
     await noReload();
+  });
+
+  step('two tabs approve the same result at once: one wins, the other says why', async () => {
+    const r = await alice.tool('handoff_create', { summary: 'Pick the hotel', assignee: bob.id });
+    const id = r._meta[HANDOFF_META];
+    await bob.tool('handoff_accept', { handoff_id: id });
+    await bob.tool('handoff_complete', { handoff_id: id, result: { text: 'Hotel du Lac' } });
+    const other = await context.newPage();
+    try {
+      await other.goto(`${ownerOrigin}/`);
+      const here = card(id).getByRole('button', { name: /^Approve result/ });
+      const there = other.locator(`article[data-handoff-id="${id}"]`).getByRole('button', { name: /^Approve result/ });
+      await here.waitFor({ timeout: UI_TIMEOUT });
+      await there.waitFor({ timeout: UI_TIMEOUT });
+      await Promise.all([here.click(), there.click()]);
+      await page.locator(`article[data-handoff-id="${id}"][data-status="approved"]`).waitFor({ timeout: UI_TIMEOUT });
+      await other.locator(`article[data-handoff-id="${id}"][data-status="approved"]`).waitFor({ timeout: UI_TIMEOUT });
+      const notices = [await page.locator('#notice').textContent(), await other.locator('#notice').textContent()];
+      const refused = notices.filter((n) => n !== '');
+      assert.equal(refused.length, 1, `notices: ${JSON.stringify(notices)}`);
+      assert.match(refused[0], /^Could not approve the result: the handoff is approved/);
+      assert.equal((await alice.handoffGet(id)).status, 'approved');
+    } finally {
+      await other.close();
+    }
   });
 
   step('Cancel an open handoff from the page', async () => {
@@ -525,6 +624,21 @@ describe('owner page', { concurrency: false }, () => {
     await noReload();
   });
 
+  step('an invitation made with a label shows it; revoked from the page, its join is refused', async () => {
+    await page.getByLabel('Label (optional: who or what it is for)').fill('for the reviewer');
+    await page.getByRole('button', { name: 'Create invitation' }).click();
+    await page.locator('#invite-status', { hasText: '“for the reviewer”' }).waitFor({ timeout: UI_TIMEOUT });
+    const value = await page.getByLabel('New invitation URI').inputValue();
+    const row = page.locator('#invites li.invite-row', { hasText: 'for the reviewer' });
+    await row.waitFor({ timeout: UI_TIMEOUT });
+    await row.getByRole('button', { name: 'Revoke invitation “for the reviewer”' }).click();
+    await row.waitFor({ state: 'detached', timeout: UI_TIMEOUT });
+    await page.locator('#notice', { hasText: 'Revoked the invitation “for the reviewer”' }).waitFor({ timeout: UI_TIMEOUT });
+    await assert.rejects(join(banner.ingress_url, value, 'reviewer'), /HTTP 40[13]/);
+    assert.equal(await page.locator('#participants li', { hasText: 'reviewer' }).count(), 0);
+    await noReload();
+  });
+
   step('Re-admit on a participant row makes an invitation that brings dave back as the same participant', async () => {
     const row = page.locator('#participants li', { hasText: 'agent: dave' });
     assert.equal(await page.locator('#participants li', { hasText: '(host)' }).getByRole('button', { name: /Re-admit/ }).count(), 0, 'the host has no Re-admit button');
@@ -560,6 +674,62 @@ describe('owner page', { concurrency: false }, () => {
     assert.equal(await statusAs(dave.session_token), 401, 'the ended session still works');
     assert.equal(await statusAs(alice.token), 200, 'another session was ended');
     assert.equal(await page.locator('#notice').textContent(), '');
+    await noReload();
+  });
+
+  step('hostile Markdown in the document and in a proposal renders inert, a 1 MB line included, and the page stays responsive', async () => {
+    const docPath = process.env.CE_E2E_DOC;
+    assert.ok(docPath, 'CE_E2E_DOC is not set');
+    const hostile = ['', '## Notes', '', '<script>window.__pwned = 1</script>', '',
+      '<img src="x" onerror="window.__pwned = 2"><iframe src="https://example.invalid/"></iframe>', '',
+      '[click me](javascript:window.__pwned=3) and [also](JAVASCRIPT:alert(1)) and ![a picture](https://example.invalid/p.png)', '',
+      `A very long line: ${'x'.repeat(1 << 20)}`, ''].join('\n');
+    fs.appendFileSync(docPath, hostile);
+    const tEdit = Date.now();
+    const notes = page.locator('#document [data-path="Trip plan/Notes"]');
+    await notes.waitFor({ timeout: 20_000 });
+    console.log(`# the outside edit with a 1 MB line was on the page ${Date.now() - tEdit} ms after it was written`);
+    const t0 = Date.now();
+    await page.evaluate(() => 1);
+    console.log(`# page answered ${Date.now() - t0} ms after rendering a 1 MB line`);
+    const found = await page.evaluate(() => ({
+      pwned: window.__pwned,
+      scripts: document.querySelectorAll('#document script, #document img, #document iframe, #document [onerror], #document [style]').length,
+      hrefs: [...document.querySelectorAll('#document a')].map((a) => a.getAttribute('href')),
+      longest: Math.max(...[...document.querySelectorAll('#document p')].map((p) => p.textContent.length)),
+    }));
+    assert.equal(found.pwned, undefined);
+    assert.equal(found.scripts, 0);
+    assert.ok(found.hrefs.every((h) => /^(https?:|#)/.test(h)), `hrefs: ${found.hrefs}`);
+    assert.equal(await page.locator('#document .inert-link', { hasText: 'click me' }).count(), 1);
+    assert.ok(found.longest > 8000 && found.longest < 20000, `the long line is ${found.longest} characters on the page`);
+    assert.match(await page.locator('#document').textContent(), /more bytes of this line not shown\]/);
+    assert.match(await page.locator('#doc-note').textContent(), /very long lines are cut/);
+    assert.equal(await page.locator('#document a', { hasText: 'a picture' }).getAttribute('href'), 'https://example.invalid/p.png');
+
+    // The same in a proposal: its diff shows the markup as text.
+    const v = (await bearer(bob, 'GET', '/workspace/status')).version;
+    const text = `## Notes\n\n<script>window.__pwned = 4</script>\n[x](javascript:alert(1))\n${'y'.repeat(200_000)}\n`;
+    const pid = (await bearer(bob, 'POST', '/workspace/propose', {
+      target: 'Trip plan/Notes', base_version: v, summary: 'Hostile notes', change: { section: 'Trip plan/Notes', content: text },
+    })).proposal_id;
+    const c = proposalCard(pid);
+    const tProp = Date.now();
+    await c.locator('.proposal-diff .dl.add', { hasText: '<script>window.__pwned = 4</script>' }).waitFor({ timeout: UI_TIMEOUT });
+    console.log(`# a proposal's diff against a 1 MB section was on its card ${Date.now() - tProp} ms after it was proposed`);
+    assert.equal(await c.locator('script').count(), 0);
+    await c.locator('.proposal-diff .dl.add', { hasText: 'more characters)' }).first().waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    await c.getByRole('button', { name: /^Reject proposal/ }).click();
+    await page.locator(`article[data-proposal-id="${pid}"][data-status="rejected"]`).waitFor({ timeout: UI_TIMEOUT });
+    // Stepping back through history: the version before the outside edit, with its diff.
+    await page.getByRole('button', { name: 'Older version' }).click();
+    await page.locator('#doc-where', { hasText: `Version ${v - 1} of ${v}` }).waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await page.locator('#document [data-path="Trip plan/Notes"]').count(), 0);
+    await page.getByRole('button', { name: 'Newer version' }).click();
+    await page.locator('#doc-where', { hasText: `Version ${v} of ${v} (current)` }).waitFor({ timeout: UI_TIMEOUT });
+    await page.locator('#doc-changes > summary').click();
+    await page.locator('#doc-diff .dl.add', { hasText: '## Notes' }).waitFor({ timeout: UI_TIMEOUT });
     await noReload();
   });
 

@@ -43,6 +43,7 @@ func (s *Server) authenticate(l listener) func(http.Handler) http.Handler {
 				s.sendError(w, r, err)
 				return
 			}
+			credentialShown(r.Context())
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 		})
 	}

@@ -226,6 +226,8 @@ func matrixOps() []*matrixOp {
 		on(onOwnerOnly, named("GET / (owner page)", rest("GET", "/", "", ruleOwnerPage, fixNone, nil))),
 		on(onOwnerOnly, rest("GET", "/page/page.css", "", rulePublic, fixNone, nil)), // the page's static files
 		on(onOwnerOnly, rest("GET", "/page/page.js", "", rulePublic, fixNone, nil)),
+		on(onOwnerOnly, rest("GET", "/page/favicon.svg", "", rulePublic, fixNone, nil)),
+		on(onOwnerOnly, named("GET /page/document (owner page)", rest("GET", "/page/document", "", ruleOwnerPage, fixNone, nil))),
 		rest("POST", "/session/join", "", ruleInvitation, fixInvite, func(r *records) map[string]any {
 			return map[string]any{"invite": r.InviteToken, "name": "joiner"}
 		}),
@@ -255,6 +257,9 @@ func matrixOps() []*matrixOp {
 		rest("GET", "/workspace/proposal", room.CapRead, ruleCapOnly, fixPending, proposal),
 		rest("GET", "/workspace/diagnostics", room.CapRead, ruleCapOnly, fixNone, nil),
 		rest("GET", "/workspace/room", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/waiting", room.CapRead, ruleCapOnly, fixNone, nil),
+		rest("GET", "/workspace/proposal/diff", room.CapRead, ruleCapOnly, fixPending, proposal),
+		rest("GET", "/workspace/version", room.CapRead, ruleCapOnly, fixNone, func(*records) map[string]any { return map[string]any{"version": 1} }),
 		stream(rest("GET", "/workspace/observe", room.CapObserve, ruleCapOnly, fixNone, nil)),
 
 		// ---- document writes ----

@@ -174,30 +174,27 @@ func TestBoundsAbsoluteFormRefused(t *testing.T) {
 
 func TestBoundsConnectionCap(t *testing.T) {
 	const capN = 3
-	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.MaxConns, c.OwnerMaxConns = capN, capN }})
+	// The policy's clock stands still: the held requests below never count
+	// as stalled, so nothing can be reclaimed for a newcomer.
+	clock := newFakeClock()
+	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.MaxConns, c.OwnerMaxConns, c.ConnClock = capN, capN, clock.Now }})
 	type side struct {
 		name string
 		url  string
-		lim  *connLimiter
+		lim  *connPolicy
 	}
 	owner := side{"owner", h.Owner.URL, h.API.ownerConns}
 	ingress := side{"ingress", h.Ingress.URL, h.API.ingressConns}
 	for _, tc := range []struct{ full, other side }{{ingress, owner}, {owner, ingress}} {
-		t.Run(tc.full.name+" full: the next connection is refused, the "+tc.other.name+" listener answers", func(t *testing.T) {
+		t.Run(tc.full.name+" full of requests in progress: the next connection is refused, the "+tc.other.name+" listener answers", func(t *testing.T) {
 			idleConns(t, h)
 			refusedBefore := tc.full.lim.refused.Load()
 			held := make([]net.Conn, capN)
 			for i := range held {
 				held[i] = dial(t, tc.full.url)
-				br := bufio.NewReader(held[i])
-				io.WriteString(held[i], "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-				held[i].SetReadDeadline(time.Now().Add(serverWait))
-				res, err := http.ReadResponse(br, nil)
-				if err != nil || res.StatusCode != 200 {
-					t.Fatalf("connection %d within the cap: %v %v", i, err, res)
-				}
-				res.Body.Close()
+				io.WriteString(held[i], "POST /session/join HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"invite\":")
 			}
+			waitFor(t, "every held connection has a request in progress", func() bool { return tc.full.lim.classes()[unauthBusy] == capN })
 			over := dial(t, tc.full.url)
 			io.WriteString(over, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 			got := readToEnd(t, over) // closed at once: never left waiting in the backlog

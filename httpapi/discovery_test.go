@@ -216,6 +216,8 @@ func TestDiscoveryCapabilitiesAreEnforced(t *testing.T) {
 	bodies := map[string]any{
 		"/workspace/diff":                  "?base_version=1",
 		"/workspace/changes_since":         "?version=1",
+		"/workspace/proposal/diff":         "?proposal_id=proposal_0000000000000000",
+		"/workspace/version":               "?version=1",
 		"/workspace/handoff":               "?handoff_id=handoff_00000000000000000000000000000000",
 		"/workspace/handoff/events":        "?handoff_id=handoff_00000000000000000000000000000000",
 		"/workspace/commit":                map[string]any{"proposal_id": "proposal_0000000000000000"},

@@ -14,8 +14,16 @@ import (
 const (
 	// ReadHeaderTimeout cuts off a client that sends its headers slowly.
 	ReadHeaderTimeout = 10 * time.Second
-	// IdleTimeout closes keep-alive connections nobody uses.
+	// IdleTimeout closes keep-alive connections nobody uses, once they have
+	// shown a valid credential.
 	IdleTimeout = 2 * time.Minute
+	// UnauthenticatedIdleTimeout closes a connection that has never shown a
+	// valid credential once it has waited this long for a request: such a
+	// connection costs as much as a participant's and needs no secret to
+	// open, so it must not hold its slot for IdleTimeout (see connPolicy).
+	// It is ReadHeaderTimeout, the time a new connection already gets to
+	// send its first request.
+	UnauthenticatedIdleTimeout = ReadHeaderTimeout
 	// DefaultBodyReadTimeout bounds reading one request body, counted from
 	// the moment its headers are in, whether or not the handler reads it.
 	DefaultBodyReadTimeout = 30 * time.Second
@@ -36,7 +44,8 @@ const (
 // connection recorded for listen streams (listen.ConnContext) so a peer
 // that stops reading is dropped within MaxLag rather than once megabytes of
 // kernel buffer are full. Serve it on Server.OwnerListener or
-// Server.IngressListener, which cap the connections held at once.
+// Server.IngressListener, which share the connections held at once
+// (connPolicy); it follows each connection between idle and busy for them.
 func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -46,6 +55,7 @@ func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       IdleTimeout,
 		ConnContext:       connContext,
+		ConnState:         connState,
 		// net/http's own answer to "OPTIONS *" reads up to 4 KiB of body
 		// with no deadline, before any handler; bound refuses it instead.
 		DisableGeneralOptionsHandler: true,

@@ -153,6 +153,13 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 			if n := h.Eng.OutstandingJoinChallenges(); n != room.MaxJoinChallengesPerInvite {
 				t.Fatalf("the room holds %d challenges, want its per-invitation cap %d", n, room.MaxJoinChallengesPerInvite)
 			}
+			var m struct {
+				Room map[string]int `json:"room"`
+			}
+			h.do("GET", h.ownerURL("/debug/metrics"), h.OpToken, nil).Into(t, &m)
+			if got := m.Room["join_challenges_outstanding"]; got != room.MaxJoinChallengesPerInvite {
+				t.Fatalf("/debug/metrics room.join_challenges_outstanding = %d, want %d", got, room.MaxJoinChallengesPerInvite)
+			}
 			c.join(t, "alice")
 		}},
 	} {

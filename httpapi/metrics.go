@@ -51,6 +51,9 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	maps.Copy(counts, totals)
+	// Proven joins' nonces the room holds now: bounded per invitation and
+	// per room, so a flood of challenges shows here as a plateau.
+	counts["join_challenges_outstanding"] = s.eng.OutstandingJoinChallenges()
 	out["room"] = counts
 	sendJSON(w, http.StatusOK, out)
 }

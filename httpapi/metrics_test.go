@@ -36,7 +36,7 @@ func TestMetricsReportLiveCountsAndTotals(t *testing.T) {
 	after := metrics()
 
 	room, _ := after["room"].(map[string]any)
-	wantRoom := []string{"active_tasks", "events_in_ring", "handoffs", "input_required_tasks", "live_sessions", "task_rows"}
+	wantRoom := []string{"active_tasks", "events_in_ring", "handoffs", "input_required_tasks", "join_challenges_outstanding", "live_sessions", "task_rows"}
 	if got := slices.Sorted(maps.Keys(room)); !reflect.DeepEqual(got, wantRoom) {
 		t.Errorf("room keys = %v, want %v", got, wantRoom)
 	}

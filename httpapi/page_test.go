@@ -205,7 +205,7 @@ func TestOwnerPageServedOnlyWithTheCookie(t *testing.T) {
 		for _, m := range regexp.MustCompile(`<h2 id="[^"]+">([^<]+)</h2>`).FindAllStringSubmatch(body, -1) {
 			h2 = append(h2, m[1])
 		}
-		want := []string{"Connection", "Handoffs", "Proposals", "Participants", "Leases", "Invitation", "Outline", "Recent events"}
+		want := []string{"Connection", "Handoffs", "Proposals", "Document", "Participants", "Leases", "Invitation", "Outline", "Activity"}
 		if strings.Join(h2, "|") != strings.Join(want, "|") {
 			t.Errorf("sections %v, want %v", h2, want)
 		}

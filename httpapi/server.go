@@ -43,6 +43,14 @@ type Config struct {
 	// (default DefaultMaxConns); OwnerMaxConns the owner listener's
 	// (default DefaultOwnerMaxConns). See OwnerListener, IngressListener.
 	MaxConns, OwnerMaxConns int
+	// MaxConnsPerPeer is the share of the ingress's connections one peer
+	// (a transport's node, a remote address) may hold (default MaxConns/8),
+	// so that no single peer can hold them all; the loopback pool has no
+	// share (see connPolicy).
+	MaxConnsPerPeer int
+	// ConnClock is the connection policy's clock (default time.Now); tests
+	// inject one to drive the unauthenticated idle time without waiting.
+	ConnClock func() time.Time
 }
 
 // Server holds what the handlers share. It has no package-level state.
@@ -63,8 +71,8 @@ type Server struct {
 
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
-	ownerConns   *connLimiter
-	ingressConns *connLimiter
+	ownerConns   *connPolicy
+	ingressConns *connPolicy
 
 	totals totalsCache // sidecar-wide counts for /debug/metrics
 
@@ -92,8 +100,8 @@ func New(cfg Config) *Server {
 		s.bodyTimeout = DefaultBodyReadTimeout
 	}
 	s.writeTimeout = cmp.Or(max(cfg.WriteTimeout, 0), DefaultWriteTimeout)
-	s.ingressConns = &connLimiter{max: int64(cmp.Or(max(cfg.MaxConns, 0), DefaultMaxConns))}
-	s.ownerConns = &connLimiter{max: int64(cmp.Or(max(cfg.OwnerMaxConns, 0), DefaultOwnerMaxConns))}
+	s.ingressConns = newConnPolicy(cmp.Or(max(cfg.MaxConns, 0), DefaultMaxConns), cfg.MaxConnsPerPeer, UnauthenticatedIdleTimeout, cfg.ConnClock)
+	s.ownerConns = newConnPolicy(cmp.Or(max(cfg.OwnerMaxConns, 0), DefaultOwnerMaxConns), 0, UnauthenticatedIdleTimeout, cfg.ConnClock)
 	if cfg.OperatorToken != "" {
 		s.opHash = sha256.Sum256([]byte(cfg.OperatorToken))
 		s.hasOp = true
@@ -102,8 +110,14 @@ func New(cfg Config) *Server {
 	s.page = page.New(page.Config{Room: cfg.Room, Keys: &s.pages, Logger: s.log, SendError: s.sendError, RequestID: requestID})
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
 	s.mcp = mcp.New(mcp.Config{Room: cfg.Room, Hub: s.hub, Logger: s.log, Version: s.version,
-		Principal: func(r *http.Request) (room.Principal, error) { return s.sessionPrincipal(r.Context(), bearer(r)) },
-		ReadBody:  s.readBody, Allow: s.rate.allow, BeforeSubscribe: func() {
+		Principal: func(r *http.Request) (room.Principal, error) {
+			p, err := s.sessionPrincipal(r.Context(), bearer(r))
+			if err == nil {
+				credentialShown(r.Context())
+			}
+			return p, err
+		},
+		ReadBody: s.readBody, Allow: s.rate.allow, BeforeSubscribe: func() {
 			if f := s.beforeSubscribe; f != nil {
 				f()
 			}
@@ -135,6 +149,8 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/", s.page.Index)
 		r.Get("/page/page.css", s.page.Asset)
 		r.Get("/page/page.js", s.page.Asset)
+		r.Get("/page/favicon.svg", s.page.Asset)
+		r.Get("/page/document", s.page.Document)
 	} else {
 		r.Get("/", s.ingressIndex)
 	}

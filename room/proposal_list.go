@@ -26,7 +26,10 @@ type ProposalInfo struct {
 	ReviewedBy       *string    `json:"reviewed_by"`
 	ReviewedAt       *string    `json:"reviewed_at"`
 	CommittedVersion *int64     `json:"committed_version"`
-	CreatedAt        string     `json:"created_at"`
+	// CommittedBy is who committed it (the version's author), so a card
+	// can say who did once someone has.
+	CommittedBy *string `json:"committed_by,omitempty"`
+	CreatedAt   string  `json:"created_at"`
 }
 
 // ChangeInfo describes a stored change without its text.
@@ -68,15 +71,16 @@ const cursorVersion = "p1"
 // from SQLite, so a listing never loads the text into the process.
 const proposalInfoColumns = `proposal_id, participant_id, target, base_version, summary,
 	json_extract(change_json, '$.section'), length(CAST(json_extract(change_json, '$.content') AS BLOB)),
-	status, reviewed_by, reviewed_at, committed_version, created_at`
+	status, reviewed_by, reviewed_at, committed_version, created_at,
+	(SELECT v.participant_id FROM versions v WHERE v.version = committed_version)`
 
 func (e *Engine) scanProposalInfo(s interface{ Scan(...any) error }) (ProposalInfo, error) {
 	var p ProposalInfo
-	var section, reviewedBy sql.NullString
+	var section, reviewedBy, committedBy sql.NullString
 	var size, reviewedAt, committed sql.NullInt64
 	var created int64
 	if err := s.Scan(&p.ProposalID, &p.ParticipantID, &p.Target, &p.BaseVersion, &p.Summary, &section, &size,
-		&p.Status, &reviewedBy, &reviewedAt, &committed, &created); err != nil {
+		&p.Status, &reviewedBy, &reviewedAt, &committed, &created, &committedBy); err != nil {
 		return ProposalInfo{}, err
 	}
 	p.WorkspaceID = e.WorkspaceID
@@ -87,6 +91,7 @@ func (e *Engine) scanProposalInfo(s interface{ Scan(...any) error }) (ProposalIn
 	if committed.Valid {
 		v := committed.Int64
 		p.CommittedVersion = &v
+		p.CommittedBy = optStr(committedBy)
 	}
 	p.CreatedAt = WireTime(created)
 	return p, nil

@@ -18,7 +18,7 @@ import (
 // left: the writer is never held for more than one small batch. Pruning
 // writes no event (it is retention, not a state change, like the task
 // purge); it leaves a tombstone for handoffs and proposals (pruned_ids),
-// and versions need none (see migration 11), so a read of a pruned record
+// and versions need none (see migration 12), so a read of a pruned record
 // says "pruned". With an archive, every record is appended to it before
 // the delete commits.
 

@@ -29,6 +29,9 @@ type RoomView struct {
 	Invites *[]InviteInfo `json:"invites,omitempty"`
 	// TaskShares is present only for an admin: who holds the active tasks.
 	TaskShares *TaskShares `json:"task_shares,omitempty"`
+	// Waiting is what waits on the caller (Engine.Waiting): the page's
+	// header count and tab title, the same query as `ce inbox`.
+	Waiting Waiting `json:"waiting"`
 }
 
 // Room assembles the room view for p.
@@ -73,6 +76,9 @@ func (e *Engine) Room(ctx context.Context, q Querier, p Principal, _ Empty) (Roo
 		}
 		inv = nonNil(inv)
 		v.Invites = &inv
+	}
+	if v.Waiting, err = e.Waiting(ctx, q, p, Empty{}); err != nil {
+		return RoomView{}, err
 	}
 	if p.IsAdmin() {
 		ts, err := e.ActiveTaskShares(ctx, q, p)

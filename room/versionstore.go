@@ -265,7 +265,7 @@ func (tx *Tx) insertVersion(v int64, content, hash, summary, source, participant
 
 // addChunkRefs adds delta to the refs of every chunk a version's list
 // names (each mention once): +1 when the version is stored, -1 when
-// retention prunes it (migration 12).
+// retention prunes it (migration 13).
 func addChunkRefs(ctx context.Context, q Querier, list []byte, delta int) error {
 	ids, err := decodeChunkList(list)
 	if err != nil {
@@ -280,9 +280,9 @@ func addChunkRefs(ctx context.Context, q Querier, list []byte, delta int) error 
 }
 
 // chunkRefsSchema is the migration that added version_chunks.refs.
-const chunkRefsSchema = 12
+const chunkRefsSchema = 13
 
-// countChunkRefs is migration 12's step: it counts, for the versions
+// countChunkRefs is migration 13's step: it counts, for the versions
 // already stored, how many times each chunk is named, one version's list
 // in memory at a time.
 func countChunkRefs(ctx context.Context, conn *sql.Conn) error {

@@ -67,7 +67,7 @@ node "$e2e/join.mjs" "$ingress" "$(field "$work/banner.json" invite)" alice >"$w
 node "$e2e/join.mjs" "$ingress" "$(field "$work/invite.json" uri)" bob >"$work/bob.json"
 
 export CE_E2E_BANNER="$work/banner.json" CE_E2E_ALICE="$work/alice.json" CE_E2E_BOB="$work/bob.json" \
-  CE_E2E_INVITE="$work/invite.json" CE_E2E_CHROMIUM="$chromium"
+  CE_E2E_INVITE="$work/invite.json" CE_E2E_CHROMIUM="$chromium" CE_E2E_DOC="$work/trip.md"
 mkdir -p "$CE_E2E_ARTIFACTS"
 set +e
 (cd "$e2e" && timeout 240 node --test --test-reporter=spec --test-timeout=120000 owner-page.test.mjs)

@@ -27,6 +27,11 @@ type ForwardConfig struct {
 	// Max is how many forwards run at once; one more is closed as it
 	// arrives (0: no cap).
 	Max int
+	// MaxPerPeer is how many of them one peer may hold, by the name its
+	// transport gives it (PeerOf; connections without one share no cap but
+	// Max), so that one peer cannot fill Max by itself; one more of that
+	// peer's is closed as it arrives (0: no share).
+	MaxPerPeer int
 	// HalfCloseGrace bounds a half-open forward (0: DefaultHalfCloseGrace).
 	HalfCloseGrace time.Duration
 	Log            *slog.Logger // nil: discarded
@@ -52,8 +57,9 @@ type Forwarder struct {
 	mu      sync.Mutex
 	closed  bool
 	conns   map[net.Conn]struct{}
-	active  int  // forwards in progress
-	atLimit bool // the last arrival found the cap full (logged once per episode)
+	active  int            // forwards in progress
+	atLimit bool           // the last arrival found the cap full (logged once per episode)
+	peers   map[string]int // forwards in progress per named peer (MaxPerPeer), only those above 0
 }
 
 // Forward starts carrying ln's connections; stop it with Close.
@@ -68,7 +74,7 @@ func Forward(ln net.Listener, cfg ForwardConfig) *Forwarder {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Forwarder{ln: ln, cfg: cfg, failed: make(chan error, 1), ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	f := &Forwarder{ln: ln, cfg: cfg, failed: make(chan error, 1), ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}, peers: map[string]int{}}
 	f.wg.Add(1)
 	go f.acceptLoop()
 	return f
@@ -102,21 +108,25 @@ func (f *Forwarder) acceptLoop() {
 			}
 			return
 		}
-		if !f.admit(c) {
+		peer := PeerOf(c)
+		if !f.admit(c, peer) {
 			c.Close()
 			continue
 		}
 		f.wg.Add(1)
-		go f.forward(c)
+		go f.forward(c, peer)
 	}
 }
 
-// admit counts and tracks a new connection, or refuses it when the
-// forwarder is closed or full.
-func (f *Forwarder) admit(c net.Conn) bool {
+// admit counts and tracks a new connection of peer, or refuses it when the
+// forwarder is closed or full, or the peer holds its share.
+func (f *Forwarder) admit(c net.Conn, peer string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
+		return false
+	}
+	if peer != "" && f.cfg.MaxPerPeer > 0 && f.peers[peer] >= f.cfg.MaxPerPeer {
 		return false
 	}
 	if f.cfg.Max > 0 && f.active >= f.cfg.Max {
@@ -128,6 +138,9 @@ func (f *Forwarder) admit(c net.Conn) bool {
 	}
 	f.atLimit = false
 	f.active++
+	if peer != "" {
+		f.peers[peer]++
+	}
 	f.conns[c] = struct{}{}
 	return true
 }
@@ -143,7 +156,7 @@ func (f *Forwarder) track(c net.Conn) bool {
 	return true
 }
 
-func (f *Forwarder) release(cs ...net.Conn) {
+func (f *Forwarder) release(peer string, cs ...net.Conn) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range cs {
@@ -152,10 +165,15 @@ func (f *Forwarder) release(cs ...net.Conn) {
 		}
 	}
 	f.active--
+	if peer != "" {
+		if f.peers[peer]--; f.peers[peer] <= 0 {
+			delete(f.peers, peer)
+		}
+	}
 }
 
-// forward carries one accepted connection to the far side and back.
-func (f *Forwarder) forward(down net.Conn) {
+// forward carries one accepted connection of peer to the far side and back.
+func (f *Forwarder) forward(down net.Conn, peer string) {
 	defer f.wg.Done()
 	var up net.Conn
 	defer func() {
@@ -163,7 +181,7 @@ func (f *Forwarder) forward(down net.Conn) {
 		if up != nil {
 			up.Close()
 		}
-		f.release(down, up)
+		f.release(peer, down, up)
 	}()
 
 	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.DialTimeout)

@@ -228,3 +228,68 @@ func TestForwardListenerFailure(t *testing.T) {
 		t.Fatal("a dead listener was not reported")
 	}
 }
+
+// namedBySource is a listener whose connections name their peer by their
+// source address (PeerConn), as a plugin's listener names a tailnet node.
+type namedBySource struct{ net.Listener }
+
+func (l namedBySource) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return sourceNamed{c}, nil
+}
+
+type sourceNamed struct{ net.Conn }
+
+func (c sourceNamed) Peer() string { return c.RemoteAddr().(*net.TCPAddr).IP.String() }
+
+// TestForwardPeerShare: one peer holds at most MaxPerPeer forwards, so it
+// cannot fill the forwarder's cap by itself; another peer is carried while
+// the first is at its share, and the first is again once one of its own
+// ends.
+func TestForwardPeerShare(t *testing.T) {
+	srv := streamServer(t)
+	ln := listen(t)
+	f := Forward(namedBySource{ln}, ForwardConfig{Name: "test", Dial: dialTo(srv.Listener.Addr().String()), Max: 10, MaxPerPeer: 2})
+	t.Cleanup(func() { f.Close() })
+	from := func(src string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 20 * time.Second}
+		c, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	stream := func(src string) (net.Conn, error) {
+		c := from(src)
+		io.WriteString(c, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, err := c.Read(make([]byte, 16))
+		return c, err
+	}
+	a1, err := stream("127.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream("127.0.0.2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream("127.0.0.2"); err == nil {
+		t.Fatalf("a third forward of one peer was carried past its share of 2")
+	}
+	if _, err := stream("127.0.0.3"); err != nil {
+		t.Fatalf("another peer while the first holds its share: %v", err)
+	}
+	a1.Close()
+	waitFor(t, "the peer was not carried again after one of its forwards ended", func() bool {
+		c, err := stream("127.0.0.2")
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}

@@ -66,6 +66,11 @@ var Table = []Op{
 		Description: "How the room is reached (transport type, mode and whether it is encrypted; the endpoint only for an admin) and who is connected over what. Needs read.",
 		Call:        Read((*room.Engine).Diagnostics)},
 	{Name: "room", HTTP: "GET /workspace/room", Capability: "read", Call: Read((*room.Engine).Room)},
+	// Reviewing like a pull request: a proposal's diffs, history one version at a time (the owner page).
+	{Name: "proposal.diff", HTTP: "GET /workspace/proposal/diff", Capability: "read", Call: Read((*room.Engine).ProposalDiff)},
+	{Name: "version", HTTP: "GET /workspace/version", Capability: "read", Call: Read((*room.Engine).VersionStep)},
+	// What waits on the caller: the owner page's count and `ce inbox`.
+	{Name: "waiting", HTTP: "GET /workspace/waiting", Capability: "read", Call: Read((*room.Engine).Waiting)},
 	{Name: "observe", HTTP: "GET /workspace/observe", Capability: "observe"},
 	{Name: "checkout", HTTP: "POST /workspace/checkout", Capability: "checkout",
 		Tool: "workspace_checkout", Title: "Lease a section",

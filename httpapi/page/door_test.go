@@ -89,13 +89,17 @@ func newDoor(t *testing.T) *doorFixture {
 		f.errs = append(f.errs, err)
 		f.mu.Unlock()
 		status := http.StatusInternalServerError
-		if room.AsError(err).Kind == room.KindNotFound {
+		switch room.AsError(err).Kind {
+		case room.KindNotFound, room.KindVersionNotFound:
 			status = http.StatusNotFound
+		case room.KindInvalidRequest:
+			status = http.StatusBadRequest
 		}
 		http.Error(w, "refused", status)
 	}})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.Index)
+	mux.HandleFunc("GET /page/document", d.Document)
 	mux.HandleFunc("GET /page/", d.Asset)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(func() {
@@ -188,7 +192,7 @@ func TestDoorExchangesTheKeyForTheStoresCookie(t *testing.T) {
 // through the injected error writer as not found.
 func TestDoorAssetsAndRefusals(t *testing.T) {
 	f := newDoor(t)
-	for _, name := range []string{"page.css", "page.js"} {
+	for _, name := range []string{"page.css", "page.js", "favicon.svg"} {
 		want, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -213,5 +217,38 @@ func TestDoorAssetsAndRefusals(t *testing.T) {
 		if !errors.As(errs[len(errs)-1], &e) || e.Kind != room.KindNotFound || !strings.Contains(e.Message, p) {
 			t.Errorf("GET %s refused with %v, want not_found", p, errs[len(errs)-1])
 		}
+	}
+}
+
+// TestDoorDocument: the rendered document needs the cookie; a bad version
+// is refused through the error writer; an unknown one is not found.
+func TestDoorDocument(t *testing.T) {
+	f := newDoor(t)
+	cookie := &http.Cookie{Name: "c", Value: "v"}
+	res, body := f.get(t, "GET", "/page/document", nil)
+	if res.StatusCode != http.StatusUnauthorized || strings.Contains(body, "Goals") {
+		t.Fatalf("no cookie: %d %q", res.StatusCode, body)
+	}
+	res, body = f.get(t, "GET", "/page/document", cookie)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `data-path=\"Trip plan/Goals\"`) || res.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("with the cookie: %d %q", res.StatusCode, body)
+	}
+	for _, tc := range []struct {
+		name, query string
+		status      int
+	}{
+		{"not_a_number_is_400", "?version=two", http.StatusBadRequest},
+		{"zero_is_400", "?version=0", http.StatusBadRequest},
+		{"negative_is_400", "?version=-1", http.StatusBadRequest},
+		{"overflowing_is_400", "?version=99999999999999999999", http.StatusBadRequest},
+		{"unknown_is_404", "?version=7", http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(f.refusals())
+			res, _ := f.get(t, "GET", "/page/document"+tc.query, cookie)
+			if res.StatusCode != tc.status || len(f.refusals()) != before+1 {
+				t.Fatalf("%d (want %d), %d refusals", res.StatusCode, tc.status, len(f.refusals())-before)
+			}
+		})
 	}
 }

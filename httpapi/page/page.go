@@ -21,7 +21,7 @@ import (
 // same /workspace routes as every other client; the cookie rides along only
 // on same-origin requests, and the server checks Origin on writes (D23).
 
-//go:embed index.html page.css page.js
+//go:embed index.html page.css page.js favicon.svg
 var pageFiles embed.FS
 
 var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
@@ -48,7 +48,8 @@ type pageAssetFile struct {
 // pageAssets are the files GET /page/{name} serves. index.html is the
 // template above and is deliberately not among them.
 var pageAssets = func() map[string]pageAssetFile {
-	types := map[string]string{"page.css": "text/css; charset=utf-8", "page.js": "text/javascript; charset=utf-8"}
+	types := map[string]string{"page.css": "text/css; charset=utf-8", "page.js": "text/javascript; charset=utf-8",
+		"favicon.svg": "image/svg+xml"}
 	out := make(map[string]pageAssetFile, len(types))
 	for name, ct := range types {
 		b, err := pageFiles.ReadFile(name)
@@ -65,6 +66,10 @@ var pageAssets = func() map[string]pageAssetFile {
 // sees it, so the page is readable before its script has run.
 type pageView struct {
 	room.RoomView
+	// MayCommit says the viewer may commit an approved proposal itself, so
+	// the page offers "Approve and commit" in one step (the operator may);
+	// otherwise a card says who commits next.
+	MayCommit bool
 }
 
 // Connection is the listener line: type · mode · encrypted|not encrypted
@@ -107,7 +112,7 @@ func (d *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if err := pageTmpl.Execute(w, pageView{v}); err != nil {
+	if err := pageTmpl.Execute(w, pageView{RoomView: v, MayCommit: p.Require(room.CapCommit) == nil}); err != nil {
 		d.cfg.Logger.Error("rendering the owner page", "err", err, "request_id", d.cfg.RequestID(r))
 	}
 }

@@ -91,6 +91,7 @@
       const err = new Error((data && data.message) || `HTTP ${res.status}`);
       err.status = res.status;
       err.code = data && data.error;
+      err.data = data;
       throw err;
     }
     return data;
@@ -194,6 +195,91 @@
 
   const last = {};      // section -> the JSON it was last rendered from
   let names = {};       // participant_id -> name
+  let currentVersion = 0;
+  let roomName = document.title.replace(/ · Commonroom$/, '');
+  let handoffsByID = new Map();
+  let proposalsByID = new Map();
+  let leasesNow = [];
+  const mayCommit = document.body.dataset.mayCommit === 'true';
+
+  // ---- what waits on you ------------------------------------------------
+  //
+  // The count in the header and the tab title is the room's own answer
+  // (room view "waiting", the query `ce inbox` prints). A desktop
+  // notification is sent only after the host asked for them with the
+  // button (the browser asks for permission on that click, never on load),
+  // and only for an item that was not waiting at the previous read.
+
+  let seenWaiting = null; // ids waiting at the last read (null: not read yet)
+  let notified = 0;
+
+  const waitingKey = (it) => `${it.kind}:${it.id}:${it.kind === 'question' ? it.questions : ''}`;
+  const cardOf = (it) => (it.kind === 'proposal' ? `proposal-${it.id}` : `handoff-${it.id}`);
+
+  function waitingWords(it) {
+    const from = it.from_name || who(it.from_id) || 'someone';
+    if (it.kind === 'result') return `${from} finished “${it.summary}” — waiting for your approval`;
+    if (it.kind === 'question') return `${from} asks ${it.questions === 1 ? 'a question' : `${it.questions} questions`} about “${it.summary}” — waiting for your answer`;
+    return `${from} proposes ${it.scope === 'document' ? 'replacing the whole document' : 'a change'}: “${it.summary}” — waiting for your review`;
+  }
+
+  function renderWaiting(w) {
+    const n = w.count || 0;
+    const parts = [];
+    if (w.results) parts.push(`${w.results} result${w.results === 1 ? '' : 's'} to approve`);
+    if (w.proposals) parts.push(`${w.proposals} proposal${w.proposals === 1 ? '' : 's'} to review`);
+    if (w.questions) parts.push(`${w.questions} handoff${w.questions === 1 ? '' : 's'} with questions`);
+    const line = $('waiting');
+    line.dataset.count = String(n);
+    if (!n) {
+      line.replaceChildren('Nothing waits for you');
+    } else {
+      const first = (w.items || [])[0];
+      line.replaceChildren(el('span', { class: 'strong', text: `${n} waiting for you` }), `: ${parts.join(', ')}`,
+        ...(first ? [' · oldest: ', el('a', { href: `#${cardOf(first)}`, class: 'card-link', text: waitingWords(first) })] : []));
+    }
+    document.title = `${n ? `(${n}) ` : ''}${roomName} · Commonroom`;
+    const now = new Set((w.items || []).map(waitingKey));
+    if (seenWaiting !== null && notifyOn()) {
+      for (const it of w.items || []) if (!seenWaiting.has(waitingKey(it))) notify(it);
+    }
+    seenWaiting = now;
+  }
+
+  const notifyOn = () => typeof Notification === 'function' && Notification.permission === 'granted' && localStorage.getItem('ce-notify') === 'on';
+
+  function notify(it) {
+    try {
+      const n = new Notification(`${roomName}: something waits for you`, { body: waitingWords(it), tag: waitingKey(it) });
+      n.onclick = () => { window.focus(); const c = $(cardOf(it)); if (c) { c.scrollIntoView(); c.focus(); } n.close(); };
+      notified += 1;
+      document.body.dataset.notified = String(notified);
+    } catch { /* a browser may refuse notifications from a page; the count in the title remains */ }
+  }
+
+  function setupNotify() {
+    const b = $('notify-enable');
+    if (typeof Notification !== 'function') return;
+    const show = () => {
+      const on = notifyOn();
+      b.hidden = false;
+      b.textContent = on ? 'Stop desktop notifications' : 'Notify me when something waits';
+      b.setAttribute('aria-pressed', on ? 'true' : 'false');
+    };
+    show();
+    b.addEventListener('click', async () => {
+      if (notifyOn()) {
+        localStorage.setItem('ce-notify', 'off');
+        show();
+        return;
+      }
+      let perm = Notification.permission;
+      if (perm === 'default') perm = await Notification.requestPermission();
+      if (perm === 'granted') localStorage.setItem('ce-notify', 'on');
+      else setNotice('The browser did not allow notifications; the count stays in the tab title.', 'action');
+      show();
+    });
+  }
 
   function changed(section, data) {
     const sig = JSON.stringify(data);
@@ -212,6 +298,11 @@
     const namesSig = JSON.stringify(names);
     const st = v.status || {};
 
+    currentVersion = st.version || 0;
+    roomName = st.name || roomName;
+    handoffsByID = new Map((v.handoffs || []).map((h) => [h.handoff_id, h]));
+    proposalsByID = new Map((v.proposals || []).map((p) => [p.proposal_id, p]));
+    if (changed('waiting', [v.waiting, namesSig, st.name])) renderWaiting(v.waiting || { count: 0, items: [] });
     if (changed('header', [st.version, st.lifecycle, st.participants, st.pending_proposals])) {
       $('version').textContent = `Version ${st.version}`;
       $('lifecycle').textContent = st.lifecycle || '';
@@ -222,11 +313,14 @@
     shares = v.task_shares || null;
     if (changed('participants', [v.participants, shares])) renderParticipants(v.participants || []);
     if (changed('leases', [v.leases, namesSig])) renderLeases(v.leases || []);
-    renderKeyed($('proposals'), v.proposals || [], (p) => p.proposal_id, renderProposal, namesSig, 'No proposals yet.');
+    renderKeyed($('proposals'), v.proposals || [], (p) => p.proposal_id, renderProposal, `${namesSig}|${currentVersion}`, 'No proposals yet.');
     renderKeyed($('handoffs'), sortHandoffs(v.handoffs || []), (h) => h.handoff_id, renderHandoff, namesSig, 'No handoffs yet.');
     if (changed('outline', st.heading_tree)) renderOutline(st.heading_tree || []);
-    if (changed('events', [v.events, namesSig])) renderEvents(v.events || []);
+    if (changed('events', [v.events, namesSig, v.handoffs, v.proposals])) renderEvents(v.events || []);
     if (changed('invites', v.invites)) renderInvites(v.invites);
+    leasesNow = v.leases || [];
+    if (changed('document', currentVersion) && docShown === 0) loadDocument(0);
+    if (changed('marks', [leasesNow, v.proposals, namesSig])) markSections();
   }
 
   function renderConnection(l) {
@@ -264,8 +358,11 @@
       el('span', { class: 'who', text: participantLine(p) }));
     const n = (shares && shares.by_participant && shares.by_participant[p.participant_id]) || 0;
     if (n) li.append(el('span', { class: 'muted', text: ` · ${n} active task${n === 1 ? '' : 's'}${p.is_host ? '' : ` of ${shares.share}`}` }));
-    if (!p.is_host) li.append(readmitButton(p), endSessionsButton(p));
-    if (n) li.append(clearControls(p, n));
+    // The row's actions are one labelled group, apart from who it is.
+    const group = el('div', { class: 'actions row-actions', role: 'group', 'aria-label': `Actions for ${p.name}` });
+    if (!p.is_host) group.append(readmitButton(p), endSessionsButton(p));
+    if (n) group.append(clearControls(p, n));
+    if (group.childElementCount) li.append(group);
     return li;
   }
 
@@ -335,11 +432,77 @@
 
   function renderEvents(evs) {
     $('events').replaceChildren(...(evs.length ? evs.map((ev) => {
-      const p = ev.payload || {};
-      const actor = who(p.actor_id || p.reviewer_id || p.reviewed_by || p.participant_id);
-      return el('li', {}, el('span', { class: 'mono', text: ev.event_type }), ' · ', when(ev.created_at), actor ? ` · ${actor}` : '');
-    }) : [el('li', { class: 'empty', text: 'No events yet.' })]));
+      const line = activityLine(ev);
+      return el('li', { dataset: { eventType: ev.event_type } }, line, ' · ', when(ev.created_at));
+    }) : [el('li', { class: 'empty', text: 'No activity yet.' })]));
   }
+
+  // ---- activity in words -------------------------------------------------
+  //
+  // Each event as a sentence naming who did what to which item, the item's
+  // name linked to its card ("writer finished About Venue — waiting for
+  // your approval"). Events carry ids only; names and summaries come from
+  // the room view (an item no longer in it is named by its kind).
+
+  function cardLink(kind, id, fallback) {
+    const item = kind === 'handoff' ? handoffsByID.get(id) : proposalsByID.get(id);
+    const text = item ? (item.summary || fallback) : fallback;
+    if (!item) return el('span', { class: 'strong', text });
+    return el('a', { href: `#${kind}-${id}`, class: 'strong item-link', text, dataset: { card: `${kind}-${id}` } });
+  }
+
+  function activityLine(ev) {
+    const p = ev.payload || {};
+    const actor = who(p.actor_id || p.reviewer_id || p.reviewed_by || p.participant_id) || 'the room';
+    const h = () => cardLink('handoff', p.handoff_id, 'a handoff');
+    const pr = () => cardLink('proposal', p.proposal_id, 'a proposal');
+    const owner = () => { const x = handoffsByID.get(p.handoff_id); return x ? who(x.owner_id) : 'its owner'; };
+    switch (ev.event_type) {
+      case 'handoff.created': return el('span', {}, `${actor} asked for `, h());
+      case 'handoff.accepted': return el('span', {}, `${actor} took on `, h());
+      case 'handoff.input_requested': return el('span', {}, `${actor} asks ${owner()} about `, h(), ' — waiting for an answer');
+      case 'handoff.input_received': return el('span', {}, `${actor} answered the questions on `, h());
+      case 'handoff.result_ready': return el('span', {}, `${actor} finished `, h(), ' — waiting for your approval');
+      case 'handoff.approved': return el('span', {}, `${actor} approved the result of `, h());
+      case 'handoff.rejected': return el('span', {}, `${actor} rejected the result of `, h());
+      case 'handoff.cancelled': return el('span', {}, `${p.actor_id ? actor : 'The room'} cancelled `, h());
+      case 'task.failed': return el('span', {}, 'The work on ', h(), ' failed');
+      case 'proposal.created': return el('span', {}, `${actor} proposed `, pr(), ' — waiting for your review');
+      case 'proposal.approved': return el('span', {}, `${actor} approved `, pr());
+      case 'proposal.rejected': return el('span', {}, `${actor} rejected `, pr());
+      case 'proposal.committed': {
+        const x = proposalsByID.get(p.proposal_id);
+        return el('span', {}, pr(), ` was committed as version ${p.version}${x && x.committed_by ? ` by ${who(x.committed_by)}` : ''}`);
+      }
+      case 'proposal.conflicted': return el('span', {}, pr(), ` could not be committed: the document moved from v${p.base_version} to v${p.current_version}`);
+      case 'proposal.superseded': return el('span', {}, pr(), ` was superseded by version ${p.by_version}`);
+      case 'change.committed': return el('span', {}, `Version ${p.version}: ${p.summary || 'a change'}${p.participant_id ? ` by ${who(p.participant_id)}` : ''}`);
+      case 'lease.acquired': return el('span', {}, `${actor} is working on `, el('span', { class: 'strong', text: p.target || 'a section' }));
+      case 'lease.released': case 'lease.expired': return el('span', {}, `${actor} stopped working on `, el('span', { class: 'strong', text: p.target || 'a section' }));
+      case 'participant.joined': return el('span', {}, `${who(p.participant_id) || p.name || 'Someone'} joined`);
+      case 'participant.left': return el('span', {}, `${who(p.participant_id) || 'Someone'} left`);
+      case 'invite.created': return el('span', {}, `${actor} made an invitation${p.label ? ` “${p.label}”` : ''}`);
+      case 'invite.revoked': return el('span', {}, `${actor} revoked an invitation`);
+      default: {
+        // Anything else in plain words: "task completed", "session ended".
+        const words = ev.event_type.replace(/[._]/g, ' ');
+        return el('span', {}, `${words[0].toUpperCase()}${words.slice(1)}${p.handoff_id ? ' · ' : ''}`, p.handoff_id ? h() : '');
+      }
+    }
+  }
+
+  // Following a link to a card scrolls it into view and moves the focus
+  // there, so keyboard and screen-reader users land on it too.
+  document.addEventListener('click', (e) => {
+    const a = e.target.closest && e.target.closest('a.item-link, a.card-link');
+    if (!a) return;
+    const target = document.getElementById(a.getAttribute('href').slice(1));
+    if (!target) return;
+    e.preventDefault();
+    target.scrollIntoView({ block: 'start' });
+    target.focus({ preventScroll: true });
+    history.replaceState(null, '', a.getAttribute('href'));
+  });
 
   function renderInvites(invs) {
     const list = $('invites');
@@ -347,10 +510,21 @@
     const now = Date.now();
     const live = invs.filter((i) => !i.revoked_at && Date.parse(i.expires_at) > now
       && (i.max_uses === null || i.used_count < i.max_uses));
+    // Each open invitation with its label, and a Revoke button: it admits
+    // nobody else afterwards (who already joined stays).
     list.replaceChildren(
-      el('li', { text: `${live.length} open invitation${live.length === 1 ? '' : 's'}${live.length > 5 ? ' (newest 5 below)' : ''}` }),
-      ...live.slice(0, 5).map((i) => el('li', {},
-        `${(i.capabilities || []).join(', ')} · used ${i.used_count}${i.max_uses === null ? '' : ` of ${i.max_uses}`} · until `, when(i.expires_at))));
+      el('li', { text: `${live.length} open invitation${live.length === 1 ? '' : 's'}${live.length > 10 ? ' (newest 10 below)' : ''}` }),
+      ...live.slice(0, 10).map((i) => {
+        const name = i.label ? `“${i.label}”` : i.invite_id;
+        return el('li', { class: 'invite-row', dataset: { inviteId: i.invite_id } },
+          el('span', { class: i.label ? 'strong' : 'mono', text: i.label || i.invite_id }),
+          ` · ${(i.capabilities || []).join(', ')} · used ${i.used_count}${i.max_uses === null ? '' : ` of ${i.max_uses}`} · until `, when(i.expires_at), ' ',
+          el('button', { type: 'button', class: 'secondary small-button', 'aria-label': `Revoke invitation ${name}`, text: 'Revoke',
+            onclick: (e) => act(e.currentTarget, `revoke the invitation ${name}`, async () => {
+              await api('POST', '/workspace/invite/revoke', { invite_id: i.invite_id });
+              setTimeout(() => setNotice(`Revoked the invitation ${name}: it admits nobody else.`, 'action'), 0);
+            }) }));
+      }));
   }
 
   // renderKeyed keeps one node per item (data-key) and rebuilds a node only
@@ -413,34 +587,153 @@
 
   // ---- proposals -----------------------------------------------------------
 
+  // A proposal card reads like a pull request: what it replaces (a whole
+  // document unmistakably), whether the document moved since its base,
+  // and the red/green diff against the text as it is now (and against its
+  // base when it moved). The host decides in one step: "Approve and
+  // commit" when the host may commit; otherwise the card says who commits
+  // next, and shows who did once they have.
   function renderProposal(p) {
     const h = newID('prop');
     const actions = [];
-    // A whole-document proposal replaces every section when it is
-    // committed: the card says so before anything else, and so do its
-    // buttons' names.
     const whole = p.scope === 'document';
     const what = whole ? 'whole-document proposal' : 'proposal';
+    const open = p.status === 'pending' || p.status === 'approved';
+    const stale = open && currentVersion && p.base_version !== currentVersion;
+    const proposer = who(p.participant_id);
     if (p.status === 'pending') {
-      actions.push(
-        el('button', { type: 'button', 'aria-label': `Approve ${what} “${p.summary}”`, text: 'Approve',
-          onclick: (e) => act(e.currentTarget, `approve the ${what}`, () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: true })) }),
-        el('button', { type: 'button', class: 'secondary', 'aria-label': `Reject ${what} “${p.summary}”`, text: 'Reject',
-          onclick: (e) => act(e.currentTarget, `reject the ${what}`, () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: false })) }));
-    } else if (p.status === 'approved') {
+      if (mayCommit) {
+        actions.push(el('button', { type: 'button', class: 'approve', 'aria-label': `Approve and commit ${what} “${p.summary}”`, text: 'Approve and commit',
+          onclick: (e) => approveAndCommit(e.currentTarget, p, what) }));
+      } else {
+        actions.push(el('button', { type: 'button', class: 'approve', 'aria-label': `Approve ${what} “${p.summary}”`, text: 'Approve',
+          onclick: (e) => act(e.currentTarget, `approve the ${what}`, () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: true })) }));
+      }
+      actions.push(el('button', { type: 'button', class: 'secondary', 'aria-label': `Reject ${what} “${p.summary}”`, text: 'Reject',
+        onclick: (e) => act(e.currentTarget, `reject the ${what}`, () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: false })) }));
+    } else if (p.status === 'approved' && mayCommit) {
       actions.push(el('button', { type: 'button', 'aria-label': `Commit ${what} “${p.summary}”`, text: 'Commit',
-        onclick: (e) => act(e.currentTarget, `commit the ${what}`, () => api('POST', '/workspace/commit', { proposal_id: p.proposal_id })) }));
+        onclick: (e) => commitProposal(e.currentTarget, p, what) }));
     }
-    return el('article', { class: `card proposal${whole ? ' whole-document' : ''}${['pending', 'approved'].includes(p.status) ? '' : ' closed'}`, 'aria-labelledby': h, dataset: { proposalId: p.proposal_id, scope: p.scope || '' } },
+    let next = null;
+    if (p.status === 'approved') {
+      next = el('p', { class: 'line next' }, `Approved by ${who(p.reviewed_by)}, not in the file yet. `,
+        mayCommit ? `Commit it here, or leave it to ${proposer}, who proposed it.` : `${proposer}, who proposed it, commits it next (or the host).`);
+    } else if (p.status === 'pending' && !mayCommit) {
+      next = el('p', { class: 'line next' }, `After approval, ${proposer}, who proposed it, commits it.`);
+    } else if (p.status === 'committed') {
+      next = el('p', { class: 'line next' }, `Committed as version ${p.committed_version}${p.committed_by ? ` by ${who(p.committed_by)}` : ''}.`);
+    }
+    const refusal = commitRefusals.get(p.proposal_id);
+    return el('article', { id: `proposal-${p.proposal_id}`, tabindex: '-1',
+      class: `card proposal${whole ? ' whole-document' : ''}${open ? '' : ' closed'}`, 'aria-labelledby': h,
+      dataset: { proposalId: p.proposal_id, scope: p.scope || '', status: p.status } },
       el('h3', { id: h, text: p.summary || '(no summary)' }),
       whole ? el('p', { class: 'line scope-document', role: 'note' }, el('span', { class: 'badge s-whole', text: 'whole document' }),
         ' Committing this replaces the entire file, every section of it.') : null,
       el('p', { class: 'line' }, badge(p.status), ` · base v${p.base_version} · `, el('span', { class: 'strong', text: p.target })),
-      el('p', { class: 'line muted' }, `by ${who(p.participant_id)} · `, when(p.created_at),
+      el('p', { class: 'line muted' }, `by ${proposer} · `, when(p.created_at),
         p.committed_version ? ` · committed as v${p.committed_version}` : '',
         p.reviewed_by ? ` · reviewed by ${who(p.reviewed_by)}` : ''),
+      stale ? el('p', { class: 'line stale-warning' }, el('span', { class: 'badge s-stale', text: 'document changed' }),
+        ` The document changed since this was proposed (based on v${p.base_version}, now v${currentVersion}): committing it will be refused. Its change against its base is shown below too.`) : null,
+      refusal ? refusalBlock(refusal) : null,
+      open ? proposalDiffBlock(p) : null,
       p.change ? proposedText(p) : null,
+      next,
       actions.length ? el('div', { class: 'actions' }, actions) : null);
+  }
+
+  // commitRefusals keeps the engine's last refusal of a commit from this
+  // page (e.g. stale_version with its diff) per proposal, so the card shows
+  // it after the proposal's new state re-renders the card.
+  const commitRefusals = new Map();
+
+  function refusalBlock(r) {
+    return el('div', { class: 'refusal', role: 'alert' },
+      el('p', { class: 'line strong', text: `The room refused the commit: ${r.message}` }),
+      r.diff ? el('details', { open: true }, el('summary', { text: `Its diff: the text now (v${r.current}) against what the commit would have written` }), diffView(r.diff, r.truncated)) : null);
+  }
+
+  async function commitOrRecord(p) {
+    try {
+      await api('POST', '/workspace/commit', { proposal_id: p.proposal_id });
+      commitRefusals.delete(p.proposal_id);
+    } catch (e) {
+      if (e.data && e.code) {
+        commitRefusals.set(p.proposal_id, { message: e.message, diff: e.data.diff || '', truncated: !!e.data.diff_truncated, current: e.data.current_version });
+      }
+      throw e;
+    }
+  }
+
+  function approveAndCommit(button, p, what) {
+    return act(button, `approve and commit the ${what}`, async () => {
+      await api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: true });
+      await commitOrRecord(p);
+    });
+  }
+
+  function commitProposal(button, p, what) {
+    return act(button, `commit the ${what}`, () => commitOrRecord(p));
+  }
+
+  // ---- diffs -----------------------------------------------------------------
+  //
+  // The room computes every diff (GET /workspace/proposal/diff, /version,
+  // a stale_version refusal); the page only colours its lines, as text. A
+  // line is shown up to DIFF_LINE_CHARS characters and a diff up to
+  // DIFF_LINES lines, so a 1 MB single line cannot stall the page.
+
+  const DIFF_LINE_CHARS = 4000;
+  const DIFF_LINES = 4000;
+
+  function diffView(text, truncated) {
+    const lines = text.split('\n');
+    if (lines.length && lines[lines.length - 1] === '') lines.pop();
+    const rows = [];
+    for (const line of lines.slice(0, DIFF_LINES)) {
+      let cls = 'ctx';
+      if (line.startsWith('+++') || line.startsWith('---')) cls = 'file';
+      else if (line.startsWith('@@')) cls = 'hunk';
+      else if (line.startsWith('+')) cls = 'add';
+      else if (line.startsWith('-')) cls = 'del';
+      const shown = line.length > DIFF_LINE_CHARS ? `${line.slice(0, DIFF_LINE_CHARS)}… (${line.length - DIFF_LINE_CHARS} more characters)` : line;
+      rows.push(el('div', { class: `dl ${cls}`, text: shown }));
+    }
+    if (lines.length > DIFF_LINES) rows.push(el('div', { class: 'dl note', text: `… ${lines.length - DIFF_LINES} more lines not shown` }));
+    if (truncated) rows.push(el('div', { class: 'dl note', text: '… the room cut this diff at its size bound' }));
+    if (!rows.length) rows.push(el('div', { class: 'dl note', text: 'No change.' }));
+    return el('div', { class: 'diff', role: 'group', 'aria-label': 'Diff: removed lines start with −, added lines with +' }, rows);
+  }
+
+  const proposalDiffs = new Map(); // `${proposal_id}@${version}` -> the room's answer
+
+  function proposalDiffBlock(p) {
+    const key = `${p.proposal_id}@${currentVersion}`;
+    const box = el('div', { class: 'proposal-diff', dataset: { diffFor: p.proposal_id } });
+    const fill = (target, d) => {
+      const whole = d.scope === 'document';
+      target.replaceChildren(...[
+        el('h4', {}, whole ? 'Diff against the whole document as it is now' : `Diff against ${d.section} as it is now`,
+          el('span', { class: 'counts', text: ` (+${d.added} −${d.removed}, v${d.current_version})` })),
+        d.section_missing ? el('p', { class: 'line muted', text: 'That section is no longer in the document.' }) : null,
+        diffView(d.diff, d.diff_truncated),
+        d.base_diff ? el('details', { class: 'base-diff' }, el('summary', { text: `What it changes against its base, v${d.base_version}` }), diffView(d.base_diff, d.base_diff_truncated)) : null,
+      ].filter(Boolean));
+    };
+    if (proposalDiffs.has(key)) {
+      fill(box, proposalDiffs.get(key));
+      return box;
+    }
+    box.append(el('p', { class: 'line muted', text: 'Loading the diff…' }));
+    api('GET', `/workspace/proposal/diff?proposal_id=${encodeURIComponent(p.proposal_id)}`).then((d) => {
+      proposalDiffs.set(key, d);
+      for (const b of document.querySelectorAll('[data-diff-for]')) if (b.dataset.diffFor === p.proposal_id) fill(b, d);
+    }, (e) => {
+      box.replaceChildren(el('p', { class: 'line muted', text: `The diff could not be read: ${e.message}` }));
+    });
+    return box;
   }
 
   // The room view carries no proposed text (up to 256 KiB a proposal), only
@@ -546,7 +839,7 @@
         onclick: (e) => act(e.currentTarget, 'cancel the handoff', () => api('POST', '/workspace/task/cancel', { task_id: h.task_id })) })));
     }
     parts.push(...actions);
-    return el('article', { class: `card handoff${LIVE_HANDOFF.has(h.status) ? '' : ' closed'}`, 'aria-labelledby': hid,
+    return el('article', { id: `handoff-${h.handoff_id}`, tabindex: '-1', class: `card handoff${LIVE_HANDOFF.has(h.status) ? '' : ' closed'}`, 'aria-labelledby': hid,
       dataset: { handoffId: h.handoff_id, status: h.status } }, parts);
   }
 
@@ -699,8 +992,10 @@
     const uri = $('invite-uri');
     const status = $('invite-status');
     create.addEventListener('click', () => act(create, 'create an invitation', async () => {
-      const g = await api('POST', '/workspace/invite', {});
-      showInvite(g, `Works once, until ${new Date(g.expires_at).toLocaleString()}. Copy it now: it is not shown again.`);
+      const label = $('invite-label').value.trim();
+      const g = await api('POST', '/workspace/invite', label ? { label } : {});
+      $('invite-label').value = '';
+      showInvite(g, `${label ? `“${label}”: ` : ''}Works once, until ${new Date(g.expires_at).toLocaleString()}. Copy it now: it is not shown again.`);
     }));
     $('invite-copy').addEventListener('click', async () => {
       try {
@@ -715,9 +1010,136 @@
     });
   }
 
+  // ---- the document and its history ---------------------------------------
+  //
+  // The room renders the Markdown (GET /page/document: no raw HTML, links
+  // only to http(s)/mailto, images as links); it is the one piece of room
+  // text this page inserts as markup. Headings carry their section's path,
+  // so sections someone leases or has a proposal for are marked here.
+  // Older and Newer step through the versions, each with its diff from the
+  // one before (GET /workspace/version).
+
+  // safeNodes rebuilds the room's rendering with this page's own element
+  // builder, keeping only an allow-list of tags and attributes: the markup
+  // is parsed in an inert document (nothing in it runs or loads) and never
+  // moved into the page as it is, so even a fault in the renderer cannot
+  // bring script, styles, frames or foreign loads in.
+  const SAFE_TAGS = new Set(['P', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'UL', 'OL', 'LI', 'A', 'EM', 'STRONG', 'CODE', 'PRE',
+    'BLOCKQUOTE', 'HR', 'BR', 'TABLE', 'THEAD', 'TBODY', 'TR', 'TH', 'TD', 'DEL', 'INPUT']);
+  const SAFE_ATTRS = { A: ['href', 'title'], H1: ['data-path'], H2: ['data-path'], H3: ['data-path'], H4: ['data-path'], H5: ['data-path'], H6: ['data-path'],
+    OL: ['start'], TH: ['align'], TD: ['align'], INPUT: ['checked'] };
+  const safeHref = (u) => /^(https?:|mailto:|#)/i.test(u);
+
+  function safeNodes(html) {
+    const parsed = new DOMParser().parseFromString(html, 'text/html');
+    const copy = (n) => {
+      if (n.nodeType === Node.TEXT_NODE) return document.createTextNode(n.data);
+      if (n.nodeType !== Node.ELEMENT_NODE) return null;
+      const kids = [...n.childNodes].map(copy).filter(Boolean);
+      if (!SAFE_TAGS.has(n.tagName)) return document.createTextNode(n.textContent);
+      if (n.tagName === 'INPUT' && n.getAttribute('type') !== 'checkbox') return null;
+      const attrs = {};
+      for (const a of SAFE_ATTRS[n.tagName] || []) if (n.hasAttribute(a)) attrs[a] = n.getAttribute(a);
+      if (n.tagName === 'A') {
+        if ('href' in attrs && !safeHref(attrs.href)) {
+          // A link the room would not keep is shown as its text only.
+          return el('span', { class: 'inert-link', title: 'link removed: not a web address' }, kids);
+        }
+        if (attrs.href && !attrs.href.startsWith('#')) Object.assign(attrs, { rel: 'noopener noreferrer', target: '_blank' });
+      }
+      if (n.tagName === 'INPUT') Object.assign(attrs, { type: 'checkbox', disabled: true, 'aria-label': 'task item' });
+      const level = /^H([1-6])$/.exec(n.tagName);
+      if (level) {
+        // The document's headings sit under the page's own "Document"
+        // heading: shown at their level, announced two levels deeper, and
+        // not h1/h2 elements, so the page keeps one h1 and its own sections.
+        return el('p', { ...attrs, class: `doc-h doc-h${level[1]}${attrs['data-path'] ? ' doc-section' : ''}`, role: 'heading',
+          'aria-level': String(Math.min(Number(level[1]) + 2, 6)) }, kids);
+      }
+      return el(n.tagName.toLowerCase(), attrs, kids);
+    };
+    return [...parsed.body.childNodes].map(copy).filter(Boolean);
+  }
+
+  let docShown = 0;   // 0: following the current version; else the version shown
+  let docVersion = 0; // the version on screen
+  let docSeq = 0;
+
+  async function loadDocument(version) {
+    const seq = ++docSeq;
+    docShown = version;
+    try {
+      const [doc, step] = await Promise.all([
+        api('GET', `/page/document${version ? `?version=${version}` : ''}`),
+        api('GET', `/workspace/version?version=${version || currentVersion || 1}`),
+      ]);
+      if (seq !== docSeq) return;
+      docVersion = doc.version;
+      const box = $('document');
+      box.replaceChildren(...safeNodes(doc.html));
+      box.dataset.version = String(doc.version);
+      $('doc-note').textContent = doc.truncated ? `Part of this version (${sizeText(doc.bytes)}) is not shown here (very long lines are cut); read all of it with ce or workspace_read.` : '';
+      const latest = step.latest;
+      $('doc-where').textContent = `Version ${doc.version} of ${latest}${doc.version === latest ? ' (current)' : ''}: ${step.summary || ''}${step.participant_id ? ` · by ${who(step.participant_id)}` : ''}`;
+      $('doc-older').disabled = doc.version <= 1;
+      $('doc-newer').disabled = doc.version >= latest;
+      $('doc-current').disabled = doc.version >= latest && docShown === 0;
+      $('doc-changes-summary').textContent = `What version ${doc.version} changed (+${step.added} −${step.removed})`;
+      $('doc-diff').replaceWith(Object.assign(diffView(step.diff, step.diff_truncated), { id: 'doc-diff' }));
+      markSections();
+    } catch (e) {
+      if (seq === docSeq) setNotice(e.status === 401 ? SIGNED_OUT : `Could not read the document: ${e.message}`, 'refresh');
+    }
+  }
+
+  function markSections() {
+    const box = $('document');
+    if (docShown !== 0 && docVersion !== currentVersion) {
+      for (const m of box.querySelectorAll('.section-mark')) m.remove();
+      return;
+    }
+    const leased = new Map();
+    for (const l of leasesNow) leased.set(l.target, who(l.participant_id));
+    const proposed = new Map();
+    for (const p of proposalsByID.values()) {
+      if (p.status !== 'pending' && p.status !== 'approved') continue;
+      const key = p.scope === 'document' ? 'workspace' : (p.change && p.change.section) || p.target;
+      if (!proposed.has(key)) proposed.set(key, []);
+      proposed.get(key).push(p);
+    }
+    for (const m of box.querySelectorAll('.section-mark')) m.remove();
+    for (const hd of box.querySelectorAll('[data-path]')) {
+      const path = hd.dataset.path;
+      hd.classList.toggle('leased', leased.has(path));
+      hd.classList.toggle('proposed', proposed.has(path));
+      const marks = [];
+      if (leased.has(path)) marks.push(el('span', { class: 'section-mark badge s-leased', text: `leased by ${leased.get(path)}` }));
+      for (const p of proposed.get(path) || []) {
+        marks.push(el('a', { class: 'section-mark badge s-proposed card-link', href: `#proposal-${p.proposal_id}`, text: `proposal: ${p.summary || p.proposal_id}` }));
+      }
+      if (marks.length) hd.append(' ', ...marks);
+    }
+    const wholeDoc = proposed.get('workspace');
+    if (wholeDoc && box.firstElementChild) {
+      box.prepend(el('p', { class: 'section-mark whole-mark' }, el('span', { class: 'badge s-whole', text: 'whole document' }), ' A proposal would replace all of it: ',
+        ...wholeDoc.map((p) => el('a', { class: 'card-link', href: `#proposal-${p.proposal_id}`, text: p.summary || p.proposal_id }))));
+    }
+  }
+
+  function setupDocument() {
+    $('doc-older').addEventListener('click', () => loadDocument(Math.max(1, (docVersion || currentVersion) - 1)));
+    $('doc-newer').addEventListener('click', () => {
+      const next = docVersion + 1;
+      loadDocument(next >= currentVersion ? 0 : next);
+    });
+    $('doc-current').addEventListener('click', () => loadDocument(0));
+  }
+
   // ---- start ---------------------------------------------------------------
 
   setupInvite();
+  setupNotify();
+  setupDocument();
   schedule(0);
   if (typeof EventSource === 'function') connect();
   else setLive('off', 'Live updates: not supported by this browser');

@@ -19,7 +19,8 @@ const MaxForwards = 1024
 const ingressDialTimeout = 10 * time.Second
 
 // forwardIngress carries the tailnet listener's connections to the local
-// ingress address, at most max at once.
+// ingress address, at most max at once and max/8 of them for one node
+// (the listener names each connection's node: transport.PeerConn).
 func forwardIngress(ln net.Listener, ingressAddr string, max int, grace time.Duration, log *slog.Logger) *transport.Forwarder {
 	return transport.Forward(ln, transport.ForwardConfig{
 		Name: "tailscale",
@@ -29,6 +30,7 @@ func forwardIngress(ln net.Listener, ingressAddr string, max int, grace time.Dur
 		},
 		DialTimeout:    ingressDialTimeout,
 		Max:            max,
+		MaxPerPeer:     MaxForwardsPerNode * max / MaxForwards,
 		HalfCloseGrace: grace,
 		Log:            log,
 	})

@@ -29,6 +29,7 @@ type Plugin struct {
 	node     *node // the embedded node, once up
 	startErr error // why the node could not start (a later Dial does not retry)
 	fwd      *transport.Forwarder
+	handed   net.Listener // the tailnet listener ExposeConns handed to the room
 
 	startMu sync.Mutex // one node start at a time
 
@@ -49,9 +50,33 @@ func (p *Plugin) Name() string { return Name }
 
 // Expose starts the room's node, waits until it is on the tailnet (a login
 // URL goes to Options.Notice), listens on TailnetPort there and forwards
-// every connection to the ingress at ingressAddr. The hint names the node by
-// its MagicDNS name and its tailnet IPs. A plugin exposes one ingress.
+// every connection to the ingress at ingressAddr, at most
+// MaxForwardsPerNode of MaxForwards for one node. The hint names the node
+// by its MagicDNS name and its tailnet IPs. A plugin exposes one ingress.
 func (p *Plugin) Expose(ctx context.Context, ingressAddr string) (transport.Hint, error) {
+	return p.expose(ctx, ingressAddr, false)
+}
+
+var _ transport.ConnExposer = (*Plugin)(nil)
+
+// ExposeConns is Expose without the forward (transport.ConnExposer): the
+// room serves its ingress on the returned tailnet listener itself, each of
+// whose connections names its tailnet node (transport.PeerConn), so the
+// room's connection policy shares its connections among the nodes and a
+// connection it reclaims ends on the tailnet at once.
+func (p *Plugin) ExposeConns(ctx context.Context, ingressAddr string) (transport.Hint, net.Listener, error) {
+	h, err := p.expose(ctx, ingressAddr, true)
+	if err != nil {
+		return h, nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return h, p.handed, nil
+}
+
+// expose is Expose, or ExposeConns when handOver: the tailnet listener is
+// then kept in p.handed rather than forwarded.
+func (p *Plugin) expose(ctx context.Context, ingressAddr string, handOver bool) (transport.Hint, error) {
 	host, _, err := net.SplitHostPort(ingressAddr)
 	if ip, perr := netip.ParseAddr(host); err != nil || perr != nil || !ip.IsLoopback() {
 		return transport.Hint{}, fmt.Errorf("%w: tailscale: the ingress %q is not a loopback host:port", transport.ErrUnavailable, ingressAddr)
@@ -85,7 +110,11 @@ func (p *Plugin) Expose(ctx context.Context, ingressAddr string) (transport.Hint
 		ln.Close()
 		return transport.Hint{}, fmt.Errorf("%w: tailscale: closed", transport.ErrUnavailable)
 	}
-	p.fwd = forwardIngress(ln, ingressAddr, MaxForwards, transport.DefaultHalfCloseGrace, p.cfg.logger())
+	if named := newPeerListener(ln, n.lc); handOver {
+		p.handed = named
+	} else {
+		p.fwd = forwardIngress(named, ingressAddr, MaxForwards, transport.DefaultHalfCloseGrace, p.cfg.logger())
+	}
 	p.mu.Unlock()
 
 	h := transport.Hint{
@@ -168,12 +197,17 @@ func (p *Plugin) Close() error {
 	p.busy.Wait()
 
 	p.mu.Lock()
-	fwd, n := p.fwd, p.node
-	p.fwd, p.node = nil, nil
+	fwd, n, handed := p.fwd, p.node, p.handed
+	p.fwd, p.node, p.handed = nil, nil, nil
 	p.mu.Unlock()
 	var errs []error
 	if fwd != nil {
 		errs = append(errs, fwd.Close())
+	}
+	if handed != nil {
+		if err := handed.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
 	}
 	if n != nil {
 		errs = append(errs, n.close())
