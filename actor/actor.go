@@ -59,6 +59,13 @@ type Config struct {
 	// 1,024). See vacuum.go.
 	VacuumStepPages int
 	VacuumFreePages int
+
+	// PruneEvery is how often the sweeper looks for records the engine's
+	// retention policy lets go (default 1 minute); it comes back at once
+	// while a pass leaves work. PruneBudget bounds the records one prune
+	// transaction removes (default room.DefaultPruneBudget). See prune.go.
+	PruneEvery  time.Duration
+	PruneBudget int
 }
 
 // Room is a running room actor.
@@ -87,6 +94,11 @@ type Room struct {
 
 	nextWake  atomic.Int64 // unix ms the sweeper is armed for (0 = idle wait), for tests and /debug
 	lastFlush time.Time
+
+	// pruneAt is when the next prune turn is due (the engine's clock);
+	// zero when the room has no retention policy. Only the writer touches it.
+	pruneAt  time.Time
+	pruneReq chan chan pruneReply // Prune's requests, run by the writer
 
 	stats Stats
 
@@ -159,6 +171,14 @@ type Stats struct {
 	VacuumPages        atomic.Uint64
 	VacuumFailed       atomic.Uint64
 	VacuumLongestNanos atomic.Uint64
+
+	// Retention's prune turns (prune.go): how many ran, and the longest
+	// and total time each held the writer (its own transaction, COMMIT
+	// included), in nanoseconds. What they removed is the engine's
+	// PruneTotals.
+	PruneTurns    atomic.Uint64
+	PruneMaxNanos atomic.Uint64
+	PruneNanos    atomic.Uint64
 }
 
 // CPUSeconds estimates the writer's CPU over all its turns from the turns
@@ -176,6 +196,9 @@ type call struct {
 	name  string
 	run   runner
 	reply chan error // capacity 1: the writer never blocks on a caller
+	// fkOff runs the call alone in a transaction with foreign keys off
+	// (retention's prune turn, which keeps references whole by itself).
+	fkOff bool
 }
 
 // runner is what a command runs on the writer. Do's commands are a
@@ -206,6 +229,12 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 	if cfg.CPUSampleEvery <= 0 {
 		cfg.CPUSampleEvery = 8
 	}
+	if cfg.PruneEvery <= 0 {
+		cfg.PruneEvery = time.Minute
+	}
+	if cfg.PruneBudget <= 0 {
+		cfg.PruneBudget = room.DefaultPruneBudget
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -224,7 +253,10 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		reads: room.NewStmtCache(cfg.Store.Reader),
 		cmds:  make(chan *call, cfg.QueueLen), wake: make(chan struct{}, 1), resync: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}),
-		lastFlush: cfg.Engine.Now(),
+		lastFlush: cfg.Engine.Now(), pruneReq: make(chan chan pruneReply),
+	}
+	if cfg.Engine.Retention.Enabled() {
+		r.pruneAt = cfg.Engine.Now() // a first look as soon as the room is up
 	}
 	r.q = room.NewConnQuerier(conn, &r.stats.Statements)
 	if err := r.eng.EnableWriterCache(ctx, conn); err != nil {
@@ -471,7 +503,22 @@ func (r *Room) loop() {
 			batch = append(batch[:0], c)
 			run = r.drain(batch)
 		case <-timer.C:
+			if r.pruneDue() {
+				r.measured(func() {
+					r.pruneTurn()
+					r.checkVacuum() // what a turn removed may free pages to give back
+					timer.Reset(r.armSweeper())
+				})
+				continue
+			}
 			run, swept = []*call{r.sweepCall()}, true
+		case rep := <-r.pruneReq:
+			r.measured(func() {
+				rep <- r.pruneAll()
+				r.checkVacuum()
+				timer.Reset(r.armSweeper())
+			})
+			continue
 		case <-r.wake:
 			run, swept = []*call{r.sweepCall()}, true
 		case <-r.resync:
@@ -549,6 +596,9 @@ func (r *Room) armSweeper() time.Duration {
 	} else if ok {
 		wait = min(wait, max(due.Sub(now), 0)+time.Millisecond)
 	}
+	if !r.pruneAt.IsZero() {
+		wait = min(wait, max(r.pruneAt.Sub(now), 0)+time.Millisecond)
+	}
 	r.nextWake.Store(now.Add(wait).UnixMilli())
 	return wait
 }
@@ -580,6 +630,17 @@ func (r *Room) syncCall() *call {
 // runBatch is the heart of the writer: one transaction, a savepoint per
 // command after the first, one COMMIT, then one publish and the answers.
 func (r *Room) runBatch(batch []*call) {
+	if len(batch) == 1 && batch[0].fkOff {
+		if _, err := r.ctl(context.Background(), "PRAGMA foreign_keys = OFF"); err != nil {
+			batch[0].reply <- room.Internal(err)
+			return
+		}
+		defer func() {
+			if _, err := r.ctl(context.Background(), "PRAGMA foreign_keys = ON"); err != nil {
+				r.log.Error("writer: could not turn foreign keys back on", "err", err)
+			}
+		}()
+	}
 	committed := false
 	defer func() { r.eng.EndWriterBatch(committed) }()
 	ctx := context.Background() // SQL is never interrupted by a caller going away

@@ -35,13 +35,16 @@ func openLocal(ctx context.Context, docPath, dbPath, host string, pub actor.Publ
 	return openLocalWith(ctx, docPath, dbPath, host, pub, log, room.Defaults(), 0, actor.WatchConfig{})
 }
 
-// storeOption adjusts the opened sidecar before the writer connection is
-// handed to the actor (ce serve's --wal-autocheckpoint).
-type storeOption func(context.Context, *room.Store) error
+// storeOption adjusts the opened sidecar and the engine before the writer
+// connection is handed to the actor (ce serve's --wal-autocheckpoint, its
+// retention policy and archive).
+type storeOption func(context.Context, *room.Store, *room.Engine) error
 
 // withWALAutocheckpoint sets the writer's automatic checkpoint threshold.
 func withWALAutocheckpoint(pages int) storeOption {
-	return func(ctx context.Context, st *room.Store) error { return st.SetWALAutocheckpoint(ctx, pages) }
+	return func(ctx context.Context, st *room.Store, _ *room.Engine) error {
+		return st.SetWALAutocheckpoint(ctx, pages)
+	}
 }
 
 // openLocalWith is openLocal with the room's limits and the writer's batch
@@ -94,7 +97,7 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 		logConversion(ctx, log, st, dbPath, before, conv)
 	}
 	for _, o := range opts {
-		if err := o(ctx, st); err != nil {
+		if err := o(ctx, st, eng); err != nil {
 			st.Close()
 			return nil, err
 		}

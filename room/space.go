@@ -139,18 +139,28 @@ func SidecarSpace(ctx context.Context, dbPath string) (Space, error) {
 type Storage struct {
 	Space
 	// Pruned counts what retention has removed, by kind of record (e.g.
-	// "handoffs", "versions"). Empty while no retention policy is set, or
-	// until PrunedCounts reports it (see there).
+	// "handoffs", "versions") since the room started; empty while no
+	// retention policy is set or nothing was old enough.
 	Pruned map[string]int64 `json:"pruned"`
 }
 
-// PrunedCounts is where the counts of what retention removed (issue 26
-// item 2) come from for Storage.Pruned. Retention is built beside this
-// work: this hook returns nothing until it is wired to retention's own
-// counters, so every door (ce status, /debug/metrics, the owner page)
-// already carries the field and shows what retention reports once it does.
+// PrunedCounts is what retention removed since this engine started
+// (PruneTotals), by kind, for Storage.Pruned: only the kinds it removed
+// any of, so a room without a retention policy shows an empty map. The
+// totals live in the engine's memory; a restart starts them again.
 func (e *Engine) PrunedCounts(ctx context.Context, q Querier) (map[string]int64, error) {
-	return map[string]int64{}, nil
+	t := e.PruneTotals()
+	out := map[string]int64{}
+	for k, v := range map[string]int64{
+		"handoffs": t.Handoffs, "tasks": t.Tasks, "inputs": t.Inputs, "events": t.Events,
+		"proposals": t.Proposals, "versions": t.Versions, "chunks": t.Chunks, "sessions": t.Sessions,
+		"leases": t.Leases, "invitations": t.Invitations, "participants": t.Participants, "tombstones": t.Tombstones,
+	} {
+		if v > 0 {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
 
 // Storage reads the sidecar's space (SQLite's page counts from q, the
