@@ -52,6 +52,20 @@ type Config struct {
 	// Watch makes outside edits of the document versions within a
 	// second, instead of at the next read or sweep (see watch.go).
 	Watch WatchConfig
+
+	// VacuumStepPages is how many free pages one idle step gives back to
+	// the filesystem (default 32; negative: no idle steps), and
+	// VacuumFreePages how many free pages make the writer start (default
+	// 1,024). See vacuum.go.
+	VacuumStepPages int
+	VacuumFreePages int
+
+	// PruneEvery is how often the sweeper looks for records the engine's
+	// retention policy lets go (default 1 minute); it comes back at once
+	// while a pass leaves work. PruneBudget bounds the records one prune
+	// transaction removes (default room.DefaultPruneBudget). See prune.go.
+	PruneEvery  time.Duration
+	PruneBudget int
 }
 
 // Room is a running room actor.
@@ -81,7 +95,20 @@ type Room struct {
 	nextWake  atomic.Int64 // unix ms the sweeper is armed for (0 = idle wait), for tests and /debug
 	lastFlush time.Time
 
+	// pruneAt is when the next prune turn is due (the engine's clock);
+	// zero when the room has no retention policy. Only the writer touches it.
+	pruneAt  time.Time
+	pruneReq chan chan pruneReply // Prune's requests, run by the writer
+
 	stats Stats
+
+	// Giving free pages back (vacuum.go). incremental and vacuumDue are
+	// the writer's own; compacting is Compact's, one at a time.
+	incremental bool            // the sidecar is in incremental auto-vacuum mode
+	vacuumDue   bool            // idle steps are due: pages were free at the last look
+	vacuumAsk   chan *vacuumReq // Compact's steps, run by the writer between batches
+	ready       chan struct{}   // closed: what idle returns while steps are due
+	compacting  atomic.Bool
 
 	// replies keeps the reply channels of answered commands (Do). The
 	// writer sends exactly one reply per command (answer), so a channel
@@ -136,6 +163,22 @@ type Stats struct {
 	// counted when there is a checkpointer.
 	Checkpoints atomic.Uint64
 	WALFrames   atomic.Uint64
+
+	// Free pages given back (vacuum.go): the steps run (idle ones and ce
+	// compact's), the pages they gave back, the steps that failed, and the
+	// longest step, which is how long a command may have waited for one.
+	VacuumSteps        atomic.Uint64
+	VacuumPages        atomic.Uint64
+	VacuumFailed       atomic.Uint64
+	VacuumLongestNanos atomic.Uint64
+
+	// Retention's prune turns (prune.go): how many ran, and the longest
+	// and total time each held the writer (its own transaction, COMMIT
+	// included), in nanoseconds. What they removed is the engine's
+	// PruneTotals.
+	PruneTurns    atomic.Uint64
+	PruneMaxNanos atomic.Uint64
+	PruneNanos    atomic.Uint64
 }
 
 // CPUSeconds estimates the writer's CPU over all its turns from the turns
@@ -153,6 +196,9 @@ type call struct {
 	name  string
 	run   runner
 	reply chan error // capacity 1: the writer never blocks on a caller
+	// fkOff runs the call alone in a transaction with foreign keys off
+	// (retention's prune turn, which keeps references whole by itself).
+	fkOff bool
 }
 
 // runner is what a command runs on the writer. Do's commands are a
@@ -183,8 +229,20 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 	if cfg.CPUSampleEvery <= 0 {
 		cfg.CPUSampleEvery = 8
 	}
+	if cfg.PruneEvery <= 0 {
+		cfg.PruneEvery = time.Minute
+	}
+	if cfg.PruneBudget <= 0 {
+		cfg.PruneBudget = room.DefaultPruneBudget
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.VacuumStepPages == 0 {
+		cfg.VacuumStepPages = defaultVacuumStepPages
+	}
+	if cfg.VacuumFreePages <= 0 {
+		cfg.VacuumFreePages = defaultVacuumFreePages
 	}
 	conn, err := cfg.Store.Writer.Conn(ctx)
 	if err != nil {
@@ -195,7 +253,10 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		reads: room.NewStmtCache(cfg.Store.Reader),
 		cmds:  make(chan *call, cfg.QueueLen), wake: make(chan struct{}, 1), resync: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}),
-		lastFlush: cfg.Engine.Now(),
+		lastFlush: cfg.Engine.Now(), pruneReq: make(chan chan pruneReply),
+	}
+	if cfg.Engine.Retention.Enabled() {
+		r.pruneAt = cfg.Engine.Now() // a first look as soon as the room is up
 	}
 	r.q = room.NewConnQuerier(conn, &r.stats.Statements)
 	if err := r.eng.EnableWriterCache(ctx, conn); err != nil {
@@ -214,6 +275,8 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		conn.Close()
 		return nil, err
 	}
+	r.eng.AttachStore(r.store)
+	r.initVacuum(ctx)
 	r.startCheckpointer() // before the writer starts: it reads ckptNudge
 	go r.loop()
 	if cfg.Watch.Enabled {
@@ -434,14 +497,30 @@ func (r *Room) loop() {
 	batch := make([]*call, 0, r.cfg.MaxBatch)
 	for {
 		var run []*call
+		swept := false
 		select {
 		case c := <-r.cmds:
 			batch = append(batch[:0], c)
 			run = r.drain(batch)
 		case <-timer.C:
-			run = []*call{r.sweepCall()}
+			if r.pruneDue() {
+				r.measured(func() {
+					r.pruneTurn()
+					r.checkVacuum() // what a turn removed may free pages to give back
+					timer.Reset(r.armSweeper())
+				})
+				continue
+			}
+			run, swept = []*call{r.sweepCall()}, true
+		case rep := <-r.pruneReq:
+			r.measured(func() {
+				rep <- r.pruneAll()
+				r.checkVacuum()
+				timer.Reset(r.armSweeper())
+			})
+			continue
 		case <-r.wake:
-			run = []*call{r.sweepCall()}
+			run, swept = []*call{r.sweepCall()}, true
 		case <-r.resync:
 			// Look again here: the room's own write may have committed
 			// since the watcher looked, and then there is nothing to do.
@@ -453,12 +532,25 @@ func (r *Room) loop() {
 		case step := <-r.ckptFinish:
 			r.finishCheckpoint(step)
 			continue // no batch ran: the sweeper's timer is still armed
+		case req := <-r.vacuumAsk:
+			r.measured(func() { r.runVacuumReq(req) })
+			continue // likewise
+		case <-r.idle():
+			// Idle means no command waits: one that came meanwhile goes
+			// first, and the step waits for the next quiet moment.
+			if len(r.cmds) == 0 {
+				r.measured(r.idleVacuum)
+			}
+			continue
 		case <-r.quit:
 			r.measured(r.stop)
 			return
 		}
 		r.measured(func() {
 			r.runBatch(run)
+			if swept {
+				r.checkVacuum()
+			}
 			timer.Reset(r.armSweeper())
 		})
 	}
@@ -504,6 +596,9 @@ func (r *Room) armSweeper() time.Duration {
 	} else if ok {
 		wait = min(wait, max(due.Sub(now), 0)+time.Millisecond)
 	}
+	if !r.pruneAt.IsZero() {
+		wait = min(wait, max(r.pruneAt.Sub(now), 0)+time.Millisecond)
+	}
 	r.nextWake.Store(now.Add(wait).UnixMilli())
 	return wait
 }
@@ -535,6 +630,17 @@ func (r *Room) syncCall() *call {
 // runBatch is the heart of the writer: one transaction, a savepoint per
 // command after the first, one COMMIT, then one publish and the answers.
 func (r *Room) runBatch(batch []*call) {
+	if len(batch) == 1 && batch[0].fkOff {
+		if _, err := r.ctl(context.Background(), "PRAGMA foreign_keys = OFF"); err != nil {
+			batch[0].reply <- room.Internal(err)
+			return
+		}
+		defer func() {
+			if _, err := r.ctl(context.Background(), "PRAGMA foreign_keys = ON"); err != nil {
+				r.log.Error("writer: could not turn foreign keys back on", "err", err)
+			}
+		}()
+	}
 	committed := false
 	defer func() { r.eng.EndWriterBatch(committed) }()
 	ctx := context.Background() // SQL is never interrupted by a caller going away

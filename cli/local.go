@@ -35,13 +35,16 @@ func openLocal(ctx context.Context, docPath, dbPath, host string, pub actor.Publ
 	return openLocalWith(ctx, docPath, dbPath, host, pub, log, room.Defaults(), 0, actor.WatchConfig{})
 }
 
-// storeOption adjusts the opened sidecar before the writer connection is
-// handed to the actor (ce serve's --wal-autocheckpoint).
-type storeOption func(context.Context, *room.Store) error
+// storeOption adjusts the opened sidecar and the engine before the writer
+// connection is handed to the actor (ce serve's --wal-autocheckpoint, its
+// retention policy and archive).
+type storeOption func(context.Context, *room.Store, *room.Engine) error
 
 // withWALAutocheckpoint sets the writer's automatic checkpoint threshold.
 func withWALAutocheckpoint(pages int) storeOption {
-	return func(ctx context.Context, st *room.Store) error { return st.SetWALAutocheckpoint(ctx, pages) }
+	return func(ctx context.Context, st *room.Store, _ *room.Engine) error {
+		return st.SetWALAutocheckpoint(ctx, pages)
+	}
 }
 
 // openLocalWith is openLocal with the room's limits and the writer's batch
@@ -73,6 +76,15 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 	if upgrading {
 		log.Info("upgrading the sidecar to this ce's schema; with many handoffs this takes a while", "file", dbPath, "from", from, "to", room.SchemaVersion())
 	}
+	// An older sidecar is also converted to incremental auto-vacuum, by
+	// one VACUUM after the migrations (room/vacuum.go): say so before, with
+	// its size, and after, with the time it took and the new size.
+	before, _ := room.SidecarSpace(ctx, dbPath)
+	converting := log != nil && before.AutoVacuum != "" && before.AutoVacuum != "incremental"
+	if converting {
+		log.Info("converting the sidecar to incremental auto-vacuum (one VACUUM); with many handoffs this takes a while",
+			"file", dbPath, "bytes", before.Bytes, "free_pages", before.FreePages, "auto_vacuum", before.AutoVacuum)
+	}
 	started := time.Now()
 	st, err := room.OpenStore(ctx, dbPath, false)
 	if err != nil {
@@ -81,8 +93,11 @@ func openLocalWith(ctx context.Context, docPath, dbPath, host string, pub actor.
 	if upgrading {
 		log.Info("upgraded the sidecar", "file", dbPath, "schema", room.SchemaVersion(), "took", time.Since(started).Round(time.Millisecond))
 	}
+	if conv, ok := st.Conversion(); ok && log != nil {
+		logConversion(ctx, log, st, dbPath, before, conv)
+	}
 	for _, o := range opts {
-		if err := o(ctx, st); err != nil {
+		if err := o(ctx, st, eng); err != nil {
 			st.Close()
 			return nil, err
 		}
@@ -157,4 +172,23 @@ func readOnly(ctx context.Context, docPath string) (*room.Engine, *room.Store, e
 		return nil, nil, err
 	}
 	return eng, st, nil
+}
+
+// logConversion says how the conversion to incremental auto-vacuum went.
+// A failed one (a full disk) changed nothing: the room serves the sidecar
+// as it was, and the next start tries again.
+func logConversion(ctx context.Context, log *slog.Logger, st *room.Store, dbPath string, before room.Space, conv room.VacuumConversion) {
+	took := conv.Took.Round(time.Millisecond)
+	if conv.Err != nil {
+		log.Warn("could not convert the sidecar to incremental auto-vacuum; it is unchanged and served as it was, and the next start tries again",
+			"file", dbPath, "took", took, "err", conv.Err)
+		return
+	}
+	after, err := st.Space(ctx)
+	if err != nil {
+		log.Info("converted the sidecar to incremental auto-vacuum", "file", dbPath, "took", took)
+		return
+	}
+	log.Info("converted the sidecar to incremental auto-vacuum", "file", dbPath, "took", took,
+		"bytes_before", before.Bytes, "bytes_after", after.Bytes, "free_pages", after.FreePages)
 }

@@ -198,6 +198,7 @@ func rootCommand(env Env) *ffcli.Command {
 		answerCommand(env),
 		inboxCommand(env),
 		backupCommand(env),
+		compactCommand(env),
 		versionCommand(env),
 	}
 	root.Subcommands = append(root.Subcommands, helpCommand(env, root))

@@ -52,6 +52,8 @@ type serveFlags struct {
 
 	transport        string        // --transport NAME: how other machines reach the room
 	transportTimeout time.Duration // how long the transport may take to be up
+
+	retain retainFlags // retention, archive and the storage share (serve_retain.go)
 }
 
 func serveCommand(env Env) *ffcli.Command {
@@ -87,6 +89,7 @@ const defaultWALAutocheckpoint = 4000
 func newServeFlagSet(env Env) (*flag.FlagSet, *serveFlags, *transports) {
 	f := new(serveFlags)
 	fs := flag.NewFlagSet("ce serve", flag.ContinueOnError)
+	addRetainFlags(fs, &f.retain)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "owner listener (loopback only): the page and the local operator")
 	fs.StringVar(&f.ingressAddr, "ingress-addr", "127.0.0.1:0", "session-only ingress listener (loopback only): what invitations point at")
 	fs.StringVar(&f.name, "name", "", "the host's display name (default $USER)")
@@ -233,6 +236,9 @@ func checkServeFlags(env Env, f serveFlags, ts *transports) (transport.Provider,
 	if f.sessionIdle < time.Minute || f.sessionIdle > room.Defaults().SessionMax {
 		return usage("--session-idle must be between 1m and %s (got %s)", room.Defaults().SessionMax, f.sessionIdle)
 	}
+	if err := f.retain.check(); err != nil {
+		return usage("%v", err)
+	}
 	if f.sessionMaxLifetime < f.sessionIdle {
 		return usage("--session-max-lifetime must be at least --session-idle (got %s < %s)", f.sessionMaxLifetime, f.sessionIdle)
 	}
@@ -251,6 +257,7 @@ func (f serveFlags) limits() room.Limits {
 	limits.TaskTTL = f.taskTTL
 	limits.SessionDefault = f.sessionIdle
 	limits.SessionMaxLifetime = f.sessionMaxLifetime
+	limits.MaxStoredBytesPerDay, _ = f.retain.storageShare() // checked by checkServeFlags
 	return limits
 }
 

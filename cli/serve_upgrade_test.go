@@ -29,8 +29,10 @@ func TestServeSaysWhenItUpgradesTheSidecar(t *testing.T) {
 	first.stop(syscall.SIGTERM)
 	// Back to schema 9: migration 10 is written to run again on its own
 	// result; the columns later migrations add are taken out first (11:
-	// invites.label), since ADD COLUMN cannot run twice.
-	if err := setUserVersion(filepath.Join(dir, sidecarOf("notes.md")), 9, `ALTER TABLE invites DROP COLUMN label`); err != nil {
+	// invites.label; 12: the storage share's tables; 13: the followers'
+	// index and the chunks' refs), since they cannot run twice.
+	if err := setUserVersion(filepath.Join(dir, sidecarOf("notes.md")), 9, `ALTER TABLE invites DROP COLUMN label`,
+		`DROP TABLE storage_usage`, `DROP TABLE pruned_ids`, `DROP INDEX handoffs_followed`, `ALTER TABLE version_chunks DROP COLUMN refs`); err != nil {
 		t.Fatal(err)
 	}
 

@@ -51,6 +51,7 @@ type serveApp struct {
 	local              *localRoom
 	api                *httpapi.Server
 	inv                room.InviteGrant // the banner's invitation
+	archive            *room.Archive    // --archive, closed after the room
 	servers            []*http.Server   // owner, ingress
 	group              *errgroup.Group  // the two Serve loops
 	done               <-chan struct{}  // closed once a Serve loop failed or ctx ended
@@ -125,6 +126,9 @@ func (a *serveApp) close() error {
 	}
 	if a.local != nil {
 		a.stopRoom()
+	}
+	if a.archive != nil {
+		a.archive.Close() // after the room: its last prune turn may still append
 	}
 	if a.tmpDir != "" {
 		os.RemoveAll(a.tmpDir)
@@ -251,7 +255,8 @@ func (a *serveApp) openRoom(ctx context.Context) error {
 	if a.tmpDir != "" {
 		dbPath = filepath.Join(a.tmpDir, filepath.Base(a.docPath)+".commonroom.db")
 	}
-	l, err := openLocalWith(ctx, a.docPath, dbPath, host, a.hub, a.log, f.limits(), f.maxBatch, actor.WatchConfig{Enabled: true}, withWALAutocheckpoint(f.walCkpt))
+	l, err := openLocalWith(ctx, a.docPath, dbPath, host, a.hub, a.log, f.limits(), f.maxBatch, actor.WatchConfig{Enabled: true},
+		withWALAutocheckpoint(f.walCkpt), f.retain.withRetention(&a.archive))
 	if err != nil {
 		return err
 	}

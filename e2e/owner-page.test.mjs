@@ -166,6 +166,8 @@ describe('owner page', { concurrency: false }, () => {
     assert.deepEqual(h2, ['Connection', 'Handoffs', 'Proposals', 'Document', 'Participants', 'Leases', 'Invitation', 'Outline', 'Activity']);
     assert.equal(await page.locator('h1').count(), 1);
     assert.equal((await page.locator('#connection').textContent()).trim(), 'loopback · local · not encrypted');
+    // The header says how much the room takes on disk (issue 26 item 5).
+    assert.match((await page.locator('#size').textContent()).trim(), /^\d+(\.\d)? (B|KiB|MiB|GiB) on disk$/);
     const parts = await page.locator('#participants li .who').allTextContents();
     // The room labels each session with the transport it saw them come through.
     assert.ok(parts.includes('agent: alice · loopback') && parts.includes('agent: bob · loopback'), `participants: ${parts}`);

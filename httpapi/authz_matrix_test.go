@@ -311,6 +311,7 @@ func matrixOps() []*matrixOp {
 		on(onOwnerOnly, rest("GET", "/debug/metrics", "", ruleOperatorBearer, fixNone, nil)),
 		on(onOwnerOnly, rest("GET", "/debug/pprof/heap", "", ruleOperatorBearer, fixNone, nil)),
 		on(onOwnerOnly, rest("POST", "/owner/key", "", ruleOperatorBearer, fixNone, none)),
+		on(onOwnerOnly, rest("POST", "/owner/compact", "", ruleOperatorBearer, fixNone, none)),
 
 		// ---- MCP tools (toolCatalog) ----
 		tool("workspace_status", room.CapRead, ruleCapOnly, fixNone, none),

@@ -19,7 +19,9 @@ import (
 // metrics is GET /debug/metrics on the owner listener, for the local
 // operator only: the writer's counters, the fan-out hub's (subscribers,
 // deliveries, drops by cause) and the room's live counts, so a lagging
-// subscriber or an overloaded writer is visible without reading logs.
+// subscriber or an overloaded writer is visible without reading logs; and
+// the sidecar's size, what retention removed and the free pages given back
+// (issue 26 item 5).
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	if !s.requireOperatorBearer(w, r, "metrics") {
 		return
@@ -55,6 +57,18 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	// per room, so a flood of challenges shows here as a plateau.
 	counts["join_challenges_outstanding"] = s.eng.OutstandingJoinChallenges()
 	out["room"] = counts
+	storage, err := actor.Read(r.Context(), s.room, func(q room.Querier) (room.Storage, error) {
+		return s.eng.Storage(context.WithoutCancel(r.Context()), q)
+	})
+	if err != nil {
+		s.sendError(w, r, err)
+		return
+	}
+	out["storage"] = storage
+	out["vacuum"] = map[string]any{
+		"steps": st.VacuumSteps.Load(), "pages": st.VacuumPages.Load(), "failed": st.VacuumFailed.Load(),
+		"longest_step_ms": float64(st.VacuumLongestNanos.Load()) / 1e6,
+	}
 	sendJSON(w, http.StatusOK, out)
 }
 

@@ -173,6 +173,7 @@ func (s *Server) routes(l listener) http.Handler {
 			r.Get("/debug/metrics", s.metrics)
 			r.Get("/debug/pprof/*", s.pprof)
 			r.Post("/owner/key", s.newPageKey)
+			r.Post("/owner/compact", s.compact)
 		}
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

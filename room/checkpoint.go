@@ -42,6 +42,7 @@ func (s *Store) SetWALAutocheckpoint(ctx context.Context, pages int) error {
 		s.ckpt.Close()
 		s.ckpt, s.ckptPages = nil, 0
 	}
+	s.ckptLeft = pages == 0
 	if pages == 0 {
 		return nil
 	}
@@ -61,6 +62,11 @@ func (s *Store) SetWALAutocheckpoint(ctx context.Context, pages int) error {
 	s.ckpt, s.ckptPages = c, pages
 	return nil
 }
+
+// CheckpointsLeftToOthers reports that ce runs no checkpoint at all on
+// this sidecar (SetWALAutocheckpoint(0): Litestream does), so ce compact
+// through the room leaves the WAL as it is.
+func (s *Store) CheckpointsLeftToOthers() bool { return s.ckptLeft }
 
 // CheckpointPages is how many WAL pages not yet in the database file call
 // for a checkpoint on the store's checkpoint connection; 0 means this

@@ -168,7 +168,7 @@ func currentVersion(ctx context.Context, q Querier) (int64, error) {
 func (e *Engine) versionRow(ctx context.Context, q Querier, version int64) (versionRow, error) {
 	r, err := readVersion(ctx, q, version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, Errorf(KindVersionNotFound, "version %d does not exist", version).With("base_version", version)
+		return r, versionMissing(ctx, q, version)
 	}
 	if err != nil && AsError(err) == nil {
 		return r, Internal(err)

@@ -33,6 +33,14 @@ type Engine struct {
 	Limits      Limits
 	// Clock is the room's one source of time (tests inject a fake one).
 	Clock func() time.Time
+	// Retention is the host's retention policy (retention.go); the zero
+	// value keeps everything. Set before the actor starts.
+	Retention Retention
+	// Archive, when set, receives every record retention prunes before
+	// its delete commits (prune_archive.go).
+	Archive *Archive
+
+	prune pruneState // prune.go
 
 	hints    atomic.Pointer[[]Hint]
 	stamp    atomic.Pointer[fileStamp]
@@ -69,6 +77,10 @@ type Engine struct {
 	// dir is the document's directory, opened by NewEngine and held until
 	// Close: every file operation after start goes through it (docdir.go).
 	dir *heldDir
+
+	// sidecar is the store the room runs on (AttachStore), whose files
+	// Storage stats; nil for an engine that only reads (ce status).
+	sidecar atomic.Pointer[Store]
 }
 
 // NewEngine resolves the document path (creating an empty file when it is

@@ -61,6 +61,13 @@ func (e *Engine) CreateHandoff(tx *Tx, p Principal, in CreateHandoffInput) (Crea
 		}
 		artifacts = string(b)
 	}
+	stored := len(in.Summary) + len(in.Constraints) + len(in.Target) + len(in.FollowsHandoffID)
+	if s, ok := artifacts.(string); ok {
+		stored += len(s)
+	}
+	if err := e.chargeStorage(tx, p.ParticipantID, stored); err != nil {
+		return CreateHandoffResult{}, err
+	}
 	var base any
 	if in.BaseVersion != nil {
 		base = *in.BaseVersion

@@ -92,6 +92,13 @@ func (e *Engine) RequestInput(tx *Tx, p Principal, in RequestInputInput) (Handof
 		}
 		list = append(list, stored{r.Key, string(req)})
 	}
+	size := 0
+	for _, s := range list {
+		size += len(s.key) + len(s.request)
+	}
+	if err := e.chargeStorage(tx, p.ParticipantID, size); err != nil {
+		return Handoff{}, err
+	}
 	now := tx.nowMS()
 	for _, s := range list {
 		if _, err := tx.exec(`INSERT INTO task_inputs(task_id, request_key, request_json, requested_by, requested_at)
@@ -232,6 +239,13 @@ func (e *Engine) updateTask(tx *Tx, p Principal, taskID string, responses map[st
 		var b bytes.Buffer
 		_ = json.Compact(&b, resp)
 		compact[k] = b.String()
+	}
+	stored := 0
+	for _, v := range compact {
+		stored += len(v)
+	}
+	if err := e.chargeStorage(tx, p.ParticipantID, stored); err != nil {
+		return nil, err
 	}
 	now := tx.nowMS()
 	for _, k := range answered {

@@ -113,6 +113,9 @@ func (e *Engine) CompleteHandoff(tx *Tx, p Principal, in CompleteInput) (Handoff
 		return Handoff{}, Errorf(KindLimitExceeded, "the result is %d bytes; the limit is %d", len(copyJSON), e.Limits.MaxResultBytes).
 			With("field", "result").With("limit", e.Limits.MaxResultBytes)
 	}
+	if err := e.chargeStorage(tx, p.ParticipantID, len(copyJSON)); err != nil {
+		return Handoff{}, err
+	}
 	toolResult, err := encodeJSON(newCompleteToolResult(h.id, result))
 	if err != nil {
 		return Handoff{}, Internal(err)

@@ -22,6 +22,9 @@ func (e *Engine) GetHandoff(ctx context.Context, q Querier, p Principal, in Hand
 	}
 	h, err := scanHandoffWithInputs(q.QueryRowContext(ctx, handoffWithInputsSelect+` WHERE h.handoff_id = ?`, handoffID))
 	if errors.Is(err, sql.ErrNoRows) {
+		if at, ok := PrunedAt(ctx, q, "handoff", handoffID); ok {
+			return Handoff{}, prunedError(handoffNotFound(handoffID), "handoff", handoffID, at)
+		}
 		return Handoff{}, handoffNotFound(handoffID)
 	}
 	if err != nil {

@@ -70,6 +70,11 @@ type env struct {
 	batch  int  // the actor's MaxBatch; 0: its default
 	ckpt   *int // Store.SetWALAutocheckpoint's pages; nil: not called (SQLite's own autocheckpoint)
 
+	retention   room.Retention // the engine's retention policy (zero: keep everything)
+	archive     *room.Archive  // the engine's archive; nil: none
+	pruneEvery  time.Duration  // the actor's PruneEvery; 0: its default
+	pruneBudget int            // the actor's PruneBudget; 0: its default
+
 	r     *actor.Room
 	store *room.Store
 	eng   *room.Engine
@@ -87,6 +92,12 @@ func withMaxBatch(n int) envOption { return func(e *env) { e.batch = n } }
 // --wal-autocheckpoint pages: the writer never checkpoints, a checkpointer
 // does past pages (0: nothing does).
 func withWALAutocheckpoint(pages int) envOption { return func(e *env) { e.ckpt = &pages } }
+
+// withRetention gives the room a retention policy.
+func withRetention(r room.Retention) envOption { return func(e *env) { e.retention = r } }
+
+// withPruneEvery sets how long the sweeper waits between prune passes.
+func withPruneEvery(d time.Duration) envOption { return func(e *env) { e.pruneEvery = d } }
 
 // withRealClock runs the room on time.Now (benchmarks).
 func withRealClock() envOption { return func(e *env) { e.clock = nil } }
@@ -120,6 +131,7 @@ func (e *env) open() {
 	if e.clock != nil {
 		eng.Clock = e.clock.Now
 	}
+	eng.Retention, eng.Archive = e.retention, e.archive
 	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
 	if err != nil {
 		e.tb.Fatal(err)
@@ -131,7 +143,7 @@ func (e *env) open() {
 		}
 	}
 	r, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: e.pub, HostName: "host",
-		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1})
+		MaxSweepWait: time.Hour, MaxBatch: e.batch, CPUSampleEvery: 1, PruneEvery: e.pruneEvery, PruneBudget: e.pruneBudget})
 	if err != nil {
 		st.Close()
 		e.tb.Fatal(err)

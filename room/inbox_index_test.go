@@ -151,7 +151,7 @@ func TestMigration9SplitsTheInboxIndexesInPlace(t *testing.T) {
 	st := reopenMigrated(t, path, "handoffs", len(rows))
 	indexes := tableIndexes(t, st, "handoffs")
 	wantIndexes := []string{"handoffs_by_assignee_live", "handoffs_by_assignee_settled", "handoffs_by_owner_live", "handoffs_by_owner_settled",
-		"handoffs_by_requested_live", "handoffs_by_requested_settled", "handoffs_by_status_recent", "handoffs_idempotency"}
+		"handoffs_by_requested_live", "handoffs_by_requested_settled", "handoffs_by_status_recent", "handoffs_followed", "handoffs_idempotency"}
 	if !slices.Equal(indexes, wantIndexes) {
 		t.Errorf("the handoffs table's indexes are %v, want %v", indexes, wantIndexes)
 	}

@@ -60,6 +60,13 @@ type Limits struct {
 	// idle window (the length it was issued for: SessionDefault unless the
 	// joiner asked, at most SessionMax), never past this (issue 16 item 4).
 	SessionMaxLifetime time.Duration
+	// MaxStoredBytesPerDay bounds what one participant's actions make the
+	// room store in one UTC day: handoff text, results, input requests and
+	// answers, proposals and artifacts, each record counted with
+	// StoredRecordOverhead (storage_share.go). Without it one session with
+	// the default capabilities could make the room keep tens of GB a day
+	// (issue 26). The host is exempt; 0 or less means no bound.
+	MaxStoredBytesPerDay int64
 }
 
 // Defaults returns the product's limits.
@@ -105,5 +112,9 @@ func Defaults() Limits {
 		// A working week: an agent used every day keeps its session; one
 		// idle for a working day (SessionDefault) loses it.
 		SessionMaxLifetime: 7 * 24 * time.Hour,
+		// 16 MiB a day: about 16,000 small handoffs, or 60 results of the
+		// largest size, a day from one participant, and one participant's
+		// flood far under 64 MB a day (bench/RESULTS.md, Issue 26).
+		MaxStoredBytesPerDay: 16 << 20,
 	}
 }

@@ -205,6 +205,11 @@ func (e *Engine) GetProposal(ctx context.Context, q Querier, p Principal, in Pro
 		return Proposal{}, err
 	}
 	pr, err := e.loadProposal(ctx, q, proposalID)
+	if ErrorKind(err) == KindProposalNotFound {
+		if at, ok := PrunedAt(ctx, q, "proposal", proposalID); ok {
+			return Proposal{}, prunedError(AsError(err), "proposal", proposalID, at)
+		}
+	}
 	if err != nil {
 		return Proposal{}, err
 	}

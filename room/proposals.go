@@ -231,6 +231,9 @@ func (e *Engine) Propose(tx *Tx, p Principal, in ProposeInput) (Proposal, error)
 	if err != nil {
 		return Proposal{}, err
 	}
+	if err := e.chargeStorage(tx, p.ParticipantID, len(body)+len(in.Summary)); err != nil {
+		return Proposal{}, err
+	}
 	now := tx.nowMS()
 	out := Proposal{ProposalID: newID("proposal", 8), WorkspaceID: e.WorkspaceID, ParticipantID: p.ParticipantID,
 		Target: target, Scope: scopeOf(change.Section), BaseVersion: in.BaseVersion, Summary: in.Summary, Change: change, Status: ProposalPending,

@@ -29,6 +29,10 @@ type RoomView struct {
 	Invites *[]InviteInfo `json:"invites,omitempty"`
 	// TaskShares is present only for an admin: who holds the active tasks.
 	TaskShares *TaskShares `json:"task_shares,omitempty"`
+	// Sidecar is present only for an admin: the room's size on disk,
+	// which the owner page shows in its header (ce status and
+	// /debug/metrics have the rest: free pages, what retention removed).
+	Sidecar *SidecarSize `json:"sidecar,omitempty"`
 	// Waiting is what waits on the caller (Engine.Waiting): the page's
 	// header count and tab title, the same query as `ce inbox`.
 	Waiting Waiting `json:"waiting"`
@@ -86,6 +90,11 @@ func (e *Engine) Room(ctx context.Context, q Querier, p Principal, _ Empty) (Roo
 			return RoomView{}, err
 		}
 		v.TaskShares = &ts
+		z, err := e.SidecarSize()
+		if err != nil {
+			return RoomView{}, err
+		}
+		v.Sidecar = &z
 	}
 	return v, nil
 }

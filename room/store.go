@@ -41,12 +41,17 @@ type Store struct {
 	// SetWALAutocheckpoint); nil and 0 until that asks for one.
 	ckpt      *sql.DB
 	ckptPages int
+	ckptLeft  bool // SetWALAutocheckpoint(0): nothing in ce checkpoints
 
 	// dir is the sidecar's directory, opened by OpenStore and held until
 	// Close. Every connection names the sidecar through it (file), so
 	// the read pool's later connections reach this sidecar wherever its
 	// directory has been moved, and never a new one at the old path.
 	dir *heldDir
+
+	// conversion is what OpenStore did to a sidecar not yet in incremental
+	// auto-vacuum mode; nil when it had nothing to do (vacuum.go).
+	conversion *VacuumConversion
 }
 
 // file is the name every connection opens: the sidecar through the held
@@ -95,14 +100,18 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 			s.Close()
 			return nil, Errorf(KindInternal, "cannot create the sidecar %s", dbPath).wrap(err)
 		}
-		w, err := sql.Open("sqlite", openMode(s.file(), "rw",
+		// auto_vacuum comes first: on a new, empty sidecar it must be set
+		// before anything writes the database's first page (journal_mode
+		// does), and on an existing one it only says what the next VACUUM
+		// makes it (vacuum.go).
+		w, err := sql.Open("sqlite", openMode(s.file(), "rw", fmt.Sprintf("auto_vacuum(%d)", autoVacuumIncremental),
 			"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(ON)", "temp_store(MEMORY)"))
 		if err != nil {
 			s.Close()
 			return nil, Internal(err)
 		}
 		holdOneConn(w)
-		if err := migrate(ctx, w); err != nil {
+		if s.conversion, err = migrate(ctx, w); err != nil {
 			w.Close()
 			s.Close()
 			return nil, err
@@ -247,15 +256,18 @@ func migrations() []migration {
 // SchemaVersion is the user_version this build writes.
 func SchemaVersion() int { return len(migrations()) }
 
-func migrate(ctx context.Context, db *sql.DB) error {
+// migrate applies the pending migrations, then converts a sidecar not yet
+// in incremental auto-vacuum mode (vacuum.go), which it reports: a failed
+// conversion is not an error, the room serves the sidecar as it was.
+func migrate(ctx context.Context, db *sql.DB) (*VacuumConversion, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return Internal(err)
+		return nil, Internal(err)
 	}
 	defer conn.Close()
 	var current int
 	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
-		return Internal(err)
+		return nil, Internal(err)
 	}
 	applied := false
 	for _, m := range migrations() {
@@ -263,12 +275,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			continue
 		}
 		if err := applyMigration(ctx, conn, m); err != nil {
-			return Internal(fmt.Errorf("migration %d: %w", m.version, err))
+			return nil, Internal(fmt.Errorf("migration %d: %w", m.version, err))
 		}
 		applied = true
-	}
-	if current > 0 && current < chunkedVersionsSchema {
-		compactAfterChunking(ctx, conn)
 	}
 	if applied {
 		// A migration that rewrites tables (6, 10) leaves a WAL as large as
@@ -278,7 +287,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		// Best effort: the room works the same with a long WAL.
 		conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	}
-	return nil
+	// Migration 6 leaves most of a sidecar older than it free; the VACUUM
+	// that gave that back (compactAfterChunking, once) is now the
+	// conversion's, forced for such a sidecar.
+	return convertAutoVacuum(ctx, conn, current > 0 && current < chunkedVersionsSchema), nil
 }
 
 func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error) {

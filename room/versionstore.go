@@ -260,6 +260,61 @@ func (tx *Tx) insertVersion(v int64, content, hash, summary, source, participant
 		v, hash, st.size, st.chunk, summary, source, nullStr(participantID), nullStr(proposalID), tx.nowMS()); err != nil {
 		return Internal(err)
 	}
+	return addChunkRefs(tx.ctx, tx.q, st.chunk, 1)
+}
+
+// addChunkRefs adds delta to the refs of every chunk a version's list
+// names (each mention once): +1 when the version is stored, -1 when
+// retention prunes it (migration 13).
+func addChunkRefs(ctx context.Context, q Querier, list []byte, delta int) error {
+	ids, err := decodeChunkList(list)
+	if err != nil {
+		return Internal(err)
+	}
+	for _, id := range ids {
+		if _, err := q.ExecContext(ctx, `UPDATE version_chunks SET refs = refs + ? WHERE chunk_id = ?`, delta, id); err != nil {
+			return Internal(err)
+		}
+	}
+	return nil
+}
+
+// chunkRefsSchema is the migration that added version_chunks.refs.
+const chunkRefsSchema = 13
+
+// countChunkRefs is migration 13's step: it counts, for the versions
+// already stored, how many times each chunk is named, one version's list
+// in memory at a time.
+func countChunkRefs(ctx context.Context, conn *sql.Conn) error {
+	rows, err := conn.QueryContext(ctx, `SELECT chunk_ids FROM versions`)
+	if err != nil {
+		return err
+	}
+	counts := map[int64]int64{}
+	for rows.Next() {
+		var list []byte
+		if err := rows.Scan(&list); err != nil {
+			rows.Close()
+			return err
+		}
+		ids, err := decodeChunkList(list)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		for _, id := range ids {
+			counts[id]++
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, n := range counts {
+		if _, err := conn.ExecContext(ctx, `UPDATE version_chunks SET refs = ? WHERE chunk_id = ?`, n, id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -307,7 +362,7 @@ func isNoSuchColumn(err error) bool {
 func VersionText(ctx context.Context, q Querier, version int64) (string, error) {
 	r, err := readVersion(ctx, q, version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", Errorf(KindVersionNotFound, "version %d does not exist", version)
+		return "", versionMissing(ctx, q, version)
 	}
 	if err != nil && AsError(err) == nil {
 		return "", Internal(err)
@@ -318,21 +373,11 @@ func VersionText(ctx context.Context, q Querier, version int64) (string, error) 
 // chunkedVersionsSchema is the migration that moved the texts into chunks.
 const chunkedVersionsSchema = 6
 
-// compactAfterChunking gives back the space the texts took once migration
-// 6 moved them into chunks: the sidecar of a 200 MB document was 630 MB,
-// and without this the file keeps that size (its pages free, reused only
-// as the room writes). VACUUM rebuilds only what is left, a few percent of
-// it. It runs outside the migration's transaction, which has committed; a
-// VACUUM that fails (a full disk) leaves a correct sidecar that is only
-// larger than it needs to be, so its error is not the open's.
-func compactAfterChunking(ctx context.Context, conn *sql.Conn) {
-	conn.ExecContext(ctx, "VACUUM")
-}
-
 // migrationSteps are the parts of migrations that SQL cannot do, run in
 // the migration's transaction right after its SQL.
 var migrationSteps = map[int]func(context.Context, *sql.Conn) error{
 	chunkedVersionsSchema: chunkVersions,
+	chunkRefsSchema:       countChunkRefs,
 }
 
 // chunkVersions is migration 6's step: it stores the text of every version

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"fmt"
 	"html/template"
 	"net/http"
 	"path"
@@ -31,6 +32,7 @@ var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
 		}
 		return min(level-1, 5)
 	},
+	"size": byteSize,
 }).ParseFS(pageFiles, "index.html"))
 
 // pageCSP is the page's Content Security Policy: its own script, style and
@@ -141,4 +143,19 @@ func (d *Handler) Asset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Write(a.body)
+}
+
+// byteSize writes a size the way people read it, as page.js does: 812 B,
+// 4.1 KiB, 1.2 MiB, 3.4 GiB.
+func byteSize(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
 }

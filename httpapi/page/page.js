@@ -309,6 +309,7 @@
       const np = st.participants, pp = st.pending_proposals;
       $('counts').textContent = `${np} participant${np === 1 ? '' : 's'} · ${pp} pending proposal${pp === 1 ? '' : 's'}`;
     }
+    if (v.sidecar && changed('size', v.sidecar.bytes)) renderSize(v.sidecar.bytes);
     if (changed('connection', v.diagnostics && v.diagnostics.listener)) renderConnection(v.diagnostics.listener);
     shares = v.task_shares || null;
     if (changed('participants', [v.participants, shares])) renderParticipants(v.participants || []);
@@ -321,6 +322,24 @@
     leasesNow = v.leases || [];
     if (changed('document', currentVersion) && docShown === 0) loadDocument(0);
     if (changed('marks', [leasesNow, v.proposals, namesSig])) markSections();
+  }
+
+  // The room's size on disk (the sidecar and its write-ahead log), in the
+  // header; written as the server renders it (byteSize in page.go).
+  function byteSize(n) {
+    if (n < 1024) return `${n} B`;
+    if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
+    if (n < 1 << 30) return `${(n / (1 << 20)).toFixed(1)} MiB`;
+    return `${(n / (1 << 30)).toFixed(1)} GiB`;
+  }
+
+  function renderSize(bytes) {
+    let size = $('size');
+    if (!size) {
+      size = el('span', { id: 'size', title: 'the sidecar: database and write-ahead log' });
+      $('counts').after(' · ', size);
+    }
+    size.textContent = `${byteSize(bytes)} on disk`;
   }
 
   function renderConnection(l) {
