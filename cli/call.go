@@ -47,7 +47,7 @@ type callFlags struct {
 	body                        *string // nil: no --body
 	timeout, transportTimeout   time.Duration
 	maxResponse                 int64
-	logLevel                    string
+	log                         logFlags // --log-level, --log-format
 }
 
 func callCommand(env Env) *ffcli.Command {
@@ -64,7 +64,7 @@ func callCommand(env Env) *ffcli.Command {
 	fs.DurationVar(&f.timeout, "timeout", DefaultCallTimeout, "how long the request may take, from the dial to the answer's last byte")
 	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultJoinTimeout, "how long each of the invitation's hints may take to open its transport")
 	fs.Int64Var(&f.maxResponse, "max-response", DefaultCallMaxResponse, "the largest answer read, in bytes")
-	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	f.log.add(fs, "warn")
 	ts := addTransportFlags(env, fs)
 	return &ffcli.Command{
 		Name:       "call",
@@ -84,7 +84,7 @@ func callCommand(env Env) *ffcli.Command {
 			if len(args) != 2 {
 				return usageError("call takes METHOD and PATH (e.g. ce call GET /workspace/status)")
 			}
-			log, err := stderrLogger(env, f.logLevel)
+			log, err := f.log.logger(env.Stderr)
 			if err != nil {
 				return err
 			}
@@ -100,16 +100,6 @@ func callCommand(env Env) *ffcli.Command {
 // usageError is bad input on the command line: exit 2, the message as is.
 func usageError(format string, a ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
-}
-
-// stderrLogger is the logger of --log-level LEVEL, writing to stderr; a
-// level it does not know is a usage error.
-func stderrLogger(env Env, level string) (*slog.Logger, error) {
-	l, err := parseLevel(level)
-	if err != nil {
-		return nil, usageError("--log-level: %v", err)
-	}
-	return slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
 // callRequest is a checked `ce call`: what to send, with which token, and

@@ -22,7 +22,7 @@ type joinFlags struct {
 	json             bool
 	hold, noHold     bool
 	transportTimeout time.Duration
-	logLevel         string
+	log              logFlags // --log-level, --log-format
 }
 
 func joinCommand(env Env) *ffcli.Command {
@@ -34,7 +34,7 @@ func joinCommand(env Env) *ffcli.Command {
 	fs.BoolVar(&f.hold, "hold", false, "keep a local forward to the room open until interrupted (the default when the hint used is not loopback)")
 	fs.BoolVar(&f.noHold, "no-hold", false, "join and exit, whatever the transport")
 	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultJoinTimeout, "how long each of the invitation's hints may take to answer")
-	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	f.log.add(fs, "warn")
 	ts := addTransportFlags(env, fs)
 	return &ffcli.Command{
 		Name:       "join",
@@ -51,7 +51,7 @@ func joinCommand(env Env) *ffcli.Command {
 			if f.transportTimeout <= 0 {
 				return &exitError{code: exitUsage, err: fmt.Errorf("--transport-timeout must be positive (got %s)", f.transportTimeout)}
 			}
-			log, err := stderrLogger(env, f.logLevel)
+			log, err := f.log.logger(env.Stderr)
 			if err != nil {
 				return err
 			}

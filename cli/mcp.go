@@ -27,7 +27,7 @@ type mcpFlags struct {
 	state            string
 	transportTimeout time.Duration
 	requestTimeout   time.Duration
-	logLevel         string
+	log              logFlags // --log-level, --log-format
 }
 
 // mcpCommand is `ce mcp`: the room as a stdio MCP server, so a host that
@@ -41,7 +41,7 @@ func mcpCommand(env Env) *ffcli.Command {
 	fs.StringVar(&f.state, "state", "", "the session file (default $XDG_CONFIG_HOME/commonroom/sessions/WORKSPACE.json)")
 	fs.DurationVar(&f.transportTimeout, "transport-timeout", DefaultJoinTimeout, "how long each of the invitation's hints may take to answer")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", DefaultMCPRequestTimeout, "how long one request may wait for the room before the host gets an unavailable error")
-	fs.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	f.log.add(fs, "warn")
 	ts := addTransportFlags(env, fs)
 	return &ffcli.Command{
 		Name:       "mcp",
@@ -55,7 +55,7 @@ func mcpCommand(env Env) *ffcli.Command {
 			if f.transportTimeout <= 0 || f.requestTimeout <= 0 {
 				return &exitError{code: exitUsage, err: errors.New("--transport-timeout and --request-timeout must be positive")}
 			}
-			log, err := stderrLogger(env, f.logLevel)
+			log, err := f.log.logger(env.Stderr)
 			if err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ type serveFlags struct {
 	name        string
 	json        bool
 	ephemeral   bool
-	logLevel    string
+	log         logFlags // --log-level, --log-format
 	queueLen    int
 	maxLag      time.Duration
 	streams     int
@@ -95,7 +95,7 @@ func newServeFlagSet(env Env) (*flag.FlagSet, *serveFlags, *transports) {
 	fs.StringVar(&f.name, "name", "", "the host's display name (default $USER)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON line when ready instead of the banner")
 	fs.BoolVar(&f.ephemeral, "ephemeral", false, "keep the sidecar in a temporary directory and delete it on exit")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (logs go to stderr)")
+	f.log.add(fs, "info")
 	fs.IntVar(&f.queueLen, "listen-queue", 256, "frames buffered per live subscriber before it is dropped")
 	fs.DurationVar(&f.maxLag, "listen-max-lag", 10*time.Second, "drop a live subscriber whose oldest unsent frame is older than this")
 	fs.IntVar(&f.streams, "streams-per-session", 4, "live streams one session may hold at once")
@@ -209,9 +209,9 @@ func checkServeFlags(env Env, f serveFlags, ts *transports) (transport.Provider,
 	if err := checkConnFlags(f); err != nil {
 		return nil, nil, err
 	}
-	level, err := parseLevel(f.logLevel)
+	log, err := f.log.logger(env.Stderr)
 	if err != nil {
-		return usage("--log-level: %v", err)
+		return nil, nil, err
 	}
 	share := room.Defaults()
 	share.MaxTasksPerParticipant = f.maxTasksPerParticipant
@@ -242,7 +242,7 @@ func checkServeFlags(env Env, f serveFlags, ts *transports) (transport.Provider,
 	if f.sessionMaxLifetime < f.sessionIdle {
 		return usage("--session-max-lifetime must be at least --session-idle (got %s < %s)", f.sessionMaxLifetime, f.sessionIdle)
 	}
-	return prov, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})), nil
+	return prov, log, nil
 }
 
 // limits are the room's limits with the flags' values in them.

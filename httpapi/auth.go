@@ -44,6 +44,7 @@ func (s *Server) authenticate(l listener) func(http.Handler) http.Handler {
 				return
 			}
 			credentialShown(r.Context())
+			noteParticipant(r, p.ParticipantID)
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -76,6 +77,13 @@ type benchServer struct {
 
 func newBenchServer(b *testing.B) *benchServer {
 	b.Helper()
+	return newBenchServerWith(b, nil)
+}
+
+// newBenchServerWith is newBenchServer whose front door logs to log (nil:
+// nowhere).
+func newBenchServerWith(b *testing.B, log *slog.Logger) *benchServer {
+	b.Helper()
 	dir := b.TempDir()
 	doc := filepath.Join(dir, "bench.md")
 	os.WriteFile(doc, []byte("# Bench\n\n## Part\n\ntext\n"), 0o644)
@@ -96,7 +104,7 @@ func newBenchServer(b *testing.B) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := New(Config{Room: rm, Hub: hub})
+	srv := New(Config{Room: rm, Hub: hub, Logger: log})
 	router := chi.NewRouter()
 	router.Post("/trivial", func(w http.ResponseWriter, r *http.Request) {
 		var v map[string]any

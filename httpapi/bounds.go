@@ -46,14 +46,15 @@ func (s *Server) bound(next http.Handler) http.Handler {
 		st := &boundState{} // the writer, the watched body and the request's notes: one allocation
 		bw := &st.w
 		bw.ResponseWriter = w
+		// A copy of the request (the server's own keeps its body) carries
+		// the request's notes (requestInfo), which requestLog and the
+		// handlers fill in, so that nothing after copies it again.
+		st.info.start = now
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey, &st.info))
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			_ = rc.SetReadDeadline(now.Add(s.bodyTimeout))
 			st.body.ReadCloser = r.Body
 			bw.body = &st.body
-			// A copy: the server's own request keeps its body. The copy
-			// carries the request's notes (requestInfo), which requestLog
-			// fills in, so that it need not copy the request again.
-			r = r.WithContext(context.WithValue(r.Context(), requestInfoKey, &st.info))
 			r.Body = bw.body
 		}
 		if !strings.HasPrefix(r.RequestURI, "/") {
@@ -70,7 +71,7 @@ func (s *Server) bound(next http.Handler) http.Handler {
 type boundState struct {
 	w    boundWriter
 	body watchedBody // w.body points here when the request has a body
-	info requestInfo // in the request's context when bound copied it
+	info requestInfo // in the request's context
 }
 
 // writeBudget is how long a response may take to write. A profile or trace
@@ -103,12 +104,14 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 }
 
 // boundWriter marks the answer "Connection: close" when the request's body
-// was left unread. It passes Flush and Unwrap through so streams and
-// ResponseController keep working.
+// was left unread, and records the answer's status for the request log. It
+// passes Flush and Unwrap through so streams and ResponseController keep
+// working.
 type boundWriter struct {
 	http.ResponseWriter
-	body  *watchedBody // nil when the request has no body
-	wrote bool
+	body   *watchedBody // nil when the request has no body
+	wrote  bool
+	status int // the answer's status once its headers went out (0: not yet)
 }
 
 // answered is called just before the response headers go out.
@@ -125,12 +128,18 @@ func (w *boundWriter) answered() {
 func (w *boundWriter) WriteHeader(code int) {
 	if code >= 200 {
 		w.answered()
+		if w.status == 0 {
+			w.status = code
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *boundWriter) Write(b []byte) (int, error) {
 	w.answered()
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
 	return w.ResponseWriter.Write(b)
 }
 
@@ -139,6 +148,9 @@ func (w *boundWriter) Flush() { _ = w.FlushError() }
 // FlushError lets ResponseController.Flush report a failed flush.
 func (w *boundWriter) FlushError() error {
 	w.answered()
+	if w.status == 0 {
+		w.status = http.StatusOK // a flush sends the headers: 200 unless written
+	}
 	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 

@@ -163,6 +163,7 @@ func (s *Server) logFailure(msg string, err error, attrs ...any) {
 // request's correlation id; their cause never reaches the client.
 func (s *Server) sendError(w http.ResponseWriter, r *http.Request, err error) {
 	e := room.AsError(err)
+	noteError(r, wirejson.Kind(e.Kind))
 	if e.Kind == room.KindInternal {
 		s.logFailure("request failed", err, "request_id", requestID(r), "path", r.URL.Path)
 	}

@@ -21,8 +21,8 @@ func ExposedOnly(hints func() []room.Hint, onReject func(w http.ResponseWriter, 
 	return func(next http.Handler) http.Handler {
 		guarded := loop(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			// Noted where requestLog keeps its notes (no copy of r), or in
-			// notes of its own when nothing in front of it keeps any.
+			// Noted where bound keeps the request's notes (no copy of r),
+			// or in notes of its own when nothing in front of it keeps any.
 			info := requestInfoOf(r)
 			if info == nil {
 				info = &requestInfo{}
@@ -175,6 +175,7 @@ func (s *Server) hostGuard(l listener) func(http.Handler) http.Handler {
 }
 
 func (s *Server) rejectIngressHost(w http.ResponseWriter, r *http.Request) {
+	noteError(r, string(room.KindPermissionDenied))
 	sendJSON(w, http.StatusForbidden, map[string]any{"error": string(room.KindPermissionDenied),
 		"message": "requests must name this room (Host and Origin must be loopback names or a name its transport exposed)"})
 }

@@ -10,6 +10,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/commonroom/ce/httpapi/internal/traceparent"
+	"github.com/commonroom/ce/httpapi/mcp"
+	"github.com/commonroom/ce/room"
 )
 
 // statusRecorder remembers the status for the access log. It passes
@@ -50,13 +56,36 @@ func requestID(r *http.Request) string {
 
 // requestInfo is what the front door's middleware notes about a request, in
 // one context value (one copy of the request, not one per note): its
-// correlation id, and whether it came in on the ingress listener.
+// correlation id, whether it came in on the ingress listener, and what the
+// request log (and the room's metrics) say about it.
 type requestInfo struct {
 	id      string
 	ingress bool
 	// idHeader is the X-Request-Id header's value slice, kept here so
 	// that setting the header allocates nothing of its own.
 	idHeader [1]string
+	// start is when the request was taken (bound): the log's duration.
+	start time.Time
+
+	// The notes below are filled in as the request is served, by whoever
+	// learns them. Each is a name this server chose or checked — never a
+	// secret, never text a client sent unchecked — so they can be logged
+	// and counted as they are.
+
+	// rpcMethod is the JSON-RPC method of a POST /mcp (mcp.Note).
+	rpcMethod string
+	// tool is the tool of a tools/call.
+	tool string
+	// errKind is the error code the request ended with: a Commonroom code
+	// (not_found, permission_denied, limit_exceeded…, also for an MCP
+	// tool's isError result) or a JSON-RPC fault's name; "" on success.
+	errKind string
+	// participantID is who the request acted for, once its credential was
+	// resolved (a join: who joined).
+	participantID string
+	// traceID is the W3C trace id of a valid traceparent header, or of
+	// params._meta.traceparent on an MCP request (which wins).
+	traceID string
 }
 
 func requestInfoOf(r *http.Request) *requestInfo {
@@ -64,12 +93,37 @@ func requestInfoOf(r *http.Request) *requestInfo {
 	return info
 }
 
-// requestLog gives each request a correlation id and logs one line for it:
-// method, path, status, duration. Never headers, query strings or bodies,
-// which may hold secrets. The notes go where bound put them when it copied
-// the request (a request with a body), else into a copy made here. Without
-// debug lines (the level is fixed when the server starts) nothing is
-// recorded for the line: no status recorder, no clock.
+// noteParticipant records who r acts for, for the request log.
+func noteParticipant(r *http.Request, participantID string) {
+	if info := requestInfoOf(r); info != nil {
+		info.participantID = participantID
+	}
+}
+
+// noteError records the error code r is answered with, for the request log.
+func noteError(r *http.Request, kind string) {
+	if info := requestInfoOf(r); info != nil {
+		info.errKind = kind
+	}
+}
+
+// noteMCP records what the MCP door noted about r.
+func noteMCP(r *http.Request, n mcp.Note) {
+	if info := requestInfoOf(r); info != nil {
+		info.rpcMethod, info.tool, info.errKind = n.RPCMethod, n.Tool, n.ErrKind
+		if n.TraceID != "" {
+			info.traceID = n.TraceID
+		}
+	}
+}
+
+// requestLog gives each request a correlation id and, once it is answered,
+// logs one line for it (logRequest). Never headers, query strings, raw
+// paths or bodies, which may hold secrets or a document's text. bound put
+// the notes into the request's context; without it (a handler mounted
+// alone) they go into a copy made here. Without info lines (the level is
+// fixed when the server starts) nothing is recorded for the line: no
+// status, no clock.
 func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b [8]byte
@@ -78,22 +132,95 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		hex.Encode(x[:], b[:])
 		info := requestInfoOf(r)
 		if info == nil {
-			info = &requestInfo{}
+			info = &requestInfo{start: time.Now()}
 			r = r.WithContext(context.WithValue(r.Context(), requestInfoKey, info))
 		}
 		info.id = string(x[:])
 		info.idHeader[0] = info.id
 		w.Header()["X-Request-Id"] = info.idHeader[:] // Set, without its []string
-		if !s.log.Enabled(r.Context(), slog.LevelDebug) {
+		if tp := r.Header["Traceparent"]; len(tp) == 1 {
+			info.traceID, _ = traceparent.TraceID(tp[0])
+		}
+		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		s.log.Debug("request", "request_id", info.id, "method", r.Method, "path", r.URL.Path,
-			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+		// bound's writer records the status; anything else is wrapped.
+		bw, bound := w.(*boundWriter)
+		var rec *statusRecorder
+		if !bound {
+			rec = &statusRecorder{ResponseWriter: w}
+			w = rec
+		}
+		next.ServeHTTP(w, r)
+		status := 0
+		if bound {
+			status = bw.status
+		} else {
+			status = rec.status
+		}
+		if status == 0 { // nothing written: net/http answers 200
+			status = http.StatusOK
+		}
+		s.logRequest(r, info, status)
 	})
+}
+
+// logRequest writes a request's line: "request" at info, with request_id,
+// method, route (the router's pattern, never the raw path), listener, the
+// MCP method and tool, status, error_kind, duration_ms, participant_id and
+// trace_id, each when known. A probe that succeeds (/healthz,
+// /debug/metrics) is logged at debug: polled every few seconds, it would
+// drown the lines an operator reads the log for.
+func (s *Server) logRequest(r *http.Request, info *requestInfo, status int) {
+	ctx := r.Context()
+	route := chi.RouteContext(ctx).RoutePattern()
+	level := slog.LevelInfo
+	if status < 400 && (route == "/healthz" || route == "/debug/metrics") {
+		level = slog.LevelDebug
+		if !s.log.Enabled(ctx, level) {
+			return
+		}
+	}
+	var buf [12]slog.Attr
+	a := append(buf[:0], slog.String("request_id", info.id), slog.String("method", logMethod(r.Method)))
+	if route != "" {
+		a = append(a, slog.String("route", route))
+	}
+	listener := "owner"
+	if info.ingress {
+		listener = "ingress"
+	}
+	a = append(a, slog.String("listener", listener))
+	if info.rpcMethod != "" {
+		a = append(a, slog.String("rpc_method", info.rpcMethod))
+	}
+	if info.tool != "" {
+		a = append(a, slog.String("tool", info.tool))
+	}
+	a = append(a, slog.Int("status", status))
+	if info.errKind != "" {
+		a = append(a, slog.String("error_kind", info.errKind))
+	}
+	a = append(a, slog.Float64("duration_ms", float64(time.Since(info.start).Microseconds())/1000))
+	if info.participantID != "" {
+		a = append(a, slog.String("participant_id", info.participantID))
+	}
+	if info.traceID != "" {
+		a = append(a, slog.String("trace_id", info.traceID))
+	}
+	s.log.LogAttrs(ctx, level, "request", a...)
+}
+
+// logMethod is an HTTP method as the log names it: the standard ones as
+// they are, anything else (a client's free text) as "other".
+func logMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodHead, http.MethodPut, http.MethodDelete,
+		http.MethodPatch, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // rateLimiter counts requests per credential in fixed windows. It is in
@@ -143,6 +270,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		if ok, wait := s.rate.allow(key); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(wait))
+			noteError(r, string(room.KindLimitExceeded))
 			sendJSON(w, http.StatusTooManyRequests, map[string]any{"error": "limit_exceeded",
 				"message": "too many requests for this session", "retry_after_seconds": wait})
 			return

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"syscall"
@@ -16,7 +17,17 @@ import (
 // client, no socket, so ns/op, allocs/op and cpu-ns/op are the handler's own
 // cost of one read. BenchmarkMCPReads measures the same reads over loopback.
 func BenchmarkReadPath(b *testing.B) {
-	env := newBenchServer(b)
+	benchReadPath(b, newBenchServer(b))
+}
+
+// BenchmarkReadPathJSONLog is BenchmarkReadPath with the request log on, as
+// ce serve runs by default: one info line per request, here through slog's
+// JSON handler into io.Discard (the line's cost without a terminal's).
+func BenchmarkReadPathJSONLog(b *testing.B) {
+	benchReadPath(b, newBenchServerWith(b, slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+}
+
+func benchReadPath(b *testing.B, env *benchServer) {
 	h := env.handler
 	cases := []struct {
 		name string

@@ -70,6 +70,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 			s.sendError(w, r, err)
 			return
 		}
+		noteParticipant(r, grant.ParticipantID)
 		sendJSON(w, http.StatusOK, grant)
 		return
 	}
@@ -90,5 +91,6 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, err)
 		return
 	}
+	noteParticipant(r, grant.ParticipantID)
 	sendJSON(w, http.StatusOK, grant)
 }

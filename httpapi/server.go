@@ -114,9 +114,11 @@ func New(cfg Config) *Server {
 			p, err := s.sessionPrincipal(r.Context(), bearer(r))
 			if err == nil {
 				credentialShown(r.Context())
+				noteParticipant(r, p.ParticipantID)
 			}
 			return p, err
 		},
+		Note:     noteMCP,
 		ReadBody: s.readBody, Allow: s.rate.allow, BeforeSubscribe: func() {
 			if f := s.beforeSubscribe; f != nil {
 				f()
@@ -181,12 +183,14 @@ func (s *Server) routes(l listener) http.Handler {
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST")
+		noteError(r, string(room.KindInvalidRequest))
 		sendJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "invalid_request", "message": "method not allowed"})
 	})
 	return r
 }
 
 func (s *Server) rejectHost(w http.ResponseWriter, r *http.Request) {
+	noteError(r, string(room.KindPermissionDenied))
 	sendJSON(w, http.StatusForbidden, map[string]any{"error": string(room.KindPermissionDenied),
 		"message": "requests must come from this machine (Host and Origin must be loopback names)"})
 }

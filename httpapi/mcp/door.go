@@ -56,6 +56,10 @@ type Config struct {
 	// subscriptions/listen or GET /mcp). Tests end the session there: a
 	// session that ends in that gap must not leave a stream behind.
 	BeforeSubscribe func()
+	// Note, when set, is told about each POST /mcp once it is answered
+	// (see Note): the front door's request log and metrics read the
+	// method, tool, error kind and trace id from it.
+	Note func(*http.Request, Note)
 }
 
 // Handler serves /mcp. Its exported methods are the routes the front door
@@ -81,6 +85,8 @@ type Handler struct {
 	allow     func(session string) (bool, int)
 	// beforeSubscribe is Config.BeforeSubscribe (nil: nothing).
 	beforeSubscribe func()
+	// note is Config.Note (nil: nothing).
+	note func(*http.Request, Note)
 
 	// metas answers repeated params._meta objects (the envelope).
 	metas metaCache
@@ -101,7 +107,7 @@ func New(cfg Config) *Handler {
 	}
 	s := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
 		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(),
-		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe}
+		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe, note: cfg.Note}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/commonroom/ce/httpapi/internal/traceparent"
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
 )
 
@@ -41,6 +42,10 @@ const (
 	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 	metaClientCaps      = "io.modelcontextprotocol/clientCapabilities"
 	metaProgressToken   = "progressToken"
+	// metaTraceparent carries the W3C trace context of the request (the
+	// MCP convention for OpenTelemetry); only its trace id is read, for
+	// the request log.
+	metaTraceparent = "traceparent"
 )
 
 // Routing headers (spec §1.3). Names are matched without regard to case.
@@ -73,6 +78,9 @@ type requestMeta struct {
 	ClientCaps      json.RawMessage // the clientCapabilities object
 	Tasks           bool            // clientCapabilities.extensions["io.modelcontextprotocol/tasks"] is a JSON object
 	ProgressToken   json.RawMessage // string or integer as sent; nil when absent
+	// TraceID is the trace id of a valid traceparent ("" when absent or
+	// not valid: a bad one is ignored, never refused).
+	TraceID string
 }
 
 // rpcError is a JSON-RPC error plus the HTTP status it is sent with.
@@ -81,6 +89,10 @@ type rpcError struct {
 	Code    int
 	Message string
 	Data    any // nil = omitted
+	// Kind is the Commonroom error code behind the error, when a domain
+	// error caused it ("" for a protocol fault): the request log's
+	// error kind. It is never sent.
+	Kind string
 }
 
 func (e *rpcError) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
@@ -303,6 +315,9 @@ func decodeMeta(rawParams json.RawMessage, metas *metaCache, params *members, li
 			return requestMeta{}, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		out.ProgressToken = raw
+	}
+	if raw, ok := meta.get(metaTraceparent); ok {
+		out.TraceID, _ = traceparent.FromJSON(raw)
 	}
 	if m, ok := out.cacheable(); ok {
 		metas.put(rawMeta, m)

@@ -71,6 +71,9 @@ type mcpCall struct {
 	p   room.Principal
 	w   http.ResponseWriter
 	r   *http.Request
+	// tool and errKind are what the method noted for the request log (the
+	// tool called; the code of a domain failure answered as a result).
+	tool, errKind string
 }
 
 // tasksCapability is what a Tasks method needs the client to have declared.
@@ -99,40 +102,59 @@ func (s *Handler) setServerInfo() {
 }
 
 // Post is POST /mcp: validate the envelope (spec §1.6), authenticate the
-// bearer session, then dispatch.
+// bearer session, then dispatch. The front door is told how it went
+// (Config.Note) once it is answered.
 func (s *Handler) Post(w http.ResponseWriter, r *http.Request) {
+	var n Note
+	s.post(w, r, &n)
+	s.notify(r, &n)
+}
+
+func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note) {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		status := http.StatusBadRequest
 		if room.ErrorKind(err) == room.KindBodyTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
-		writeRPCError(w, nil, &rpcError{Status: status, Code: codeInvalidRequest, Message: room.AsError(err).Message})
+		e := room.AsError(err)
+		n.ErrKind = wirejson.Kind(e.Kind)
+		writeRPCError(w, nil, &rpcError{Status: status, Code: codeInvalidRequest, Message: e.Message})
 		return
 	}
 	req, notification, rerr := decodeRPC(r.Header, body, mcpMethodInfo, &s.metas)
 	if rerr != nil {
+		n.ErrKind = rpcKind(rerr)
 		writeRPCError(w, req.ID, rerr)
 		return
 	}
 	if notification {
+		n.RPCMethod = "notification" // a client's free text: only the one acted on is named
+		if req.Method == "notifications/cancelled" {
+			n.RPCMethod = "notifications/cancelled"
+		}
 		s.mcpNotification(w, r, req)
 		return
 	}
+	n.RPCMethod, n.TraceID = req.Method, req.Meta.TraceID // the method is mcpMethodNames' string
 	c := &mcpCall{ctx: r.Context(), req: req, w: w, r: r}
 	if req.Method != "server/discover" {
 		p, err := s.principal(r)
 		if err != nil {
+			n.ErrKind = wirejson.Kind(room.ErrorKind(err))
 			s.mcpAuthError(w, req.ID, err)
 			return
 		}
 		if s.mcpRateLimited(w, req.ID, p) {
+			n.ErrKind = string(room.KindLimitExceeded)
 			return
 		}
 		c.p = p
 	}
 	result, rerr := s.mcpDispatch(c)
+	n.Tool, n.ErrKind = c.tool, c.errKind
 	if rerr != nil {
+		n.ErrKind = rpcKind(rerr)
 		writeRPCError(w, req.ID, rerr)
 		return
 	}
@@ -173,6 +195,12 @@ func (s *Handler) mcpAuthError(w http.ResponseWriter, id json.RawMessage, err er
 // tasks/*) to a JSON-RPC error: the one table for MCP.
 func (s *Handler) rpcErrorOf(err error) *rpcError {
 	e := room.AsError(err)
+	out := s.rpcErrorOfKind(err, e)
+	out.Kind = wirejson.Kind(e.Kind)
+	return out
+}
+
+func (s *Handler) rpcErrorOfKind(err error, e *room.Error) *rpcError {
 	data := wirejson.ErrorBody(e)
 	switch e.Kind {
 	case room.KindTaskNotFound:

@@ -10,8 +10,8 @@ import (
 // capabilities) with every request, and taking it apart (three nested
 // objects) was about a third of the envelope's cost. metaCache keeps what a
 // well-formed _meta decoded to, by its exact bytes, so a repeated _meta is
-// one lookup. A _meta with a progressToken (per request by nature) or one
-// that fails validation is decoded every time. The cache is bounded: past
+// one lookup. A _meta with a progressToken or a valid traceparent (per
+// request by nature) or one that fails validation is decoded every time. The cache is bounded: past
 // metaCacheMax distinct _meta it starts over, so a client varying its _meta
 // costs what it always did.
 
@@ -46,10 +46,11 @@ func (c *metaCache) put(raw json.RawMessage, meta requestMeta) {
 	c.m[string(raw)] = meta
 }
 
-// cacheable is meta as the cache keeps it: no progress token (those are not
-// kept), and its capabilities copied out of the request body.
+// cacheable is meta as the cache keeps it: no progress token or trace id
+// (per request by nature: those are not kept), and its capabilities copied
+// out of the request body.
 func (m requestMeta) cacheable() (requestMeta, bool) {
-	if m.ProgressToken != nil {
+	if m.ProgressToken != nil || m.TraceID != "" {
 		return requestMeta{}, false
 	}
 	m.ClientCaps = bytes.Clone(m.ClientCaps)

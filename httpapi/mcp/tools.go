@@ -121,6 +121,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	if !ok {
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
+	c.tool = t.Name
 	// The arguments are one valid JSON value: a slice of the body the
 	// envelope checked with json.Valid. The decoder captures the two
 	// values it needs (capturing in or t would move them to the heap).
@@ -131,6 +132,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
 			return nil, s.rpcErrorOf(err)
 		}
+		c.errKind = wirejson.Kind(room.ErrorKind(err))
 		body := wirejson.ErrorBody(err)
 		text, _ := json.Marshal(body)
 		return s.complete(map[string]any{

@@ -1,0 +1,70 @@
+package mcp
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// Note is what the MCP door tells the front door about one POST /mcp once
+// it is answered, for the request log (and the room's metrics): which
+// method and tool it was, how it ended and which trace it belongs to.
+// Every field is a name this server chose or checked — a method or tool it
+// serves, an error code, a validated trace id — never text the client sent
+// unchecked, so a note can be logged as it is.
+type Note struct {
+	// RPCMethod is the JSON-RPC method, when it is one this door serves
+	// (a notification's, when it is notifications/cancelled; other
+	// notifications are "notification"); "" when the body was refused
+	// before its method was known.
+	RPCMethod string
+	// Tool is tools/call's tool, when it is in the catalog.
+	Tool string
+	// ErrKind is how the request failed: the Commonroom error code of a
+	// domain failure (a tool's isError result included: not_found,
+	// permission_denied, limit_exceeded…), else the JSON-RPC fault
+	// (parse_error, invalid_request, method_not_found, invalid_params,
+	// internal_error, header_mismatch, missing_capability,
+	// unsupported_version). "" when it succeeded.
+	ErrKind string
+	// TraceID is the trace id of a valid params._meta.traceparent ("" when
+	// there is none).
+	TraceID string
+}
+
+// rpcKind is the request log's name for a JSON-RPC error: the Commonroom
+// code behind it when there is one, else its fault's name.
+func rpcKind(e *rpcError) string {
+	if e.Kind != "" {
+		return e.Kind
+	}
+	switch e.Code {
+	case codeParseError:
+		return "parse_error"
+	case codeInvalidRequest:
+		return "invalid_request"
+	case codeMethodNotFound:
+		return "method_not_found"
+	case codeInvalidParams:
+		return "invalid_params"
+	case codeInternalError:
+		return "internal_error"
+	case codeHeaderMismatch:
+		return "header_mismatch"
+	case codeMissingCapability:
+		return "missing_capability"
+	case codeUnsupportedVersion:
+		return "unsupported_version"
+	case codeUnauthorized:
+		return "unauthorized"
+	case codePermissionDenied:
+		return "permission_denied"
+	}
+	return "rpc_error_" + strconv.Itoa(e.Code)
+}
+
+// notify hands n to the front door, when it asked for notes.
+func (s *Handler) notify(r *http.Request, n *Note) {
+	if s.note != nil {
+		s.note(r, *n)
+	}
+}
