@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/ops"
@@ -56,6 +57,14 @@ type Config struct {
 	// subscriptions/listen or GET /mcp). Tests end the session there: a
 	// session that ends in that gap must not leave a stream behind.
 	BeforeSubscribe func()
+	// Observe, when set, is told of every POST /mcp once it is answered:
+	// the method (a served one, "notifications/cancelled", or "other"),
+	// the tool a tools/call named (a known one, "other", or ""), the error
+	// type ("" on success, the JSON-RPC error code, or "tool_error" for a
+	// tool result with isError) and how long it took. The front door
+	// counts requests with it (/metrics); every label is from a bounded
+	// set, whatever a client sends.
+	Observe func(method, tool, errType string, d time.Duration)
 }
 
 // Handler serves /mcp. Its exported methods are the routes the front door
@@ -81,6 +90,8 @@ type Handler struct {
 	allow     func(session string) (bool, int)
 	// beforeSubscribe is Config.BeforeSubscribe (nil: nothing).
 	beforeSubscribe func()
+	// observe is Config.Observe (nil: nothing).
+	observe func(method, tool, errType string, d time.Duration)
 
 	// metas answers repeated params._meta objects (the envelope).
 	metas metaCache
@@ -101,7 +112,7 @@ func New(cfg Config) *Handler {
 	}
 	s := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
 		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(),
-		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe}
+		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe, observe: cfg.Observe}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

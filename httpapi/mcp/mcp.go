@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
@@ -71,6 +72,11 @@ type mcpCall struct {
 	p   room.Principal
 	w   http.ResponseWriter
 	r   *http.Request
+	// tool is the tool a tools/call named, as a bounded label (a known
+	// tool's name or "other"), and toolError says its result has isError:
+	// what Config.Observe is told.
+	tool      string
+	toolError bool
 }
 
 // tasksCapability is what a Tasks method needs the client to have declared.
@@ -101,17 +107,54 @@ func (s *Handler) setServerInfo() {
 // Post is POST /mcp: validate the envelope (spec §1.6), authenticate the
 // bearer session, then dispatch.
 func (s *Handler) Post(w http.ResponseWriter, r *http.Request) {
+	if s.observe == nil {
+		s.post(w, r, nil)
+		return
+	}
+	start := time.Now()
+	var o outcome
+	s.post(w, r, &o)
+	s.observe(o.method, o.tool, o.errType, time.Since(start))
+}
+
+// outcome is what Config.Observe is told of one POST /mcp.
+type outcome struct{ method, tool, errType string }
+
+// methodLabel is a request's method as a bounded label: a served method
+// (the table's interned string), the one notification acted on, or
+// "other" for whatever else a client sends.
+func methodLabel(m string) string {
+	if name, ok := mcpMethodNames[m]; ok {
+		return name
+	}
+	if m == "notifications/cancelled" {
+		return m
+	}
+	return "other"
+}
+
+// post is POST /mcp; o, when not nil, receives its outcome.
+func (s *Handler) post(w http.ResponseWriter, r *http.Request, o *outcome) {
+	if o == nil {
+		o = &outcome{}
+	}
+	o.method = "other"
 	body, err := s.readBody(w, r)
 	if err != nil {
 		status := http.StatusBadRequest
 		if room.ErrorKind(err) == room.KindBodyTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
+		o.errType = itoa(codeInvalidRequest)
 		writeRPCError(w, nil, &rpcError{Status: status, Code: codeInvalidRequest, Message: room.AsError(err).Message})
 		return
 	}
 	req, notification, rerr := decodeRPC(r.Header, body, mcpMethodInfo, &s.metas)
+	if req != nil {
+		o.method = methodLabel(req.Method)
+	}
 	if rerr != nil {
+		o.errType = itoa(rerr.Code)
 		writeRPCError(w, req.ID, rerr)
 		return
 	}
@@ -123,16 +166,26 @@ func (s *Handler) Post(w http.ResponseWriter, r *http.Request) {
 	if req.Method != "server/discover" {
 		p, err := s.principal(r)
 		if err != nil {
+			o.errType = itoa(codeUnauthorized)
+			if k := room.ErrorKind(err); k != room.KindUnauthorized && k != room.KindSessionExpired {
+				o.errType = itoa(s.rpcErrorOf(err).Code)
+			}
 			s.mcpAuthError(w, req.ID, err)
 			return
 		}
 		if s.mcpRateLimited(w, req.ID, p) {
+			o.errType = itoa(codeInternalError)
 			return
 		}
 		c.p = p
 	}
 	result, rerr := s.mcpDispatch(c)
+	o.tool = c.tool
+	if c.toolError {
+		o.errType = "tool_error"
+	}
 	if rerr != nil {
+		o.errType = itoa(rerr.Code)
 		writeRPCError(w, req.ID, rerr)
 		return
 	}

@@ -119,8 +119,10 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	}
 	t, ok := s.toolByName(in.Name)
 	if !ok {
+		c.tool = "other"
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
+	c.tool = t.Name
 	// The arguments are one valid JSON value: a slice of the body the
 	// envelope checked with json.Valid. The decoder captures the two
 	// values it needs (capturing in or t would move them to the heap).
@@ -131,6 +133,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
 			return nil, s.rpcErrorOf(err)
 		}
+		c.toolError = true
 		body := wirejson.ErrorBody(err)
 		text, _ := json.Marshal(body)
 		return s.complete(map[string]any{
