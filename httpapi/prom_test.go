@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -330,3 +333,79 @@ type testErr string
 func (e testErr) Error() string { return string(e) }
 
 const errTestTransportDown = testErr("the node is gone")
+
+// serveMetrics serves h's metrics listener as ce serve --metrics-addr does.
+func (h *roomHarness) serveMetrics(t testing.TB) string {
+	t.Helper()
+	s := httptest.NewUnstartedServer(h.API.MetricsHandler())
+	s.Listener.Close()
+	s.Listener = h.API.MetricsListener(localListener(t))
+	s.Config = NewHTTPServer(h.API.MetricsHandler(), h.Log)
+	s.Start()
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// The metrics listener is for a scraper with no credential: it serves
+// /metrics, /healthz and /readyz and nothing else, whatever is sent.
+func TestMetricsListenerServesMetricsOnly(t *testing.T) {
+	h := newHarness(t, "")
+	guest := h.join("guest", "read", "admin")
+	base := h.serveMetrics(t)
+	cases := []struct {
+		name, method, path, token string
+		opts                      []reqOpt
+		status                    int
+	}{
+		{"metrics without a credential", "GET", "/metrics", "", nil, 200},
+		{"healthz", "GET", "/healthz", "", nil, 200},
+		{"readyz", "GET", "/readyz", "", nil, 200},
+		{"the JSON metrics are not there", "GET", "/debug/metrics", h.OpToken, nil, 404},
+		{"profiles are not there", "GET", "/debug/pprof/heap", h.OpToken, nil, 404},
+		{"the page is not there", "GET", "/", "", nil, 404},
+		{"MCP is not there", "POST", "/mcp", guest.SessionToken, nil, 404},
+		{"the plain routes are not there", "GET", "/workspace/status", guest.SessionToken, nil, 404},
+		{"joining is not there", "POST", "/session/join", "", nil, 404},
+		{"metrics is read-only", "POST", "/metrics", "", nil, 405},
+		{"a DNS name in Host is refused", "GET", "/metrics", "", []reqOpt{mcptest.WithHost("evil.example:80")}, 403},
+		{"localhost in Host is served", "GET", "/metrics", "", []reqOpt{mcptest.WithHost("localhost")}, 200},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.doT(t, c.method, base+c.path, c.token, nil, c.opts...)
+			if r.Status != c.status {
+				t.Fatalf("%s %s: %d, want %d: %.200s", c.method, c.path, r.Status, c.status, r.Body)
+			}
+			if c.status == 200 && c.path == "/metrics" {
+				if value(families(t, r.Body), "ce_connections_open", "listener=metrics") < 1 {
+					t.Error("the metrics listener's own connection is not counted")
+				}
+			}
+		})
+	}
+}
+
+// The metrics listener has the same slow-client bounds as the others and a
+// cap of its own: its connections never show a credential, so at the cap
+// the one idle longest makes room for a newcomer, and the room's other
+// listeners are not touched.
+func TestMetricsListenerBoundsItsConnections(t *testing.T) {
+	h := newHarness(t, "")
+	srv := NewHTTPServer(h.API.MetricsHandler(), h.Log)
+	if srv.ReadHeaderTimeout != ReadHeaderTimeout || srv.IdleTimeout != IdleTimeout {
+		t.Fatalf("metrics server timeouts %v/%v, want %v/%v", srv.ReadHeaderTimeout, srv.IdleTimeout, ReadHeaderTimeout, IdleTimeout)
+	}
+	base := h.serveMetrics(t)
+	for i := range DefaultMetricsMaxConns + 4 {
+		c := dialRaw(t, base, "")
+		wantCode(t, c.send("GET", "/healthz", ""), 200, fmt.Sprint("metrics connection ", i))
+	}
+	st := h.API.connStats()
+	m := st["metrics"]
+	if m.Open > DefaultMetricsMaxConns || m.Refused != 0 || m.ReclaimedBy["cap_unauthenticated_idle"] < 4 {
+		t.Errorf("metrics connections = %+v: want at most %d open, none refused, the idle ones reclaimed", m, DefaultMetricsMaxConns)
+	}
+	if o := st["owner"]; o.Reclaimed != 0 || o.Refused != 0 {
+		t.Errorf("owner connections = %+v: the metrics listener's crowd touched them", o)
+	}
+}
