@@ -331,7 +331,8 @@ func (a *serveApp) start(ctx context.Context) error {
 	return nil
 }
 
-func (a *serveApp) ownerURL() string { return "http://" + a.ownerLn.Addr().String() }
+func (a *serveApp) ownerURL() string   { return "http://" + a.ownerLn.Addr().String() }
+func (a *serveApp) ingressURL() string { return "http://" + a.ingressLn.Addr().String() }
 
 // metricsURL is the metrics listener's base URL, "" without --metrics-addr.
 func (a *serveApp) metricsURL() string {
@@ -356,4 +357,3 @@ func (a *serveApp) transportUp() func() error {
 		return nil
 	}
 }
-func (a *serveApp) ingressURL() string { return "http://" + a.ingressLn.Addr().String() }
