@@ -179,6 +179,13 @@ type Stats struct {
 	PruneTurns    atomic.Uint64
 	PruneMaxNanos atomic.Uint64
 	PruneNanos    atomic.Uint64
+
+	// CommitSeconds is how long each batch's COMMIT took (the WAL append
+	// and its fsync), and BatchCommands how many commands each committed
+	// batch ran: /metrics shows them as histograms, so an operator sees a
+	// slow disk or group commit at work, not only averages.
+	CommitSeconds *Histogram
+	BatchCommands *Histogram
 }
 
 // CPUSeconds estimates the writer's CPU over all its turns from the turns
@@ -259,6 +266,7 @@ func Open(ctx context.Context, cfg Config) (*Room, error) {
 		r.pruneAt = cfg.Engine.Now() // a first look as soon as the room is up
 	}
 	r.q = room.NewConnQuerier(conn, &r.stats.Statements)
+	r.stats.CommitSeconds, r.stats.BatchCommands = NewHistogram(commitBounds...), NewHistogram(batchBounds...)
 	if err := r.eng.EnableWriterCache(ctx, conn); err != nil {
 		r.log.Warn("writer: every lifecycle step reads its handoff (no pre-update hook)", "err", err)
 	}
@@ -656,6 +664,9 @@ func (r *Room) runBatch(batch []*call) {
 	// a SAVEPOINT and a RELEASE per command.
 	open := false
 	for i, c := range batch {
+		if _, ok := c.run.(ping); ok {
+			continue // answered nil, not counted: it only shows the writer turns
+		}
 		if err := c.ctx.Err(); err != nil {
 			results[i] = err // the caller has gone; do not act for it
 			continue
@@ -688,7 +699,10 @@ func (r *Room) runBatch(batch []*call) {
 		err = room.TrimRing(ctx, r.q, r.eng.Limits.EventRing)
 	}
 	if err == nil {
-		_, err = r.ctl(ctx, "COMMIT")
+		t0 := time.Now()
+		if _, err = r.ctl(ctx, "COMMIT"); err == nil {
+			r.stats.CommitSeconds.Observe(time.Since(t0).Seconds())
+		}
 	}
 	if err != nil {
 		r.log.Error("writer: COMMIT failed; the batch is rolled back", "err", err, "commands", len(batch))
@@ -707,6 +721,13 @@ func (r *Room) runBatch(batch []*call) {
 	} else {
 		committed = true
 		r.stats.Batches.Add(1)
+		n := 0
+		for _, ok := range ran {
+			if ok {
+				n++
+			}
+		}
+		r.stats.BatchCommands.Observe(float64(n))
 		r.nudgeCheckpointer()
 		r.forgetTasks(outcomes)
 	}

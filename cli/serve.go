@@ -50,6 +50,8 @@ type serveFlags struct {
 	sessionMaxLifetime             time.Duration // the hard end of a session, however much it is used
 	walCkpt                        int
 
+	metricsAddr string // --metrics-addr: the credential-less metrics listener ("" none)
+
 	transport        string        // --transport NAME: how other machines reach the room
 	transportTimeout time.Duration // how long the transport may take to be up
 
@@ -92,6 +94,7 @@ func newServeFlagSet(env Env) (*flag.FlagSet, *serveFlags, *transports) {
 	addRetainFlags(fs, &f.retain)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "owner listener (loopback only): the page and the local operator")
 	fs.StringVar(&f.ingressAddr, "ingress-addr", "127.0.0.1:0", "session-only ingress listener (loopback only): what invitations point at")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "also serve GET /metrics, /healthz and /readyz with no credential here, for a Prometheus scraper: loopback or a transport's private address only (default: none; /metrics on the owner listener needs the operator token)")
 	fs.StringVar(&f.name, "name", "", "the host's display name (default $USER)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON line when ready instead of the banner")
 	fs.BoolVar(&f.ephemeral, "ephemeral", false, "keep the sidecar in a temporary directory and delete it on exit")
@@ -161,14 +164,18 @@ func runServe(ctx context.Context, env Env, f serveFlags, file string, ts *trans
 	ingressURL := app.ingressURL()
 	pageURL := app.ownerURL() + "/?key=" + app.api.NewPageKey()
 	if f.json {
-		line, _ := json.Marshal(map[string]any{
+		ready := map[string]any{
 			"workspace_id": l.eng.WorkspaceID, "name": l.eng.Name, "version": version(),
 			"owner_url": pageURL, "ingress_url": ingressURL, "mcp_url": ingressURL + "/mcp",
 			"invite": app.inv.URI, "invite_expires_at": app.inv.ExpiresAt, "pid": os.Getpid(), "transport": showHint(app.hints[0]),
-		})
+		}
+		if u := app.metricsURL(); u != "" {
+			ready["metrics_url"] = u + "/metrics"
+		}
+		line, _ := json.Marshal(ready)
 		fmt.Fprintln(env.Stdout, string(line))
 	} else {
-		printBanner(env, l, pageURL, ingressURL, app.hints[0], app.inv, app.notes)
+		printBanner(env, l, pageURL, ingressURL, app.metricsURL(), app.hints[0], app.inv, app.notes)
 	}
 	log.Info("serving", "workspace_id", l.eng.WorkspaceID, "pid", os.Getpid())
 
@@ -205,6 +212,9 @@ func checkServeFlags(env Env, f serveFlags, ts *transports) (transport.Provider,
 	}
 	if err := checkLoopback(f.ingressAddr); err != nil {
 		return nil, nil, err
+	}
+	if err := checkMetricsAddr(f.metricsAddr); err != nil {
+		return usage("%v", err)
 	}
 	if err := checkConnFlags(f); err != nil {
 		return nil, nil, err
@@ -299,7 +309,7 @@ func shutdown(servers []*http.Server, hub *listen.Hub, log *slog.Logger) {
 	}
 }
 
-func printBanner(env Env, l *localRoom, pageURL, ingressURL string, exposed room.Hint, inv room.InviteGrant, notes []string) {
+func printBanner(env Env, l *localRoom, pageURL, ingressURL, metricsURL string, exposed room.Hint, inv room.InviteGrant, notes []string) {
 	w := env.Stdout
 	fmt.Fprintf(w, "Commonroom %s\n", version())
 	fmt.Fprintf(w, "Room:        %s (%s)\n", l.eng.Name, l.eng.WorkspaceID)
@@ -310,6 +320,9 @@ func printBanner(env Env, l *localRoom, pageURL, ingressURL string, exposed room
 	fmt.Fprintf(w, "Owner page:  %s\n", pageURL)
 	fmt.Fprintf(w, "Agents:      %s/mcp (MCP 2026-07-28, bearer session)\n", ingressURL)
 	fmt.Fprintf(w, "Transport:   %s\n", showHint(exposed))
+	if metricsURL != "" {
+		fmt.Fprintf(w, "Metrics:     %s/metrics (Prometheus, no credential; /readyz beside it)\n", metricsURL)
+	}
 	fmt.Fprintf(w, "Invitation (one use, lasts %s: expires %s):\n  %s\n", inviteLifetime(l.eng.Now(), inv.ExpiresAt), inv.ExpiresAt, inv.URI)
 	fmt.Fprintf(w, "Join from another terminal:\n  ce join '%s' --name agent\n", inv.URI)
 	fmt.Fprintf(w, "More invitations (longer, more uses):\n  ce invite --workspace %s --expires MINUTES --max-uses N\n", shellQuote(l.eng.DocPath))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -44,9 +45,11 @@ type serveApp struct {
 	tmpDir             string // --ephemeral: the sidecar's directory
 	fileLimit          uint64 // the open-file limit in effect (0 unknown)
 	ownerLn, ingressLn net.Listener
+	metricsLn          net.Listener // --metrics-addr (nil: none)
 	hints              []room.Hint  // the exposed way in first, loopback after it
 	transportLn        net.Listener // the transport's own listener the ingress is served on too (nil: it forwards)
 	closeTransport     func()
+	transportStopped   atomic.Bool // the transport's own listener stopped being served
 	hub                *listen.Hub
 	local              *localRoom
 	api                *httpapi.Server
@@ -99,7 +102,7 @@ func (a *serveApp) close() error {
 	if a.servers != nil {
 		shutdown(a.servers, a.hub, a.log)
 	}
-	for _, ln := range []net.Listener{a.ownerLn, a.ingressLn, a.transportLn} {
+	for _, ln := range []net.Listener{a.ownerLn, a.ingressLn, a.transportLn, a.metricsLn} {
 		if ln != nil {
 			ln.Close() // Shutdown closed them when they were served
 		}
@@ -217,7 +220,12 @@ func (a *serveApp) openListeners(context.Context) error {
 	if a.ownerLn, err = listenOn(a.f.addr); err != nil {
 		return err
 	}
-	a.ingressLn, err = listenOn(a.f.ingressAddr)
+	if a.ingressLn, err = listenOn(a.f.ingressAddr); err != nil {
+		return err
+	}
+	if a.f.metricsAddr != "" {
+		a.metricsLn, err = listenOn(a.f.metricsAddr)
+	}
 	return err
 }
 
@@ -281,7 +289,7 @@ func (a *serveApp) start(ctx context.Context) error {
 	maxConns, ownerMaxConns := connCaps(a.log, a.fileLimit, f)
 	a.api = httpapi.New(httpapi.Config{Room: a.local.room, Hub: a.hub, Logger: a.log, OperatorToken: opToken, Version: version(),
 		BodyReadTimeout: f.bodyTimeout, WriteTimeout: f.writeTimeout, MaxConns: maxConns, OwnerMaxConns: ownerMaxConns,
-		MaxConnsPerPeer: f.maxConnsPerPeer})
+		MaxConnsPerPeer: f.maxConnsPerPeer, TransportUp: a.transportUp()})
 	if err := writeOwnerFile(a.docPath, ownerFile{PID: os.Getpid(), WorkspaceID: a.local.eng.WorkspaceID,
 		OwnerURL: a.ownerURL(), IngressURL: a.ingressURL(), OperatorToken: opToken, Transport: newOwnerTransport(a.hints[0])}); err != nil {
 		return room.Errorf(room.KindInternal, "cannot write the operator credential %s: %v", ownerPath(a.docPath), err)
@@ -301,6 +309,16 @@ func (a *serveApp) start(ctx context.Context) error {
 			return nil
 		})
 	}
+	if a.metricsLn != nil {
+		srv, ln := httpapi.NewHTTPServer(a.api.MetricsHandler(), a.log), a.api.MetricsListener(a.metricsLn)
+		a.servers = append(a.servers, srv)
+		g.Go(func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return room.Errorf(room.KindInternal, "the metrics listener failed: %v", err)
+			}
+			return nil
+		})
+	}
 	if a.transportLn != nil {
 		// The transport hands its connections over: the ingress's server
 		// serves them too, under the same connection policy, which sees
@@ -309,6 +327,7 @@ func (a *serveApp) start(ctx context.Context) error {
 		srv, ln := a.servers[1], a.api.IngressListener(a.transportLn)
 		g.Go(func() error {
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				a.transportStopped.Store(true)
 				a.log.Warn("the transport's listener stopped; the room goes on without it", "err", transport.Redact(err.Error()))
 			}
 			return nil
@@ -319,3 +338,27 @@ func (a *serveApp) start(ctx context.Context) error {
 
 func (a *serveApp) ownerURL() string   { return "http://" + a.ownerLn.Addr().String() }
 func (a *serveApp) ingressURL() string { return "http://" + a.ingressLn.Addr().String() }
+
+// metricsURL is the metrics listener's base URL, "" without --metrics-addr.
+func (a *serveApp) metricsURL() string {
+	if a.metricsLn == nil {
+		return ""
+	}
+	return "http://" + a.metricsLn.Addr().String()
+}
+
+// transportUp is /readyz's transport check: a transport that hands its
+// connections over is down once the room stopped serving its listener (its
+// network node is gone); loopback, and a transport that forwards to the
+// ingress, are up while the room serves (a forwarder tells nothing more).
+func (a *serveApp) transportUp() func() error {
+	if a.transportLn == nil {
+		return nil
+	}
+	return func() error {
+		if a.transportStopped.Load() {
+			return errors.New("the transport's listener stopped")
+		}
+		return nil
+	}
+}

@@ -222,6 +222,7 @@ func matrixOps() []*matrixOp {
 	return []*matrixOp{
 		// ---- public and credential-less routes ----
 		rest("GET", "/healthz", "", rulePublic, fixNone, nil),
+		rest("GET", "/readyz", "", rulePublic, fixNone, nil),
 		on(onIngressOnly, named("GET / (ingress)", rest("GET", "/", "", rulePublic, fixNone, nil))),
 		on(onOwnerOnly, named("GET / (owner page)", rest("GET", "/", "", ruleOwnerPage, fixNone, nil))),
 		on(onOwnerOnly, rest("GET", "/page/page.css", "", rulePublic, fixNone, nil)), // the page's static files
@@ -309,6 +310,7 @@ func matrixOps() []*matrixOp {
 
 		// ---- the owner listener's own routes ----
 		on(onOwnerOnly, rest("GET", "/debug/metrics", "", ruleOperatorBearer, fixNone, nil)),
+		on(onOwnerOnly, rest("GET", "/metrics", "", ruleOperatorBearer, fixNone, nil)),
 		on(onOwnerOnly, rest("GET", "/debug/pprof/heap", "", ruleOperatorBearer, fixNone, nil)),
 		on(onOwnerOnly, rest("POST", "/owner/key", "", ruleOperatorBearer, fixNone, none)),
 		on(onOwnerOnly, rest("POST", "/owner/compact", "", ruleOperatorBearer, fixNone, none)),

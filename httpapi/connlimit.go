@@ -173,9 +173,21 @@ func (s *Server) IngressListener(ln net.Listener) net.Listener {
 	return s.ingressConns.wrap(ln)
 }
 
-// connStats is the "connections" member of /debug/metrics.
+// connStats is the "connections" member of /debug/metrics (and /metrics'
+// connection families): the metrics listener's only while it is served.
 func (s *Server) connStats() map[string]ConnStats {
-	return map[string]ConnStats{"owner": s.ownerConns.stats(), "ingress": s.ingressConns.stats()}
+	m := map[string]ConnStats{"owner": s.ownerConns.stats(), "ingress": s.ingressConns.stats()}
+	if s.metricsConns.serving() {
+		m["metrics"] = s.metricsConns.stats()
+	}
+	return m
+}
+
+// serving reports whether a listener is wrapped with the policy now.
+func (p *connPolicy) serving() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.listeners > 0
 }
 
 // policyListener hands every accepted connection to its policy, which

@@ -51,6 +51,10 @@ type Config struct {
 	// ConnClock is the connection policy's clock (default time.Now); tests
 	// inject one to drive the unauthenticated idle time without waiting.
 	ConnClock func() time.Time
+	// TransportUp says whether the transport's way in is up (nil error),
+	// for /readyz; nil means the room is reached on loopback only, which
+	// is up while the room serves.
+	TransportUp func() error
 }
 
 // Server holds what the handlers share. It has no package-level state.
@@ -73,6 +77,10 @@ type Server struct {
 	writeTimeout time.Duration
 	ownerConns   *connPolicy
 	ingressConns *connPolicy
+	metricsConns *connPolicy // the opt-in metrics listener's (MetricsListener)
+
+	prom        *promMetrics // GET /metrics
+	transportUp func() error // Config.TransportUp
 
 	totals totalsCache // sidecar-wide counts for /debug/metrics
 
@@ -102,6 +110,9 @@ func New(cfg Config) *Server {
 	s.writeTimeout = cmp.Or(max(cfg.WriteTimeout, 0), DefaultWriteTimeout)
 	s.ingressConns = newConnPolicy(cmp.Or(max(cfg.MaxConns, 0), DefaultMaxConns), cfg.MaxConnsPerPeer, UnauthenticatedIdleTimeout, cfg.ConnClock)
 	s.ownerConns = newConnPolicy(cmp.Or(max(cfg.OwnerMaxConns, 0), DefaultOwnerMaxConns), 0, UnauthenticatedIdleTimeout, cfg.ConnClock)
+	s.metricsConns = newConnPolicy(DefaultMetricsMaxConns, 0, UnauthenticatedIdleTimeout, cfg.ConnClock)
+	s.transportUp = cfg.TransportUp
+	s.prom = newPromMetrics(s)
 	if cfg.OperatorToken != "" {
 		s.opHash = sha256.Sum256([]byte(cfg.OperatorToken))
 		s.hasOp = true
@@ -118,7 +129,7 @@ func New(cfg Config) *Server {
 			}
 			return p, err
 		},
-		Note:     noteMCP,
+		Note: noteMCP, Observe: s.prom.observeRequest,
 		ReadBody: s.readBody, Allow: s.rate.allow, BeforeSubscribe: func() {
 			if f := s.beforeSubscribe; f != nil {
 				f()
@@ -147,6 +158,7 @@ func (s *Server) routes(l listener) http.Handler {
 	r.Use(s.requestLog)
 	r.Use(s.hostGuard(l))
 	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
 	if l == ownerListener {
 		r.Get("/", s.page.Index)
 		r.Get("/page/page.css", s.page.Asset)
@@ -173,6 +185,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/workspace/observe", func(w http.ResponseWriter, r *http.Request) { s.observe(w, r, l) })
 		if l == ownerListener {
 			r.Get("/debug/metrics", s.metrics)
+			r.Get("/metrics", s.promScrape)
 			r.Get("/debug/pprof/*", s.pprof)
 			r.Post("/owner/key", s.newPageKey)
 			r.Post("/owner/compact", s.compact)

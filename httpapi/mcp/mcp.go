@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
@@ -72,8 +73,11 @@ type mcpCall struct {
 	w   http.ResponseWriter
 	r   *http.Request
 	// tool and errKind are what the method noted for the request log (the
-	// tool called; the code of a domain failure answered as a result).
+	// tool called; the code of a domain failure answered as a result);
+	// tool is a bounded label (a known tool's name or "other"), and
+	// toolError says the result has isError: what Config.Observe is told.
 	tool, errKind string
+	toolError     bool
 }
 
 // tasksCapability is what a Tasks method needs the client to have declared.
@@ -105,12 +109,35 @@ func (s *Handler) setServerInfo() {
 // bearer session, then dispatch. The front door is told how it went
 // (Config.Note) once it is answered.
 func (s *Handler) Post(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	var n Note
-	s.post(w, r, &n)
+	var o outcome
+	s.post(w, r, &n, &o)
 	s.notify(r, &n)
+	if s.observe != nil {
+		s.observe(o.method, o.tool, o.errType, time.Since(start))
+	}
 }
 
-func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note) {
+// outcome is what Config.Observe is told of one POST /mcp: bounded labels
+// for the metrics, where Note is what the request log is told.
+type outcome struct{ method, tool, errType string }
+
+// methodLabel is a request's method as a bounded label: a served method
+// (the table's interned string), the one notification acted on, or
+// "other" for whatever else a client sends.
+func methodLabel(m string) string {
+	if name, ok := mcpMethodNames[m]; ok {
+		return name
+	}
+	if m == "notifications/cancelled" {
+		return m
+	}
+	return "other"
+}
+
+func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note, o *outcome) {
+	o.method = "other"
 	body, err := s.readBody(w, r)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -119,12 +146,17 @@ func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note) {
 		}
 		e := room.AsError(err)
 		n.ErrKind = wirejson.Kind(e.Kind)
+		o.errType = itoa(codeInvalidRequest)
 		writeRPCError(w, nil, &rpcError{Status: status, Code: codeInvalidRequest, Message: e.Message})
 		return
 	}
 	req, notification, rerr := decodeRPC(r.Header, body, mcpMethodInfo, &s.metas)
+	if req != nil {
+		o.method = methodLabel(req.Method)
+	}
 	if rerr != nil {
 		n.ErrKind = rpcKind(rerr)
+		o.errType = itoa(rerr.Code)
 		writeRPCError(w, req.ID, rerr)
 		return
 	}
@@ -142,19 +174,32 @@ func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note) {
 		p, err := s.principal(r)
 		if err != nil {
 			n.ErrKind = wirejson.Kind(room.ErrorKind(err))
+			o.errType = itoa(codeUnauthorized)
+			if k := room.ErrorKind(err); k != room.KindUnauthorized && k != room.KindSessionExpired {
+				o.errType = itoa(s.rpcErrorOf(err).Code)
+			}
 			s.mcpAuthError(w, req.ID, err)
 			return
 		}
 		if s.mcpRateLimited(w, req.ID, p) {
 			n.ErrKind = string(room.KindLimitExceeded)
+			o.errType = itoa(codeInternalError)
 			return
 		}
 		c.p = p
 	}
 	result, rerr := s.mcpDispatch(c)
-	n.Tool, n.ErrKind = c.tool, c.errKind
+	n.ErrKind = c.errKind
+	if c.tool != "other" { // the label of a tool not in the catalog: the log names none
+		n.Tool = c.tool
+	}
+	o.tool = c.tool
+	if c.toolError {
+		o.errType = "tool_error"
+	}
 	if rerr != nil {
 		n.ErrKind = rpcKind(rerr)
+		o.errType = itoa(rerr.Code)
 		writeRPCError(w, req.ID, rerr)
 		return
 	}

@@ -119,6 +119,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 	}
 	t, ok := s.toolByName(in.Name)
 	if !ok {
+		c.tool = "other"
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
 	c.tool = t.Name
@@ -133,6 +134,7 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 			return nil, s.rpcErrorOf(err)
 		}
 		c.errKind = wirejson.Kind(room.ErrorKind(err))
+		c.toolError = true
 		body := wirejson.ErrorBody(err)
 		text, _ := json.Marshal(body)
 		return s.complete(map[string]any{
