@@ -169,14 +169,14 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 // logRequest writes a request's line: "request" at info, with request_id,
 // method, route (the router's pattern, never the raw path), listener, the
 // MCP method and tool, status, error_kind, duration_ms, participant_id and
-// trace_id, each when known. A probe that succeeds (/healthz,
-// /debug/metrics) is logged at debug: polled every few seconds, it would
+// trace_id, each when known. A probe that succeeds (/healthz, /readyz,
+// /metrics, /debug/metrics) is logged at debug: polled every few seconds, it would
 // drown the lines an operator reads the log for.
 func (s *Server) logRequest(r *http.Request, info *requestInfo, status int) {
 	ctx := r.Context()
 	route := chi.RouteContext(ctx).RoutePattern()
 	level := slog.LevelInfo
-	if status < 400 && (route == "/healthz" || route == "/debug/metrics") {
+	if status < 400 && (route == "/healthz" || route == "/readyz" || route == "/metrics" || route == "/debug/metrics") {
 		level = slog.LevelDebug
 		if !s.log.Enabled(ctx, level) {
 			return
