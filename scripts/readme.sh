@@ -9,11 +9,12 @@
 # pipefail`. A block is skipped when the line just before its fence is
 #   <!-- readme.sh: skip, WHY -->
 # (another machine, a tailnet, root and systemd, a tool the README only
-# mentions, the CI's own stages); WHY is printed. A line that serves a room
+# mentions, the CI's own stages); WHY is printed. One command per line (no
+# backslash continuations in a block that runs). A line that serves a room
 # (`ce serve …`, `go run ./cmd/ce serve …`) runs until Ctrl-C in a terminal:
 # here it runs in the background, the next line waits until it is READY (its
 # banner or --json line), and at the end each is stopped with SIGINT, as
-# Ctrl-C would, and must exit 0.
+# Ctrl-C would, and must stop cleanly (see stop_serves).
 #
 # It ends by itself: a serve must be ready within READY_TIMEOUT (the first one
 # builds ce with `go run`: minutes on a cold cache), and the whole run is
