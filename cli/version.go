@@ -24,14 +24,31 @@ type buildInfo struct {
 	Go       string `json:"go"`
 }
 
+// stampedVersion and stampedCommit are set by the linker in release builds
+// (.goreleaser.yaml: -X github.com/commonroom/ce/cli.stampedVersion=…): a
+// release built from a tag must say that tag, while `go build` in a clone
+// records only a pseudo-version or "(devel)". When set they win over what
+// the build information says; `go install …@vX` needs neither.
+var stampedVersion, stampedCommit string
+
 // readBuildInfo reads the binary's build information once per call; it is
 // cheap and only read at start and by `ce version`.
 func readBuildInfo() buildInfo {
 	b := buildInfo{Version: "dev", Go: runtime.Version()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return b
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		b = fromBuildInfo(b, bi)
 	}
+	if stampedVersion != "" {
+		b.Version = stampedVersion
+	}
+	if stampedCommit != "" {
+		b.Revision = stampedCommit
+	}
+	return b
+}
+
+// fromBuildInfo fills b from what the Go toolchain recorded.
+func fromBuildInfo(b buildInfo, bi *debug.BuildInfo) buildInfo {
 	if v := bi.Main.Version; v != "" && v != "(devel)" {
 		b.Version = v
 	}
