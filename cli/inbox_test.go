@@ -110,7 +110,7 @@ func TestInboxCommand(t *testing.T) {
 	if strings.Contains(text, writer.ParticipantID) {
 		t.Errorf("text names a participant by id:\n%s", text)
 	}
-	if log := s.stderr.String(); !strings.Contains(log, "path=/workspace/waiting") {
+	if log := s.stderr.String(); !strings.Contains(log, "route=/workspace/waiting") {
 		t.Errorf("ce inbox did not ask the running room (its log has no GET /workspace/waiting):\n%s", log)
 	}
 

@@ -437,7 +437,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	})
 	t.Run("no secret in the log", func(t *testing.T) {
 		logs := h.Logs.String()
-		if !strings.Contains(logs, "path=/session/join") {
+		if !strings.Contains(logs, "route=/session/join") {
 			t.Fatalf("the request log was not captured; got:\n%s", logs)
 		}
 		for _, sec := range secrets {
