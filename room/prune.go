@@ -191,6 +191,28 @@ func (e *Engine) archiveRow(tx *Tx, recs *[]ArchiveRecord, kind, id, query strin
 	return nil
 }
 
+// removeRows archives and deletes the rows of table whose key is one of
+// ids, records of kind, leaving a tombstone when a read of that kind must
+// say "pruned" rather than "not found". It returns how many it removed.
+func (e *Engine) removeRows(tx *Tx, recs *[]ArchiveRecord, kind, table, key string, ids []string, tombstone bool) (int64, error) {
+	var removed int64
+	for _, id := range ids {
+		if err := e.archiveRow(tx, recs, kind, id, `SELECT * FROM `+table+` WHERE `+key+` = ?`); err != nil {
+			return removed, err
+		}
+		if _, err := tx.exec(`DELETE FROM `+table+` WHERE `+key+` = ?`, id); err != nil {
+			return removed, Internal(err)
+		}
+		if tombstone {
+			if err := tx.tombstone(kind, id); err != nil {
+				return removed, err
+			}
+		}
+		removed++
+	}
+	return removed, nil
+}
+
 // idKey is a random id's tombstone key: the first 64 bits of its hex part.
 func idKey(id string) (int64, bool) {
 	i := strings.LastIndexByte(id, '_')
@@ -434,17 +456,10 @@ func (e *Engine) pruneProposals(tx *Tx, cutoff int64, n int, c *PruneCounts) (in
 		return 0, nil, err
 	}
 	var recs []ArchiveRecord
-	for _, id := range ids {
-		if err := e.archiveRow(tx, &recs, "proposal", id, `SELECT * FROM proposals WHERE proposal_id = ?`); err != nil {
-			return 0, nil, err
-		}
-		if _, err := tx.exec(`DELETE FROM proposals WHERE proposal_id = ?`, id); err != nil {
-			return 0, nil, Internal(err)
-		}
-		if err := tx.tombstone("proposal", id); err != nil {
-			return 0, nil, err
-		}
-		c.Proposals++
+	removed, err := e.removeRows(tx, &recs, "proposal", "proposals", "proposal_id", ids, true)
+	c.Proposals += removed
+	if err != nil {
+		return 0, nil, err
 	}
 	return len(ids), recs, nil
 }
@@ -560,9 +575,12 @@ func (e *Engine) thinVersions(tx *Tx, cutoff int64, n int, c *PruneCounts) (int,
 func (e *Engine) pruneSessions(tx *Tx, cutoff int64, n int, c *PruneCounts) (int, []ArchiveRecord, error) {
 	var recs []ArchiveRecord
 	done := 0
-	for _, k := range []struct{ kind, table, key, col string }{
-		{"session", "sessions", "session_ref", "ended_at"},
-		{"lease", "leases", "lease_id", "released_at"},
+	for _, k := range []struct {
+		kind, table, key, col string
+		count                 *int64
+	}{
+		{"session", "sessions", "session_ref", "ended_at", &c.Sessions},
+		{"lease", "leases", "lease_id", "released_at", &c.Leases},
 	} {
 		if done >= n {
 			break
@@ -571,20 +589,12 @@ func (e *Engine) pruneSessions(tx *Tx, cutoff int64, n int, c *PruneCounts) (int
 		if err != nil {
 			return 0, nil, err
 		}
-		for _, id := range ids {
-			if err := e.archiveRow(tx, &recs, k.kind, id, `SELECT * FROM `+k.table+` WHERE `+k.key+` = ?`); err != nil {
-				return 0, nil, err
-			}
-			if _, err := tx.exec(`DELETE FROM `+k.table+` WHERE `+k.key+` = ?`, id); err != nil {
-				return 0, nil, Internal(err)
-			}
-			if k.kind == "session" {
-				c.Sessions++
-			} else {
-				c.Leases++
-			}
-			done++
+		removed, err := e.removeRows(tx, &recs, k.kind, k.table, k.key, ids, false)
+		*k.count += removed
+		if err != nil {
+			return 0, nil, err
 		}
+		done += int(removed)
 	}
 	return done, recs, nil
 }
@@ -599,14 +609,10 @@ func (e *Engine) pruneInvites(tx *Tx, cutoff int64, n int, c *PruneCounts) (int,
 		return 0, nil, err
 	}
 	var recs []ArchiveRecord
-	for _, id := range ids {
-		if err := e.archiveRow(tx, &recs, "invitation", id, `SELECT * FROM invites WHERE invite_id = ?`); err != nil {
-			return 0, nil, err
-		}
-		if _, err := tx.exec(`DELETE FROM invites WHERE invite_id = ?`, id); err != nil {
-			return 0, nil, Internal(err)
-		}
-		c.Invitations++
+	removed, err := e.removeRows(tx, &recs, "invitation", "invites", "invite_id", ids, false)
+	c.Invitations += removed
+	if err != nil {
+		return 0, nil, err
 	}
 	return len(ids), recs, nil
 }
