@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/room"
 )
 
@@ -47,9 +48,10 @@ func newPromMetrics(s *Server) *promMetrics {
 }
 
 // observeRequest counts one MCP request: the only place a request is
-// observed. Its labels come from bounded sets (see mcp.Config.Observe).
-func (m *promMetrics) observeRequest(method, tool, errType string, d time.Duration) {
-	m.mcpDuration.WithLabelValues(method, tool, errType).Observe(d.Seconds())
+// observed. Its labels come from bounded sets (see mcp.Note.Labels).
+func (m *promMetrics) observeRequest(n mcp.Note) {
+	method, tool, errType := n.Labels()
+	m.mcpDuration.WithLabelValues(method, tool, errType).Observe(n.Duration.Seconds())
 }
 
 // promScrape is GET /metrics on the owner listener: the operator's

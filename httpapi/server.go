@@ -129,7 +129,10 @@ func New(cfg Config) *Server {
 			}
 			return p, err
 		},
-		Note: noteMCP, Observe: s.prom.observeRequest,
+		Note: func(r *http.Request, n mcp.Note) {
+			noteMCP(r, n)
+			s.prom.observeRequest(n)
+		},
 		ReadBody: s.readBody, Allow: s.rate.allow, BeforeSubscribe: func() {
 			if f := s.beforeSubscribe; f != nil {
 				f()

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/ops"
@@ -61,14 +60,6 @@ type Config struct {
 	// (see Note): the front door's request log and metrics read the
 	// method, tool, error kind and trace id from it.
 	Note func(*http.Request, Note)
-	// Observe, when set, is told of every POST /mcp once it is answered:
-	// the method (a served one, "notifications/cancelled", or "other"),
-	// the tool a tools/call named (a known one, "other", or ""), the error
-	// type ("" on success, the JSON-RPC error code, or "tool_error" for a
-	// tool result with isError) and how long it took. The front door
-	// counts requests with it (/metrics); every label is from a bounded
-	// set, whatever a client sends.
-	Observe func(method, tool, errType string, d time.Duration)
 }
 
 // Handler serves /mcp. Its exported methods are the routes the front door
@@ -96,8 +87,6 @@ type Handler struct {
 	beforeSubscribe func()
 	// note is Config.Note (nil: nothing).
 	note func(*http.Request, Note)
-	// observe is Config.Observe (nil: nothing).
-	observe func(method, tool, errType string, d time.Duration)
 
 	// metas answers repeated params._meta objects (the envelope).
 	metas metaCache
@@ -118,7 +107,7 @@ func New(cfg Config) *Handler {
 	}
 	s := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
 		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(),
-		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe, note: cfg.Note, observe: cfg.Observe}
+		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe, note: cfg.Note}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

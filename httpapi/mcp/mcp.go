@@ -72,10 +72,10 @@ type mcpCall struct {
 	p   room.Principal
 	w   http.ResponseWriter
 	r   *http.Request
-	// tool and errKind are what the method noted for the request log (the
-	// tool called; the code of a domain failure answered as a result);
-	// tool is a bounded label (a known tool's name or "other"), and
-	// toolError says the result has isError: what Config.Observe is told.
+	// tool and errKind are what the method noted (the tool called, as a
+	// bounded label: a known tool's name or "other"; the code of a domain
+	// failure answered as a result), and toolError says the result has
+	// isError: what Post puts into its Note.
 	tool, errKind string
 	toolError     bool
 }
@@ -107,37 +107,16 @@ func (s *Handler) setServerInfo() {
 
 // Post is POST /mcp: validate the envelope (spec §1.6), authenticate the
 // bearer session, then dispatch. The front door is told how it went
-// (Config.Note) once it is answered.
+// (Config.Note) once it is answered: one note for its log and its metrics.
 func (s *Handler) Post(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var n Note
-	var o outcome
-	s.post(w, r, &n, &o)
+	n := Note{method: "other"}
+	s.post(w, r, &n)
+	n.Duration = time.Since(start)
 	s.notify(r, &n)
-	if s.observe != nil {
-		s.observe(o.method, o.tool, o.errType, time.Since(start))
-	}
 }
 
-// outcome is what Config.Observe is told of one POST /mcp: bounded labels
-// for the metrics, where Note is what the request log is told.
-type outcome struct{ method, tool, errType string }
-
-// methodLabel is a request's method as a bounded label: a served method
-// (the table's interned string), the one notification acted on, or
-// "other" for whatever else a client sends.
-func methodLabel(m string) string {
-	if name, ok := mcpMethodNames[m]; ok {
-		return name
-	}
-	if m == "notifications/cancelled" {
-		return m
-	}
-	return "other"
-}
-
-func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note, o *outcome) {
-	o.method = "other"
+func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note) {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -145,18 +124,20 @@ func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note, o *outco
 			status = http.StatusRequestEntityTooLarge
 		}
 		e := room.AsError(err)
-		n.ErrKind = wirejson.Kind(e.Kind)
-		o.errType = itoa(codeInvalidRequest)
+		n.failed(wirejson.Kind(e.Kind), codeInvalidRequest)
 		writeRPCError(w, nil, &rpcError{Status: status, Code: codeInvalidRequest, Message: e.Message})
 		return
 	}
 	req, notification, rerr := decodeRPC(r.Header, body, mcpMethodInfo, &s.metas)
 	if req != nil {
-		o.method = methodLabel(req.Method)
+		if name, ok := mcpMethodNames[req.Method]; ok {
+			n.method = name
+		} else if req.Method == "notifications/cancelled" {
+			n.method = req.Method
+		}
 	}
 	if rerr != nil {
-		n.ErrKind = rpcKind(rerr)
-		o.errType = itoa(rerr.Code)
+		n.failed(rpcKind(rerr), rerr.Code)
 		writeRPCError(w, req.ID, rerr)
 		return
 	}
@@ -173,33 +154,22 @@ func (s *Handler) post(w http.ResponseWriter, r *http.Request, n *Note, o *outco
 	if req.Method != "server/discover" {
 		p, err := s.principal(r)
 		if err != nil {
-			n.ErrKind = wirejson.Kind(room.ErrorKind(err))
-			o.errType = itoa(codeUnauthorized)
-			if k := room.ErrorKind(err); k != room.KindUnauthorized && k != room.KindSessionExpired {
-				o.errType = itoa(s.rpcErrorOf(err).Code)
-			}
-			s.mcpAuthError(w, req.ID, err)
+			n.failed(wirejson.Kind(room.ErrorKind(err)), s.mcpAuthError(w, req.ID, err))
 			return
 		}
 		if s.mcpRateLimited(w, req.ID, p) {
-			n.ErrKind = string(room.KindLimitExceeded)
-			o.errType = itoa(codeInternalError)
+			n.failed(string(room.KindLimitExceeded), codeInternalError)
 			return
 		}
 		c.p = p
 	}
 	result, rerr := s.mcpDispatch(c)
-	n.ErrKind = c.errKind
+	n.ErrKind, n.toolError, n.tool = c.errKind, c.toolError, c.tool
 	if c.tool != "other" { // the label of a tool not in the catalog: the log names none
 		n.Tool = c.tool
 	}
-	o.tool = c.tool
-	if c.toolError {
-		o.errType = "tool_error"
-	}
 	if rerr != nil {
-		n.ErrKind = rpcKind(rerr)
-		o.errType = itoa(rerr.Code)
+		n.failed(rpcKind(rerr), rerr.Code)
 		writeRPCError(w, req.ID, rerr)
 		return
 	}
@@ -224,16 +194,19 @@ func (s *Handler) mcpRateLimited(w http.ResponseWriter, id json.RawMessage, p ro
 }
 
 // mcpAuthError answers a request without a usable session: 401, a
-// WWW-Authenticate challenge, and a JSON-RPC error naming the problem.
-func (s *Handler) mcpAuthError(w http.ResponseWriter, id json.RawMessage, err error) {
+// WWW-Authenticate challenge, and a JSON-RPC error naming the problem;
+// it returns that error's code.
+func (s *Handler) mcpAuthError(w http.ResponseWriter, id json.RawMessage, err error) (code int) {
 	e := room.AsError(err)
 	if e.Kind != room.KindUnauthorized && e.Kind != room.KindSessionExpired {
-		writeRPCError(w, id, s.rpcErrorOf(err))
-		return
+		re := s.rpcErrorOf(err)
+		writeRPCError(w, id, re)
+		return re.Code
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="commonroom"`)
 	writeRPCError(w, id, &rpcError{Status: http.StatusUnauthorized, Code: codeUnauthorized, Message: e.Message,
 		Data: map[string]any{"error": string(e.Kind)}})
+	return codeUnauthorized
 }
 
 // rpcErrorOf maps a domain error on a protocol method (resources/read,

@@ -3,6 +3,7 @@ package mcp
 import (
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // Note is what the MCP door tells the front door about one POST /mcp once
@@ -29,6 +30,36 @@ type Note struct {
 	// TraceID is the trace id of a valid params._meta.traceparent ("" when
 	// there is none).
 	TraceID string
+	// Duration is how long the door took, from receipt until the answer
+	// was written (a stream's: its life).
+	Duration time.Duration
+
+	// What Labels derives the metrics' bounded labels from: the method
+	// (a served one, notifications/cancelled, or "other", also for a body
+	// refused before its method was read), the tool label ("other" for a
+	// name not in the catalog), the JSON-RPC code answered, and whether a
+	// tool's result had isError.
+	method, tool string
+	code         int
+	toolError    bool
+}
+
+// failed notes how a request failed: kind for the log, the JSON-RPC code
+// answered for the metrics.
+func (n *Note) failed(kind string, code int) { n.ErrKind, n.code = kind, code }
+
+// Labels are the note as the request histogram's labels (the OpenTelemetry
+// MCP convention's mcp.method.name, gen_ai.tool.name and error.type): each
+// from a bounded set, whatever a client sent. errType is "" on success,
+// "tool_error" for a tool result with isError, else the JSON-RPC code.
+func (n Note) Labels() (method, tool, errType string) {
+	switch {
+	case n.code != 0:
+		errType = strconv.Itoa(n.code)
+	case n.toolError:
+		errType = "tool_error"
+	}
+	return n.method, n.tool, errType
 }
 
 // rpcKind is the request log's name for a JSON-RPC error: the Commonroom
