@@ -167,11 +167,11 @@ func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 
-	if db, wal, err := sidecarSize(s.room.Store()); err != nil {
+	if z, err := s.eng.SidecarSize(); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.sidecar, err)
 	} else {
-		gauge(c.sidecar, float64(db), "db")
-		gauge(c.sidecar, float64(wal), "wal")
+		gauge(c.sidecar, float64(z.DBBytes), "db")
+		gauge(c.sidecar, float64(z.WALBytes), "wal")
 	}
 	ready := 0.0
 	if s.readiness(ctx) == "" {
@@ -179,9 +179,6 @@ func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.up, ready)
 }
-
-// sidecarSize is the sidecar's size for /metrics: its files on disk.
-func sidecarSize(st *room.Store) (db, wal int64, err error) { return st.OnDisk() }
 
 // histogram sends an actor histogram's snapshot as a Prometheus one.
 func histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h actor.HistogramSnapshot) {
