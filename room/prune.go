@@ -191,26 +191,31 @@ func (e *Engine) archiveRow(tx *Tx, recs *[]ArchiveRecord, kind, id, query strin
 	return nil
 }
 
-// removeRows archives and deletes the rows of table whose key is one of
-// ids, records of kind, leaving a tombstone when a read of that kind must
-// say "pruned" rather than "not found". It returns how many it removed.
-func (e *Engine) removeRows(tx *Tx, recs *[]ArchiveRecord, kind, table, key string, ids []string, tombstone bool) (int64, error) {
-	var removed int64
+// pruneSelected archives and deletes the rows of table whose keys query
+// selects, records of kind, adding how many to *count; with tombstone a
+// read of one says "pruned" rather than "not found". It returns how many it
+// removed and their archive records.
+func (e *Engine) pruneSelected(tx *Tx, kind, table, key string, tombstone bool, count *int64, query string, args ...any) (int, []ArchiveRecord, error) {
+	ids, err := queryStrings(tx.ctx, tx.q, query, args...)
+	if err != nil {
+		return 0, nil, err
+	}
+	var recs []ArchiveRecord
 	for _, id := range ids {
-		if err := e.archiveRow(tx, recs, kind, id, `SELECT * FROM `+table+` WHERE `+key+` = ?`); err != nil {
-			return removed, err
+		if err := e.archiveRow(tx, &recs, kind, id, `SELECT * FROM `+table+` WHERE `+key+` = ?`); err != nil {
+			return 0, nil, err
 		}
 		if _, err := tx.exec(`DELETE FROM `+table+` WHERE `+key+` = ?`, id); err != nil {
-			return removed, Internal(err)
+			return 0, nil, Internal(err)
 		}
 		if tombstone {
 			if err := tx.tombstone(kind, id); err != nil {
-				return removed, err
+				return 0, nil, err
 			}
 		}
-		removed++
+		*count++
 	}
-	return removed, nil
+	return len(ids), recs, nil
 }
 
 // idKey is a random id's tombstone key: the first 64 bits of its hex part.
@@ -449,19 +454,9 @@ func (e *Engine) handoffRecord(tx *Tx, id, task string) (ArchiveRecord, error) {
 // tombstone. Nothing references a proposal by key: a version keeps its
 // proposal_id as a plain label.
 func (e *Engine) pruneProposals(tx *Tx, cutoff int64, n int, c *PruneCounts) (int, []ArchiveRecord, error) {
-	ids, err := queryStrings(tx.ctx, tx.q, `SELECT proposal_id FROM proposals
+	return e.pruneSelected(tx, "proposal", "proposals", "proposal_id", true, &c.Proposals, `SELECT proposal_id FROM proposals
 		WHERE created_at <= ? AND updated_at <= ? AND status IN ('rejected','committed','conflicted','superseded')
 		ORDER BY created_at LIMIT ?`, cutoff, cutoff, n)
-	if err != nil {
-		return 0, nil, err
-	}
-	var recs []ArchiveRecord
-	removed, err := e.removeRows(tx, &recs, "proposal", "proposals", "proposal_id", ids, true)
-	c.Proposals += removed
-	if err != nil {
-		return 0, nil, err
-	}
-	return len(ids), recs, nil
 }
 
 // thinVersions deletes up to n versions made before cutoff that are not
@@ -585,16 +580,13 @@ func (e *Engine) pruneSessions(tx *Tx, cutoff int64, n int, c *PruneCounts) (int
 		if done >= n {
 			break
 		}
-		ids, err := queryStrings(tx.ctx, tx.q, `SELECT `+k.key+` FROM `+k.table+` WHERE `+k.col+` IS NOT NULL AND `+k.col+` <= ? LIMIT ?`, cutoff, n-done)
+		m, r, err := e.pruneSelected(tx, k.kind, k.table, k.key, false, k.count,
+			`SELECT `+k.key+` FROM `+k.table+` WHERE `+k.col+` IS NOT NULL AND `+k.col+` <= ? LIMIT ?`, cutoff, n-done)
 		if err != nil {
 			return 0, nil, err
 		}
-		removed, err := e.removeRows(tx, &recs, k.kind, k.table, k.key, ids, false)
-		*k.count += removed
-		if err != nil {
-			return 0, nil, err
-		}
-		done += int(removed)
+		done += m
+		recs = append(recs, r...)
 	}
 	return done, recs, nil
 }
@@ -602,19 +594,9 @@ func (e *Engine) pruneSessions(tx *Tx, cutoff int64, n int, c *PruneCounts) (int
 // pruneInvites deletes up to n invitations revoked, expired or used up
 // before cutoff (a used-up one counts from its creation).
 func (e *Engine) pruneInvites(tx *Tx, cutoff int64, n int, c *PruneCounts) (int, []ArchiveRecord, error) {
-	ids, err := queryStrings(tx.ctx, tx.q, `SELECT invite_id FROM invites
+	return e.pruneSelected(tx, "invitation", "invites", "invite_id", false, &c.Invitations, `SELECT invite_id FROM invites
 		WHERE (revoked_at IS NOT NULL AND revoked_at <= ?) OR expires_at <= ?
 		OR (max_uses IS NOT NULL AND used_count >= max_uses AND created_at <= ?) LIMIT ?`, cutoff, cutoff, cutoff, n)
-	if err != nil {
-		return 0, nil, err
-	}
-	var recs []ArchiveRecord
-	removed, err := e.removeRows(tx, &recs, "invitation", "invites", "invite_id", ids, false)
-	c.Invitations += removed
-	if err != nil {
-		return 0, nil, err
-	}
-	return len(ids), recs, nil
 }
 
 // PruneParticipant deletes at most one participant that left before its
