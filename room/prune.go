@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -44,6 +45,21 @@ type PruneCounts struct {
 // deleted with their handoff) the counts hold.
 func (c PruneCounts) Records() int64 {
 	return c.Handoffs + c.Proposals + c.Versions + c.Sessions + c.Leases + c.Invitations + c.Participants
+}
+
+// byKind is c by its JSON names, leaving out the kinds it has none of
+// (Storage.Pruned): the names come from the struct's tags, so a kind added
+// to PruneCounts shows without a second list to keep.
+func (c PruneCounts) byKind() map[string]int64 {
+	b, _ := json.Marshal(c) // a struct of int64s: cannot fail
+	var all map[string]int64
+	json.Unmarshal(b, &all)
+	for k, v := range all {
+		if v == 0 {
+			delete(all, k)
+		}
+	}
+	return all
 }
 
 // Add adds o to c.

@@ -139,28 +139,10 @@ func SidecarSpace(ctx context.Context, dbPath string) (Space, error) {
 type Storage struct {
 	Space
 	// Pruned counts what retention has removed, by kind of record (e.g.
-	// "handoffs", "versions") since the room started; empty while no
-	// retention policy is set or nothing was old enough.
+	// "handoffs", "versions") since the room started, only the kinds it
+	// removed any of: empty while no retention policy is set or nothing was
+	// old enough. The totals live in memory; a restart starts them again.
 	Pruned map[string]int64 `json:"pruned"`
-}
-
-// PrunedCounts is what retention removed since this engine started
-// (PruneTotals), by kind, for Storage.Pruned: only the kinds it removed
-// any of, so a room without a retention policy shows an empty map. The
-// totals live in the engine's memory; a restart starts them again.
-func (e *Engine) PrunedCounts(ctx context.Context, q Querier) (map[string]int64, error) {
-	t := e.PruneTotals()
-	out := map[string]int64{}
-	for k, v := range map[string]int64{
-		"handoffs": t.Handoffs, "tasks": t.Tasks, "inputs": t.Inputs, "events": t.Events,
-		"proposals": t.Proposals, "versions": t.Versions, "chunks": t.Chunks, "sessions": t.Sessions,
-		"leases": t.Leases, "invitations": t.Invitations, "participants": t.Participants, "tombstones": t.Tombstones,
-	} {
-		if v > 0 {
-			out[k] = v
-		}
-	}
-	return out, nil
 }
 
 // Storage reads the sidecar's space (SQLite's page counts from q, the
@@ -175,11 +157,7 @@ func (e *Engine) Storage(ctx context.Context, q Querier) (Storage, error) {
 		return Storage{}, err
 	}
 	st.SidecarSize = z
-	pruned, err := e.PrunedCounts(ctx, q)
-	if err != nil {
-		return Storage{}, err
-	}
-	st.Pruned = pruned
+	st.Pruned = e.PruneTotals().byKind()
 	return st, nil
 }
 
