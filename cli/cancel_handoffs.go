@@ -7,7 +7,6 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
@@ -34,21 +33,10 @@ func cancelHandoffsCommand(env Env) *ffcli.Command {
 				return usageErr("--participant is required: whose handoffs to cancel")
 			}
 			var res room.CancelHandoffsResult
-			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
-				var err error
-				res, err = actor.Do(ctx, l.room, "participant.cancel_handoffs", func(tx *room.Tx) (room.CancelHandoffsResult, error) {
-					return l.eng.CancelParticipantHandoffs(tx, room.Operator(l.eng.HostID), room.CancelHandoffsInput{ParticipantID: *participant})
-				})
+			if err := withHostDoor(ctx, env, *workspace, func(d *hostDoor) error {
+				return d.call(ctx, "participant.cancel_handoffs", room.CancelHandoffsInput{ParticipantID: *participant}, &res)
+			}); err != nil {
 				return err
-			})
-			if err != nil {
-				return err
-			}
-			if oc != nil {
-				if err := oc.call(ctx, "POST", "/workspace/participant/cancel_handoffs",
-					map[string]string{"participant_id": *participant}, &res); err != nil {
-					return err
-				}
 			}
 			if *asJSON {
 				return printJSON(env.Stdout, res)

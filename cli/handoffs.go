@@ -10,7 +10,6 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/room"
 )
@@ -294,24 +293,10 @@ func taskCancelCommand(env Env) *ffcli.Command {
 				return usageErr("--participant is required: a task id is not authorization")
 			}
 			taskID := args[0]
-			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
-				_, err := actor.Do(ctx, l.room, "task.cancel", func(tx *room.Tx) (room.Empty, error) {
-					p, err := l.eng.PrincipalFor(tx.Context(), tx.Querier(), *participant)
-					if err != nil {
-						return room.Empty{}, err
-					}
-					return l.eng.CancelTask(tx, p, room.TaskIDInput{TaskID: taskID})
-				})
+			if err := withHostDoor(ctx, env, *workspace, func(d *hostDoor) error {
+				return d.callAs(ctx, *participant, "task.cancel", room.TaskIDInput{TaskID: taskID}, nil)
+			}); err != nil {
 				return err
-			})
-			if err != nil {
-				return err
-			}
-			if oc != nil {
-				oc.participant = *participant
-				if err := oc.call(ctx, "POST", "/workspace/task/cancel", map[string]string{"task_id": taskID}, nil); err != nil {
-					return err
-				}
 			}
 			if *asJSON {
 				return printJSON(env.Stdout, map[string]string{"task_id": taskID, "status": "acknowledged"})

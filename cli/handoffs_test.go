@@ -163,6 +163,18 @@ func TestTaskCancel_InProcessWhenNoRoomIsServing(t *testing.T) {
 	if code := h.srv.stop(os.Interrupt); code != 0 {
 		t.Fatalf("serve exit %d", code)
 	}
+	// In-process too the command acts as the participant, not the host:
+	// a non-party is refused and an unknown participant is bad input,
+	// and neither changes anything.
+	if r := ce(t, h.dir, nil, "task-cancel", h.taskID, "--participant", h.worker.ParticipantID, "--workspace", h.file); r.code != exitNotFound {
+		t.Fatalf("in-process cancel by a non-party: exit %d %s", r.code, r.output())
+	}
+	if r := ce(t, h.dir, nil, "task-cancel", h.taskID, "--participant", "participant_nobody", "--workspace", h.file); r.code != exitUsage {
+		t.Fatalf("in-process cancel by an unknown participant: exit %d %s", r.code, r.output())
+	}
+	if hs, ts := taskStatus(t, h); hs != "open" || ts != "working" {
+		t.Fatalf("after refused in-process cancels: %s/%s", hs, ts)
+	}
 	mustCE(t, h.dir, nil, "task-cancel", h.taskID, "--participant", h.owner.ParticipantID, "--workspace", h.file)
 	if hs, ts := taskStatus(t, h); hs != "cancelled" || ts != "cancelled" {
 		t.Fatalf("after an in-process cancel: %s/%s", hs, ts)

@@ -8,18 +8,23 @@ import (
 	"log/slog"
 	"net/url"
 
+	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
 
-// hostDoor is how the host's deciding commands (ce approve, reject, answer,
-// commit) reach the room: one row of the operations table, run either
-// through the serving room's owner listener with the operator credential
-// (the plain HTTP route of that row) or in this process on the room opened
-// under the writer lock (the row's own Run). Either way it is the same
-// engine method the other doors call, as the host, and the answer is the
-// JSON the route would send, so both ways print the same thing.
+// hostDoor is how the CLI's writes reach the room (ce approve, reject,
+// answer, commit, invite, revoke, end-session, cancel-handoffs,
+// task-cancel): one row of the operations table, run either through the
+// serving room's owner listener with the operator credential (the plain
+// HTTP route of that row) or in this process on the room opened under the
+// writer lock (the row's own Run). Either way it is the same engine method
+// the other doors call, as the host (or as the participant callAs names),
+// and the answer is the JSON the route would send, so both ways print the
+// same thing. A command names the row; the route, the actor command and
+// the engine method come from the table, so a new write is one row and
+// one call here.
 type hostDoor struct {
 	remote *ownerClient // nil: in-process
 	local  *localRoom
@@ -44,25 +49,51 @@ func withHostDoor(ctx context.Context, env Env, workspace string, fn func(d *hos
 func (d *hostDoor) serving() bool { return d.remote != nil }
 
 // call runs the operation named op with in (a struct tagged as the route's
-// input) and decodes its answer into out.
+// input) as the host and decodes its answer into out (nil: the answer is
+// not wanted).
 func (d *hostDoor) call(ctx context.Context, op string, in, out any) error {
+	return d.callAs(ctx, "", op, in, out)
+}
+
+// callAs is call acting as participant rather than as the host ("" is the
+// host): ce task-cancel, where a task id is not authorization. The running
+// room is asked to act as it (the owner listener's act-as header); in this
+// process it is resolved first, which under the writer lock nothing can
+// change before the write runs.
+func (d *hostDoor) callAs(ctx context.Context, participant, op string, in, out any) error {
 	row, ok := opByName(op)
 	if !ok {
 		return room.Internal(fmt.Errorf("no operation %q", op))
 	}
 	if d.remote != nil {
+		oc := *d.remote
+		oc.participant = participant
 		if row.Method() == "GET" {
 			q, err := queryOf(in)
 			if err != nil {
 				return err
 			}
-			return d.remote.call(ctx, "GET", row.Path()+"?"+q.Encode(), nil, out)
+			path := row.Path()
+			if len(q) > 0 {
+				path += "?" + q.Encode()
+			}
+			return oc.call(ctx, "GET", path, nil, out)
 		}
-		return d.remote.call(ctx, row.Method(), row.Path(), in, out)
+		return oc.call(ctx, row.Method(), row.Path(), in, out)
+	}
+	p := room.Operator(d.local.eng.HostID)
+	if participant != "" {
+		var err error
+		p, err = actor.Read(ctx, d.local.room, func(q room.Querier) (room.Principal, error) {
+			return d.local.eng.PrincipalFor(ctx, q, participant)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	env := ops.Env{Room: d.local.room, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	res, err := row.Run(ctx, env, room.Operator(d.local.eng.HostID), func(v any) error { return roundTrip(in, v) })
-	if err != nil {
+	res, err := row.Run(ctx, env, p, func(v any) error { return roundTrip(in, v) })
+	if err != nil || out == nil {
 		return err
 	}
 	res = mcp.PresentResult(res)

@@ -56,7 +56,7 @@ func hostWaiting(ctx context.Context, docPath string) (room.Waiting, error) {
 	}
 	var w room.Waiting
 	if oc != nil {
-		err := oc.call(ctx, "GET", "/workspace/waiting", nil, &w)
+		err := (&hostDoor{remote: oc, doc: docPath}).call(ctx, "waiting", nil, &w)
 		return w, err
 	}
 	// Nobody serves: a query-only read needs no writer lock, and holding

@@ -9,7 +9,6 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
@@ -48,20 +47,10 @@ func inviteCommand(env Env) *ffcli.Command {
 				in.MaxLiveSessions = maxLive
 			}
 			var g room.InviteGrant
-			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
-				var err error
-				g, err = actor.Do(ctx, l.room, "invite", func(tx *room.Tx) (room.InviteGrant, error) {
-					return l.eng.CreateInvite(tx, room.Operator(l.eng.HostID), in)
-				})
+			if err := withHostDoor(ctx, env, *workspace, func(d *hostDoor) error {
+				return d.call(ctx, "invite", in, &g)
+			}); err != nil {
 				return err
-			})
-			if err != nil {
-				return err
-			}
-			if oc != nil {
-				if err := oc.call(ctx, "POST", "/workspace/invite", in, &g); err != nil {
-					return err
-				}
 			}
 			if *asJSON {
 				out := map[string]any{"invite_id": g.InviteID, "uri": g.URI,

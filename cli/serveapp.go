@@ -275,10 +275,8 @@ func (a *serveApp) openRoom(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	a.inv, err = actor.Do(ctx, l.room, "invite", func(tx *room.Tx) (room.InviteGrant, error) {
-		return l.eng.CreateInvite(tx, room.Operator(l.eng.HostID), room.InviteInput{})
-	})
-	return err
+	// The first invitation is ce invite's row with every default.
+	return (&hostDoor{local: l, doc: a.docPath}).call(ctx, "invite", room.InviteInput{}, &a.inv)
 }
 
 // start writes the operator credential and runs the two Serve loops in an

@@ -8,7 +8,6 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
@@ -36,20 +35,10 @@ func endSessionCommand(env Env) *ffcli.Command {
 			}
 			in := room.EndSessionInput{SessionRef: *session, ParticipantID: *participant}
 			var res room.EndSessionResult
-			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
-				var err error
-				res, err = actor.Do(ctx, l.room, "session.end", func(tx *room.Tx) (room.EndSessionResult, error) {
-					return l.eng.EndSession(tx, room.Operator(l.eng.HostID), in)
-				})
+			if err := withHostDoor(ctx, env, *workspace, func(d *hostDoor) error {
+				return d.call(ctx, "session.end", in, &res)
+			}); err != nil {
 				return err
-			})
-			if err != nil {
-				return err
-			}
-			if oc != nil {
-				if err := oc.call(ctx, "POST", "/workspace/session/end", in, &res); err != nil {
-					return err
-				}
 			}
 			if *asJSON {
 				return printJSON(env.Stdout, res)
@@ -86,20 +75,10 @@ func revokeCommand(env Env) *ffcli.Command {
 			}
 			in := room.RevokeInput{InviteID: args[0], EndSessions: *endSessions}
 			var res room.RevokeResult
-			oc, err := withLocalWrite(ctx, env, *workspace, func(l *localRoom) error {
-				var err error
-				res, err = actor.Do(ctx, l.room, "invite.revoke", func(tx *room.Tx) (room.RevokeResult, error) {
-					return l.eng.RevokeInvite(tx, room.Operator(l.eng.HostID), in)
-				})
+			if err := withHostDoor(ctx, env, *workspace, func(d *hostDoor) error {
+				return d.call(ctx, "invite.revoke", in, &res)
+			}); err != nil {
 				return err
-			})
-			if err != nil {
-				return err
-			}
-			if oc != nil {
-				if err := oc.call(ctx, "POST", "/workspace/invite/revoke", in, &res); err != nil {
-					return err
-				}
 			}
 			if *asJSON {
 				return printJSON(env.Stdout, res)

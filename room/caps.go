@@ -10,7 +10,7 @@ import (
 // is a client mistake, not a new permission.
 type Capability string
 
-// The capability names of spec/domain.md §1.5.
+// The capability names (ARCHITECTURE.md D35): there are no others.
 const (
 	CapRead     Capability = "read"
 	CapObserve  Capability = "observe"

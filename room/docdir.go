@@ -159,12 +159,7 @@ func (e *Engine) DocDirNow() string {
 
 // docName is the path that reaches the document through the directory the
 // room holds: every file operation after start uses it, never DocPath.
-func (e *Engine) docName() string {
-	if e.dir == nil {
-		return e.DocPath
-	}
-	return e.dir.name(filepath.Base(e.DocPath))
-}
+func (e *Engine) docName() string { return e.file.name() }
 
 // RemoveBeside removes the file whose name is the document's plus suffix
 // (the operator credential, ".commonroom.owner") from the directory the
@@ -178,9 +173,6 @@ func (e *Engine) RemoveBeside(suffix string) error {
 // and the files recent commits replaced. Call it once the room's writer
 // and watcher have stopped; the engine is not used after.
 func (e *Engine) Close() error {
-	for _, r := range e.retired {
-		r.f.Close()
-	}
-	e.retired = nil
+	e.file.close()
 	return e.dir.close()
 }

@@ -10,6 +10,70 @@ import (
 	"unsafe"
 )
 
+// The guarded file write is one subsystem: guardedFile and the files
+// docfile.go (this type, opening and reading the document, its metadata),
+// docswap.go (the guarded replacement, the files it retires, the undo),
+// docswap_linux.go and docswap_other.go (the atomic exchange) and
+// docowner.go (whether a replacement can keep the file's owner). It knows
+// the document's name in the held directory and nothing of the engine, the
+// sidecar or versions: the engine (docwrite.go, document.go) decides what
+// to write and records what the subsystem hands back as outside texts.
+// A test keeps these files free of Engine (docfile_set_test.go).
+
+// guardedFile is the document as the writer replaces it. Its one entry
+// point for a write is replace (restore is replace run back, the undo of
+// a commit that does not commit); checkRetired is the late writer's look
+// every sync takes first, and close gives back the files it keeps open.
+// Only the writer goroutine uses it.
+type guardedFile struct {
+	// dir is the document's directory as opened at start (docdir.go);
+	// nil reaches the document by path.
+	dir  *heldDir
+	path string // the document's absolute path at start
+
+	// meta is the document's owner, group and mode as last read; a
+	// replacement gives them to the new file.
+	meta docMeta
+	// retired holds the files the last replacements took off the
+	// document's name, open, for a late writer (see checkRetired).
+	retired []retiredFile
+
+	// Seams of the guarded replace for tests only (export_test.go):
+	// swapHook runs at named points of a replacement, so an outside edit
+	// can land exactly there; noExchange forces the fallback used where
+	// RENAME_EXCHANGE is missing. Both nil/false in production.
+	swapHook   func(stage string)
+	noExchange bool
+}
+
+// newGuardedFile is the document at path, reached through dir, with the
+// owner, group and mode it has now (if it exists).
+func newGuardedFile(dir *heldDir, path string) guardedFile {
+	g := guardedFile{dir: dir, path: path}
+	if st, err := os.Stat(path); err == nil {
+		g.meta = metaOf(st)
+	}
+	return g
+}
+
+// name is the path that reaches the document through the held directory:
+// every file operation after start uses it, never the path at start.
+func (g *guardedFile) name() string {
+	if g.dir == nil {
+		return g.path
+	}
+	return g.dir.name(filepath.Base(g.path))
+}
+
+// close gives back the replaced files kept open for a late writer. The
+// directory is the engine's to close.
+func (g *guardedFile) close() {
+	for _, r := range g.retired {
+		r.f.Close()
+	}
+	g.retired = nil
+}
+
 // fileKind names what a path is, for an error that says why ce refuses it.
 func fileKind(m fs.FileMode) string {
 	switch {
@@ -139,4 +203,42 @@ func metaOf(fi fs.FileInfo) docMeta {
 		m.uid, m.gid = uint32(os.Geteuid()), uint32(os.Getegid())
 	}
 	return m
+}
+
+func stampOf(fi fs.FileInfo) fileStamp {
+	st := fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.inode = sys.Ino
+	}
+	return st
+}
+
+func fileError(msg string, err error) *Error {
+	return Errorf(KindInternal, "%s", msg).wrap(err)
+}
+
+// removeStaleTemps deletes temporary files a killed writer left beside the
+// document (".<name>.*.tmp", the pattern writeTemp uses). Only the writer,
+// holding the writer lock, calls it, so none of them is in use.
+func removeStaleTemps(docPath string) {
+	matches, err := filepath.Glob(filepath.Join(filepath.Dir(docPath), "."+globEscape(filepath.Base(docPath))+".*.tmp"))
+	if err != nil {
+		return
+	}
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
+
+// globEscape quotes the glob metacharacters a file name may contain.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }

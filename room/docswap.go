@@ -51,26 +51,26 @@ type swapResult struct {
 	syncErr error
 }
 
-// hook runs the internal tests' seam at a named point of a replacement.
-func (e *Engine) hook(stage string) {
-	if h := e.swapHook; h != nil {
+// hook runs the tests' seam at a named point of a replacement.
+func (g *guardedFile) hook(stage string) {
+	if h := g.swapHook; h != nil {
 		h(stage)
 	}
 }
 
-// replaceDoc puts want at the document's name if the document holds expect.
+// replace puts want at the document's name if the document holds expect.
 // It never leaves an unread text behind: a text found instead of expect,
 // or left in the old file after the swap, is returned in outside. With
 // placed false and nothing outside, the document changed under the check in
 // a way only a new attempt can see (it vanished, or the fallback's check
 // failed): try again.
-func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
+func (g *guardedFile) replace(expect, want string) (swapResult, error) {
 	var res swapResult
-	path := e.docName()
-	if res.outside = e.checkRetired(); len(res.outside) > 0 {
+	path := g.name()
+	if res.outside = g.checkRetired(); len(res.outside) > 0 {
 		return res, nil // an old file rewritten in place: record it, then look again
 	}
-	e.hook("read")
+	g.hook("read")
 	old, oldInfo, err := openDocFile(path)
 	missing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !missing {
@@ -89,13 +89,13 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 		if err != nil {
 			return res, fileError("cannot read the document", err)
 		}
-		e.meta = metaOf(oldInfo)
+		g.meta = metaOf(oldInfo)
 		if seen != expect {
 			res.outside = append(res.outside, seen)
 			return res, nil
 		}
 	}
-	tmp, mine, err := e.writeTemp(want)
+	tmp, mine, err := g.writeTemp(want)
 	if err != nil {
 		return res, err
 	}
@@ -110,17 +110,17 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 		return res, fileError("cannot write the document", err)
 	}
 	res.stamp = stampOf(mineInfo)
-	e.hook("swap")
+	g.hook("swap")
 	if missing {
-		return e.createDoc(tmp, res)
+		return g.createDoc(tmp, res)
 	}
 	err = errNoExchange
-	if !e.noExchange {
+	if !g.noExchange {
 		err = exchangeFiles(tmp, path)
 	}
 	switch {
 	case errors.Is(err, errNoExchange):
-		res, err = e.renameChecked(tmp, old, oldInfo, expect, res)
+		res, err = g.renameChecked(tmp, old, oldInfo, expect, res)
 		if res.placed {
 			old = nil // retired: the list keeps it open
 		}
@@ -142,27 +142,57 @@ func (e *Engine) replaceDoc(expect, want string) (swapResult, error) {
 		}
 		return res, fileError("cannot read back the replaced document", err)
 	}
-	e.hook("swapped")
+	g.hook("swapped")
 	if goneText != expect {
 		// An edit slipped in between the check and the swap.
 		gone.Close()
 		res.outside = append(res.outside, goneText)
 		ours := newRetired(mine, mineInfo, want)
 		mine = nil // swapBack retires it
-		return e.swapBack(tmp, ours, res)
+		return g.swapBack(tmp, ours, res)
 	}
 	if err := os.Remove(tmp); err != nil {
 		gone.Close()
 		return res, fileError("cannot remove the replaced document", err)
 	}
 	res.placed = true
-	res.syncErr = e.syncDocDir()
+	res.syncErr = g.syncDir()
 	r := newRetired(gone, goneInfo, goneText)
 	if late, _, ok := r.look(); ok {
 		res.outside = append(res.outside, late)
 	}
-	e.retire(r)
+	g.retire(r)
 	return res, nil
+}
+
+// maxReplaceAttempts bounds how often one commit re-applies itself to
+// outside edits that keep landing while it writes; past it the commit
+// answers stale_version (the edits are versions by then).
+const maxReplaceAttempts = 8
+
+// restore puts prev back where the file holds ours (the text a commit
+// wrote and will not commit), through the same guard as a commit: if the
+// file no longer holds ours, an outside edit is there and stays (the next
+// sync records it); a text written to our file after we checked it is put
+// in the file instead of prev, since no version holds it.
+func (g *guardedFile) restore(ours, prev string) error {
+	expect, want := ours, prev
+	for range maxReplaceAttempts {
+		res, err := g.replace(expect, want)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !res.placed && len(res.outside) > 0:
+			return nil // someone else's text is there: leave it
+		case !res.placed:
+			continue
+		case len(res.outside) == 0:
+			return nil
+		}
+		expect, want = want, res.outside[len(res.outside)-1]
+	}
+	return Errorf(KindInternal, "the document kept changing while ce put its previous text back; the next sync records what it holds")
 }
 
 // retiredFile is a file a replacement took off the document's name, kept
@@ -189,18 +219,18 @@ const maxRetired = 4
 
 // A file that still has another name (a hard link) is not kept: it is not
 // lost, and writes through that name belong to that file, not the document.
-func (e *Engine) retire(r retiredFile) {
+func (g *guardedFile) retire(r retiredFile) {
 	if st, err := r.f.Stat(); err == nil {
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 0 {
 			r.f.Close()
 			return
 		}
 	}
-	if len(e.retired) == maxRetired {
-		e.retired[0].f.Close()
-		e.retired = slices.Delete(e.retired, 0, 1)
+	if len(g.retired) == maxRetired {
+		g.retired[0].f.Close()
+		g.retired = slices.Delete(g.retired, 0, 1)
 	}
-	e.retired = append(e.retired, r)
+	g.retired = append(g.retired, r)
 }
 
 // look returns what the file holds if it changed since the last look, and
@@ -235,10 +265,10 @@ func (r *retiredFile) look() (text string, appendedFrom int, changed bool) {
 // document, where their writer meant them to go, so the next read records
 // them as an outside edit; a file changed otherwise is returned whole, to
 // be recorded as an outside text as it stands.
-func (e *Engine) checkRetired() []string {
+func (g *guardedFile) checkRetired() []string {
 	var rewritten []string
-	for i := range e.retired {
-		if text, ok := e.settle(&e.retired[i]); ok {
+	for i := range g.retired {
+		if text, ok := g.settle(&g.retired[i]); ok {
 			rewritten = append(rewritten, text)
 		}
 	}
@@ -248,12 +278,12 @@ func (e *Engine) checkRetired() []string {
 // settle looks at a file that left the document's name: bytes appended
 // to it since the last look are appended to the document; a file changed
 // otherwise is returned whole (ok) for the caller to record.
-func (e *Engine) settle(r *retiredFile) (string, bool) {
+func (g *guardedFile) settle(r *retiredFile) (string, bool) {
 	text, from, ok := r.look()
 	if !ok {
 		return "", false
 	}
-	if from >= 0 && appendToDoc(e.docName(), text[from:]) == nil {
+	if from >= 0 && appendToDoc(g.name(), text[from:]) == nil {
 		return "", false
 	}
 	return text, true
@@ -283,8 +313,8 @@ func appendToDoc(path, text string) error {
 // replaced file, and what was written to it goes to the document. If
 // someone replaced our file in that moment, that text is read, recorded
 // and put back at the name instead.
-func (e *Engine) swapBack(tmp string, ours retiredFile, in swapResult) (swapResult, error) {
-	res, path := in, e.docName()
+func (g *guardedFile) swapBack(tmp string, ours retiredFile, in swapResult) (swapResult, error) {
+	res, path := in, g.name()
 	if err := exchangeFiles(tmp, path); err != nil {
 		// Our text stays in place; the outside edit is read and will be
 		// recorded, and the caller replaces again from our text.
@@ -295,8 +325,8 @@ func (e *Engine) swapBack(tmp string, ours retiredFile, in swapResult) (swapResu
 	}
 	// Our file has left the name: what was written to it while it was the
 	// document goes to the document now, and later writes at the next look.
-	defer e.retire(ours)
-	if text, ok := e.settle(&ours); ok {
+	defer g.retire(ours)
+	if text, ok := g.settle(&ours); ok {
 		res.outside = append(res.outside, text)
 	}
 	back, err := os.Lstat(tmp)
@@ -324,8 +354,8 @@ func (e *Engine) swapBack(tmp string, ours retiredFile, in swapResult) (swapResu
 // that remains is between that check and the rename: an editor's save
 // landing there is replaced unseen. A write to the old file is still
 // caught by reading it once more after the rename.
-func (e *Engine) renameChecked(tmp string, old *os.File, oldInfo fs.FileInfo, read string, res swapResult) (swapResult, error) {
-	path := e.docName()
+func (g *guardedFile) renameChecked(tmp string, old *os.File, oldInfo fs.FileInfo, read string, res swapResult) (swapResult, error) {
+	path := g.name()
 	now, err := os.Lstat(path)
 	same := err == nil && os.SameFile(now, oldInfo)
 	if same {
@@ -341,22 +371,22 @@ func (e *Engine) renameChecked(tmp string, old *os.File, oldInfo fs.FileInfo, re
 		os.Remove(tmp)
 		return res, fileError("cannot replace the document", err)
 	}
-	e.hook("swapped")
+	g.hook("swapped")
 	res.placed = true
-	res.syncErr = e.syncDocDir()
+	res.syncErr = g.syncDir()
 	r := newRetired(old, oldInfo, read)
 	if late, _, ok := r.look(); ok {
 		res.outside = append(res.outside, late)
 	}
-	e.retire(r)
+	g.retire(r)
 	return res, nil
 }
 
 // createDoc puts the new file at the document's name when there is no
 // document (it was deleted): link(2) fails rather than replace a file
 // created meanwhile, which the next attempt then reads.
-func (e *Engine) createDoc(tmp string, res swapResult) (swapResult, error) {
-	path := e.docName()
+func (g *guardedFile) createDoc(tmp string, res swapResult) (swapResult, error) {
+	path := g.name()
 	err := os.Link(tmp, path)
 	switch {
 	case err == nil:
@@ -373,15 +403,15 @@ func (e *Engine) createDoc(tmp string, res swapResult) (swapResult, error) {
 		}
 	}
 	res.placed = true
-	res.syncErr = e.syncDocDir()
+	res.syncErr = g.syncDir()
 	return res, nil
 }
 
 // writeTemp writes text to a new temporary file beside the document with the
 // document's owner, group and mode (as last read), synced, and returns its
 // name and the open file. It fails rather than change the owner.
-func (e *Engine) writeTemp(text string) (string, *os.File, error) {
-	path := e.docName()
+func (g *guardedFile) writeTemp(text string) (string, *os.File, error) {
+	path := g.name()
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return "", nil, fileError("cannot create a temporary file beside the document", err)
@@ -394,7 +424,7 @@ func (e *Engine) writeTemp(text string) (string, *os.File, error) {
 	if _, err := f.WriteString(text); err != nil {
 		return fail("cannot write the document", err)
 	}
-	m := e.meta
+	m := g.meta
 	if !m.known {
 		m = docMeta{mode: 0o644, uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())}
 	}
@@ -429,11 +459,11 @@ func readAt(path string) (*os.File, fs.FileInfo, string, error) {
 	return f, fi, text, nil
 }
 
-// syncDocDir makes a rename in the document's directory durable, through
-// the descriptor the engine holds.
-func (e *Engine) syncDocDir() error {
-	if e.dir == nil {
+// syncDir makes a rename in the document's directory durable, through
+// the descriptor held.
+func (g *guardedFile) syncDir() error {
+	if g.dir == nil {
 		return nil
 	}
-	return e.dir.sync()
+	return g.dir.sync()
 }

@@ -101,7 +101,7 @@ func (e *Engine) SyncFile(tx *Tx) error {
 	// A file a commit replaced may have been written to since by a writer
 	// that had it open: appends are moved to the document (and recorded
 	// below), anything else becomes a version of its own.
-	for _, text := range e.checkRetired() {
+	for _, text := range e.file.checkRetired() {
 		if err := e.recordExternal(tx, text); err != nil {
 			return err
 		}

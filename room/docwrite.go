@@ -4,11 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/commonroom/ce/room/markdown"
@@ -405,11 +401,6 @@ func regionByPath(regions []Region, path string) (Region, bool) {
 	return Region{}, false
 }
 
-// maxReplaceAttempts bounds how often one commit re-applies itself to
-// outside edits that keep landing while it writes; past it the commit
-// answers stale_version (the edits are versions by then).
-const maxReplaceAttempts = 8
-
 // writeVersion writes the edit's text to the file and records it as the
 // next version. An outside edit that lands meanwhile becomes a version
 // first; the edit is then re-applied to it when it can be (see
@@ -424,7 +415,7 @@ func (e *Engine) writeVersion(tx *Tx, base *Doc, edit docEdit, text, summary, so
 	return v, nil, err
 }
 
-// writeDoc replaces the document with text, guarded (see replaceDoc):
+// writeDoc replaces the document with text, guarded (see guardedFile):
 // atomically, with the old file's owner, group and mode, symlink target
 // resolved at open, and only while the file holds the text the commit is
 // based on. Every outside text it meets is recorded as a version at once.
@@ -452,11 +443,11 @@ func (e *Engine) writeDoc(tx *Tx, base *Doc, edit docEdit, text string) (string,
 		ours, prev = text, cur.Content
 		if !undoSet {
 			undoSet = true
-			tx.undo = append(tx.undo, func() error { return e.restoreDoc(ours, prev) })
+			tx.undo = append(tx.undo, func() error { return e.file.restore(ours, prev) })
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		res, err := e.replaceDoc(expect, text)
+		res, err := e.file.replace(expect, text)
 		if err != nil {
 			return "", nil, err
 		}
@@ -512,7 +503,7 @@ func (e *Engine) writeDoc(tx *Tx, base *Doc, edit docEdit, text string) (string,
 			if res.placed {
 				// Ours went in, then an outside edit came to light: put the
 				// outside text back in place of ours.
-				if err := e.restoreDoc(text, cur.Content); err != nil {
+				if err := e.file.restore(text, cur.Content); err != nil {
 					return "", nil, err
 				}
 			}
@@ -520,67 +511,4 @@ func (e *Engine) writeDoc(tx *Tx, base *Doc, edit docEdit, text string) (string,
 		}
 		text = next
 	}
-}
-
-// restoreDoc puts prev back where the file holds ours (the text a commit
-// wrote and will not commit), through the same guard as a commit: if the
-// file no longer holds ours, an outside edit is there and stays (the next
-// sync records it); a text written to our file after we checked it is put
-// in the file instead of prev, since no version holds it.
-func (e *Engine) restoreDoc(ours, prev string) error {
-	expect, want := ours, prev
-	for range maxReplaceAttempts {
-		res, err := e.replaceDoc(expect, want)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !res.placed && len(res.outside) > 0:
-			return nil // someone else's text is there: leave it
-		case !res.placed:
-			continue
-		case len(res.outside) == 0:
-			return nil
-		}
-		expect, want = want, res.outside[len(res.outside)-1]
-	}
-	return Errorf(KindInternal, "the document kept changing while ce put its previous text back; the next sync records what it holds")
-}
-
-func stampOf(fi fs.FileInfo) fileStamp {
-	st := fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.inode = sys.Ino
-	}
-	return st
-}
-
-func fileError(msg string, err error) *Error {
-	return Errorf(KindInternal, "%s", msg).wrap(err)
-}
-
-// removeStaleTemps deletes temporary files a killed writer left beside the
-// document (".<name>.*.tmp", the pattern writeTemp uses). Only the writer,
-// holding the writer lock, calls it, so none of them is in use.
-func removeStaleTemps(docPath string) {
-	matches, err := filepath.Glob(filepath.Join(filepath.Dir(docPath), "."+globEscape(filepath.Base(docPath))+".*.tmp"))
-	if err != nil {
-		return
-	}
-	for _, m := range matches {
-		os.Remove(m)
-	}
-}
-
-// globEscape quotes the glob metacharacters a file name may contain.
-func globEscape(s string) string {
-	var b []byte
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', '\\':
-			b = append(b, '\\')
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
 }

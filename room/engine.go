@@ -57,18 +57,9 @@ type Engine struct {
 
 	afterFileWrite func() error // crash-test seam, run right after the document is renamed into place; nil in production
 
-	// meta is the document's owner, group and mode as last read; a
-	// replacement gives them to the new file. Only the writer touches it.
-	meta docMeta
-	// Seams of the guarded replace for this package's internal tests only:
-	// swapHook runs at named points of a replacement, so an outside edit
-	// can land exactly there; noExchange forces the fallback used where
-	// RENAME_EXCHANGE is missing. Both nil/false in production.
-	swapHook   func(stage string)
-	noExchange bool
-	// retired holds the files the last replacements took off the
-	// document's name, open, for a late writer (see checkRetired).
-	retired []retiredFile
+	// file is the guarded file write (docfile.go): the document as a
+	// commit replaces it. Only the writer touches it.
+	file guardedFile
 
 	// wc is the writer's copy of its live handoff rows (handoff_wcache.go);
 	// only the writer touches it.
@@ -97,10 +88,7 @@ func NewEngine(docPath string, limits Limits) (*Engine, error) {
 	if err != nil {
 		return nil, Errorf(KindInvalidRequest, "cannot open the directory of %s: %v", abs, err)
 	}
-	e := &Engine{DocPath: abs, Limits: limits, Clock: time.Now, dir: dir}
-	if st, err := os.Stat(abs); err == nil {
-		e.meta = metaOf(st)
-	}
+	e := &Engine{DocPath: abs, Limits: limits, Clock: time.Now, dir: dir, file: newGuardedFile(dir, abs)}
 	base := filepath.Base(abs)
 	e.Name = strings.TrimSuffix(base, filepath.Ext(base))
 	return e, nil

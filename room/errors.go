@@ -10,7 +10,7 @@ import (
 // vocabulary: an HTTP status, an MCP error body or a CLI exit code.
 type Kind string
 
-// The codes of spec/domain.md §1.11 and §6.5, plus the two the runtime adds.
+// The codes an error body carries, the one list of them (ARCHITECTURE.md D37).
 const (
 	KindUnauthorized         Kind = "unauthorized"
 	KindPermissionDenied     Kind = "permission_denied"

@@ -14,11 +14,11 @@ import (
 // "read" (before the document is read for the check), "swap" (after the
 // check, right before the new file is swapped in) and "swapped" (after the
 // file that left the document's name was read, before it is unlinked).
-func SetSwapHook(e *Engine, f func(stage string)) { e.swapHook = f }
+func SetSwapHook(e *Engine, f func(stage string)) { e.file.swapHook = f }
 
 // SetNoExchange makes replacements use the check-then-rename fallback, as
 // where RENAME_EXCHANGE is missing.
-func SetNoExchange(e *Engine, on bool) { e.noExchange = on }
+func SetNoExchange(e *Engine, on bool) { e.file.noExchange = on }
 
 // SetAfterFileWrite installs a hook that runs right after the document has
 // been renamed into place and before the version row is written: a hook

@@ -15,7 +15,7 @@ import (
 // These tests run the engine on the sidecar's write connection directly,
 // without the actor, so no sweeper timer can run between a clock change and
 // a command. They pin the path where a command itself applies a TTL expiry
-// that fell due before the sweeper ran (§5.3 step 2).
+// that fell due before the sweeper ran (D39).
 
 type directRoom struct {
 	t    *testing.T

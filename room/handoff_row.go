@@ -320,7 +320,7 @@ func (in *HandoffInput) fill(req string, resp, reason sql.NullString, requested 
 }
 
 // handoffForWrite loads a handoff inside the command, applying a TTL expiry
-// that fell due before the sweeper ran (§5.3 step 2), and hides it from
+// that fell due before the sweeper ran (D39), and hides it from
 // principals who may not see it. If the command then fails, the expiry rolls
 // back with it and the sweeper applies it moments later; the caller has
 // already been answered from the expired state.

@@ -79,7 +79,7 @@ func (e *Engine) expireDueTasks(tx *Tx) error {
 
 // expireTaskIfDue applies the TTL rule to one task a command is about to act
 // on, so no command acts on work that has already expired but has not been
-// swept yet (§5.3 step 2).
+// swept yet (D39).
 func (e *Engine) expireTaskIfDue(tx *Tx, taskID string) error {
 	var handoffID string
 	err := tx.q.QueryRowContext(tx.ctx, `SELECT correlation_id FROM tasks WHERE task_id = ?

@@ -4,7 +4,7 @@ import "time"
 
 // Limits are the room's numeric rules. They are values, not constants, so
 // tests and benchmarks can tighten them; Defaults are the product's numbers
-// (spec/domain.md §1.10 and §6.6).
+// (ARCHITECTURE.md D38).
 type Limits struct {
 	MaxBodyBytes        int64
 	MaxChangeBytes      int

@@ -11,7 +11,7 @@ import (
 	"github.com/commonroom/ce/room/markdown"
 )
 
-// Proposal statuses (spec/domain.md §1.8). pending and approved are open;
+// Proposal statuses (ARCHITECTURE.md D36). pending and approved are open;
 // the other four are terminal.
 const (
 	ProposalPending    = "pending"

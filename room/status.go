@@ -84,7 +84,7 @@ func (e *Engine) Totals(ctx context.Context, q Querier) (map[string]int, error) 
 }
 
 // Listener describes how joiners reach the room, without the endpoint:
-// addresses and ports never leave the host (spec §0).
+// addresses and ports never leave the host (ARCHITECTURE.md D40).
 type Listener struct {
 	Type      string `json:"type"`
 	Mode      string `json:"mode"`

@@ -64,7 +64,7 @@ const (
 // hold your share". The host is exempt from the share, never from the cap.
 //
 // Tasks past their TTL that the sweeper has not reached yet must not hold
-// slots (§5.3 step 2): they are failed first (if this command fails, the
+// slots (D39): they are failed first (if this command fails, the
 // sweeper redoes it). One statement counts the live tasks and says when the
 // first of them falls due, so a create pays for the expiry walk only when
 // there is something to expire.
@@ -160,7 +160,7 @@ func (e *Engine) CancelParticipantHandoffs(tx *Tx, p Principal, in CancelHandoff
 		return CancelHandoffsResult{}, Internal(err)
 	}
 	// Work already past its TTL is failed as expired, not cancelled, as a
-	// single cancel would find it (§5.3 step 2).
+	// single cancel would find it (D39).
 	if err := e.expireDueTasks(tx); err != nil {
 		return CancelHandoffsResult{}, err
 	}

@@ -17,7 +17,8 @@
 //
 // Memory is read from /proc/PID/status (Linux) and from the room's own
 // /debug/pprof/heap?gc=1 on the owner listener with the operator token.
-// Every request goes to 127.0.0.1 and the run ends by itself.
+// Every request goes to 127.0.0.1, through internal/mcptest, the one client
+// the tests, the crash test and the bench share, and the run ends by itself.
 package main
 
 import (
@@ -39,9 +40,8 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/internal/cetest"
+	"github.com/commonroom/ce/internal/mcptest"
 )
-
-const protocol = "2026-07-28"
 
 type room struct {
 	proc    *cetest.Proc
@@ -53,11 +53,6 @@ type room struct {
 	invite  string
 	wsURI   string
 	hc      *http.Client
-}
-
-type grant struct {
-	Token string `json:"session_token"`
-	Ref   string `json:"session_ref"`
 }
 
 // figures is one scenario's results, printed as a table and as JSON.
@@ -191,75 +186,26 @@ func (r *room) stop() {
 	}
 }
 
-// do sends one request and returns the status and the body's length,
-// reading (and optionally keeping) the body.
-func (r *room) do(method, url, token string, body []byte, hdr map[string]string, keep bool) (int, int64, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := r.hc.Do(req)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	defer res.Body.Close()
-	if keep {
-		b, err := io.ReadAll(res.Body)
-		return res.StatusCode, int64(len(b)), b, err
-	}
-	n, err := io.Copy(io.Discard, res.Body)
-	return res.StatusCode, n, nil, err
+// do sends one plain request to the room and reads its whole answer.
+func (r *room) do(ctx context.Context, method, url, token string, body any) (mcptest.Response, error) {
+	return mcptest.Do(ctx, r.hc, method, url, token, body)
 }
 
-func (r *room) join(name string, invite string) (grant, error) {
-	body, _ := json.Marshal(map[string]any{"invite": invite, "name": name, "kind": "agent"})
-	code, _, b, err := r.do("POST", r.ingress+"/session/join", "", body, nil, true)
-	if err != nil || code != 200 {
-		return grant{}, fmt.Errorf("join %s: %d %s %v", name, code, clip(b), err)
-	}
-	var g grant
-	return g, json.Unmarshal(b, &g)
+func (r *room) join(ctx context.Context, name string, invite string) (mcptest.Session, error) {
+	return mcptest.Join(ctx, r.hc, r.ingress, invite, name, "agent")
 }
 
 // inviteFor makes an invitation for n joins with the agent capabilities.
-func (r *room) inviteFor(n int) (string, error) {
-	body, _ := json.Marshal(map[string]any{"capabilities": []string{"read", "observe", "propose", "checkout", "commit"}, "max_uses": n})
-	code, _, b, err := r.do("POST", r.owner+"/workspace/invite", r.opToken, body, nil, true)
-	if err != nil || code != 200 {
-		return "", fmt.Errorf("invite: %d %s %v", code, clip(b), err)
-	}
-	var g struct {
-		Token string `json:"token"`
-	}
-	return g.Token, json.Unmarshal(b, &g)
+func (r *room) inviteFor(ctx context.Context, n int) (string, error) {
+	g, err := mcptest.Invite(ctx, r.hc, r.owner, r.opToken,
+		map[string]any{"capabilities": []string{"read", "observe", "propose", "checkout", "commit"}, "max_uses": n})
+	return g.Token, err
 }
 
-// mcp sends one JSON-RPC request with the headers a conforming client sends.
-func (r *room) mcp(token, method string, params map[string]any, name string, keep bool) (int, int64, []byte, error) {
-	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": protocol,
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	hdr := map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": protocol, "Mcp-Method": method}
-	if name != "" {
-		hdr["Mcp-Name"] = name
-	}
-	return r.do("POST", r.ingress+"/mcp", token, body, hdr, keep)
+// mcp is the MCP client of one session: it sends what a conforming client
+// sends (the routing headers, params._meta).
+func (r *room) mcp(s mcptest.Session) *mcptest.Client {
+	return mcptest.New(r.hc, r.ingress+"/mcp", s.SessionToken, false, "ce-bounds")
 }
 
 // rss is the process's resident set now (VmRSS) in bytes.
@@ -284,12 +230,12 @@ func procStatus(pid int, key string) int64 {
 
 // heapAfterGC asks the room for a heap profile after a GC and returns the
 // runtime's HeapInuse then.
-func (r *room) heapAfterGC() (int64, error) {
-	code, _, b, err := r.do("GET", r.owner+"/debug/pprof/heap?gc=1&debug=1", r.opToken, nil, nil, true)
-	if err != nil || code != 200 {
-		return 0, fmt.Errorf("heap profile: %d %v", code, err)
+func (r *room) heapAfterGC(ctx context.Context) (int64, error) {
+	res, err := r.do(ctx, "GET", r.owner+"/debug/pprof/heap?gc=1&debug=1", r.opToken, nil)
+	if err != nil || res.Status != 200 {
+		return 0, fmt.Errorf("heap profile: %d %v", res.Status, err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(string(res.Raw), "\n") {
 		if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
 			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
@@ -297,8 +243,8 @@ func (r *room) heapAfterGC() (int64, error) {
 	return 0, errors.New("no HeapInuse in the heap profile")
 }
 
-func (r *room) memory(f *figures, when string) error {
-	heap, err := r.heapAfterGC()
+func (r *room) memory(ctx context.Context, f *figures, when string) error {
+	heap, err := r.heapAfterGC(ctx)
 	if err != nil {
 		return err
 	}
@@ -314,41 +260,42 @@ func subscribeScenario(ctx context.Context, bin, dir string) (*figures, error) {
 	}
 	defer r.stop()
 	f := &figures{Scenario: "subscribe: 400 resources/subscribe with ~1 MiB unknown section URIs, then leave"}
-	g, err := r.join("subscriber", r.invite)
+	g, err := r.join(ctx, "subscriber", r.invite)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.memory(f, "start"); err != nil {
+	if err := r.memory(ctx, f, "start"); err != nil {
 		return nil, err
 	}
 	// A URI that fills the 1 MiB body limit but for the envelope.
 	pad := strings.Repeat("x", (1<<20)-2048)
+	mc := r.mcp(g)
 	var ok, refused int64
 	var answer int64
 	for i := range 400 {
 		uri := fmt.Sprintf("%s/section/%05d%s", r.wsURI, i, pad)
-		code, n, b, err := r.mcp(g.Token, "resources/subscribe", map[string]any{"uri": uri}, "", true)
+		res, err := mc.Do(ctx, mcptest.Request{Method: "resources/subscribe", Params: map[string]any{"uri": uri}})
 		if err != nil {
 			return nil, err
 		}
-		if code == 200 && bytes.Contains(b, []byte(`"result"`)) {
+		if res.Status == 200 && bytes.Contains(res.Raw, []byte(`"result"`)) {
 			ok++
 		} else {
 			refused++
 		}
-		answer = max(answer, n)
+		answer = max(answer, int64(len(res.Raw)))
 	}
 	f.set("subscribes_accepted", ok)
 	f.set("subscribes_refused", refused)
 	f.set("largest_answer_bytes", answer)
-	if err := r.memory(f, "after_subscribes"); err != nil {
+	if err := r.memory(ctx, f, "after_subscribes"); err != nil {
 		return nil, err
 	}
-	if code, _, b, err := r.do("POST", r.ingress+"/workspace/leave", g.Token, []byte("{}"), nil, true); err != nil || code != 200 {
-		return nil, fmt.Errorf("leave: %d %s %v", code, clip(b), err)
+	if res, err := r.do(ctx, "POST", r.ingress+"/workspace/leave", g.SessionToken, []byte("{}")); err != nil || res.Status != 200 {
+		return nil, fmt.Errorf("leave: %d %s %v", res.Status, mcptest.Clip(res.Raw), err)
 	}
 	time.Sleep(time.Second) // the session end reaches the registry through the hub
-	if err := r.memory(f, "after_leave"); err != nil {
+	if err := r.memory(ctx, f, "after_leave"); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -371,19 +318,19 @@ func proposalScenario(ctx context.Context, bin, dir, name string, sessions, each
 	}
 	defer r.stop()
 	f := &figures{Scenario: fmt.Sprintf("%s: %d session(s) × %d proposals of 252 KB", name, sessions, each)}
-	inv, err := r.inviteFor(sessions)
+	inv, err := r.inviteFor(ctx, sessions)
 	if err != nil {
 		return nil, err
 	}
-	var gs []grant
+	var gs []mcptest.Session
 	for i := range sessions {
-		g, err := r.join(fmt.Sprintf("proposer-%d", i), inv)
+		g, err := r.join(ctx, fmt.Sprintf("proposer-%d", i), inv)
 		if err != nil {
 			return nil, err
 		}
 		gs = append(gs, g)
 	}
-	if err := r.memory(f, "start"); err != nil {
+	if err := r.memory(ctx, f, "start"); err != nil {
 		return nil, err
 	}
 	before := sidecarBytes(r.file)
@@ -394,11 +341,11 @@ func proposalScenario(ctx context.Context, bin, dir, name string, sessions, each
 		for _, g := range gs {
 			body, _ := json.Marshal(map[string]any{"target": "Notes", "base_version": 1, "summary": fmt.Sprintf("flood %d", i),
 				"change": map[string]any{"section": "Notes", "content": content}})
-			code, _, _, err := r.do("POST", r.ingress+"/workspace/propose", g.Token, body, nil, false)
+			res, err := r.do(ctx, "POST", r.ingress+"/workspace/propose", g.SessionToken, body)
 			if err != nil {
 				return nil, err
 			}
-			if code == 200 {
+			if res.Status == 200 {
 				accepted.Add(1)
 			} else {
 				refused.Add(1)
@@ -409,23 +356,24 @@ func proposalScenario(ctx context.Context, bin, dir, name string, sessions, each
 	f.set("proposals_refused", refused.Load())
 	f.set("flood_ms", time.Since(began).Milliseconds())
 	f.set("sidecar_growth_bytes", sidecarBytes(r.file)-before)
-	tok := gs[0].Token
-	code, n, _, err := r.do("GET", r.ingress+"/workspace/proposals", tok, nil, nil, false)
-	if err != nil || code != 200 {
-		return nil, fmt.Errorf("listing: %d %v", code, err)
+	tok := gs[0].SessionToken
+	listing := mcptest.Request{Method: "tools/call", Params: map[string]any{"name": "workspace_proposals", "arguments": map[string]any{}}}
+	res, err := r.do(ctx, "GET", r.ingress+"/workspace/proposals", tok, nil)
+	if err != nil || res.Status != 200 {
+		return nil, fmt.Errorf("listing: %d %v", res.Status, err)
 	}
-	f.set("http_listing_bytes", n)
-	code, n, _, err = r.mcp(tok, "tools/call", map[string]any{"name": "workspace_proposals", "arguments": map[string]any{}}, "workspace_proposals", false)
-	if err != nil || code != 200 {
-		return nil, fmt.Errorf("MCP listing: %d %v", code, err)
+	f.set("http_listing_bytes", int64(len(res.Raw)))
+	res, err = r.mcp(gs[0]).Do(ctx, listing)
+	if err != nil || res.Status != 200 {
+		return nil, fmt.Errorf("MCP listing: %d %v", res.Status, err)
 	}
-	f.set("mcp_listing_bytes", n)
-	code, n, _, err = r.do("GET", r.ingress+"/workspace/room", tok, nil, nil, false)
-	if err != nil || code != 200 {
-		return nil, fmt.Errorf("room view: %d %v", code, err)
+	f.set("mcp_listing_bytes", int64(len(res.Raw)))
+	res, err = r.do(ctx, "GET", r.ingress+"/workspace/room", tok, nil)
+	if err != nil || res.Status != 200 {
+		return nil, fmt.Errorf("room view: %d %v", res.Status, err)
 	}
-	f.set("room_view_bytes", n)
-	if err := r.memory(f, "before_listings"); err != nil {
+	f.set("room_view_bytes", int64(len(res.Raw)))
+	if err := r.memory(ctx, f, "before_listings"); err != nil {
 		return nil, err
 	}
 	peak, err := r.peakDuring(func() error {
@@ -433,15 +381,15 @@ func proposalScenario(ctx context.Context, bin, dir, name string, sessions, each
 		errs := make(chan error, 5)
 		for i := range 5 {
 			wg.Go(func() {
-				var code int
+				var res mcptest.Response
 				var err error
-				if i%2 == 0 {
-					code, _, _, err = r.do("GET", r.ingress+"/workspace/proposals", gs[i%len(gs)].Token, nil, nil, false)
+				if g := gs[i%len(gs)]; i%2 == 0 {
+					res, err = r.do(ctx, "GET", r.ingress+"/workspace/proposals", g.SessionToken, nil)
 				} else {
-					code, _, _, err = r.mcp(gs[i%len(gs)].Token, "tools/call", map[string]any{"name": "workspace_proposals", "arguments": map[string]any{}}, "workspace_proposals", false)
+					res, err = r.mcp(g).Do(ctx, listing)
 				}
-				if err == nil && code != 200 {
-					err = fmt.Errorf("status %d", code)
+				if err == nil && res.Status != 200 {
+					err = fmt.Errorf("status %d", res.Status)
 				}
 				errs <- err
 			})
@@ -489,11 +437,4 @@ func (r *room) peakDuring(fn func() error) (int64, error) {
 	close(stop)
 	<-done
 	return max(peak.Load(), procStatus(r.pid, "VmHWM:")), err
-}
-
-func clip(b []byte) string {
-	if len(b) > 300 {
-		return string(b[:300]) + "…"
-	}
-	return string(b)
 }
