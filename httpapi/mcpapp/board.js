@@ -13,6 +13,7 @@
   let nextID = 1;
   let me = { participant_id: '', capabilities: [] };
   let loading = null;
+  let renders = 0;
 
   const $ = (id) => document.getElementById(id);
 
@@ -179,6 +180,7 @@
     fill($('waiting'), waiting, 'Nothing waits for you.');
     fill($('proposals'), (Array.isArray(b.proposals) ? b.proposals : []).map(proposalCard), 'No pending proposal.');
     fill($('handoffs'), handoffs.map((h) => handoffCard(h, false)), 'No handoff you may see.');
+    document.body.dataset.renders = String(++renders);
     sizeChanged();
   }
 
