@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/commonroom/ce/httpapi/mcpapp"
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 func TestMCPBridgeApp(t *testing.T) {
@@ -43,6 +44,24 @@ func TestMCPBridgeApp(t *testing.T) {
 		board := b.oldTool(4, mcpapp.BoardTool, map[string]any{})
 		if id, _ := jsonPath(board, "me", "participant_id").(string); !strings.HasPrefix(id, "participant_") {
 			t.Errorf("board: %v", board)
+		}
+	})
+
+	t.Run("a 2026-07-28 host declaring the extension in _meta has it forwarded as sent", func(t *testing.T) {
+		b := startBridge(t, dir, inviteOnce(t, dir, file), filepath.Join(t.TempDir(), "s.json"), nil)
+		line, err := mcptest.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+			"params": map[string]any{"uri": mcpapp.BoardURI, "_meta": mcptest.Meta(mcptest.Version, uiCaps, "modern-host")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.send(string(line))
+		l := b.answerTo("1", nil)
+		if l.Error != nil || jsonPath(asSlice(l.Result["contents"])[0], "mimeType") != mcpapp.MimeType {
+			t.Errorf("resources/read of the board: %s", l.raw)
+		}
+		b.request(2, "resources/read", map[string]any{"uri": mcpapp.BoardURI}) // Tasks only: no board
+		if l := b.answerTo("2", nil); l.Error == nil || l.Error.Code != rpcInvalidParams {
+			t.Errorf("board read declaring only tasks: %s", l.raw)
 		}
 	})
 

@@ -125,6 +125,9 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
     page = context.pages()[0] || await context.newPage();
     page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
     page.on('pageerror', (e) => pageProblems.push(e.message));
+    // A CSP violation in the view (an inline script or style that its
+    // hashes do not allow, say) is reported on the console as an error.
+    page.on('console', (m) => { if (m.type() === 'error') pageProblems.push(`console: ${m.text()}`); });
     context.on('request', (r) => requests.push(r.url()));
     await page.exposeBinding('mcpRelay', async (_source, method, params) => {
       relayed.push([method, params && params.name]);
@@ -194,6 +197,8 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
     assert.ok((await prop.locator('pre.diff .add').allTextContents()).includes(`+Walk to the ridge. ${HOSTILE}`));
     assert.match(await view().locator('#who').textContent(), /^You are participant_\S+ \(read, approve\)\.$/);
     assert.ok(boardCalls() >= 1, 'the view read the board through the host');
+    const frame = page.frame({ name: 'view' });
+    assert.equal(await frame.evaluate(() => getComputedStyle(document.body).color), 'rgb(10, 20, 30)', 'the host\'s theme variables apply');
     assert.ok(await page.evaluate(() => window.hostSize && window.hostSize.height > 0), 'the view reported its size');
     await page.screenshot({ path: path.join(artifacts, 'mcp-app-board.png'), fullPage: true });
   });

@@ -24,7 +24,8 @@ window.startHost = async (html, csp) => {
 
   const bridge = new AppBridge(null, { name: 'ce-e2e-host', version: '1.0.0' },
     { serverTools: {}, serverResources: {}, sandbox: { csp } },
-    { hostContext: { theme: 'light', displayMode: 'inline', platform: 'web' } });
+    { hostContext: { theme: 'light', displayMode: 'inline', availableDisplayModes: ['inline'], platform: 'web',
+      styles: { variables: { '--color-text-primary': 'rgb(10, 20, 30)' } } } });
   bridge.oncalltool = async (params) => {
     window.hostLog.push(['tools/call', params.name]);
     return window.mcpRelay('tools/call', params);

@@ -49,6 +49,7 @@
     // A linked tool (handoff_list, workspace_proposals) answered the
     // model: the room moved, read the board again.
     if (m.method === 'ui/notifications/tool-result') refresh();
+    if (m.method === 'ui/notifications/host-context-changed') applyContext(m.params);
   });
 
   function el(tag, cls, text) {
@@ -200,20 +201,40 @@
     return loading;
   }
 
+  // applyContext takes the host's theme and its standard CSS variables
+  // (values set through the CSSOM, never parsed as markup or script).
+  function applyContext(ctx) {
+    if (!ctx || typeof ctx !== 'object') return;
+    const root = document.documentElement;
+    if (ctx.theme === 'light' || ctx.theme === 'dark') root.style.colorScheme = ctx.theme;
+    const vars = ctx.styles && ctx.styles.variables;
+    if (vars && typeof vars === 'object') {
+      for (const [k, v] of Object.entries(vars)) {
+        if (/^--[a-z0-9-]+$/.test(k) && typeof v === 'string') root.style.setProperty(k, v);
+      }
+    }
+  }
+
+  let lastSize = '';
   function sizeChanged() {
     const r = document.documentElement.getBoundingClientRect();
-    notify('ui/notifications/size-changed', { width: Math.ceil(r.width), height: Math.ceil(r.height) });
+    const size = { width: Math.ceil(r.width), height: Math.ceil(r.height) };
+    if (JSON.stringify(size) === lastSize) return;
+    lastSize = JSON.stringify(size);
+    notify('ui/notifications/size-changed', size);
   }
 
   (async () => {
     if (host === window) { say('Open this board inside an MCP Apps host.', true); return; }
     try {
-      await request('ui/initialize', {
+      const init = await request('ui/initialize', {
         appInfo: { name: 'commonroom-board', version: '1' },
-        appCapabilities: {},
+        appCapabilities: { availableDisplayModes: ['inline'] },
         protocolVersion: APP_PROTOCOL,
       });
+      applyContext(init && init.hostContext);
       notify('ui/notifications/initialized');
+      if (typeof ResizeObserver === 'function') new ResizeObserver(sizeChanged).observe(document.documentElement);
     } catch (e) {
       say('The host refused the view: ' + e.message, true);
       return;
