@@ -1,7 +1,9 @@
 // The room's board as an MCP App in a real browser: Debian's chromium
 // driven by playwright-core, with @modelcontextprotocol/ext-apps 2.0.4's own
 // host side (AppBridge, bundled by esbuild from app-host/host.mjs) as the
-// host, against a real `ce serve` that scripts/e2e-app.sh started.
+// host, the view behind a sandbox proxy on another origin
+// (app-host/sandbox.html) as a web host must, against a real `ce serve`
+// that scripts/e2e-app.sh started.
 //
 // The approver is a real MCP client session: the SDK client
 // (@modelcontextprotocol/client 2.4.0) over stdio to `ce mcp`, declaring
@@ -24,6 +26,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -71,6 +74,9 @@ let boardHTML;
 let boardCSP;
 let handoffID;
 let proposalID;
+let hostServer; // serves the host page (127.0.0.1) and its sandbox proxy (localhost: another origin)
+let hostURL;
+let sandboxURL;
 
 function step(name, fn) {
   it(name, async (t) => {
@@ -103,7 +109,7 @@ async function eventually(what, fn, timeout = UI_TIMEOUT) {
   }
 }
 
-const view = () => page.frameLocator('#view');
+const view = () => page.frameLocator('#sandbox').frameLocator('iframe[name="view"]');
 const boardCalls = () => relayed.filter(([m, n]) => m === 'tools/call' && n === 'workspace_board').length;
 
 describe('MCP App: the room board in a host', { concurrency: false }, () => {
@@ -118,6 +124,26 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
     await client.connect(new StdioClientTransport({ command: env('CE_BIN'), args: ['mcp', approverInvite, '--name', 'approver', '--state', state], stderr: 'inherit' }));
     approver = { client };
 
+    // The test host: its page and script on one origin, the sandbox proxy
+    // on another (the same port by another name), as a web host must.
+    const bundle = await esbuild.build({ entryPoints: [path.join(here, 'app-host', 'host.mjs')], bundle: true, format: 'iife',
+      platform: 'browser', write: false, logLevel: 'warning' });
+    const files = {
+      '/host.html': ['text/html', '<!doctype html><meta charset="utf-8"><title>test host</title><body><h1>test host</h1><script src="/host.js"></script></body>'],
+      '/host.js': ['text/javascript', bundle.outputFiles[0].text],
+      '/sandbox.html': ['text/html', fs.readFileSync(path.join(here, 'app-host', 'sandbox.html'), 'utf8')],
+    };
+    hostServer = http.createServer((req, res) => {
+      const f = files[new URL(req.url, 'http://x').pathname];
+      if (!f) { res.writeHead(req.url === '/favicon.ico' ? 204 : 404).end(); return; }
+      res.writeHead(200, { 'Content-Type': `${f[0]}; charset=utf-8`, 'Cache-Control': 'no-store' });
+      res.end(f[1]);
+    });
+    await new Promise((r) => hostServer.listen(0, '127.0.0.1', r));
+    const port = hostServer.address().port;
+    hostURL = `http://127.0.0.1:${port}/host.html`;
+    sandboxURL = `http://localhost:${port}/sandbox.html`;
+
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ce-e2e-app-chromium-'));
     context = await chromium.launchPersistentContext(userDataDir, {
       executablePath: browserPath, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1000, height: 800 },
@@ -128,7 +154,7 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
     // A CSP violation in the view (an inline script or style that its
     // hashes do not allow, say) is reported on the console as an error.
     page.on('console', (m) => { if (m.type() === 'error') pageProblems.push(`console: ${m.text()}`); });
-    context.on('request', (r) => requests.push(r.url()));
+    context.on('request', (r) => requests.push({ url: r.url(), frame: r.frame().name() }));
     await page.exposeBinding('mcpRelay', async (_source, method, params) => {
       relayed.push([method, params && params.name]);
       if (method === 'tools/call') return approver.client.callTool(params);
@@ -139,6 +165,7 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
 
   after(async () => {
     if (context) await context.close();
+    if (hostServer) hostServer.close();
     if (approver) await approver.client.close().catch(() => {});
     if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
   });
@@ -181,13 +208,11 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
     assert.match(boardHTML, /http-equiv="Content-Security-Policy" content="default-src 'none'/);
   });
 
-  step('the host mounts the view with the ext-apps AppBridge: it initializes and renders the inbox', async () => {
-    const bundle = await esbuild.build({ entryPoints: [path.join(here, 'app-host', 'host.mjs')], bundle: true, format: 'iife',
-      platform: 'browser', write: false, logLevel: 'warning' });
-    const hostJS = bundle.outputFiles[0].text.replaceAll('</script', '<\\/script');
-    await page.setContent(`<!doctype html><title>test host</title><body><h1>test host</h1><script>${hostJS}</script></body>`);
-    await page.evaluate(([html, csp]) => window.startHost(html, csp), [boardHTML, boardCSP]);
+  step('the host mounts the view with the ext-apps AppBridge through a sandbox proxy: it initializes and renders the inbox', async () => {
+    await page.goto(hostURL);
+    await page.evaluate(([html, csp, url]) => window.startHost(html, csp, url), [boardHTML, boardCSP, sandboxURL]);
     await eventually('ui/notifications/initialized', () => page.evaluate(() => window.hostLog.some(([m]) => m === 'initialized')));
+    assert.deepEqual(await page.evaluate(() => window.hostLog.slice(0, 2).map(([m]) => m)), ['sandboxready', 'initialized']);
     const card = view().locator(`#waiting article[data-handoff-id="${handoffID}"]`);
     await card.waitFor({ timeout: UI_TIMEOUT });
     assert.equal(await card.locator('h3').textContent(), `Book the hut ${HOSTILE}`);
@@ -213,8 +238,9 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
     assert.deepEqual(dom, { pwned: undefined, scripts: 1, imgs: 0, links: 0, anchors: 0 });
     assert.deepEqual(dialogs, []);
     assert.equal(await page.evaluate(() => window.__pwned), undefined);
-    const outside = requests.filter((u) => !u.startsWith('about:') && !u.startsWith('data:'));
-    assert.deepEqual(outside, [], 'the browser made no request at all');
+    assert.deepEqual(requests.filter((r) => r.frame === 'view'), [], 'the view made no request');
+    assert.deepEqual([...new Set(requests.map((r) => r.url))].sort(), [hostURL.replace('host.html', 'host.js'), hostURL, sandboxURL].sort(),
+      'the browser fetched the test host and its proxy, nothing else');
   });
 
   step('postMessage from a frame that is not the host is ignored', async () => {

@@ -1,7 +1,7 @@
 // The test host of the MCP App e2e test (e2e/mcp-app.test.mjs), bundled by
 // esbuild into the host page: @modelcontextprotocol/ext-apps 2.0.4's own
-// host side (AppBridge over PostMessageTransport) with the view in a
-// sandboxed iframe (allow-scripts only: an opaque origin, as hosts do).
+// host side (AppBridge over PostMessageTransport), with the view behind a
+// sandbox proxy on another origin (sandbox.html), as a web host does.
 // The view's tools/call and resources/read go to window.mcpRelay, a
 // binding the test exposes, which sends them on the test's MCP client
 // session (the SDK client over `ce mcp`); nothing here reaches the room
@@ -10,14 +10,16 @@ import { AppBridge, PostMessageTransport } from '@modelcontextprotocol/ext-apps/
 
 window.hostLog = [];
 
-// startHost mounts the view's HTML (read from the room as a ui:// resource)
-// and connects the bridge before the view's document loads, so that the
-// bridge hears its ui/initialize.
-window.startHost = async (html, csp) => {
+// startHost mounts the view the way a web host must: through a sandbox
+// proxy on another origin (sandboxURL), which the bridge hands the view's
+// HTML (read from the room as a ui:// resource) and its CSP metadata once
+// the proxy says it is ready. The bridge is connected before the proxy
+// loads, so that it hears the proxy and then the view's ui/initialize.
+window.startHost = async (html, csp, sandboxURL) => {
   const iframe = document.createElement('iframe');
-  iframe.id = 'view';
-  iframe.name = 'view';
-  iframe.setAttribute('sandbox', 'allow-scripts');
+  iframe.id = 'sandbox';
+  iframe.name = 'sandbox';
+  iframe.setAttribute('sandbox', 'allow-scripts allow-same-origin');
   iframe.style.width = '900px';
   iframe.style.height = '700px';
   document.body.appendChild(iframe);
@@ -31,15 +33,19 @@ window.startHost = async (html, csp) => {
     return window.mcpRelay('tools/call', params);
   };
   bridge.onreadresource = async (params) => window.mcpRelay('resources/read', params);
+  bridge.onsandboxready = () => {
+    window.hostLog.push(['sandboxready']);
+    bridge.sendSandboxResourceReady({ html, csp });
+  };
   bridge.oninitialized = () => { window.hostLog.push(['initialized']); };
   bridge.onsizechange = (size) => { window.hostSize = size; };
   window.bridge = bridge;
 
   await bridge.connect(new PostMessageTransport(iframe.contentWindow, iframe.contentWindow));
-  iframe.srcdoc = html;
+  iframe.src = sandboxURL;
 };
 
-// spoof starts a second frame, a sibling of the view and not the host,
+// spoof starts a frame that is not the view's host (a sibling of the proxy),
 // that keeps posting forged JSON-RPC to the view: answers to every id the
 // view may be waiting on (a board naming "FORGED") and a tool-result
 // notification, until spoofStop, which says how many messages it sent.
@@ -59,7 +65,7 @@ window.spoofStart = () => {
     const forged = { me: { participant_id: 'FORGED', capabilities: ['admin'] },
       handoffs: [{ handoff_id: 'forged', status: 'result_ready', summary: 'FORGED', owner_id: 'x' }], proposals: [] };
     const tick = () => {
-      const view = parent.frames['view'];
+      const view = parent.frames[0].frames[0];
       for (let id = 1; id <= 40; id++) {
         view.postMessage({ jsonrpc: '2.0', id, result: { content: [], structuredContent: forged, isError: false } }, '*');
         sent++;
