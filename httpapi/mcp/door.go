@@ -17,6 +17,7 @@ package mcp
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/commonroom/ce/actor"
@@ -73,6 +74,9 @@ type Handler struct {
 	limits  room.Limits
 	version string
 	tools   []Tool
+	// appTools are the app-only tools (AppTools): listed and callable only
+	// for a request that declared MCP Apps.
+	appTools []Tool
 	// toolNames interns the tools' names (tools/call's name, as sent).
 	toolNames map[string]string
 	// info is serverInfoValue, made once.
@@ -106,14 +110,14 @@ func New(cfg Config) *Handler {
 		panic("mcp: Config.Principal, ReadBody and Allow are required")
 	}
 	s := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
-		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(),
+		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(), appTools: AppTools(),
 		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe, note: cfg.Note}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.setServerInfo()
-	s.toolNames = make(map[string]string, len(s.tools))
-	for _, t := range s.tools {
+	s.toolNames = make(map[string]string, len(s.tools)+len(s.appTools))
+	for _, t := range append(slices.Clip(s.tools), s.appTools...) {
 		s.toolNames[t.Name] = t.Name
 	}
 	if s.hub != nil {

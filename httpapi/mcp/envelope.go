@@ -10,6 +10,7 @@ import (
 
 	"github.com/commonroom/ce/httpapi/internal/traceparent"
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
+	"github.com/commonroom/ce/httpapi/mcpapp"
 )
 
 // The envelope layer of POST /mcp: one decode of the JSON-RPC body and the MCP
@@ -77,7 +78,11 @@ type requestMeta struct {
 	ProtocolVersion string
 	ClientCaps      json.RawMessage // the clientCapabilities object
 	Tasks           bool            // clientCapabilities.extensions["io.modelcontextprotocol/tasks"] is a JSON object
-	ProgressToken   json.RawMessage // string or integer as sent; nil when absent
+	// UI says clientCapabilities.extensions["io.modelcontextprotocol/ui"]
+	// declares MCP Apps (mcpapp.Declared): the request is shown the board,
+	// its links and its app-only tool.
+	UI            bool
+	ProgressToken json.RawMessage // string or integer as sent; nil when absent
 	// TraceID is the trace id of a valid traceparent ("" when absent or
 	// not valid: a bad one is ignored, never refused).
 	TraceID string
@@ -308,6 +313,9 @@ func decodeMeta(rawParams json.RawMessage, metas *metaCache, params *members, li
 			return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
 		}
 		out.Tasks = kindOf(ext.val(TasksExtension)) == '{'
+		if raw := ext.val(mcpapp.Extension); kindOf(raw) == '{' {
+			out.UI = mcpapp.Declared(raw)
+		}
 	}
 
 	if raw, ok := meta.get(metaProgressToken); ok {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/mcpapp"
 	"github.com/commonroom/ce/httpapi/skill"
 	"github.com/commonroom/ce/room"
 )
@@ -25,13 +26,17 @@ func (s *Handler) mcpResourcesList(c *mcpCall) (any, *rpcError) {
 	if err := c.p.Require(room.CapRead); err != nil {
 		return s.complete(cacheable(map[string]any{"resources": []any{}}, 0, "private")), nil
 	}
-	return s.complete(cacheable(map[string]any{"resources": []map[string]any{{
+	list := []map[string]any{{
 		"uri":         s.eng.DocumentURI(),
 		"name":        s.eng.Name,
 		"title":       s.eng.Name + " (the room's document)",
 		"description": "The whole Markdown document at its current version.",
 		"mimeType":    "text/markdown",
-	}, skillResource}}, 60_000, "private")), nil
+	}, skillResource}
+	if c.req.Meta.UI {
+		list = append(list, boardResource())
+	}
+	return s.complete(cacheable(map[string]any{"resources": list}, 60_000, "private")), nil
 }
 
 func (s *Handler) mcpTemplatesList(c *mcpCall) (any, *rpcError) {
@@ -68,6 +73,9 @@ func (s *Handler) mcpResourcesRead(c *mcpCall) (any, *rpcError) {
 	}
 	if e := decodeParams(c.req.Params, &in); e != nil {
 		return nil, e
+	}
+	if in.URI == mcpapp.BoardURI && c.req.Meta.UI {
+		return s.readBoardResource(c)
 	}
 	if in.URI == skill.URI {
 		if err := c.p.Require(room.CapRead); err != nil {

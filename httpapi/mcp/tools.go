@@ -3,8 +3,10 @@ package mcp
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
+	"github.com/commonroom/ce/httpapi/mcpapp"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
@@ -25,6 +27,12 @@ type Tool struct {
 	// numberFree is wirejson.NumberFree of the row's input type: its
 	// arguments may be decoded by wirejson.DecodeValidArgs' short way.
 	numberFree bool
+	// uiMeta is the tool's _meta for a client that declared MCP Apps
+	// ({"ui": {"resourceUri": …}}, and visibility for an app-only tool);
+	// nil for a tool the board is not linked from.
+	uiMeta map[string]any
+	// app runs an app-only tool (nil for a row of the operations table).
+	app func(s *Handler, c *mcpCall, args json.RawMessage) (any, error)
 }
 
 // taskHandle is a tool answer that becomes a CreateTaskResult.
@@ -50,8 +58,12 @@ func Tools() []Tool {
 		if err := json.Unmarshal(b, &input); err != nil {
 			panic(err)
 		}
-		tools = append(tools, Tool{Name: op.Tool, Title: op.Title, Description: op.Description,
-			Input: input, ReadOnly: !op.Call.Writes(), Op: op, numberFree: wirejson.NumberFree(op.Call.Input())})
+		t := Tool{Name: op.Tool, Title: op.Title, Description: op.Description,
+			Input: input, ReadOnly: !op.Call.Writes(), Op: op, numberFree: wirejson.NumberFree(op.Call.Input())}
+		if slices.Contains(mcpapp.LinkedTools, op.Tool) {
+			t.uiMeta = map[string]any{"ui": map[string]any{"resourceUri": mcpapp.BoardURI}}
+		}
+		tools = append(tools, t)
 	}
 	return tools
 }
@@ -73,10 +85,20 @@ func handoffToolResult(res room.CreateHandoffResult, tasks bool) any {
 	return out
 }
 
-func (s *Handler) toolByName(name string) (Tool, bool) {
+// toolByName finds a tool of the catalog; app-only tools (the board's)
+// exist only for a request that declared MCP Apps (ui): to anyone else
+// their names are unknown tools.
+func (s *Handler) toolByName(name string, ui bool) (Tool, bool) {
 	for _, t := range s.tools {
 		if t.Name == name {
 			return t, true
+		}
+	}
+	if ui {
+		for _, t := range s.appTools {
+			if t.Name == name {
+				return t, true
+			}
 		}
 	}
 	return Tool{}, false
@@ -92,12 +114,25 @@ func (s *Handler) mcpToolsList(c *mcpCall) (any, *rpcError) {
 	if in.Cursor != nil && *in.Cursor != "" {
 		return nil, invalidParams("invalid cursor", nil)
 	}
-	list := make([]map[string]any, 0, len(s.tools))
+	list := make([]map[string]any, 0, len(s.tools)+len(s.appTools))
 	for _, t := range s.tools {
-		list = append(list, map[string]any{
+		entry := map[string]any{
 			"name": t.Name, "title": t.Title, "description": t.Description, "inputSchema": t.Input,
 			"annotations": map[string]any{"title": t.Title, "readOnlyHint": t.ReadOnly, "openWorldHint": false},
-		})
+		}
+		if c.req.Meta.UI && t.uiMeta != nil {
+			entry["_meta"] = t.uiMeta
+		}
+		list = append(list, entry)
+	}
+	if c.req.Meta.UI {
+		for _, t := range s.appTools {
+			list = append(list, map[string]any{
+				"name": t.Name, "title": t.Title, "description": t.Description, "inputSchema": t.Input,
+				"annotations": map[string]any{"title": t.Title, "readOnlyHint": t.ReadOnly, "openWorldHint": false},
+				"_meta":       t.uiMeta,
+			})
+		}
 	}
 	return s.complete(cacheable(map[string]any{"tools": list}, 3_600_000, "public")), nil
 }
@@ -117,31 +152,22 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 			return nil, e
 		}
 	}
-	t, ok := s.toolByName(in.Name)
+	t, ok := s.toolByName(in.Name, c.req.Meta.UI)
 	if !ok {
 		c.tool = "other"
 		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
 	}
 	c.tool = t.Name
+	if t.app != nil {
+		return s.runAppTool(c, t, in.Arguments)
+	}
 	// The arguments are one valid JSON value: a slice of the body the
 	// envelope checked with json.Valid. The decoder captures the two
 	// values it needs (capturing in or t would move them to the heap).
 	args, free := in.Arguments, t.numberFree
 	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
 	if err != nil {
-		switch room.ErrorKind(err) {
-		case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
-			return nil, s.rpcErrorOf(err)
-		}
-		c.errKind = wirejson.Kind(room.ErrorKind(err))
-		c.toolError = true
-		body := wirejson.ErrorBody(err)
-		text, _ := json.Marshal(body)
-		return s.complete(map[string]any{
-			"content":           []map[string]any{{"type": "text", "text": string(text)}},
-			"structuredContent": body,
-			"isError":           true,
-		}), nil
+		return s.toolFailure(c, err)
 	}
 	out = PresentResult(out)
 	if res, ok := out.(room.CreateHandoffResult); ok {
@@ -168,6 +194,25 @@ func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
 		return nil, s.rpcErrorOf(room.Internal(err))
 	}
 	return res, nil
+}
+
+// toolFailure answers a tool that failed: a domain failure is a result
+// with isError (the model reads it and corrects itself); an overload, an
+// unavailable room or an internal fault is a JSON-RPC error.
+func (s *Handler) toolFailure(c *mcpCall, err error) (any, *rpcError) {
+	switch room.ErrorKind(err) {
+	case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
+		return nil, s.rpcErrorOf(err)
+	}
+	c.errKind = wirejson.Kind(room.ErrorKind(err))
+	c.toolError = true
+	body := wirejson.ErrorBody(err)
+	text, _ := json.Marshal(body)
+	return s.complete(map[string]any{
+		"content":           []map[string]any{{"type": "text", "text": string(text)}},
+		"structuredContent": body,
+		"isError":           true,
+	}), nil
 }
 
 // createTaskResult is the Tasks extension's answer to a tool call that
