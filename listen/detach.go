@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // ServeDetached is Serve for a handler that need not wait for the stream to
@@ -34,12 +36,12 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 	}
 	rc := http.NewResponseController(w)
 	s.setAbort(func() { _ = rc.SetWriteDeadline(time.Unix(1, 0)) })
-	sock := connFrom(r.Context())
+	nc := connFrom(r.Context())
 	fd := -1
 	if detachable(r) {
-		fd = socketFD(sock)
+		fd = sock.FD(nc)
 	}
-	var cw *closeWatch
+	var cw *sock.CloseWatch
 	if fd >= 0 {
 		cw = s.h.watcher()
 	}
@@ -47,7 +49,7 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 		ended(s.serveInPlace(w, r, rc, opts))
 		return
 	}
-	why, conn := s.serveHead(w, r, rc, opts, sock)
+	why, conn := s.serveHead(w, r, rc, opts, nc)
 	if conn == nil {
 		s.h.detached.Done()
 		s.setAbort(nil)
@@ -57,18 +59,18 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 	}
 	s.setAbort(func() { _ = conn.SetWriteDeadline(time.Unix(1, 0)) })
 	if raw := plainSocket(conn); raw != nil {
-		s.fast.Store(&fastWriter{raw: newRawWriter(raw), tag: opts.Tag})
+		s.fast.Store(&fastWriter{raw: sock.NewRawWriter(raw), tag: opts.Tag})
 	}
 	// The watcher ends the stream itself, so the stream waits on one
 	// channel fewer.
-	id := cw.add(fd, func() { s.h.finish(s, EndClientGone) })
+	id := cw.Add(fd, func() { s.h.finish(s, EndClientGone) })
 	tag, final := opts.Tag, opts.Final // not opts.First: it is written
 	go func() {
 		defer s.h.detached.Done()
 		st := &stream{conn: conn, maxLag: s.h.cfg.MaxLag, tag: tag}
-		why := s.loop(st, nil, sock, final)
+		why := s.loop(st, nil, nc, final)
 		s.setAbort(nil)
-		cw.remove(id, fd)
+		cw.Remove(id, fd)
 		_ = conn.Close()
 		ended(why)
 	}()
@@ -106,7 +108,7 @@ func (s *Subscription) afterServe(rc *http.ResponseController, why EndReason) {
 // serveHead writes the headers and the first frame through net/http, then
 // takes the connection. It returns the connection, or nil and the reason
 // the stream ended (served in place when the hijack failed).
-func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions, sock net.Conn) (EndReason, net.Conn) {
+func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions, nc net.Conn) (EndReason, net.Conn) {
 	h := s.h
 	hdr := w.Header()
 	streamHeaders(hdr)
@@ -125,7 +127,7 @@ func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *htt
 	}
 	conn, _, err := rc.Hijack()
 	if err != nil {
-		return s.loop(st, r.Context().Done(), sock, opts.Final), nil
+		return s.loop(st, r.Context().Done(), nc, opts.Final), nil
 	}
 	return 0, conn
 }
@@ -161,23 +163,6 @@ func plainSocket(c net.Conn) syscall.RawConn {
 		}
 	}
 	return nil
-}
-
-// socketFD is c's descriptor, or -1 when c is not a socket.
-func socketFD(c net.Conn) int {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return -1
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return -1
-	}
-	fd := -1
-	if raw.Control(func(f uintptr) { fd = int(f) }) != nil {
-		return -1
-	}
-	return fd
 }
 
 // detachAdd counts one more detached stream for Close to wait for; false

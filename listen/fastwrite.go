@@ -5,8 +5,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // The fast path. At ten thousand streams a change used to wake ten thousand
@@ -28,15 +29,12 @@ import (
 // keep-alives (fast writes mark the stream written), the graceful final
 // frame (written by the goroutine, after everything).
 
-// rawConn is a detached stream's socket, for rawWriter.
-type rawConn = syscall.RawConn
-
 // epoch anchors fastWriter.last on the monotonic clock.
 var epoch = time.Now()
 
 // fastWriter is what the broadcaster's writers need of a detached stream.
 type fastWriter struct {
-	raw *rawWriter
+	raw *sock.RawWriter
 	tag []byte // ServeOptions.Tag
 	// wmu is held by whoever writes the socket: a pool writer (TryLock,
 	// never waiting) for one non-blocking write, or the stream's goroutine
@@ -96,7 +94,7 @@ func (fw *fastWriter) write(q *frameQueue, fs []*queued, buf []byte) (_ []byte, 
 	start := putChunkSize(buf)
 	buf = append(buf, '\r', '\n')
 	b := buf[start:]
-	n, err := fw.raw.try(b)
+	n, err := fw.raw.Try(b)
 	if n > 0 {
 		fw.last.Store(int64(time.Since(epoch)))
 		if !fw.dirty.Load() {

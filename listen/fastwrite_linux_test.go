@@ -52,7 +52,7 @@ func shrinkSendBuffer(t *testing.T, s *Subscription) {
 		t.Fatal("the stream was not detached with a fast writer")
 	}
 	var serr error
-	if err := fw.raw.rc.Control(func(fd uintptr) {
+	if err := fw.raw.RawConn().Control(func(fd uintptr) {
 		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
 	}); err != nil || serr != nil {
 		t.Fatalf("SO_SNDBUF: %v %v", err, serr)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // Message is one committed change to deliver to the subscribers of Topic.
@@ -122,7 +124,7 @@ type Hub struct {
 	detached  sync.WaitGroup
 	noDetach  bool
 	watchOnce sync.Once
-	watch     *closeWatch // nil until the first detach, or when unavailable
+	watch     *sock.CloseWatch // nil until the first detach, or when unavailable
 	stopped   chan struct{}
 	aborts    sync.WaitGroup // abortWrite calls started by the broadcaster
 
@@ -461,14 +463,14 @@ func (h *Hub) Close() {
 	h.detached.Wait()
 	h.watchOnce.Do(func() {}) // no watcher starts after this; see one that did
 	if h.watch != nil {
-		h.watch.stop()
+		h.watch.Stop()
 	}
 }
 
 // watcher is the hub's close watcher, started on first use; nil when the
 // platform has none, and streams are then served in place.
-func (h *Hub) watcher() *closeWatch {
-	h.watchOnce.Do(func() { h.watch = newCloseWatch() })
+func (h *Hub) watcher() *sock.CloseWatch {
+	h.watchOnce.Do(func() { h.watch = sock.NewCloseWatch() })
 	return h.watch
 }
 

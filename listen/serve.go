@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // EndReason says why a stream ended, so the handler can log it and knows
@@ -120,9 +122,9 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 
 // loop writes queued frames, keep-alives and the final frame until the
 // stream ends; gone closes when the client goes away (nil when someone
-// else ends s as EndClientGone), and sock is the socket to probe (nil for
+// else ends s as EndClientGone), and conn is the socket to probe (nil for
 // none).
-func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, final []byte) EndReason {
+func (s *Subscription) loop(st *stream, gone <-chan struct{}, conn net.Conn, final []byte) EndReason {
 	h := s.h
 	// fw is set for a detached stream: the broadcaster's writers may write
 	// its frames themselves, and every write here holds its lock and
@@ -136,7 +138,7 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, fin
 	// really been quiet and waits out the rest. The probe runs on a fixed
 	// cadence, never per frame: at ten thousand streams two extra syscalls
 	// per write would cost more than the writes.
-	watch := stallWatch{probe: newSocketProbe(sock), dirty: true}
+	watch := stallWatch{probe: sock.NewProbe(conn), dirty: true}
 	lastWrite := time.Now()
 	var nextProbe time.Time
 	if watch.probe != nil {
