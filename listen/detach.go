@@ -3,6 +3,7 @@ package listen
 import (
 	"net"
 	"net/http"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,7 +52,7 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 	}
 	why, conn := s.serveHead(w, r, rc, opts, nc)
 	if conn == nil {
-		s.h.detached.Done()
+		s.h.detached.wg.Done()
 		s.setAbort(nil)
 		s.afterServe(rc, why)
 		ended(why)
@@ -63,10 +64,10 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 	}
 	// The watcher ends the stream itself, so the stream waits on one
 	// channel fewer.
-	id := cw.Add(fd, func() { s.h.finish(s, EndClientGone) })
+	id := cw.Add(fd, func() { s.h.clientGone(s) })
 	tag, final := opts.Tag, opts.Final // not opts.First: it is written
 	go func() {
-		defer s.h.detached.Done()
+		defer s.h.detached.wg.Done()
 		st := &stream{conn: conn, maxLag: s.h.cfg.MaxLag, tag: tag}
 		why := s.loop(st, nil, nc, final)
 		s.setAbort(nil)
@@ -123,7 +124,7 @@ func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *htt
 	}
 	st.write(opts.First)
 	if st.end() != nil {
-		return h.finish(s, EndWriteFailed), nil
+		return h.drop(s, EndWriteFailed), nil
 	}
 	conn, _, err := rc.Hijack()
 	if err != nil {
@@ -165,14 +166,49 @@ func plainSocket(c net.Conn) syscall.RawConn {
 	return nil
 }
 
+// detachedStreams are the streams ServeDetached runs on their own
+// goroutine, which Close waits for (their final frames), as
+// http.Server.Shutdown waits for handlers, and the close watcher that
+// notices their clients leaving.
+type detachedStreams struct {
+	wg sync.WaitGroup
+	// closing (under Hub.mu) is set once Close waits, so no stream is
+	// added after.
+	closing   bool
+	watchOnce sync.Once
+	watch     *sock.CloseWatch // nil until the first detach, or when unavailable
+}
+
 // detachAdd counts one more detached stream for Close to wait for; false
 // once Close has started waiting.
 func (h *Hub) detachAdd() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.noDetach {
+	if h.detached.closing {
 		return false
 	}
-	h.detached.Add(1)
+	h.detached.wg.Add(1)
 	return true
+}
+
+// detachClose is Close's wait for the detached streams' final frames; it
+// then stops the close watcher.
+func (h *Hub) detachClose() {
+	h.mu.Lock()
+	h.detached.closing = true
+	h.mu.Unlock()
+	h.detached.wg.Wait()
+	d := &h.detached
+	d.watchOnce.Do(func() {}) // no watcher starts after this; see one that did
+	if d.watch != nil {
+		d.watch.Stop()
+	}
+}
+
+// watcher is the hub's close watcher, started on first use; nil when the
+// platform has none, and streams are then served in place.
+func (h *Hub) watcher() *sock.CloseWatch {
+	d := &h.detached
+	d.watchOnce.Do(func() { d.watch = sock.NewCloseWatch() })
+	return d.watch
 }

@@ -123,6 +123,27 @@ func putChunkSize(buf []byte) int {
 	return start
 }
 
+// writerPool is the broadcaster's pool of writers: the streams of the run
+// being fanned out, each with its frames in Subscription.pend, taken a
+// slice at a time from wnext (under wmu, since a merge appends to work
+// while the writers take from it); a scratch buffer, a result and a
+// running flag per writer. Only the broadcaster and the writers it runs
+// touch it.
+type writerPool struct {
+	wmu     sync.Mutex
+	work    []*Subscription
+	wnext   int
+	scratch [][]byte
+	results []writerResult
+	running []atomic.Bool
+	writers sync.WaitGroup
+	runNow  int64 // the injected clock when the run's writers started
+}
+
+func newWriterPool(n int) writerPool {
+	return writerPool{scratch: make([][]byte, n), results: make([]writerResult, n), running: make([]atomic.Bool, n)}
+}
+
 // writerResult is what one pool writer did with its share of a run.
 type writerResult struct {
 	n    uint64          // frames queued or written

@@ -51,18 +51,7 @@ type merging struct {
 // refill moves what Publish queued since the last look into the
 // broadcaster's queue.
 func (h *Hub) refill() {
-	h.pmu.Lock()
-	if len(h.pending) > 0 {
-		h.queue = append(h.queue, h.pending...)
-		clear(h.pending)
-		if cap(h.pending) > 4096 {
-			h.pending = nil
-		} else {
-			h.pending = h.pending[:0]
-		}
-	}
-	h.seen = h.seq.Load()
-	h.pmu.Unlock()
+	h.queue, h.seen = h.in.takeAll(h.queue)
 }
 
 // startRun begins a run that starts with n batches of its own; mayMerge is
@@ -170,7 +159,7 @@ func (h *Hub) place(s *Subscription, f *queued) {
 // it writes: when batches were published since it last looked, the ones at
 // the head of the queue that end nothing join the run being written.
 func (h *Hub) mergePending() {
-	if !h.mergeOK || h.seq.Load() == h.seen {
+	if !h.mergeOK || h.in.seq.Load() == h.seen {
 		return
 	}
 	h.refill()

@@ -115,7 +115,7 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 	}
 	st.write(opts.First)
 	if st.end() != nil {
-		return h.finish(s, EndWriteFailed)
+		return h.drop(s, EndWriteFailed)
 	}
 	return s.loop(st, r.Context().Done(), connFrom(r.Context()), opts.Final)
 }
@@ -168,7 +168,7 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, conn net.Conn, fin
 					h.hooks.afterProbe(s, watch.watching)
 				}
 				if stalled {
-					return h.finish(s, EndLagging)
+					return h.drop(s, EndLagging)
 				}
 				if nextProbe = nextProbe.Add(h.cfg.ProbeEvery); !nextProbe.After(time.Now()) {
 					nextProbe = time.Now().Add(h.cfg.ProbeEvery) // a late wake-up skips samples, as a ticker does
@@ -186,7 +186,7 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, conn net.Conn, fin
 					st.write([]byte(keepAlive))
 					if st.end() != nil {
 						fw.unlock()
-						return h.finish(s, EndWriteFailed)
+						return h.drop(s, EndWriteFailed)
 					}
 					watch.dirty = true
 					lastWrite = st.began
@@ -204,7 +204,7 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, conn net.Conn, fin
 			}
 			if len(fs) > 0 && h.cfg.Now().UnixNano()-fs[0].at > int64(h.cfg.MaxLag) {
 				fw.unlock()
-				return h.finish(s, EndLagging)
+				return h.drop(s, EndLagging)
 			}
 			if !st.begin(s) {
 				fw.unlock()
@@ -216,7 +216,7 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, conn net.Conn, fin
 			err := st.end()
 			fw.unlock()
 			if err != nil {
-				return h.finish(s, EndWriteFailed)
+				return h.drop(s, EndWriteFailed)
 			}
 			watch.dirty = true
 			lastWrite = st.began
@@ -239,11 +239,11 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, conn net.Conn, fin
 			st.write(final)
 			st.last = true
 			if st.end() != nil {
-				return h.finish(s, EndWriteFailed)
+				return h.drop(s, EndWriteFailed)
 			}
 			return s.reason
 		case <-gone:
-			return h.finish(s, EndClientGone)
+			return h.clientGone(s)
 		}
 	}
 }
