@@ -59,7 +59,7 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 		return
 	}
 	s.setAbort(func() { _ = conn.SetWriteDeadline(time.Unix(1, 0)) })
-	if raw := plainSocket(conn); raw != nil {
+	if raw := plainSocket(conn); raw != nil && !s.h.cfg.NoFastWrite {
 		s.fast.Store(&fastWriter{raw: sock.NewRawWriter(raw), tag: opts.Tag})
 	}
 	// The watcher ends the stream itself, so the stream waits on one

@@ -51,29 +51,75 @@ type fastWriter struct {
 	dirty atomic.Bool
 }
 
-func (fw *fastWriter) lock() {
-	if fw != nil {
-		fw.wmu.Lock()
-	}
+// socketGate is what a stream's own writer does so that it and the pool
+// writers never interleave on its socket: hold the socket while it writes
+// (a fast write in flight is waited out, and none starts until release),
+// write first what a fast write left over, and count the pool writers'
+// writes as the stream's own (for the keep-alive and the socket probe).
+// A stream on the fast path has its fastWriter; every other stream has
+// noFastPath, whose methods do nothing.
+type socketGate interface {
+	hold()
+	release()
+	// hasCarry says a fast write left bytes for the stream's writer.
+	hasCarry() bool
+	// carryInto writes those bytes into st first in its burst.
+	carryInto(st *stream)
+	// lastAfter is t, or the last fast write when that is later.
+	lastAfter(t time.Time) time.Time
+	// wroteFast reports whether a fast write put bytes on the socket since
+	// it was last asked.
+	wroteFast() bool
 }
 
-func (fw *fastWriter) unlock() {
-	if fw != nil {
-		fw.wmu.Unlock()
+// noFastPath is the socketGate of a stream the pool writers never write:
+// served in place, not on a plain socket, or Config.NoFastWrite.
+type noFastPath struct{}
+
+func (noFastPath) hold()                           {}
+func (noFastPath) release()                        {}
+func (noFastPath) hasCarry() bool                  { return false }
+func (noFastPath) carryInto(*stream)               {}
+func (noFastPath) lastAfter(t time.Time) time.Time { return t }
+func (noFastPath) wroteFast() bool                 { return false }
+
+func (fw *fastWriter) hold()    { fw.wmu.Lock() }
+func (fw *fastWriter) release() { fw.wmu.Unlock() }
+
+func (fw *fastWriter) hasCarry() bool { return fw.carry != nil }
+
+// carryInto writes, first in the burst, the bytes of a frame a fast write
+// left over (under wmu): a frame the kernel took in part is completed
+// before anything else goes on the socket.
+func (fw *fastWriter) carryInto(st *stream) {
+	if fw.carry == nil {
+		return
 	}
+	if st.err == nil {
+		_, st.err = st.conn.Write(fw.carry)
+	}
+	st.nframes += fw.carryFrames
+	fw.carry, fw.carryFrames = nil, 0
 }
 
-// lastAfter is t, or the last fast write when that is later.
 func (fw *fastWriter) lastAfter(t time.Time) time.Time {
-	if fw == nil {
-		return t
-	}
 	if d := fw.last.Load(); d != 0 {
 		if lt := epoch.Add(time.Duration(d)); lt.After(t) {
 			return lt
 		}
 	}
 	return t
+}
+
+func (fw *fastWriter) wroteFast() bool { return fw.dirty.Load() && fw.dirty.Swap(false) }
+
+// gate is s's socketGate: its fast writer once detached on a plain socket,
+// noFastPath otherwise.
+func (s *Subscription) gate() socketGate {
+	if fw := s.fast.Load(); fw != nil {
+		return fw
+	}
+	return noFastPath{}
 }
 
 // write encodes fs as one chunk in buf and makes one non-blocking write of
