@@ -309,39 +309,31 @@ func (h *Hub) runWriter(i int, now int64) {
 	h.scratch[i] = buf
 }
 
-// offer writes fs straight to s's socket when nothing of s waits, as one
-// chunk per QueueLen frames (so a leftover never holds more than the queue
-// would), and queues them otherwise, in order. It returns how many frames
-// were written or queued, and whether the queue was full. now is the
-// injected clock when the writers started: frames already older than MaxLag
-// are queued, so the stream's goroutine applies the time bound to them.
-func (h *Hub) offer(s *Subscription, fs []*queued, now int64, buf []byte) (int, bool, []byte) {
-	q := &s.q
-	n := 0
-	for len(fs) > 0 {
-		q.mu.Lock()
-		if fw := s.fast.Load(); fw != nil && !q.closed && len(q.items) == 0 &&
-			now-fs[0].at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
-			if fw.carry == nil {
-				q.mu.Unlock()
-				k := min(len(fs), q.max)
-				var wrote, of, whole int
-				buf, wrote, of, whole = fw.write(q, fs[:k], buf)
-				fw.wmu.Unlock()
-				if whole > 0 && h.hooks.afterWrite != nil {
-					h.hooks.afterWrite(s, whole)
-				}
-				if wrote < of && h.hooks.afterCarry != nil {
-					h.hooks.afterCarry(s, wrote, of)
-				}
-				n += k
-				fs = fs[k:]
-				continue // what is left queues behind a leftover, if any
-			}
-			fw.wmu.Unlock()
-		}
-		m, res := q.pushAllLocked(fs)
-		return n + m, res == offerFull, buf
+// writeFastLocked writes the first frames of fs (at most QueueLen, so a
+// leftover never holds more than the queue would) straight to s's socket
+// in one chunk, unless the stream's goroutine holds the socket or bytes
+// are carried over. The caller holds s.q.mu and has checked that nothing
+// is queued; writeFastLocked unlocks it when it writes (k > 0) and leaves
+// it locked when it does not.
+func (h *Hub) writeFastLocked(s *Subscription, fw *fastWriter, fs []*queued, buf []byte) (k int, _ []byte) {
+	if !fw.wmu.TryLock() {
+		return 0, buf
 	}
-	return n, false, buf
+	if fw.carry != nil {
+		fw.wmu.Unlock()
+		return 0, buf
+	}
+	q := &s.q
+	q.mu.Unlock()
+	k = min(len(fs), q.max)
+	var wrote, of, whole int
+	buf, wrote, of, whole = fw.write(q, fs[:k], buf)
+	fw.wmu.Unlock()
+	if whole > 0 && h.hooks.afterWrite != nil {
+		h.hooks.afterWrite(s, whole)
+	}
+	if wrote < of && h.hooks.afterCarry != nil {
+		h.hooks.afterCarry(s, wrote, of)
+	}
+	return k, buf
 }

@@ -19,13 +19,14 @@ type Hub struct {
 	cfg   Config
 	hooks hooks
 
-	in inbox // Publish's side: batches the broadcaster has not taken yet
-	registry
-	broadcaster
-	writerPool                 // the broadcaster's pool writers (fastwrite.go)
-	detached   detachedStreams // streams on their own goroutine (detach.go)
-	endHooks   sessionEndHooks // OnSessionEnd's functions (sessionend.go)
-	counters                   // what Stats reports (end.go)
+	in          inbox           // Publish's side: batches the broadcaster has not taken yet
+	registry                    // who listens to what; its mu guards each Subscription's end
+	broadcaster                 // the broadcaster goroutine's own state
+	writerPool                  // the broadcaster's pool writers (fastwrite.go)
+	detached    detachedStreams // streams on their own goroutine (detach.go)
+	counters                    // what Stats reports (end.go)
+	// endHooks are OnSessionEnd's functions (sessionend.go), under mu.
+	endHooks []func(session string)
 }
 
 // broadcaster is the state of the hub's broadcaster goroutine: its runs and
@@ -290,6 +291,31 @@ func (h *Hub) deliver(run []pendingBatch) {
 		h.cfg.Logger.Error("listen: published changes could not be encoded as given; sent as the encoder's stand-in", "messages", bad)
 	}
 	h.finishRun(run)
+}
+
+// offer gives s its frames of the run, in order, each once: written
+// straight to its socket while nothing of s waits (fastwrite.go), queued
+// otherwise. It returns how many frames were written or queued, and
+// whether the queue was full, for which the caller drops s. now is the
+// injected clock when the writers started: a frame already older than
+// MaxLag is queued, so the stream's goroutine applies the time bound to it.
+func (h *Hub) offer(s *Subscription, fs []*queued, now int64, buf []byte) (int, bool, []byte) {
+	q := &s.q
+	n := 0
+	for len(fs) > 0 {
+		q.mu.Lock()
+		if fw := s.fast.Load(); fw != nil && !q.closed && len(q.items) == 0 && now-fs[0].at <= int64(h.cfg.MaxLag) {
+			var k int
+			if k, buf = h.writeFastLocked(s, fw, fs, buf); k > 0 {
+				n += k
+				fs = fs[k:]
+				continue // what is left queues behind a leftover, if any
+			}
+		}
+		m, res := q.pushAllLocked(fs)
+		return n + m, res == offerFull, buf
+	}
+	return n, false, buf
 }
 
 // endRun gracefully ends the streams the run's batches end (EndSessions,
