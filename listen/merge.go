@@ -1,5 +1,7 @@
 package listen
 
+import "sync"
+
 // Merging. At ten thousand streams one run (every stream written once) takes
 // 100–190 ms of wall time, nearly all of it write(2). When runs went out one
 // after the other, a change committed just after a run began waited for the
@@ -46,6 +48,18 @@ type merging struct {
 	// this run finishes.
 	merged, deferred []uint64
 	malformed        []int // per batch of the run (merged too), messages that did not encode
+}
+
+// runFrames is a stream's part in the broadcaster's runs. pend holds the
+// frames of the run being fanned out for this stream, in order, and later
+// the frames of batches merged into the run after a pool writer took the
+// stream, for the next run. Guarded by pmu while the run is written; run
+// and took say which run the stream is in and which run has taken it.
+type runFrames struct {
+	pmu       sync.Mutex
+	pend      []*queued
+	later     []*queued
+	run, took uint64
 }
 
 // refill moves what Publish queued since the last look into the

@@ -17,16 +17,8 @@ type Subscription struct {
 	done    chan struct{}
 	// fast is set once the stream is detached with a raw socket: the pool
 	// writers may then write its frames straight to it (fastwrite.go).
-	fast atomic.Pointer[fastWriter]
-	// pend holds the frames of the run the broadcaster is fanning out for
-	// this stream, in order, and later the frames of batches merged into
-	// the run after a pool writer took the stream, for the next run
-	// (merge.go). Guarded by pmu while the run is written; run and took
-	// say which run the stream is in and which run has taken it.
-	pmu       sync.Mutex
-	pend      []*queued
-	later     []*queued
-	run, took uint64
+	fast      atomic.Pointer[fastWriter]
+	runFrames // its frames of the run being fanned out (merge.go)
 
 	// Guarded by h.mu. reason is written before done is closed, so after
 	// <-done it may be read without the lock.
