@@ -63,8 +63,9 @@ type socketGate interface {
 	release()
 	// hasCarry says a fast write left bytes for the stream's writer.
 	hasCarry() bool
-	// carryInto writes those bytes into st first in its burst.
-	carryInto(st *stream)
+	// takeCarry hands those bytes over, with how many frames they finish,
+	// for the writer to write first in its burst (stream.carry).
+	takeCarry() (b []byte, frames int)
 	// lastAfter is t, or the last fast write when that is later.
 	lastAfter(t time.Time) time.Time
 	// wroteFast reports whether a fast write put bytes on the socket since
@@ -79,7 +80,7 @@ type noFastPath struct{}
 func (noFastPath) hold()                           {}
 func (noFastPath) release()                        {}
 func (noFastPath) hasCarry() bool                  { return false }
-func (noFastPath) carryInto(*stream)               {}
+func (noFastPath) takeCarry() ([]byte, int)        { return nil, 0 }
 func (noFastPath) lastAfter(t time.Time) time.Time { return t }
 func (noFastPath) wroteFast() bool                 { return false }
 
@@ -88,18 +89,10 @@ func (fw *fastWriter) release() { fw.wmu.Unlock() }
 
 func (fw *fastWriter) hasCarry() bool { return fw.carry != nil }
 
-// carryInto writes, first in the burst, the bytes of a frame a fast write
-// left over (under wmu): a frame the kernel took in part is completed
-// before anything else goes on the socket.
-func (fw *fastWriter) carryInto(st *stream) {
-	if fw.carry == nil {
-		return
-	}
-	if st.err == nil {
-		_, st.err = st.conn.Write(fw.carry)
-	}
-	st.nframes += fw.carryFrames
+func (fw *fastWriter) takeCarry() ([]byte, int) {
+	b, n := fw.carry, fw.carryFrames
 	fw.carry, fw.carryFrames = nil, 0
+	return b, n
 }
 
 func (fw *fastWriter) lastAfter(t time.Time) time.Time {

@@ -14,7 +14,7 @@ import (
 // method: the timer (keep-alive and socket probe), a wake-up (frames
 // queued, or bytes a fast write left), and the end (the final frame).
 func (s *Subscription) loop(st *stream, gone <-chan struct{}, conn net.Conn, final []byte) EndReason {
-	l := streamLoop{s: s, h: s.h, st: st, gate: s.gate(), final: final,
+	l := streamLoop{s: s, h: s.h, gate: s.gate(), final: final,
 		watch: stallWatch{probe: sock.NewProbe(conn), dirty: true}, lastWrite: time.Now()}
 	if l.watch.probe != nil {
 		l.nextProbe = l.lastWrite.Add(l.h.cfg.ProbeEvery)
@@ -32,27 +32,28 @@ func (s *Subscription) loop(st *stream, gone <-chan struct{}, conn net.Conn, fin
 	for {
 		select {
 		case <-tm.C:
-			if why, over := l.onTimer(); over {
+			if why, over := l.onTimer(st); over {
 				return why
 			}
 			tm.Reset(l.due())
 		case <-s.q.wake:
-			if why, over := l.onWake(); over {
+			if why, over := l.onWake(st); over {
 				return why
 			}
 		case <-s.done:
-			return l.onDone()
+			return l.onDone(st)
 		case <-gone:
 			return l.h.clientGone(s)
 		}
 	}
 }
 
-// streamLoop is what a stream's writer keeps between events.
+// streamLoop is what a stream's writer keeps between events. The stream's
+// write state (stream) is passed to each event instead of kept here, so it
+// stays on the writer's stack.
 type streamLoop struct {
 	s     *Subscription
 	h     *Hub
-	st    *stream
 	gate  socketGate
 	final []byte
 	watch stallWatch
@@ -76,7 +77,7 @@ func (l *streamLoop) due() time.Duration {
 // socket when a sample is due (a stalled peer is dropped), and writes a
 // keep-alive to a stream quiet for KeepAlive. over means the stream ended,
 // for why.
-func (l *streamLoop) onTimer() (why EndReason, over bool) {
+func (l *streamLoop) onTimer(st *stream) (why EndReason, over bool) {
 	h := l.h
 	l.lastWrite = l.gate.lastAfter(l.lastWrite)
 	if l.gate.wroteFast() {
@@ -95,15 +96,15 @@ func (l *streamLoop) onTimer() (why EndReason, over bool) {
 		}
 	}
 	if time.Since(l.lastWrite) >= h.cfg.KeepAlive {
-		return l.keepAlive()
+		return l.keepAlive(st)
 	}
 	return 0, false
 }
 
 // keepAlive writes the SSE comment, unless a fast write came in between:
 // quiet means quiet.
-func (l *streamLoop) keepAlive() (why EndReason, over bool) {
-	s, st := l.s, l.st
+func (l *streamLoop) keepAlive(st *stream) (why EndReason, over bool) {
+	s := l.s
 	l.gate.hold()
 	if l.lastWrite = l.gate.lastAfter(l.lastWrite); time.Since(l.lastWrite) < l.h.cfg.KeepAlive {
 		l.gate.release()
@@ -113,7 +114,7 @@ func (l *streamLoop) keepAlive() (why EndReason, over bool) {
 		l.gate.release()
 		return s.reason, true
 	}
-	l.gate.carryInto(st)
+	st.carry(l.gate.takeCarry())
 	st.write([]byte(keepAlive))
 	err := st.end()
 	l.gate.release()
@@ -128,8 +129,8 @@ func (l *streamLoop) keepAlive() (why EndReason, over bool) {
 // onWake writes every frame queued, after what a fast write left over, in
 // one burst and one flush. A stream whose oldest queued frame is older than
 // MaxLag is dropped instead.
-func (l *streamLoop) onWake() (why EndReason, over bool) {
-	s, st, h := l.s, l.st, l.h
+func (l *streamLoop) onWake(st *stream) (why EndReason, over bool) {
+	s, h := l.s, l.h
 	l.gate.hold()
 	carried := l.gate.hasCarry()
 	fs := s.q.take()
@@ -145,7 +146,7 @@ func (l *streamLoop) onWake() (why EndReason, over bool) {
 		l.gate.release()
 		return s.reason, true
 	}
-	l.gate.carryInto(st)
+	st.carry(l.gate.takeCarry())
 	st.frames(fs)
 	s.q.release(fs)
 	err := st.end()
@@ -163,8 +164,8 @@ func (l *streamLoop) onWake() (why EndReason, over bool) {
 
 // onDone ends the stream: after a graceful end, with everything still
 // queued and the final frame; after a drop, with nothing.
-func (l *streamLoop) onDone() EndReason {
-	s, st := l.s, l.st
+func (l *streamLoop) onDone(st *stream) EndReason {
+	s := l.s
 	// Waits out a fast write in flight; none starts after the end.
 	l.gate.hold()
 	defer l.gate.release()
@@ -173,7 +174,7 @@ func (l *streamLoop) onDone() EndReason {
 	}
 	// Ended gracefully: nothing more can be queued, so what is in
 	// the queue is everything the client is owed before Final.
-	l.gate.carryInto(st)
+	st.carry(l.gate.takeCarry())
 	fs := s.q.take()
 	st.frames(fs)
 	s.q.release(fs)

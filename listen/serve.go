@@ -194,6 +194,19 @@ func (st *stream) frame(f *queued) {
 	}
 }
 
+// carry writes, first in the burst, the bytes of a frame a fast write left
+// over (socketGate.takeCarry, under the gate): a frame the kernel took in
+// part is completed before anything else goes on the socket.
+func (st *stream) carry(b []byte, frames int) {
+	if b == nil {
+		return
+	}
+	if st.err == nil {
+		_, st.err = st.conn.Write(b)
+	}
+	st.nframes += frames
+}
+
 func (st *stream) write(b []byte) {
 	st.buf = append(st.buf, b...)
 	if st.pending() >= writeChunk {
