@@ -3,8 +3,11 @@ package listen
 import (
 	"net"
 	"net/http"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // ServeDetached is Serve for a handler that need not wait for the stream to
@@ -34,12 +37,12 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 	}
 	rc := http.NewResponseController(w)
 	s.setAbort(func() { _ = rc.SetWriteDeadline(time.Unix(1, 0)) })
-	sock := connFrom(r.Context())
+	nc := connFrom(r.Context())
 	fd := -1
 	if detachable(r) {
-		fd = socketFD(sock)
+		fd = sock.FD(nc)
 	}
-	var cw *closeWatch
+	var cw *sock.CloseWatch
 	if fd >= 0 {
 		cw = s.h.watcher()
 	}
@@ -47,28 +50,28 @@ func (s *Subscription) ServeDetached(w http.ResponseWriter, r *http.Request, opt
 		ended(s.serveInPlace(w, r, rc, opts))
 		return
 	}
-	why, conn := s.serveHead(w, r, rc, opts, sock)
+	why, conn := s.serveHead(w, r, rc, opts, nc)
 	if conn == nil {
-		s.h.detached.Done()
+		s.h.detached.wg.Done()
 		s.setAbort(nil)
 		s.afterServe(rc, why)
 		ended(why)
 		return
 	}
 	s.setAbort(func() { _ = conn.SetWriteDeadline(time.Unix(1, 0)) })
-	if raw := plainSocket(conn); raw != nil {
-		s.fast.Store(&fastWriter{raw: newRawWriter(raw), tag: opts.Tag})
+	if raw := plainSocket(conn); raw != nil && !s.h.cfg.NoFastWrite {
+		s.fast.Store(&fastWriter{raw: sock.NewRawWriter(raw), tag: opts.Tag})
 	}
 	// The watcher ends the stream itself, so the stream waits on one
 	// channel fewer.
-	id := cw.add(fd, func() { s.h.finish(s, EndClientGone) })
+	id := cw.Add(fd, func() { s.h.clientGone(s) })
 	tag, final := opts.Tag, opts.Final // not opts.First: it is written
 	go func() {
-		defer s.h.detached.Done()
+		defer s.h.detached.wg.Done()
 		st := &stream{conn: conn, maxLag: s.h.cfg.MaxLag, tag: tag}
-		why := s.loop(st, nil, sock, final)
+		why := s.loop(st, nil, nc, final)
 		s.setAbort(nil)
-		cw.remove(id, fd)
+		cw.Remove(id, fd)
 		_ = conn.Close()
 		ended(why)
 	}()
@@ -106,7 +109,7 @@ func (s *Subscription) afterServe(rc *http.ResponseController, why EndReason) {
 // serveHead writes the headers and the first frame through net/http, then
 // takes the connection. It returns the connection, or nil and the reason
 // the stream ended (served in place when the hijack failed).
-func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions, sock net.Conn) (EndReason, net.Conn) {
+func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, opts ServeOptions, nc net.Conn) (EndReason, net.Conn) {
 	h := s.h
 	hdr := w.Header()
 	streamHeaders(hdr)
@@ -121,11 +124,11 @@ func (s *Subscription) serveHead(w http.ResponseWriter, r *http.Request, rc *htt
 	}
 	st.write(opts.First)
 	if st.end() != nil {
-		return h.finish(s, EndWriteFailed), nil
+		return h.drop(s, EndWriteFailed), nil
 	}
 	conn, _, err := rc.Hijack()
 	if err != nil {
-		return s.loop(st, r.Context().Done(), sock, opts.Final), nil
+		return s.loop(st, r.Context().Done(), nc, opts.Final), nil
 	}
 	return 0, conn
 }
@@ -163,21 +166,17 @@ func plainSocket(c net.Conn) syscall.RawConn {
 	return nil
 }
 
-// socketFD is c's descriptor, or -1 when c is not a socket.
-func socketFD(c net.Conn) int {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return -1
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return -1
-	}
-	fd := -1
-	if raw.Control(func(f uintptr) { fd = int(f) }) != nil {
-		return -1
-	}
-	return fd
+// detachedStreams are the streams ServeDetached runs on their own
+// goroutine, which Close waits for (their final frames), as
+// http.Server.Shutdown waits for handlers, and the close watcher that
+// notices their clients leaving.
+type detachedStreams struct {
+	wg sync.WaitGroup
+	// closing (under Hub.mu) is set once Close waits, so no stream is
+	// added after.
+	closing   bool
+	watchOnce sync.Once
+	watch     *sock.CloseWatch // nil until the first detach, or when unavailable
 }
 
 // detachAdd counts one more detached stream for Close to wait for; false
@@ -185,9 +184,31 @@ func socketFD(c net.Conn) int {
 func (h *Hub) detachAdd() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.noDetach {
+	if h.detached.closing {
 		return false
 	}
-	h.detached.Add(1)
+	h.detached.wg.Add(1)
 	return true
+}
+
+// detachClose is Close's wait for the detached streams' final frames; it
+// then stops the close watcher.
+func (h *Hub) detachClose() {
+	h.mu.Lock()
+	h.detached.closing = true
+	h.mu.Unlock()
+	h.detached.wg.Wait()
+	d := &h.detached
+	d.watchOnce.Do(func() {}) // no watcher starts after this; see one that did
+	if d.watch != nil {
+		d.watch.Stop()
+	}
+}
+
+// watcher is the hub's close watcher, started on first use; nil when the
+// platform has none, and streams are then served in place.
+func (h *Hub) watcher() *sock.CloseWatch {
+	d := &h.detached
+	d.watchOnce.Do(func() { d.watch = sock.NewCloseWatch() })
+	return d.watch
 }

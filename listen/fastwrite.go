@@ -5,8 +5,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // The fast path. At ten thousand streams a change used to wake ten thousand
@@ -28,15 +29,12 @@ import (
 // keep-alives (fast writes mark the stream written), the graceful final
 // frame (written by the goroutine, after everything).
 
-// rawConn is a detached stream's socket, for rawWriter.
-type rawConn = syscall.RawConn
-
 // epoch anchors fastWriter.last on the monotonic clock.
 var epoch = time.Now()
 
 // fastWriter is what the broadcaster's writers need of a detached stream.
 type fastWriter struct {
-	raw *rawWriter
+	raw *sock.RawWriter
 	tag []byte // ServeOptions.Tag
 	// wmu is held by whoever writes the socket: a pool writer (TryLock,
 	// never waiting) for one non-blocking write, or the stream's goroutine
@@ -53,29 +51,68 @@ type fastWriter struct {
 	dirty atomic.Bool
 }
 
-func (fw *fastWriter) lock() {
-	if fw != nil {
-		fw.wmu.Lock()
-	}
+// socketGate is what a stream's own writer does so that it and the pool
+// writers never interleave on its socket: hold the socket while it writes
+// (a fast write in flight is waited out, and none starts until release),
+// write first what a fast write left over, and count the pool writers'
+// writes as the stream's own (for the keep-alive and the socket probe).
+// A stream on the fast path has its fastWriter; every other stream has
+// noFastPath, whose methods do nothing.
+type socketGate interface {
+	hold()
+	release()
+	// hasCarry says a fast write left bytes for the stream's writer.
+	hasCarry() bool
+	// takeCarry hands those bytes over, with how many frames they finish,
+	// for the writer to write first in its burst (stream.carry).
+	takeCarry() (b []byte, frames int)
+	// lastAfter is t, or the last fast write when that is later.
+	lastAfter(t time.Time) time.Time
+	// wroteFast reports whether a fast write put bytes on the socket since
+	// it was last asked.
+	wroteFast() bool
 }
 
-func (fw *fastWriter) unlock() {
-	if fw != nil {
-		fw.wmu.Unlock()
-	}
+// noFastPath is the socketGate of a stream the pool writers never write:
+// served in place, not on a plain socket, or Config.NoFastWrite.
+type noFastPath struct{}
+
+func (noFastPath) hold()                           {}
+func (noFastPath) release()                        {}
+func (noFastPath) hasCarry() bool                  { return false }
+func (noFastPath) takeCarry() ([]byte, int)        { return nil, 0 }
+func (noFastPath) lastAfter(t time.Time) time.Time { return t }
+func (noFastPath) wroteFast() bool                 { return false }
+
+func (fw *fastWriter) hold()    { fw.wmu.Lock() }
+func (fw *fastWriter) release() { fw.wmu.Unlock() }
+
+func (fw *fastWriter) hasCarry() bool { return fw.carry != nil }
+
+func (fw *fastWriter) takeCarry() ([]byte, int) {
+	b, n := fw.carry, fw.carryFrames
+	fw.carry, fw.carryFrames = nil, 0
+	return b, n
 }
 
-// lastAfter is t, or the last fast write when that is later.
 func (fw *fastWriter) lastAfter(t time.Time) time.Time {
-	if fw == nil {
-		return t
-	}
 	if d := fw.last.Load(); d != 0 {
 		if lt := epoch.Add(time.Duration(d)); lt.After(t) {
 			return lt
 		}
 	}
 	return t
+}
+
+func (fw *fastWriter) wroteFast() bool { return fw.dirty.Load() && fw.dirty.Swap(false) }
+
+// gate is s's socketGate: its fast writer once detached on a plain socket,
+// noFastPath otherwise.
+func (s *Subscription) gate() socketGate {
+	if fw := s.fast.Load(); fw != nil {
+		return fw
+	}
+	return noFastPath{}
 }
 
 // write encodes fs as one chunk in buf and makes one non-blocking write of
@@ -96,7 +133,7 @@ func (fw *fastWriter) write(q *frameQueue, fs []*queued, buf []byte) (_ []byte, 
 	start := putChunkSize(buf)
 	buf = append(buf, '\r', '\n')
 	b := buf[start:]
-	n, err := fw.raw.try(b)
+	n, err := fw.raw.Try(b)
 	if n > 0 {
 		fw.last.Store(int64(time.Since(epoch)))
 		if !fw.dirty.Load() {
@@ -123,6 +160,27 @@ func putChunkSize(buf []byte) int {
 	start := chunkHead - len(line)
 	copy(buf[start:], line)
 	return start
+}
+
+// writerPool is the broadcaster's pool of writers: the streams of the run
+// being fanned out, each with its frames in Subscription.pend, taken a
+// slice at a time from wnext (under wmu, since a merge appends to work
+// while the writers take from it); a scratch buffer, a result and a
+// running flag per writer. Only the broadcaster and the writers it runs
+// touch it.
+type writerPool struct {
+	wmu     sync.Mutex
+	work    []*Subscription
+	wnext   int
+	scratch [][]byte
+	results []writerResult
+	running []atomic.Bool
+	writers sync.WaitGroup
+	runNow  int64 // the injected clock when the run's writers started
+}
+
+func newWriterPool(n int) writerPool {
+	return writerPool{scratch: make([][]byte, n), results: make([]writerResult, n), running: make([]atomic.Bool, n)}
 }
 
 // writerResult is what one pool writer did with its share of a run.
@@ -244,39 +302,31 @@ func (h *Hub) runWriter(i int, now int64) {
 	h.scratch[i] = buf
 }
 
-// offer writes fs straight to s's socket when nothing of s waits, as one
-// chunk per QueueLen frames (so a leftover never holds more than the queue
-// would), and queues them otherwise, in order. It returns how many frames
-// were written or queued, and whether the queue was full. now is the
-// injected clock when the writers started: frames already older than MaxLag
-// are queued, so the stream's goroutine applies the time bound to them.
-func (h *Hub) offer(s *Subscription, fs []*queued, now int64, buf []byte) (int, bool, []byte) {
-	q := &s.q
-	n := 0
-	for len(fs) > 0 {
-		q.mu.Lock()
-		if fw := s.fast.Load(); fw != nil && !q.closed && len(q.items) == 0 &&
-			now-fs[0].at <= int64(h.cfg.MaxLag) && fw.wmu.TryLock() {
-			if fw.carry == nil {
-				q.mu.Unlock()
-				k := min(len(fs), q.max)
-				var wrote, of, whole int
-				buf, wrote, of, whole = fw.write(q, fs[:k], buf)
-				fw.wmu.Unlock()
-				if whole > 0 && h.hooks.afterWrite != nil {
-					h.hooks.afterWrite(s, whole)
-				}
-				if wrote < of && h.hooks.afterCarry != nil {
-					h.hooks.afterCarry(s, wrote, of)
-				}
-				n += k
-				fs = fs[k:]
-				continue // what is left queues behind a leftover, if any
-			}
-			fw.wmu.Unlock()
-		}
-		m, res := q.pushAllLocked(fs)
-		return n + m, res == offerFull, buf
+// writeFastLocked writes the first frames of fs (at most QueueLen, so a
+// leftover never holds more than the queue would) straight to s's socket
+// in one chunk, unless the stream's goroutine holds the socket or bytes
+// are carried over. The caller holds s.q.mu and has checked that nothing
+// is queued; writeFastLocked unlocks it when it writes (k > 0) and leaves
+// it locked when it does not.
+func (h *Hub) writeFastLocked(s *Subscription, fw *fastWriter, fs []*queued, buf []byte) (k int, _ []byte) {
+	if !fw.wmu.TryLock() {
+		return 0, buf
 	}
-	return n, false, buf
+	if fw.carry != nil {
+		fw.wmu.Unlock()
+		return 0, buf
+	}
+	q := &s.q
+	q.mu.Unlock()
+	k = min(len(fs), q.max)
+	var wrote, of, whole int
+	buf, wrote, of, whole = fw.write(q, fs[:k], buf)
+	fw.wmu.Unlock()
+	if whole > 0 && h.hooks.afterWrite != nil {
+		h.hooks.afterWrite(s, whole)
+	}
+	if wrote < of && h.hooks.afterCarry != nil {
+		h.hooks.afterCarry(s, wrote, of)
+	}
+	return k, buf
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // A fast write to a socket whose buffers are full takes nothing: the whole
@@ -25,7 +27,7 @@ func TestFastWriteToAFullSocketLeavesTheWholeChunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw := &fastWriter{raw: newRawWriter(raw), tag: []byte(`"id":7`)}
+	fw := &fastWriter{raw: sock.NewRawWriter(raw), tag: []byte(`"id":7`)}
 	fillUntilRefused(t, fw.raw)
 
 	var frames []*queued
@@ -93,16 +95,16 @@ func tcpPair(t *testing.T) *net.TCPConn {
 }
 
 // fillUntilRefused writes through w until the kernel takes nothing more.
-func fillUntilRefused(t *testing.T, w *rawWriter) {
+func fillUntilRefused(t *testing.T, w *sock.RawWriter) {
 	t.Helper()
 	chunk := bytes.Repeat([]byte("x"), 1024)
 	total := 0
 	for range 1 << 16 {
-		n, err := w.try(chunk)
+		n, err := w.Try(chunk)
 		total += n
 		if errors.Is(err, syscall.EAGAIN) && n == 0 {
 			// Refused: once more with one byte, in case only a large write was.
-			if n, err := w.try(chunk[:1]); errors.Is(err, syscall.EAGAIN) && n == 0 {
+			if n, err := w.Try(chunk[:1]); errors.Is(err, syscall.EAGAIN) && n == 0 {
 				return
 			}
 			continue

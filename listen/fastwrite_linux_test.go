@@ -52,7 +52,7 @@ func shrinkSendBuffer(t *testing.T, s *Subscription) {
 		t.Fatal("the stream was not detached with a fast writer")
 	}
 	var serr error
-	if err := fw.raw.rc.Control(func(fd uintptr) {
+	if err := fw.raw.RawConn().Control(func(fd uintptr) {
 		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
 	}); err != nil || serr != nil {
 		t.Fatalf("SO_SNDBUF: %v %v", err, serr)
@@ -361,26 +361,31 @@ func (l wrapListener) Accept() (net.Conn, error) {
 
 // Frames are written past a connection wrapper only when it says its writes
 // reach the socket unchanged (PassThroughConn): a wrapper that might change
-// the bytes (TLS, say) gets every frame through its own Write.
+// the bytes (TLS, say) gets every frame through its own Write. With
+// Config.NoFastWrite nothing is written past it, and frames still arrive.
 func TestFastPathOnlyPastPassThroughWrappers(t *testing.T) {
 	tests := []struct {
-		name string
-		wrap func(c net.Conn, wrote *atomic.Int64) net.Conn
-		fast bool
+		name   string
+		wrap   func(c net.Conn, wrote *atomic.Int64) net.Conn
+		noFast bool // Config.NoFastWrite
+		fast   bool
 	}{
-		{"a bare TCP connection is written directly", func(c net.Conn, _ *atomic.Int64) net.Conn { return c }, true},
+		{"a bare TCP connection is written directly", func(c net.Conn, _ *atomic.Int64) net.Conn { return c }, false, true},
 		{"a pass-through wrapper is written past", func(c net.Conn, w *atomic.Int64) net.Conn {
 			return &passConn{wrapConn{Conn: c, wrote: w}}
-		}, true},
+		}, false, true},
+		{"with NoFastWrite a pass-through wrapper gets every frame through its Write", func(c net.Conn, w *atomic.Int64) net.Conn {
+			return &passConn{wrapConn{Conn: c, wrote: w}}
+		}, true, false},
 		{"any other wrapper gets every frame through its Write", func(c net.Conn, w *atomic.Int64) net.Conn {
 			return &wrapConn{Conn: c, wrote: w}
-		}, false},
+		}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			var wrote atomic.Int64
-			ts := &testServer{t: t, hub: newHub(Config{Encode: testEncode}, hooks{}), ends: make(chan streamEnd, 16),
+			ts := &testServer{t: t, hub: newHub(Config{Encode: testEncode, NoFastWrite: tt.noFast}, hooks{}), ends: make(chan streamEnd, 16),
 				returned: make(chan string, 16), subs: map[string]*Subscription{}}
 			ts.srv = httptest.NewUnstartedServer(http.HandlerFunc(ts.serveHTTP))
 			ts.srv.Listener = wrapListener{Listener: ts.srv.Listener, wrap: func(c net.Conn) net.Conn { return tt.wrap(c, &wrote) }}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 const (
@@ -285,7 +287,7 @@ func (ts *testServer) openDialer(ctx context.Context, d *net.Dialer, session, id
 	}
 	// A detached stream's connection is closed at its end, so its answer
 	// must tell the client not to reuse it.
-	if detachSupported && !ts.inPlace && !resp.Close {
+	if sock.DetachSupported && !ts.inPlace && !resp.Close {
 		return fail(fmt.Errorf("a detached stream's answer does not say Connection: close"))
 	}
 	c := &clientStream{session: session, id: id, conn: conn, sseReader: newSSEReader(resp.Body)}

@@ -1,5 +1,7 @@
 package listen
 
+import "sync"
+
 // Merging. At ten thousand streams one run (every stream written once) takes
 // 100–190 ms of wall time, nearly all of it write(2). When runs went out one
 // after the other, a change committed just after a run began waited for the
@@ -48,21 +50,22 @@ type merging struct {
 	malformed        []int // per batch of the run (merged too), messages that did not encode
 }
 
+// runFrames is a stream's part in the broadcaster's runs. pend holds the
+// frames of the run being fanned out for this stream, in order, and later
+// the frames of batches merged into the run after a pool writer took the
+// stream, for the next run. Guarded by pmu while the run is written; run
+// and took say which run the stream is in and which run has taken it.
+type runFrames struct {
+	pmu       sync.Mutex
+	pend      []*queued
+	later     []*queued
+	run, took uint64
+}
+
 // refill moves what Publish queued since the last look into the
 // broadcaster's queue.
 func (h *Hub) refill() {
-	h.pmu.Lock()
-	if len(h.pending) > 0 {
-		h.queue = append(h.queue, h.pending...)
-		clear(h.pending)
-		if cap(h.pending) > 4096 {
-			h.pending = nil
-		} else {
-			h.pending = h.pending[:0]
-		}
-	}
-	h.seen = h.seq.Load()
-	h.pmu.Unlock()
+	h.queue, h.seen = h.in.takeAll(h.queue)
 }
 
 // startRun begins a run that starts with n batches of its own; mayMerge is
@@ -170,7 +173,7 @@ func (h *Hub) place(s *Subscription, f *queued) {
 // it writes: when batches were published since it last looked, the ones at
 // the head of the queue that end nothing join the run being written.
 func (h *Hub) mergePending() {
-	if !h.mergeOK || h.seq.Load() == h.seen {
+	if !h.mergeOK || h.in.seq.Load() == h.seen {
 		return
 	}
 	h.refill()

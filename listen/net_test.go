@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // streamID alternates numeric and string request ids, so every fan-out test
@@ -169,7 +171,7 @@ func TestStalledSocketDroppedByWriteDeadline(t *testing.T) {
 	mu.Lock()
 	fellBack := carried[ts.sub("stalled", `"s"`)]
 	mu.Unlock()
-	if detachSupported && !fellBack {
+	if sock.DetachSupported && !fellBack {
 		t.Fatal("the stalled stream's fast writes never fell back to its goroutine")
 	}
 	ts.hub.Publish(Batch{Messages: []Message{msg("big", frames+1)}})

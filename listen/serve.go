@@ -113,137 +113,9 @@ func (s *Subscription) serve(w http.ResponseWriter, r *http.Request, rc *http.Re
 	}
 	st.write(opts.First)
 	if st.end() != nil {
-		return h.finish(s, EndWriteFailed)
+		return h.drop(s, EndWriteFailed)
 	}
 	return s.loop(st, r.Context().Done(), connFrom(r.Context()), opts.Final)
-}
-
-// loop writes queued frames, keep-alives and the final frame until the
-// stream ends; gone closes when the client goes away (nil when someone
-// else ends s as EndClientGone), and sock is the socket to probe (nil for
-// none).
-func (s *Subscription) loop(st *stream, gone <-chan struct{}, sock net.Conn, final []byte) EndReason {
-	h := s.h
-	// fw is set for a detached stream: the broadcaster's writers may write
-	// its frames themselves, and every write here holds its lock and
-	// writes what a fast write left over first.
-	fw := s.fast.Load()
-	// One timer per stream serves both the keep-alive and the socket probe,
-	// so the stream waits on three channels (fewer to lock on every
-	// wake-up, which showed in the profile at a thousand streams). It is not
-	// reset per burst (a timer change per frame per stream adds up at ten
-	// thousand streams): when it fires, it looks at how long the stream has
-	// really been quiet and waits out the rest. The probe runs on a fixed
-	// cadence, never per frame: at ten thousand streams two extra syscalls
-	// per write would cost more than the writes.
-	watch := stallWatch{probe: newSocketProbe(sock), dirty: true}
-	lastWrite := time.Now()
-	var nextProbe time.Time
-	if watch.probe != nil {
-		nextProbe = lastWrite.Add(h.cfg.ProbeEvery)
-	}
-	due := func() time.Duration {
-		next := lastWrite.Add(h.cfg.KeepAlive)
-		if watch.probe != nil && nextProbe.Before(next) {
-			next = nextProbe
-		}
-		return time.Until(next)
-	}
-	tm := time.NewTimer(due())
-	defer tm.Stop()
-	for {
-		select {
-		case <-tm.C:
-			if fw != nil {
-				lastWrite = fw.lastAfter(lastWrite)
-				if fw.dirty.Load() && fw.dirty.Swap(false) {
-					watch.dirty = true
-				}
-			}
-			if watch.probe != nil && !time.Now().Before(nextProbe) {
-				stalled := watch.check(h.cfg.Now().UnixNano(), int64(h.cfg.MaxLag))
-				if h.hooks.afterProbe != nil {
-					h.hooks.afterProbe(s, watch.watching)
-				}
-				if stalled {
-					return h.finish(s, EndLagging)
-				}
-				if nextProbe = nextProbe.Add(h.cfg.ProbeEvery); !nextProbe.After(time.Now()) {
-					nextProbe = time.Now().Add(h.cfg.ProbeEvery) // a late wake-up skips samples, as a ticker does
-				}
-			}
-			if time.Since(lastWrite) >= h.cfg.KeepAlive {
-				fw.lock()
-				// A fast write may have come in between: quiet means quiet.
-				if lastWrite = fw.lastAfter(lastWrite); time.Since(lastWrite) >= h.cfg.KeepAlive {
-					if !st.begin(s) {
-						fw.unlock()
-						return s.reason
-					}
-					st.carry(fw)
-					st.write([]byte(keepAlive))
-					if st.end() != nil {
-						fw.unlock()
-						return h.finish(s, EndWriteFailed)
-					}
-					watch.dirty = true
-					lastWrite = st.began
-				}
-				fw.unlock()
-			}
-			tm.Reset(due())
-		case <-s.q.wake:
-			fw.lock()
-			carried := fw != nil && fw.carry != nil
-			fs := s.q.take()
-			if len(fs) == 0 && !carried {
-				fw.unlock()
-				continue // a stale token: these frames went out already
-			}
-			if len(fs) > 0 && h.cfg.Now().UnixNano()-fs[0].at > int64(h.cfg.MaxLag) {
-				fw.unlock()
-				return h.finish(s, EndLagging)
-			}
-			if !st.begin(s) {
-				fw.unlock()
-				return s.reason
-			}
-			st.carry(fw)
-			st.frames(fs)
-			s.q.release(fs)
-			err := st.end()
-			fw.unlock()
-			if err != nil {
-				return h.finish(s, EndWriteFailed)
-			}
-			watch.dirty = true
-			lastWrite = st.began
-			if h.hooks.afterWrite != nil {
-				h.hooks.afterWrite(s, st.nframes)
-			}
-		case <-s.done:
-			// Waits out a fast write in flight; none starts after the end.
-			fw.lock()
-			defer fw.unlock()
-			if !st.begin(s) {
-				return s.reason
-			}
-			// Ended gracefully: nothing more can be queued, so what is in
-			// the queue is everything the client is owed before Final.
-			st.carry(fw)
-			fs := s.q.take()
-			st.frames(fs)
-			s.q.release(fs)
-			st.write(final)
-			st.last = true
-			if st.end() != nil {
-				return h.finish(s, EndWriteFailed)
-			}
-			return s.reason
-		case <-gone:
-			return h.finish(s, EndClientGone)
-		}
-	}
 }
 
 // dropped reports whether the hub has already dropped s; a dropped stream
@@ -323,17 +195,16 @@ func (st *stream) frame(f *queued) {
 }
 
 // carry writes, first in the burst, the bytes of a frame a fast write left
-// over (fastWriter.carry, under its lock): a frame the kernel took in part
-// is completed before anything else goes on the socket.
-func (st *stream) carry(fw *fastWriter) {
-	if fw == nil || fw.carry == nil {
+// over (socketGate.takeCarry, under the gate): a frame the kernel took in
+// part is completed before anything else goes on the socket.
+func (st *stream) carry(b []byte, frames int) {
+	if b == nil {
 		return
 	}
 	if st.err == nil {
-		_, st.err = st.conn.Write(fw.carry)
+		_, st.err = st.conn.Write(b)
 	}
-	st.nframes += fw.carryFrames
-	fw.carry, fw.carryFrames = nil, 0
+	st.nframes += frames
 }
 
 func (st *stream) write(b []byte) {

@@ -1,16 +1,5 @@
 package listen
 
-import "sync"
-
-// sessionEndHooks are the functions OnSessionEnd registered. They run on
-// the broadcaster after the streams of an ended session have ended, so
-// whoever keeps per-session state beside the hub (a registry of resource
-// subscriptions, say) can drop it without the hub knowing what it is.
-type sessionEndHooks struct {
-	mu sync.Mutex
-	fs []func(session string)
-}
-
 // OnSessionEnd registers f to be called once for each session named by a
 // published Batch.EndSessions (or EndSession), after that batch's messages
 // were queued and the session's streams were ended. The room decides when a
@@ -22,9 +11,9 @@ func (h *Hub) OnSessionEnd(f func(session string)) {
 	if f == nil {
 		return
 	}
-	h.endHooks.mu.Lock()
-	h.endHooks.fs = append(h.endHooks.fs, f)
-	h.endHooks.mu.Unlock()
+	h.mu.Lock()
+	h.endHooks = append(h.endHooks, f)
+	h.mu.Unlock()
 }
 
 // sessionsEnded tells every registered hook about sessions, outside h.mu.
@@ -32,9 +21,9 @@ func (h *Hub) sessionsEnded(sessions []string) {
 	if len(sessions) == 0 {
 		return
 	}
-	h.endHooks.mu.Lock()
-	fs := h.endHooks.fs
-	h.endHooks.mu.Unlock()
+	h.mu.Lock()
+	fs := h.endHooks
+	h.mu.Unlock()
 	for _, s := range sessions {
 		if s == "" {
 			continue

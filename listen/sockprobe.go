@@ -3,6 +3,8 @@ package listen
 import (
 	"context"
 	"net"
+
+	"github.com/commonroom/ce/listen/internal/sock"
 )
 
 // A reader that stops reading is invisible to the writer for a long time:
@@ -29,19 +31,11 @@ func connFrom(ctx context.Context) net.Conn {
 	return c
 }
 
-// socketProbe reads a TCP socket's send-side progress.
-type socketProbe interface {
-	// sample returns the bytes still in the send queue (unsent or
-	// unacknowledged) and the total the peer has acknowledged; ok is false
-	// when the socket cannot be read, and the caller stops probing.
-	sample() (queued int, acked uint64, ok bool)
-}
-
 // stallWatch applies the no-progress rule to successive samples.
 type stallWatch struct {
-	probe    socketProbe
-	dirty    bool // written since the last sample
-	watching bool // the last sample saw queued bytes
+	probe    sock.Probe // sock.NewProbe: nil where the platform or the socket has none
+	dirty    bool       // written since the last sample
+	watching bool       // the last sample saw queued bytes
 	acked    uint64
 	since    int64 // unix ns of the last progress seen while watching
 }
@@ -53,7 +47,7 @@ func (w *stallWatch) check(now int64, maxLag int64) (stalled bool) {
 		return false
 	}
 	w.dirty = false
-	queued, acked, ok := w.probe.sample()
+	queued, acked, ok := w.probe.Sample()
 	switch {
 	case !ok:
 		w.probe = nil

@@ -13,7 +13,7 @@ type probeSample struct {
 	acked  uint64
 }
 
-func (p *scriptedProbe) sample() (int, uint64, bool) {
+func (p *scriptedProbe) Sample() (int, uint64, bool) {
 	if p.taken >= len(p.samples) {
 		return 0, 0, false
 	}

@@ -213,6 +213,7 @@ func clientMemory(b *testing.B, n int) memFig {
 		hdr.Set("Content-Type", "text/event-stream")
 		hdr.Set("Cache-Control", "no-cache")
 		hdr.Set("X-Accel-Buffering", "no")
+		hdr.Set("Connection", "close") // as a detached stream's answer says
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(testFrameBytes(ackMethod, `{"notifications":{}}`, id))
 		rc := http.NewResponseController(w)

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64)
 
-package listen
+package sock
 
 import (
 	"encoding/binary"
@@ -17,9 +17,9 @@ const tcpiBytesAcked = 120
 // tcpProbe samples a TCP socket with ioctl(SIOCOUTQ) and getsockopt(TCP_INFO).
 type tcpProbe struct{ rc syscall.RawConn }
 
-// newSocketProbe returns a probe for c, or nil when c is not a TCP socket
+// NewProbe returns a probe for c, or nil when c is not a TCP socket
 // or the kernel is too old to report acknowledged bytes.
-func newSocketProbe(c net.Conn) socketProbe {
+func NewProbe(c net.Conn) Probe {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return nil
@@ -29,13 +29,13 @@ func newSocketProbe(c net.Conn) socketProbe {
 		return nil
 	}
 	p := &tcpProbe{rc: rc}
-	if _, _, ok := p.sample(); !ok {
+	if _, _, ok := p.Sample(); !ok {
 		return nil
 	}
 	return p
 }
 
-func (p *tcpProbe) sample() (queued int, acked uint64, ok bool) {
+func (p *tcpProbe) Sample() (queued int, acked uint64, ok bool) {
 	err := p.rc.Control(func(fd uintptr) {
 		var n int32
 		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCOUTQ, uintptr(unsafe.Pointer(&n))); e != 0 {

@@ -1,19 +1,19 @@
 //go:build linux && (amd64 || arm64)
 
-package listen
+package sock
 
 import (
 	"sync"
 	"syscall"
 )
 
-// closeWatch notices clients that close a detached stream. net/http learns
+// CloseWatch notices clients that close a detached stream. net/http learns
 // it from a reader goroutine per connection; one epoll set for the whole
 // hub does it without a goroutine or buffer per stream. Each socket is
 // watched for the peer's close (EPOLLRDHUP, and the always-reported
 // EPOLLHUP and EPOLLERR), edge-triggered, never for input: a client that
 // sends bytes on a stream is not a client that left.
-type closeWatch struct {
+type CloseWatch struct {
 	epfd    int
 	wake    [2]int // a pipe whose read end is in the set: stop writes to it
 	mu      sync.Mutex
@@ -23,13 +23,13 @@ type closeWatch struct {
 	done    chan struct{}
 }
 
-// newCloseWatch starts the watcher's goroutine; nil if epoll is unavailable.
-func newCloseWatch() *closeWatch {
+// NewCloseWatch starts the watcher's goroutine; nil if epoll is unavailable.
+func NewCloseWatch() *CloseWatch {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil
 	}
-	w := &closeWatch{epfd: epfd, onClose: map[uint64]func(){}, done: make(chan struct{})}
+	w := &CloseWatch{epfd: epfd, onClose: map[uint64]func(){}, done: make(chan struct{})}
 	if err := syscall.Pipe2(w.wake[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
 		syscall.Close(epfd)
 		return nil
@@ -45,9 +45,9 @@ func newCloseWatch() *closeWatch {
 	return w
 }
 
-// add watches fd and calls gone once when its peer closes; remove must be
+// Add watches fd and calls gone once when its peer closes; Remove must be
 // called with the id before fd is closed.
-func (w *closeWatch) add(fd int, gone func()) uint64 {
+func (w *CloseWatch) Add(fd int, gone func()) uint64 {
 	w.mu.Lock()
 	w.next++
 	id := w.next
@@ -65,14 +65,15 @@ func (w *closeWatch) add(fd int, gone func()) uint64 {
 	return id
 }
 
-func (w *closeWatch) remove(id uint64, fd int) {
+// Remove stops watching fd, before it is closed.
+func (w *CloseWatch) Remove(id uint64, fd int) {
 	w.mu.Lock()
 	delete(w.onClose, id)
 	w.mu.Unlock()
 	_ = syscall.EpollCtl(w.epfd, syscall.EPOLL_CTL_DEL, fd, &syscall.EpollEvent{})
 }
 
-func (w *closeWatch) run() {
+func (w *CloseWatch) run() {
 	defer close(w.done)
 	evs := make([]syscall.EpollEvent, 128)
 	for {
@@ -105,9 +106,9 @@ func (w *closeWatch) run() {
 	}
 }
 
-// stop ends the watcher's goroutine and closes its descriptors; once every
+// Stop ends the watcher's goroutine and closes its descriptors; once every
 // stream it watched has ended. Safe to call more than once.
-func (w *closeWatch) stop() {
+func (w *CloseWatch) Stop() {
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
@@ -123,5 +124,5 @@ func (w *closeWatch) stop() {
 	syscall.Close(w.epfd)
 }
 
-// detachSupported says streams can be detached on this platform.
-const detachSupported = true
+// DetachSupported says streams can be detached on this platform.
+const DetachSupported = true

@@ -1,31 +1,32 @@
 //go:build linux && (amd64 || arm64)
 
-package listen
+package sock
 
 import "syscall"
 
-// rawWriter makes one write(2) on a socket and never waits: the descriptor
+// RawWriter makes one write(2) on a socket and never waits: the descriptor
 // is non-blocking (the runtime's poller made it so), and RawConn.Control,
 // unlike RawConn.Write, neither checks the write deadline nor parks on
 // EAGAIN. Its callback is made once, so a write allocates nothing. Only the
 // holder of the stream's write lock may use it.
-type rawWriter struct {
-	rc  rawConn
+type RawWriter struct {
+	rc  syscall.RawConn
 	op  func(fd uintptr)
 	b   []byte
 	n   int
 	err error
 }
 
-func newRawWriter(rc rawConn) *rawWriter {
-	w := &rawWriter{rc: rc}
+// NewRawWriter wraps a socket whose descriptor the runtime made non-blocking.
+func NewRawWriter(rc syscall.RawConn) *RawWriter {
+	w := &RawWriter{rc: rc}
 	w.op = func(fd uintptr) { w.n, w.err = syscall.Write(int(fd), w.b) }
 	return w
 }
 
-// try writes b once and returns how many bytes the kernel took (0 on
+// Try writes b once and returns how many bytes the kernel took (0 on
 // EAGAIN) and the error, if any.
-func (w *rawWriter) try(b []byte) (int, error) {
+func (w *RawWriter) Try(b []byte) (int, error) {
 	w.b = b
 	cerr := w.rc.Control(w.op)
 	n, err := w.n, w.err
@@ -35,3 +36,6 @@ func (w *rawWriter) try(b []byte) (int, error) {
 	}
 	return max(n, 0), err
 }
+
+// RawConn is the socket written, for tests that shape its buffers.
+func (w *RawWriter) RawConn() syscall.RawConn { return w.rc }
