@@ -215,7 +215,7 @@ func (s *Server) grantPrincipal(ctx context.Context, g pageGrant) (room.Principa
 // this room: none, one this room never issued (another room's, a forged
 // one) or one the room forgot (it restarted).
 func errNoPageCookie() error {
-	return room.Errorf(room.KindUnauthorized, "this page is not signed in for this room: open the Page: link `ce join` printed, or run `ce page` for a fresh one")
+	return room.Errorf(room.KindUnauthorized, "this page is not signed in for this room (its session ended, the room restarted, or the cookie is another room's): open the Page: link `ce join` printed, or run `ce page` for a fresh one")
 }
 
 // participantPrincipal resolves the participant cookie of an ingress
@@ -261,6 +261,13 @@ func (s *Server) newSessionPage(w http.ResponseWriter, r *http.Request) {
 	}
 	key := s.sessionPages.mint(sha256.Sum256([]byte(token)), p.SessionRef)
 	sendJSON(w, http.StatusOK, map[string]string{"key": key, "path": "/?key="})
+}
+
+// sessionPageElsewhere is POST /session/page on the owner listener: a
+// participant's page lives on the ingress only (the owner listener serves
+// the owner's page alone), so the link is minted there.
+func (s *Server) sessionPageElsewhere(w http.ResponseWriter, r *http.Request) {
+	s.sendError(w, r, room.Errorf(room.KindNotFound, "a participant's page is on the room's ingress, not the owner listener: POST /session/page there"))
 }
 
 // participantKeys is the page door's credential store on the ingress

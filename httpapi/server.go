@@ -176,6 +176,7 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/page/page.js", s.page.Asset)
 		r.Get("/page/favicon.svg", s.page.Asset)
 		r.Get("/page/document", s.page.Document)
+		r.Post("/session/page", s.sessionPageElsewhere)
 	} else {
 		r.Get("/", s.ingressPage)
 		r.Get("/page/page.css", s.participantPage.Asset)
