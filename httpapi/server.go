@@ -76,7 +76,7 @@ type Server struct {
 	// with them.
 	sessionPages    sessionPages
 	participantPage *page.Handler
-	mcp     *mcp.Handler  // the MCP door, /mcp on both listeners
+	mcp             *mcp.Handler // the MCP door, /mcp on both listeners
 
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
