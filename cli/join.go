@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -75,12 +76,21 @@ func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *tr
 		defer fwd.Close()
 		g.url = fwd.url
 	}
+	// The person who joined gets a page for this session (issue 28). A room
+	// that cannot mint one (older than the page) still joined: say so.
+	pageURL, perr := mintPageURL(ctx, g, fwd, f.transportTimeout)
+	if perr != nil {
+		fmt.Fprintf(env.Stderr, "ce: note: no page link for this session: %v\n", room.AsError(perr).Message)
+	}
 	if f.json {
 		out := map[string]any{"session_token": g.SessionToken, "session_ref": g.SessionRef,
 			"participant_id": g.ParticipantID, "workspace_id": g.WorkspaceID, "capabilities": g.Capabilities,
 			"expires_at": g.ExpiresAt, "url": g.url, "transport": g.hint.Type}
 		if fwd != nil {
 			out["local_url"] = fwd.url
+		}
+		if pageURL != "" {
+			out["page_url"] = pageURL
 		}
 		if err := printJSON(env.Stdout, out); err != nil {
 			return err
@@ -96,6 +106,9 @@ func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *tr
 		fmt.Fprintf(env.Stdout, "Session: %s   (a bearer secret: keep it private; expires %s)\n", g.SessionToken, g.ExpiresAt)
 		fmt.Fprintf(env.Stdout, "Try:     curl -H 'Authorization: Bearer %s' %s/workspace/status\n", g.SessionToken, g.url)
 		fmt.Fprintf(env.Stdout, "MCP:     %s/mcp\n", g.url)
+		if pageURL != "" {
+			fmt.Fprintf(env.Stdout, "Page:    %s   (your page in a browser; the link works once)\n", pageURL)
+		}
 		if fwd != nil {
 			fmt.Fprintf(env.Stdout, "Holding the forward open; press Ctrl-C to stop.\n")
 		}
@@ -117,6 +130,7 @@ type joined struct {
 	room.SessionGrant
 	url    string
 	hint   room.Hint
+	th     transport.Hint   // the hint as the plugin dials it
 	plugin transport.Plugin // open until the caller closes it
 }
 
@@ -154,7 +168,7 @@ func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, 
 		return joined{}, err
 	}
 	if w.plug != nil {
-		return joined{SessionGrant: g, url: w.url(), hint: w.hint, plugin: w.plug}, nil
+		return joined{SessionGrant: g, url: w.url(), hint: w.hint, th: w.th, plugin: w.plug}, nil
 	}
 	return joined{}, room.Errorf(room.KindTransportUnavailable,
 		"no transport in the invitation could be used, and the invitation was not spent; tried: %s", strings.Join(tried, "; ")).
@@ -187,4 +201,31 @@ func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, key 
 		return g, room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": "))
 	}
 	return g, err
+}
+
+// mintPageURL asks the room for a one-time link to the session's page
+// (POST /session/page), over the local forward when one is held (the page
+// is opened through it), else over the way in the join came through.
+func mintPageURL(ctx context.Context, g joined, fwd *forward, timeout time.Duration) (string, error) {
+	hc := pluginClient(g.plugin, g.th, timeout)
+	if fwd != nil {
+		hc = &http.Client{Timeout: timeout}
+	}
+	return pageLink(ctx, hc, g.url, g.SessionToken)
+}
+
+// pageLink mints a page key at the room at base for token and returns the
+// link to open.
+func pageLink(ctx context.Context, hc *http.Client, base, token string) (string, error) {
+	var out struct {
+		Key  string `json:"key"`
+		Path string `json:"path"`
+	}
+	if err := callRoom(ctx, hc, "POST", base+"/session/page", token, map[string]any{}, &out); err != nil {
+		return "", err
+	}
+	if out.Key == "" || out.Path == "" {
+		return "", room.Errorf(room.KindInternal, "the room answered without a page key")
+	}
+	return base + out.Path + url.QueryEscape(out.Key), nil
 }
