@@ -15,6 +15,7 @@
   const COALESCE_MS = 100;       // events closer together than this cause one re-read
   const RESULT_PREVIEW = 600;    // characters of a result shown before "Show all"
   const MAX_RETRY_MS = 30000;
+  const POLL_MS = 5000;          // how often a page without observe re-reads the room
 
   const $ = (id) => document.getElementById(id);
 
@@ -1267,6 +1268,11 @@
   setupNotify();
   setupDocument();
   schedule(0);
-  if (typeof EventSource === 'function') connect();
+  if (!may('observe')) {
+    // A session without observe may not follow the room's stream: the page
+    // re-reads the room now and then instead.
+    setLive('off', `Live updates: off (this session lacks observe); re-reading every ${POLL_MS / 1000} s`);
+    setInterval(() => { if (!signedOut) schedule(0); }, POLL_MS);
+  } else if (typeof EventSource === 'function') connect();
   else setLive('off', 'Live updates: not supported by this browser');
 })();
