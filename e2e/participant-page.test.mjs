@@ -2,7 +2,8 @@
 // by playwright-core, against a real `ce serve` that scripts/e2e.sh started,
 // with three people it joined with the real `ce join` binary, each holding
 // the Page: link it printed: a writer (read,propose,checkout), an approver
-// (read,observe,approve) and a reader (read). Each person is a browser
+// (read,observe,approve), a reader (read) and a helper who takes on a
+// handoff (read,observe,checkout). Each person is a browser
 // context of its own (its own cookie jar), as three machines would be. Steps
 // run in order and share state: once one fails, the rest are skipped.
 //
@@ -11,6 +12,7 @@
 //   CE_E2E_P_WRITER    `ce join --json` of the writer (page_url, session_token)
 //   CE_E2E_P_APPROVER  `ce join --json` of the approver
 //   CE_E2E_P_READER    `ce join --json` of the reader
+//   CE_E2E_P_HELPER    `ce join --json` of a helper (read,observe,checkout)
 //   CE_E2E_ARTIFACTS   where screenshots go (default e2e/artifacts)
 //   CE_E2E_CHROMIUM    the browser (default /usr/bin/chromium)
 
@@ -33,6 +35,7 @@ const banner = readJSON('CE_E2E_P_BANNER');
 const writer = readJSON('CE_E2E_P_WRITER');
 const approver = readJSON('CE_E2E_P_APPROVER');
 const reader = readJSON('CE_E2E_P_READER');
+const helper = readJSON('CE_E2E_P_HELPER');
 const artifacts = process.env.CE_E2E_ARTIFACTS || path.join(here, 'artifacts');
 const browserPath = process.env.CE_E2E_CHROMIUM || '/usr/bin/chromium';
 const ingressOrigin = new URL(banner.ingress_url).origin;
@@ -203,6 +206,50 @@ describe('participant page', { concurrency: false }, () => {
     await people.writer.page.locator(`article[data-proposal-id="${proposalID}"][data-status="approved"]`).waitFor({ timeout: 15_000 });
   });
 
+  step('handoffs between pages: the writer creates one, the helper accepts and asks, the writer answers, the helper completes, the approver approves the result', async () => {
+    const w = people.writer.page;
+    await w.click('#handoff-new summary');
+    await w.fill('#handoff-summary', 'check the plan <script>window.__pwned = 7</script>');
+    await w.selectOption('#handoff-assignee', helper.participant_id);
+    await w.click('#handoff-create');
+    const wcard = w.locator('article.handoff[data-status="open"]');
+    await wcard.waitFor({ timeout: UI_TIMEOUT });
+    const handoffID = await wcard.getAttribute('data-handoff-id');
+    assert.match(await wcard.locator('h3').textContent(), /<script>/, 'the summary is shown as text');
+
+    const { page: hp } = await open('helper', helper);
+    const hcard = () => hp.locator(`article[data-handoff-id="${handoffID}"]`);
+    await hcard().locator('button', { hasText: /^Accept$/ }).click();
+    await hp.locator(`article[data-handoff-id="${handoffID}"][data-status="accepted"]`).waitFor({ timeout: UI_TIMEOUT });
+    // The helper asks (as its agent would, over the session), the writer answers on its page.
+    const ask = await api(helper, 'POST', '/workspace/handoff/request_input', { handoff_id: handoffID, requests: [{ key: 'when', message: 'by when?' }] });
+    assert.equal(ask.status, 200, JSON.stringify(ask.body));
+    const form = w.locator(`article[data-handoff-id="${handoffID}"] form.answer`);
+    await form.waitFor({ timeout: 15_000 });
+    await form.locator('textarea, input[type="text"]').first().fill('by Friday');
+    await form.locator('button[type="submit"]').click();
+    await eventually('the answer recorded', async () => {
+      const h = (await api(helper, 'GET', `/workspace/handoff?handoff_id=${handoffID}`)).body;
+      const i = (h.inputs || h.handoff?.inputs || []).find((x) => x.key === 'when');
+      return i && i.status !== 'open';
+    });
+    await hcard().locator('form.answer').waitFor({ state: 'detached', timeout: UI_TIMEOUT }).catch(() => {});
+    assert.equal(await hcard().locator('form.answer').count(), 0, 'the assignee gets no answer form');
+    await hcard().locator('.complete textarea').fill('plan checked: fine');
+    await hcard().locator('button', { hasText: /^Complete$/ }).click();
+    await hp.locator(`article[data-handoff-id="${handoffID}"][data-status="result_ready"]`).waitFor({ timeout: UI_TIMEOUT });
+    assert.equal(await hp.locator(`article[data-handoff-id="${handoffID}"] button`, { hasText: /^Approve$/ }).count(), 0, 'no approve without approve');
+
+    const ap = people.approver.page;
+    const acard = ap.locator(`article[data-handoff-id="${handoffID}"][data-status="result_ready"]`);
+    await acard.waitFor({ timeout: UI_TIMEOUT });
+    await acard.locator('button', { hasText: /^Approve$/ }).click();
+    await ap.locator(`article[data-handoff-id="${handoffID}"][data-status="approved"]`).waitFor({ timeout: UI_TIMEOUT });
+    const h = (await api(approver, 'GET', `/workspace/handoff?handoff_id=${handoffID}`)).body;
+    assert.equal(h.status || h.handoff?.status, 'approved');
+    assert.equal(await w.evaluate(() => window.__pwned), undefined);
+  });
+
   step('a read-only participant sees no action it cannot take, and a hand-made one is refused with nothing changed', async () => {
     const { page, res } = await open('reader', reader);
     assert.equal(res.status(), 200);
@@ -215,6 +262,7 @@ describe('participant page', { concurrency: false }, () => {
       assert.ok(['Older version', 'Newer version', 'Current version'].includes(b), `read-only page offers “${b}”`);
     }
     const before = await api(writer, 'GET', '/workspace/leases');
+    const handoffsBefore = (await api(approver, 'GET', '/workspace/handoffs')).body.handoffs.length;
     for (const [route, body] of [
       ['/workspace/checkout', { target: 'workspace' }],
       ['/workspace/proposal/review', { proposal_id: proposalID, approve: false }],
@@ -227,7 +275,7 @@ describe('participant page', { concurrency: false }, () => {
     }
     assert.deepEqual((await api(writer, 'GET', '/workspace/leases')).body, before.body, 'the leases did not change');
     assert.equal((await api(writer, 'GET', `/workspace/proposal?proposal_id=${proposalID}`)).body.status, 'approved');
-    assert.equal((await api(approver, 'GET', '/workspace/handoffs')).body.handoffs.length, 0, 'no handoff was created (the approver sees every one)');
+    assert.equal((await api(approver, 'GET', '/workspace/handoffs')).body.handoffs.length, handoffsBefore, 'no handoff was created (the approver sees every one)');
   });
 
   step('the cookie is worth nothing on the owner listener (same host, another port)', async () => {

@@ -70,6 +70,9 @@ func TestParticipantPageKeyOnce(t *testing.T) {
 		}
 	})
 	c, r := ppRedeem(t, h, key)
+	if c == nil {
+		t.Fatalf("page key exchange set no cookie: %d %s", r.Status, r.Body)
+	}
 	t.Run("first use sets the cookie and drops the key from the address", func(t *testing.T) {
 		if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/" {
 			t.Fatalf("first use: %d, Location %q", r.Status, r.Header.Get("Location"))
@@ -93,6 +96,14 @@ func TestParticipantPageKeyOnce(t *testing.T) {
 	t.Run("unknown is refused", func(t *testing.T) {
 		if again, r := ppRedeem(t, h, key+"x"); again != nil || r.Status != http.StatusForbidden {
 			t.Errorf("unknown key: %d", r.Status)
+		}
+	})
+	t.Run("no secret in the logs", func(t *testing.T) {
+		logs := h.Logs.String()
+		for what, secret := range map[string]string{"key": key, "cookie": c.Value, "token": alice.SessionToken} {
+			if strings.Contains(logs, secret) {
+				t.Errorf("the %s is in the logs", what)
+			}
 		}
 	})
 	t.Run("the page opens with the cookie and names its viewer", func(t *testing.T) {

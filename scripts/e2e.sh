@@ -84,7 +84,8 @@ fi
 # A room of its own, whose document carries script, raw HTML and a
 # javascript: link; three people join with the real `ce join`, each keeping
 # the Page: link it printed (page_url): a writer (read,propose,checkout), an
-# approver (read,observe,approve) and a reader (read).
+# approver (read,observe,approve), a reader (read) and a helper
+# (read,observe,checkout).
 room_stop
 printf '# Shared notes
 
@@ -101,13 +102,13 @@ To be written.
 Step one.
 ' >"$work/notes.md"
 room_start e2e-participant "$work/ce" "$work/notes.md" "$work/p-banner.json" "$work/p-serve.log" --name host
-for who in writer:read,propose,checkout approver:read,observe,approve reader:read; do
+for who in writer:read,propose,checkout approver:read,observe,approve reader:read helper:read,observe,checkout; do
   name="${who%%:*}"
   "$work/ce" invite --workspace "$work/notes.md" --json --capabilities "${who#*:}" >"$work/p-invite-$name.json"
   "$work/ce" join "$(field "$work/p-invite-$name.json" uri)" --name "$name" --kind human --json >"$work/p-$name.json"
 done
 export CE_E2E_P_BANNER="$work/p-banner.json" CE_E2E_P_WRITER="$work/p-writer.json" \
-  CE_E2E_P_APPROVER="$work/p-approver.json" CE_E2E_P_READER="$work/p-reader.json"
+  CE_E2E_P_APPROVER="$work/p-approver.json" CE_E2E_P_READER="$work/p-reader.json" CE_E2E_P_HELPER="$work/p-helper.json"
 set +e
 (cd "$e2e" && timeout 180 node --test --test-reporter=spec --test-timeout=120000 participant-page.test.mjs)
 prc=$?
