@@ -239,22 +239,21 @@ func cookieRoute(path string) bool {
 	return path == "/" || path == "/page/document" || strings.HasPrefix(path, "/workspace/")
 }
 
-// newSessionPage is POST /session/page on the ingress: a session (bearer
-// only, never a cookie) asks for a one-time link to its page.
+// newSessionPage is POST /session/page on the ingress: a session asks for a
+// one-time link to its page. It is mounted behind authenticate, which on
+// this path takes the bearer token only (cookieRoute), so a page's cookie
+// cannot mint more links.
 func (s *Server) newSessionPage(w http.ResponseWriter, r *http.Request) {
 	var in struct{}
 	if err := s.decodeJSON(w, r, &in); err != nil {
 		s.sendError(w, r, err)
 		return
 	}
-	token := bearer(r)
-	p, err := s.sessionPrincipal(r.Context(), token)
-	if err != nil {
-		s.sendError(w, r, err)
+	p, token := principalOf(r), bearer(r)
+	if p.SessionRef == "" || token == "" {
+		s.sendError(w, r, room.Errorf(room.KindUnauthorized, "a session is required: send Authorization: Bearer <session_token>"))
 		return
 	}
-	credentialShown(r.Context())
-	noteParticipant(r, p.ParticipantID)
 	if err := p.Require(room.CapRead); err != nil {
 		s.sendError(w, r, err)
 		return

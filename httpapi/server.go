@@ -183,7 +183,6 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/page/page.js", s.participantPage.Asset)
 		r.Get("/page/favicon.svg", s.participantPage.Asset)
 		r.Get("/page/document", s.participantPage.Document)
-		r.Post("/session/page", s.newSessionPage)
 	}
 	r.Post("/session/join", s.join)
 	r.Post("/session/join/challenge", s.joinChallenge)
@@ -200,6 +199,11 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Use(s.rateLimit)
 		s.mountOps(r)
 		r.Get("/workspace/observe", func(w http.ResponseWriter, r *http.Request) { s.observe(w, r, l) })
+		if l == ingressListener {
+			// Authenticated and rate limited like any session call; the
+			// page's cookie never counts here (cookieRoute).
+			r.Post("/session/page", s.newSessionPage)
+		}
 		if l == ownerListener {
 			r.Get("/debug/metrics", s.metrics)
 			r.Get("/metrics", s.promScrape)
