@@ -62,7 +62,7 @@ func joinCommand(env Env) *ffcli.Command {
 }
 
 func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *transports, uri string) error {
-	g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout)
+	g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout, true)
 	if err != nil {
 		return err
 	}
@@ -76,11 +76,12 @@ func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *tr
 		defer fwd.Close()
 		g.url = fwd.url
 	}
-	// The person who joined gets a page for this session (issue 28). A room
-	// that cannot mint one (older than the page) still joined: say so.
-	pageURL, perr := mintPageURL(ctx, g, fwd, f.transportTimeout)
-	if perr != nil {
-		fmt.Fprintf(env.Stderr, "ce: note: no page link for this session: %v\n", room.AsError(perr).Message)
+	// The person who joined gets a page for this session (issue 28): the
+	// key came sealed in the join's answer, so nothing more was sent. A
+	// room older than the page gives none.
+	var pageURL string
+	if g.pageKey != "" {
+		pageURL = g.url + "/?key=" + url.QueryEscape(g.pageKey)
 	}
 	if f.json {
 		out := map[string]any{"session_token": g.SessionToken, "session_ref": g.SessionRef,
@@ -128,10 +129,10 @@ func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *tr
 // joined is a session and the way in it came through.
 type joined struct {
 	room.SessionGrant
-	url    string
-	hint   room.Hint
-	th     transport.Hint   // the hint as the plugin dials it
-	plugin transport.Plugin // open until the caller closes it
+	url     string
+	hint    room.Hint
+	plugin  transport.Plugin // open until the caller closes it
+	pageKey string           // the one-time key to the joiner's page, when asked for and given
 }
 
 // joinRemote walks the invitation's hints in order and joins over the first
@@ -142,7 +143,9 @@ type joined struct {
 // not spent. The join is the proven one (provenJoin): nothing that redeems
 // the invitation is sent to what a hint leads to before it has proved it
 // is the invited room, and the secret itself is never sent at all.
-func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, uri, name, kind string, timeout time.Duration) (joined, error) {
+// With page, the room is asked for a one-time key to the joiner's page,
+// sealed in its answer (provenJoin).
+func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, uri, name, kind string, timeout time.Duration, page bool) (joined, error) {
 	inv, err := room.DecodeInvitation(uri, room.Defaults().MaxInvitePayload)
 	if err != nil {
 		return joined{}, err
@@ -152,9 +155,10 @@ func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, 
 		return joined{}, err
 	}
 	var g room.SessionGrant
+	var pageKey string
 	w, tried, err := walkHints(ctx, env, log, ts, inv.WorkspaceID, inv.Transports, timeout, func(w wayIn) error {
 		var err error
-		if g, err = joinOver(ctx, w.plug, w.th, key, name, kind, timeout); err != nil {
+		if g, pageKey, err = joinOver(ctx, w.plug, w.th, key, name, kind, timeout, page); err != nil {
 			return err
 		}
 		if g.WorkspaceID != inv.WorkspaceID {
@@ -168,7 +172,7 @@ func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, 
 		return joined{}, err
 	}
 	if w.plug != nil {
-		return joined{SessionGrant: g, url: w.url(), hint: w.hint, th: w.th, plugin: w.plug}, nil
+		return joined{SessionGrant: g, url: w.url(), hint: w.hint, plugin: w.plug, pageKey: pageKey}, nil
 	}
 	return joined{}, room.Errorf(room.KindTransportUnavailable,
 		"no transport in the invitation could be used, and the invitation was not spent; tried: %s", strings.Join(tried, "; ")).
@@ -194,38 +198,11 @@ func pluginClient(plug transport.Plugin, h transport.Hint, timeout time.Duration
 
 // joinOver runs the proven join through plug with the room the hint names.
 // A dial that fails is reported as the plugin's own reason.
-func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, key joinKey, name, kind string, timeout time.Duration) (room.SessionGrant, error) {
+func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, key joinKey, name, kind string, timeout time.Duration, page bool) (room.SessionGrant, string, error) {
 	hc, dialFailure := dialClient(func(ctx context.Context, _, _ string) (net.Conn, error) { return plug.Dial(ctx, h) }, timeout)
-	g, err := provenJoin(ctx, hc, "http://"+h.HostPort(), key, name, kind, h.Type)
+	g, pageKey, err := provenJoin(ctx, hc, "http://"+h.HostPort(), key, name, kind, h.Type, page)
 	if de := dialFailure(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
-		return g, room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": "))
+		return g, "", room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": "))
 	}
-	return g, err
-}
-
-// mintPageURL asks the room for a one-time link to the session's page
-// (POST /session/page), over the local forward when one is held (the page
-// is opened through it), else over the way in the join came through.
-func mintPageURL(ctx context.Context, g joined, fwd *forward, timeout time.Duration) (string, error) {
-	hc := pluginClient(g.plugin, g.th, timeout)
-	if fwd != nil {
-		hc = &http.Client{Timeout: timeout}
-	}
-	return pageLink(ctx, hc, g.url, g.SessionToken)
-}
-
-// pageLink mints a page key at the room at base for token and returns the
-// link to open.
-func pageLink(ctx context.Context, hc *http.Client, base, token string) (string, error) {
-	var out struct {
-		Key  string `json:"key"`
-		Path string `json:"path"`
-	}
-	if err := callRoom(ctx, hc, "POST", base+"/session/page", token, map[string]any{}, &out); err != nil {
-		return "", err
-	}
-	if out.Key == "" || out.Path == "" {
-		return "", room.Errorf(room.KindInternal, "the room answered without a page key")
-	}
-	return base + out.Path + url.QueryEscape(out.Key), nil
+	return g, pageKey, err
 }

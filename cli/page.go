@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/commonroom/ce/room"
 )
 
 // maxTokenFile bounds what --token-file reads: a session token is far
@@ -88,4 +90,20 @@ func pageToken(env Env, file string) (string, error) {
 		return t, nil
 	}
 	return "", usageError("no session: set CE_SESSION or give --token-file FILE (the token `ce join` printed)")
+}
+
+// pageLink mints a page key at the room at base for token and returns the
+// link to open.
+func pageLink(ctx context.Context, hc *http.Client, base, token string) (string, error) {
+	var out struct {
+		Key  string `json:"key"`
+		Path string `json:"path"`
+	}
+	if err := callRoom(ctx, hc, "POST", base+"/session/page", token, map[string]any{}, &out); err != nil {
+		return "", err
+	}
+	if out.Key == "" || out.Path == "" {
+		return "", room.Errorf(room.KindInternal, "the room answered without a page key")
+	}
+	return base + out.Path + url.QueryEscape(out.Key), nil
 }

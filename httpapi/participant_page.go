@@ -127,10 +127,17 @@ func dropOldest(m map[[32]byte]pageGrant, match func(pageGrant) bool) {
 // tokenHash.
 func (sp *sessionPages) mint(tokenHash [32]byte, ref string) string {
 	key := randomToken()
+	sp.adopt(key, tokenHash, ref)
+	return key
+}
+
+// adopt records key as a one-time key for the session whose token hashes
+// to tokenHash (the proven join makes the key before the session exists,
+// and seals it into its answer).
+func (sp *sessionPages) adopt(key string, tokenHash [32]byte, ref string) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.add(sp.keys, sha256.Sum256([]byte(key)), pageGrant{tokenHash: tokenHash, sessionRef: ref}, maxPageKeysPerSession)
-	return key
 }
 
 // spend takes a key out of the store (it works once) and returns whom it

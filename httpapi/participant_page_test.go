@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/room"
 )
 
 // ppKey mints a one-time page key for token.
@@ -416,6 +418,56 @@ func TestParticipantPageCaps(t *testing.T) {
 				t.Errorf("a key within the cap: %d", r.Status)
 				break
 			}
+		}
+	})
+}
+
+// TestParticipantPageKeyFromTheProvenJoin: a proven join that asks for a
+// page gets its key sealed beside the token (what `ce join` prints as the
+// Page: link without sending the new token anywhere); the key opens the
+// page once, and nothing on the wire carries it in clear.
+func TestParticipantPageKeyFromTheProvenJoin(t *testing.T) {
+	h := newHarness(t, "")
+	g := h.inviteCaps("read", "observe", "propose")
+	c := newProvenClient(t, h, g.URI)
+	tr := c.challenge(t)
+	body := c.second(tr, "ann")
+	body["page"] = true
+	r := h.joinRaw(body)
+	wantOK(t, r)
+	var pg struct {
+		sessionGrant
+		Sealed     string `json:"sealed_session_token"`
+		SealedPage string `json:"sealed_page_key"`
+	}
+	r.Into(t, &pg)
+	key, err := room.OpenPageKey(c.k, tr, pg.SessionRef, pg.ParticipantID, pg.SealedPage)
+	if err != nil {
+		t.Fatalf("no sealed page key in %s: %v", r.Body, err)
+	}
+	if strings.Contains(string(r.Body), key) {
+		t.Fatalf("the answer carries the page key in clear")
+	}
+	ck, rr := ppRedeem(t, h, key)
+	if ck == nil {
+		t.Fatalf("the sealed key does not open the page: %d %s", rr.Status, rr.Body)
+	}
+	if again, _ := ppRedeem(t, h, key); again != nil {
+		t.Errorf("the sealed key worked twice")
+	}
+	wantOK(t, h.do("GET", h.ingressURL("/workspace/room"), "", nil, withCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})))
+
+	t.Run("without page: none sealed, none kept", func(t *testing.T) {
+		keysBefore, _ := h.API.sessionPages.size()
+		g := h.inviteCaps("read")
+		c := newProvenClient(t, h, g.URI)
+		r := h.joinRaw(c.second(c.challenge(t), "bo"))
+		wantOK(t, r)
+		if _, has := r.JSON(t)["sealed_page_key"]; has {
+			t.Errorf("a page key sealed without one asked for: %s", r.Body)
+		}
+		if keys, _ := h.API.sessionPages.size(); keys != keysBefore {
+			t.Errorf("keys %d -> %d", keysBefore, keys)
 		}
 	})
 }
