@@ -499,12 +499,12 @@
       case 'handoff.accepted': return el('span', {}, `${actor} took on `, h());
       case 'handoff.input_requested': return el('span', {}, `${actor} asks ${owner()} about `, h(), ' — waiting for an answer');
       case 'handoff.input_received': return el('span', {}, `${actor} answered the questions on `, h());
-      case 'handoff.result_ready': return el('span', {}, `${actor} finished `, h(), ' — waiting for your approval');
+      case 'handoff.result_ready': return el('span', {}, `${actor} finished `, h(), may('approve') ? ' — waiting for your approval' : ' — waiting for approval');
       case 'handoff.approved': return el('span', {}, `${actor} approved the result of `, h());
       case 'handoff.rejected': return el('span', {}, `${actor} rejected the result of `, h());
       case 'handoff.cancelled': return el('span', {}, `${p.actor_id ? actor : 'The room'} cancelled `, h());
       case 'task.failed': return el('span', {}, 'The work on ', h(), ' failed');
-      case 'proposal.created': return el('span', {}, `${actor} proposed `, pr(), ' — waiting for your review');
+      case 'proposal.created': return el('span', {}, `${actor} proposed `, pr(), may('approve') ? ' — waiting for your review' : ' — waiting for review');
       case 'proposal.approved': return el('span', {}, `${actor} approved `, pr());
       case 'proposal.rejected': return el('span', {}, `${actor} rejected `, pr());
       case 'proposal.committed': {
