@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ func joinCommand(env Env) *ffcli.Command {
 }
 
 func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *transports, uri string) error {
-	g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout)
+	g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout, true)
 	if err != nil {
 		return err
 	}
@@ -75,12 +76,22 @@ func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *tr
 		defer fwd.Close()
 		g.url = fwd.url
 	}
+	// The person who joined gets a page for this session (issue 28): the
+	// key came sealed in the join's answer, so nothing more was sent. A
+	// room older than the page gives none.
+	var pageURL string
+	if g.pageKey != "" {
+		pageURL = g.url + "/?key=" + url.QueryEscape(g.pageKey)
+	}
 	if f.json {
 		out := map[string]any{"session_token": g.SessionToken, "session_ref": g.SessionRef,
 			"participant_id": g.ParticipantID, "workspace_id": g.WorkspaceID, "capabilities": g.Capabilities,
 			"expires_at": g.ExpiresAt, "url": g.url, "transport": g.hint.Type}
 		if fwd != nil {
 			out["local_url"] = fwd.url
+		}
+		if pageURL != "" {
+			out["page_url"] = pageURL
 		}
 		if err := printJSON(env.Stdout, out); err != nil {
 			return err
@@ -96,6 +107,9 @@ func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *tr
 		fmt.Fprintf(env.Stdout, "Session: %s   (a bearer secret: keep it private; expires %s)\n", g.SessionToken, g.ExpiresAt)
 		fmt.Fprintf(env.Stdout, "Try:     curl -H 'Authorization: Bearer %s' %s/workspace/status\n", g.SessionToken, g.url)
 		fmt.Fprintf(env.Stdout, "MCP:     %s/mcp\n", g.url)
+		if pageURL != "" {
+			fmt.Fprintf(env.Stdout, "Page:    %s   (your page in a browser; the link works once)\n", pageURL)
+		}
 		if fwd != nil {
 			fmt.Fprintf(env.Stdout, "Holding the forward open; press Ctrl-C to stop.\n")
 		}
@@ -115,9 +129,10 @@ func runJoin(ctx context.Context, env Env, log *slog.Logger, f joinFlags, ts *tr
 // joined is a session and the way in it came through.
 type joined struct {
 	room.SessionGrant
-	url    string
-	hint   room.Hint
-	plugin transport.Plugin // open until the caller closes it
+	url     string
+	hint    room.Hint
+	plugin  transport.Plugin // open until the caller closes it
+	pageKey string           // the one-time key to the joiner's page, when asked for and given
 }
 
 // joinRemote walks the invitation's hints in order and joins over the first
@@ -128,7 +143,9 @@ type joined struct {
 // not spent. The join is the proven one (provenJoin): nothing that redeems
 // the invitation is sent to what a hint leads to before it has proved it
 // is the invited room, and the secret itself is never sent at all.
-func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, uri, name, kind string, timeout time.Duration) (joined, error) {
+// With page, the room is asked for a one-time key to the joiner's page,
+// sealed in its answer (provenJoin).
+func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, uri, name, kind string, timeout time.Duration, page bool) (joined, error) {
 	inv, err := room.DecodeInvitation(uri, room.Defaults().MaxInvitePayload)
 	if err != nil {
 		return joined{}, err
@@ -138,9 +155,10 @@ func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, 
 		return joined{}, err
 	}
 	var g room.SessionGrant
+	var pageKey string
 	w, tried, err := walkHints(ctx, env, log, ts, inv.WorkspaceID, inv.Transports, timeout, func(w wayIn) error {
 		var err error
-		if g, err = joinOver(ctx, w.plug, w.th, key, name, kind, timeout); err != nil {
+		if g, pageKey, err = joinOver(ctx, w.plug, w.th, key, name, kind, timeout, page); err != nil {
 			return err
 		}
 		if g.WorkspaceID != inv.WorkspaceID {
@@ -154,7 +172,7 @@ func joinRemote(ctx context.Context, env Env, log *slog.Logger, ts *transports, 
 		return joined{}, err
 	}
 	if w.plug != nil {
-		return joined{SessionGrant: g, url: w.url(), hint: w.hint, plugin: w.plug}, nil
+		return joined{SessionGrant: g, url: w.url(), hint: w.hint, plugin: w.plug, pageKey: pageKey}, nil
 	}
 	return joined{}, room.Errorf(room.KindTransportUnavailable,
 		"no transport in the invitation could be used, and the invitation was not spent; tried: %s", strings.Join(tried, "; ")).
@@ -180,11 +198,11 @@ func pluginClient(plug transport.Plugin, h transport.Hint, timeout time.Duration
 
 // joinOver runs the proven join through plug with the room the hint names.
 // A dial that fails is reported as the plugin's own reason.
-func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, key joinKey, name, kind string, timeout time.Duration) (room.SessionGrant, error) {
+func joinOver(ctx context.Context, plug transport.Plugin, h transport.Hint, key joinKey, name, kind string, timeout time.Duration, page bool) (room.SessionGrant, string, error) {
 	hc, dialFailure := dialClient(func(ctx context.Context, _, _ string) (net.Conn, error) { return plug.Dial(ctx, h) }, timeout)
-	g, err := provenJoin(ctx, hc, "http://"+h.HostPort(), key, name, kind, h.Type)
+	g, pageKey, err := provenJoin(ctx, hc, "http://"+h.HostPort(), key, name, kind, h.Type, page)
 	if de := dialFailure(); de != nil && room.ErrorKind(err) == room.KindTransportUnavailable {
-		return g, room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": "))
+		return g, "", room.Errorf(room.KindTransportUnavailable, "%s", strings.TrimPrefix(de.Error(), transport.ErrUnavailable.Error()+": "))
 	}
-	return g, err
+	return g, pageKey, err
 }

@@ -75,27 +75,34 @@ func challengeRoom(ctx context.Context, hc *http.Client, base string, key joinKe
 // provenJoin is the whole proven join at base over hc: the challenge, then
 // the client's proof with the name and kind it covers, then the session
 // token opened from its seal. transportType is sent for the record only
-// (the room ignores it).
-func provenJoin(ctx context.Context, hc *http.Client, base string, key joinKey, name, kind, transportType string) (room.SessionGrant, error) {
+// (the room ignores it). With page, the room is asked for a one-time key to
+// the joiner's page (issue 28), which comes back sealed like the token; a
+// room too old to make one answers without it, and pageKey is "".
+func provenJoin(ctx context.Context, hc *http.Client, base string, key joinKey, name, kind, transportType string, page bool) (g room.SessionGrant, pageKey string, err error) {
 	t, err := challengeRoom(ctx, hc, base, key)
 	if err != nil {
-		return room.SessionGrant{}, err
+		return room.SessionGrant{}, "", err
 	}
 	var pg room.ProvenGrant
-	if err := callRoom(ctx, hc, "POST", base+"/session/join", "", map[string]string{
+	if err := callRoom(ctx, hc, "POST", base+"/session/join", "", map[string]any{
 		"invite_id": key.inviteID, "server_nonce": t.ServerNonce, "client_proof": room.ClientProof(key.k, t, name, kind),
-		"name": name, "kind": kind, "transport": transportType,
+		"name": name, "kind": kind, "transport": transportType, "page": page,
 	}, &pg); err != nil {
-		return room.SessionGrant{}, err
+		return room.SessionGrant{}, "", err
 	}
 	token, err := room.OpenSessionToken(key.k, t, pg.SessionRef, pg.ParticipantID, pg.SealedSessionToken)
 	if err != nil {
-		return room.SessionGrant{}, room.Errorf(room.KindInternal,
+		return room.SessionGrant{}, "", room.Errorf(room.KindInternal,
 			"the room's answer holds no session sealed to this join (was it altered on the way?); the invitation may have been spent")
 	}
-	g := pg.SessionGrant
+	if page && pg.SealedPageKey != "" {
+		// A key that does not open is dropped: the session is good, only
+		// the page link is not printed.
+		pageKey, _ = room.OpenPageKey(key.k, t, pg.SessionRef, pg.ParticipantID, pg.SealedPageKey)
+	}
+	g = pg.SessionGrant
 	g.SessionToken = token
-	return g, nil
+	return g, pageKey, nil
 }
 
 // loopbackElsewhere is why a loopback hint must not be dialled from this

@@ -85,7 +85,7 @@ func runMCP(ctx context.Context, env Env, log *slog.Logger, f mcpFlags, ts *tran
 	justJoined := errors.Is(err, errNoState)
 	switch {
 	case justJoined:
-		g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout)
+		g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout, false)
 		if err != nil {
 			return err
 		}
@@ -177,7 +177,7 @@ func readmitIfEnded(ctx context.Context, env Env, log *slog.Logger, ts *transpor
 	if err != nil || !ended {
 		return st, err
 	}
-	g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout)
+	g, err := joinRemote(ctx, env, log, ts, uri, f.name, f.kind, f.transportTimeout, false)
 	if err != nil {
 		return st, err
 	}

@@ -173,6 +173,7 @@ func rootCommand(env Env) *ffcli.Command {
 		serveCommand(env),
 		inviteCommand(env),
 		joinCommand(env),
+		pageCommand(env),
 		callCommand(env),
 		mcpCommand(env),
 		statusCommand(env),

@@ -246,7 +246,17 @@ func TestJoinNeverHandsTheInvitationToAStranger(t *testing.T) {
 			if _, conns := st.record(); conns == 0 {
 				t.Fatal("the join did not go through the relay")
 			}
-			wantNothingUsable(t, st, uri, g.SessionToken)
+			// The page key (issue 28) came sealed too: the relay saw no way
+			// into the holder's page either.
+			var page struct {
+				PageURL string `json:"page_url"`
+			}
+			decodeJSON(t, res, &page)
+			_, pageKey, _ := strings.Cut(page.PageURL, "?key=")
+			if pageKey == "" {
+				t.Fatalf("no page link: %s", res.stdout)
+			}
+			wantNothingUsable(t, st, uri, g.SessionToken, pageKey)
 			if code, _ := httpDo(t, "GET", r.s.Banner.IngressURL+"/workspace/status", g.SessionToken, nil); code != http.StatusOK {
 				t.Fatalf("the session does not work: %d", code)
 			}

@@ -60,6 +60,21 @@ func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) 
 		}
 		return room.Operator(s.eng.HostID), nil
 	}
+	if l == ingressListener && token == "" && cookieRoute(r.URL.Path) {
+		// A participant's page (issue 28): its cookie stands for one
+		// session, by the hash of its token, and only on the ingress, the
+		// page and the /workspace routes. Writes must name the page's own
+		// origin, as the owner page's do.
+		if p, present, err := s.participantPrincipal(r); present {
+			if err != nil {
+				return room.Principal{}, err
+			}
+			if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+				return room.Principal{}, room.Errorf(room.KindPermissionDenied, "writes from a participant's page must come from the page itself (Origin)")
+			}
+			return p, nil
+		}
+	}
 	if l == ownerListener && s.isOperator(token) {
 		if pid := r.Header.Get(ActAsHeader); pid != "" {
 			// The local operator acting as one participant (ce task-cancel

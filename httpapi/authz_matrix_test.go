@@ -53,6 +53,8 @@ const (
 	rulePublic             rule = iota // no credential at all
 	ruleInvitation                     // the invitation secret is the credential (join)
 	ruleOwnerPage                      // the owner page: the owner cookie only
+	ruleIngressOnly                    // an ingress operation on the owner listener: 404 for everyone
+	ruleParticipantPage                // a participant's page (issue 28): its cookie only, which no matrix caller holds (participant_page_test.go)
 	ruleCapOnly                        // a session (or the operator) holding Cap
 	ruleSessionOnly                    // any session: leave (spec §1.5)
 	ruleTrustedOnly                    // the local operator (token or page cookie)
@@ -225,10 +227,13 @@ func matrixOps() []*matrixOp {
 		rest("GET", "/readyz", "", rulePublic, fixNone, nil),
 		on(onIngressOnly, named("GET / (ingress)", rest("GET", "/", "", rulePublic, fixNone, nil))),
 		on(onOwnerOnly, named("GET / (owner page)", rest("GET", "/", "", ruleOwnerPage, fixNone, nil))),
-		on(onOwnerOnly, rest("GET", "/page/page.css", "", rulePublic, fixNone, nil)), // the page's static files
-		on(onOwnerOnly, rest("GET", "/page/page.js", "", rulePublic, fixNone, nil)),
-		on(onOwnerOnly, rest("GET", "/page/favicon.svg", "", rulePublic, fixNone, nil)),
+		rest("GET", "/page/page.css", "", rulePublic, fixNone, nil), // the page's static files, the owner's and a participant's
+		rest("GET", "/page/page.js", "", rulePublic, fixNone, nil),
+		rest("GET", "/page/favicon.svg", "", rulePublic, fixNone, nil),
 		on(onOwnerOnly, named("GET /page/document (owner page)", rest("GET", "/page/document", "", ruleOwnerPage, fixNone, nil))),
+		on(onIngressOnly, named("GET /page/document (participant page)", rest("GET", "/page/document", "", ruleParticipantPage, fixNone, nil))),
+		on(onIngressOnly, rest("POST", "/session/page", room.CapRead, ruleCapOnly, fixNone, none)),
+		on(onOwnerOnly, named("POST /session/page (owner listener)", rest("POST", "/session/page", "", ruleIngressOnly, fixNone, none))),
 		rest("POST", "/session/join", "", ruleInvitation, fixInvite, func(r *records) map[string]any {
 			return map[string]any{"invite": r.InviteToken, "name": "joiner"}
 		}),
@@ -420,7 +425,7 @@ func capsOf(names []string) room.Caps {
 // this door, else the error code.
 func authFor(op *matrixOp, w *caller, l listener) string {
 	switch op.Rule {
-	case rulePublic, ruleInvitation, ruleOwnerPage:
+	case rulePublic, ruleInvitation, ruleOwnerPage, ruleParticipantPage, ruleIngressOnly:
 		return ""
 	}
 	mcp := op.Door != doorREST || op.MCPAuth
@@ -452,6 +457,10 @@ func expectFor(op *matrixOp, w *caller, role callerRole, l listener) expectation
 			return allow
 		}
 		return deny("owner_page", "")
+	case ruleParticipantPage:
+		return deny("owner_page", "") // the same plain-text 401
+	case ruleIngressOnly:
+		return deny("not_found", "")
 	}
 	if code := authFor(op, w, l); code != "" {
 		return deny(code, "")
@@ -893,7 +902,7 @@ func (m *matrix) call(t *testing.T, c *matrixCase, rec *records) outcome {
 			t.Fatalf("%s: reading the answer: %v", c.name(), rerr)
 		}
 		got.Status, got.Raw = res.StatusCode, b
-		if ct := res.Header.Get("Content-Type"); got.Status >= 400 && c.op.Rule != ruleOwnerPage && !strings.HasPrefix(ct, "application/json") {
+		if ct := res.Header.Get("Content-Type"); got.Status >= 400 && c.op.Rule != ruleOwnerPage && c.op.Rule != ruleParticipantPage && !strings.HasPrefix(ct, "application/json") {
 			t.Errorf("%s: error answer %d with Content-Type %q", c.name(), got.Status, ct)
 		}
 	}
@@ -912,7 +921,7 @@ func (m *matrix) call(t *testing.T, c *matrixCase, rec *records) outcome {
 
 var httpStatusOf = map[string]int{
 	"unauthorized": 401, "session_expired": 401, "permission_denied": 403, "handoff_not_found": 404,
-	"task_not_found": 404, "handoff_conflict": 409, "invalid_request": 400, "owner_page": 401,
+	"task_not_found": 404, "handoff_conflict": 409, "invalid_request": 400, "owner_page": 401, "not_found": 404,
 }
 
 // authzCodes are the answers that mean "not allowed".
@@ -940,7 +949,7 @@ func (c *matrixCase) check(t *testing.T, got outcome) {
 	}
 	code := want.Code
 	switch {
-	case c.op.Rule == ruleOwnerPage:
+	case c.op.Rule == ruleOwnerPage || c.op.Rule == ruleParticipantPage:
 		if got.Status != httpStatusOf[code] {
 			t.Errorf("%s: want %d, got %s", c.name(), httpStatusOf[code], got)
 		}

@@ -173,7 +173,7 @@ func TestDiscoveryOperationsMatchTheRouter(t *testing.T) {
 					t.Errorf("tool %s has no engine call", op.Tool)
 				}
 			}
-			if want := []string{"session.join", "session.join_challenge", "observe", "mcp", "mcp.legacy_stream"}; !slices.Equal(byHand, want) {
+			if want := []string{"session.join", "session.join_challenge", "session.page", "observe", "mcp", "mcp.legacy_stream"}; !slices.Equal(byHand, want) {
 				t.Errorf("operations without a call = %v, want %v", byHand, want)
 			}
 		})

@@ -103,8 +103,19 @@ func (s *Server) newPageKey(w http.ResponseWriter, r *http.Request) {
 	sendJSON(w, http.StatusOK, map[string]string{"key": s.NewPageKey(), "path": "/?key="})
 }
 
-// ingressIndex is what the session-only listener shows at /: an endpoint is
-// not access; joining takes an invitation.
+// ingressPage is GET / on the ingress: a participant's page for a page
+// key or the participant cookie, the plain-text index otherwise.
+func (s *Server) ingressPage(w http.ResponseWriter, r *http.Request) {
+	if _, present, _ := s.sessionPages.cookie(r); present || r.URL.Query().Get("key") != "" {
+		s.participantPage.Index(w, r)
+		return
+	}
+	s.ingressIndex(w, r)
+}
+
+// ingressIndex is what the session-only listener shows at / to a request
+// without a page key or cookie: an endpoint is not access; joining takes
+// an invitation.
 func (s *Server) ingressIndex(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte("Commonroom ingress. Reaching this endpoint grants nothing: join with a commonroom://join/… invitation (POST /session/join), then send Authorization: Bearer <session_token>. MCP: POST /mcp (2026-07-28).\n"))

@@ -23,6 +23,10 @@ type joinRequest struct {
 	// Transport is what the client says it came through. It is read and
 	// ignored: the room records the transport it saw (transportOf).
 	Transport string `json:"transport"`
+	// Page asks, on the proven join, for a one-time key to the joiner's
+	// page (issue 28), sealed into the answer beside the token: `ce join`
+	// prints it as the Page: link without sending the new token anywhere.
+	Page bool `json:"page"`
 }
 
 // joinChallenge is POST /session/join/challenge, the proven join's first
@@ -62,13 +66,20 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if proven {
+		var pageKey string
+		if in.Page {
+			pageKey = randomToken()
+		}
 		grant, err := actor.Do(r.Context(), s.room, "join", func(tx *room.Tx) (room.ProvenGrant, error) {
 			return s.eng.JoinProven(tx, room.ProvenJoinInput{InviteID: in.InviteID, ServerNonce: in.ServerNonce,
-				ClientProof: in.ClientProof, Name: in.Name, Kind: in.Kind, Transport: s.transportOf(r)})
+				ClientProof: in.ClientProof, Name: in.Name, Kind: in.Kind, Transport: s.transportOf(r), PageKey: pageKey})
 		})
 		if err != nil {
 			s.sendError(w, r, err)
 			return
+		}
+		if pageKey != "" {
+			s.sessionPages.adopt(pageKey, [32]byte(grant.TokenHash), grant.SessionRef)
 		}
 		noteParticipant(r, grant.ParticipantID)
 		sendJSON(w, http.StatusOK, grant)

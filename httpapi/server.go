@@ -71,7 +71,12 @@ type Server struct {
 	rate    *rateLimiter
 	pages   pageKeys
 	page    *page.Handler // the owner page's door, mounted on the owner listener
-	mcp     *mcp.Handler  // the MCP door, /mcp on both listeners
+	// sessionPages and participantPage are a participant's page (issue 28):
+	// its keys and cookies, and the same page door mounted on the ingress
+	// with them.
+	sessionPages    sessionPages
+	participantPage *page.Handler
+	mcp             *mcp.Handler // the MCP door, /mcp on both listeners
 
 	bodyTimeout  time.Duration
 	writeTimeout time.Duration
@@ -118,7 +123,10 @@ func New(cfg Config) *Server {
 		s.hasOp = true
 	}
 	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}, now: s.eng.Now}
-	s.page = page.New(page.Config{Room: cfg.Room, Keys: &s.pages, Logger: s.log, SendError: s.sendError, RequestID: requestID})
+	s.page = page.New(page.Config{Room: cfg.Room, Keys: ownerKeys{s}, Logger: s.log, SendError: s.sendError, RequestID: requestID})
+	s.sessionPages = newSessionPages(s.eng.WorkspaceID)
+	s.participantPage = page.New(page.Config{Room: cfg.Room, Keys: participantKeys{s}, Logger: s.log, SendError: s.sendError, RequestID: requestID,
+		UsedKey: "This page link was already used, is not valid, or its session has ended. Run `ce page` (or join again) for a fresh one."})
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)
 	s.mcp = mcp.New(mcp.Config{Room: cfg.Room, Hub: s.hub, Logger: s.log, Version: s.version,
 		Principal: func(r *http.Request) (room.Principal, error) {
@@ -168,8 +176,13 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Get("/page/page.js", s.page.Asset)
 		r.Get("/page/favicon.svg", s.page.Asset)
 		r.Get("/page/document", s.page.Document)
+		r.Post("/session/page", s.sessionPageElsewhere)
 	} else {
-		r.Get("/", s.ingressIndex)
+		r.Get("/", s.ingressPage)
+		r.Get("/page/page.css", s.participantPage.Asset)
+		r.Get("/page/page.js", s.participantPage.Asset)
+		r.Get("/page/favicon.svg", s.participantPage.Asset)
+		r.Get("/page/document", s.participantPage.Document)
 	}
 	r.Post("/session/join", s.join)
 	r.Post("/session/join/challenge", s.joinChallenge)
@@ -186,6 +199,11 @@ func (s *Server) routes(l listener) http.Handler {
 		r.Use(s.rateLimit)
 		s.mountOps(r)
 		r.Get("/workspace/observe", func(w http.ResponseWriter, r *http.Request) { s.observe(w, r, l) })
+		if l == ingressListener {
+			// Authenticated and rate limited like any session call; the
+			// page's cookie never counts here (cookieRoute).
+			r.Post("/session/page", s.newSessionPage)
+		}
 		if l == ownerListener {
 			r.Get("/debug/metrics", s.metrics)
 			r.Get("/metrics", s.promScrape)

@@ -190,6 +190,10 @@ type ProvenJoinInput struct {
 	Name        string
 	Kind        string
 	Transport   string
+	// PageKey, when set, is a one-time key to the joiner's page (issue 28)
+	// that the front door made and will keep: the room only seals it into
+	// the answer (SealPageKey), beside the token.
+	PageKey string
 }
 
 // ProvenGrant is a session from the proven join: SessionToken is empty and
@@ -197,6 +201,12 @@ type ProvenJoinInput struct {
 type ProvenGrant struct {
 	SessionGrant
 	SealedSessionToken string `json:"sealed_session_token"`
+	// SealedPageKey is ProvenJoinInput.PageKey sealed to the join; absent
+	// when none was given.
+	SealedPageKey string `json:"sealed_page_key,omitempty"`
+	// TokenHash is the new session token's hash (HashSecret), never sent:
+	// the front door binds the page key to the session by it.
+	TokenHash []byte `json:"-"`
 }
 
 // JoinProven redeems an invitation for a joiner that proved it holds the
@@ -227,7 +237,12 @@ func (e *Engine) JoinProven(tx *Tx, in ProvenJoinInput) (ProvenGrant, error) {
 	if err != nil {
 		return ProvenGrant{}, err
 	}
-	sealed := SealSessionToken(k, t, g.SessionRef, g.ParticipantID, g.SessionToken)
+	pg := ProvenGrant{SealedSessionToken: SealSessionToken(k, t, g.SessionRef, g.ParticipantID, g.SessionToken),
+		TokenHash: HashSecret(g.SessionToken)}
+	if in.PageKey != "" {
+		pg.SealedPageKey = SealPageKey(k, t, g.SessionRef, g.ParticipantID, in.PageKey)
+	}
 	g.SessionToken = ""
-	return ProvenGrant{SessionGrant: g, SealedSessionToken: sealed}, nil
+	pg.SessionGrant = g
+	return pg, nil
 }

@@ -43,6 +43,9 @@ const (
 	joinLabelClient = "commonroom/join/v1/client"
 	joinLabelSeal   = "commonroom/join/v1/seal"
 	joinLabelToken  = "commonroom/join/v1/token"
+	// joinLabelPageKey frames the joiner's one-time page key (issue 28), so
+	// it and the sealed token can never be swapped for each other.
+	joinLabelPageKey = "commonroom/join/v1/page-key"
 )
 
 // JoinNonceBytes is the size of both nonces before encoding: as much as the
@@ -149,10 +152,20 @@ func sealAEAD(k []byte, t JoinTranscript) cipher.AEAD {
 // to the real room learns no usable session. The session's handles are the
 // additional data: the sealed token cannot be moved onto another grant.
 func SealSessionToken(k []byte, t JoinTranscript, sessionRef, participantID, token string) string {
+	return sealJoin(k, t, joinLabelToken, sessionRef, participantID, token)
+}
+
+// SealPageKey seals the joiner's one-time page key (issue 28) as the token
+// is sealed, so a relay learns no way into the joiner's page either.
+func SealPageKey(k []byte, t JoinTranscript, sessionRef, participantID, key string) string {
+	return sealJoin(k, t, joinLabelPageKey, sessionRef, participantID, key)
+}
+
+func sealJoin(k []byte, t JoinTranscript, label, sessionRef, participantID, secret string) string {
 	aead := sealAEAD(k, t)
 	nonce := make([]byte, aead.NonceSize())
 	rand.Read(nonce)
-	out := aead.Seal(nonce, nonce, []byte(token), frame(joinLabelToken, sessionRef, participantID))
+	out := aead.Seal(nonce, nonce, []byte(secret), frame(label, sessionRef, participantID))
 	return base64.RawURLEncoding.EncodeToString(out)
 }
 
@@ -163,6 +176,15 @@ var errSealed = errors.New("the sealed session token does not open with this inv
 // OpenSessionToken opens what SealSessionToken sealed, or fails if anything
 // (the token, the handles, the transcript, the key) was not what was sealed.
 func OpenSessionToken(k []byte, t JoinTranscript, sessionRef, participantID, sealed string) (string, error) {
+	return openJoin(k, t, joinLabelToken, sessionRef, participantID, sealed)
+}
+
+// OpenPageKey opens what SealPageKey sealed.
+func OpenPageKey(k []byte, t JoinTranscript, sessionRef, participantID, sealed string) (string, error) {
+	return openJoin(k, t, joinLabelPageKey, sessionRef, participantID, sealed)
+}
+
+func openJoin(k []byte, t JoinTranscript, label, sessionRef, participantID, sealed string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(sealed)
 	if err != nil {
 		return "", errSealed
@@ -171,7 +193,7 @@ func OpenSessionToken(k []byte, t JoinTranscript, sessionRef, participantID, sea
 	if len(b) < aead.NonceSize()+aead.Overhead() {
 		return "", errSealed
 	}
-	pt, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], frame(joinLabelToken, sessionRef, participantID))
+	pt, err := aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], frame(label, sessionRef, participantID))
 	if err != nil {
 		return "", errSealed
 	}

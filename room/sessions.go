@@ -206,10 +206,20 @@ func (e *Engine) Authenticate(ctx context.Context, q Querier, token string) (Pri
 	if token == "" {
 		return Principal{}, Errorf(KindUnauthorized, "a session is required: send Authorization: Bearer <session_token>")
 	}
-	if p, ok, err := e.CachedPrincipal(token); ok {
+	return e.AuthenticateHash(ctx, q, HashSecret(token))
+}
+
+// AuthenticateHash is Authenticate for a caller that holds only the
+// token's hash (HashSecret): a participant's page cookie stands for its
+// session by that hash, so the cookie passes the very checks the bearer
+// token does and fails the moment the session ends or expires.
+func (e *Engine) AuthenticateHash(ctx context.Context, q Querier, hash []byte) (Principal, error) {
+	if len(hash) == 0 {
+		return Principal{}, Errorf(KindUnauthorized, "a session is required: send Authorization: Bearer <session_token>")
+	}
+	if p, ok, err := e.CachedPrincipalHash(hash); ok {
 		return p, err
 	}
-	hash := HashSecret(token)
 	now := ms(e.Now())
 	var ref, pid, capsText string
 	var issued, idle, expires int64
@@ -253,8 +263,17 @@ func (e *Engine) CachedPrincipal(token string) (p Principal, ok bool, err error)
 	if token == "" {
 		return Principal{}, false, nil
 	}
+	return e.CachedPrincipalHash(HashSecret(token))
+}
+
+// CachedPrincipalHash is CachedPrincipal by the token's hash
+// (AuthenticateHash's twin).
+func (e *Engine) CachedPrincipalHash(hash []byte) (p Principal, ok bool, err error) {
+	if len(hash) == 0 {
+		return Principal{}, false, nil
+	}
 	now := ms(e.Now())
-	s, ok := e.sessions.use(HashSecret(token), now, e.maxLifeMS())
+	s, ok := e.sessions.use(hash, now, e.maxLifeMS())
 	if !ok {
 		return Principal{}, false, nil
 	}

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The owner page's end-to-end test in a real headless browser.
+# The owner page's and a participant's page's end-to-end tests in a real
+# headless browser (e2e/owner-page.test.mjs, then
+# e2e/participant-page.test.mjs against a room of its own).
 #
 # It installs what it needs (Debian's chromium when absent, playwright-core
 # from e2e/package-lock.json with `npm ci`; no browser is ever downloaded),
@@ -76,6 +78,45 @@ set -e
 if [ $rc -ne 0 ]; then
   echo "--- ce serve log (last 40 lines)"
   tail -40 "$work/serve.log" || true
+fi
+
+# --- a participant's page (issue 28) -------------------------------------------
+# A room of its own, whose document carries script, raw HTML and a
+# javascript: link; three people join with the real `ce join`, each keeping
+# the Page: link it printed (page_url): a writer (read,propose,checkout), an
+# approver (read,observe,approve), a reader (read) and a helper
+# (read,observe,checkout).
+room_stop
+printf '# Shared notes
+
+Plain text. <script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2"> [click me](javascript:window.__pwned=3)
+
+<div onclick="window.__pwned = 6">raw block</div>
+
+## Goals
+
+To be written.
+
+## Plan
+
+Step one.
+' >"$work/notes.md"
+room_start e2e-participant "$work/ce" "$work/notes.md" "$work/p-banner.json" "$work/p-serve.log" --name host
+for who in writer:read,propose,checkout approver:read,observe,approve reader:read helper:read,observe,checkout; do
+  name="${who%%:*}"
+  "$work/ce" invite --workspace "$work/notes.md" --json --capabilities "${who#*:}" >"$work/p-invite-$name.json"
+  "$work/ce" join "$(field "$work/p-invite-$name.json" uri)" --name "$name" --kind human --json >"$work/p-$name.json"
+done
+export CE_E2E_P_BANNER="$work/p-banner.json" CE_E2E_P_WRITER="$work/p-writer.json" \
+  CE_E2E_P_APPROVER="$work/p-approver.json" CE_E2E_P_READER="$work/p-reader.json" CE_E2E_P_HELPER="$work/p-helper.json"
+set +e
+(cd "$e2e" && timeout 180 node --test --test-reporter=spec --test-timeout=120000 participant-page.test.mjs)
+prc=$?
+set -e
+if [ $prc -ne 0 ]; then
+  echo "--- ce serve log of the participant room (last 40 lines)"
+  tail -40 "$work/p-serve.log" || true
+  rc=$prc
 fi
 echo "e2e: $(($(date +%s) - start)) s; screenshots in $CE_E2E_ARTIFACTS"
 exit $rc

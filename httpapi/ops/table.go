@@ -11,12 +11,16 @@ import (
 // Table is every operation of the room, in the order /protocol lists them
 // (and tools/list lists the tools). Rows without a Call are served by
 // hand-wired routes in httpapi: session.join and session.join_challenge
-// (no session yet, the transport is read off the request), observe (an SSE
+// (no session yet, the transport is read off the request), session.page (a
+// page key, from the bearer token only), observe (an SSE
 // stream), and the MCP endpoints (a JSON-RPC adapter with its own method table). The owner page,
 // /debug and /owner/key are owner-listener routes outside this protocol.
 var Table = []Op{
 	{Name: "session.join", HTTP: "POST /session/join", Capability: "invitation"},
 	{Name: "session.join_challenge", HTTP: "POST /session/join/challenge", Capability: "invitation"},
+	// session.page is a session's one-time link to its own page on the
+	// ingress (issue 28); bearer only, so a page's cookie cannot mint more.
+	{Name: "session.page", HTTP: "POST /session/page", Capability: "read"},
 	{Name: "status", HTTP: "GET /workspace/status", Capability: "read",
 		Tool: "workspace_status", Title: "Room status",
 		Description: "The room at a glance: workspace id, current version, counts of participants, leases and pending proposals, and the heading outline. Needs read.",

@@ -54,14 +54,12 @@ var mdRenderer = goldmark.New(
 	goldmark.WithRendererOptions(html.WithXHTML()),
 )
 
-// Document is GET /page/document[?version=N] on the owner listener: one
-// version (the current one without a version) rendered. It needs the owner
-// cookie, like the page.
+// Document is GET /page/document[?version=N]: one version (the current one
+// without a version) rendered. It needs the page's cookie, like the page,
+// and the viewer's read capability (DocumentText checks it).
 func (d *Handler) Document(w http.ResponseWriter, r *http.Request) {
-	if !d.cfg.Keys.Valid(r) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte("Open the owner page through the link `ce serve` printed.\n"))
+	p, ok := d.viewer(w, r)
+	if !ok {
 		return
 	}
 	var version int64
@@ -79,7 +77,7 @@ func (d *Handler) Document(w http.ResponseWriter, r *http.Request) {
 		text    string
 	}
 	got, err := actor.Read(r.Context(), d.cfg.Room, func(q room.Querier) (doc, error) {
-		v, t, err := eng.DocumentText(r.Context(), q, room.Operator(eng.HostID), version)
+		v, t, err := eng.DocumentText(r.Context(), q, p, version)
 		return doc{v, t}, err
 	})
 	if err != nil {

@@ -14,19 +14,24 @@ import (
 	"net/http"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/room"
 )
 
-// Keys is the front door's owner credential store as the page needs it:
-// spend a one-time page key, check the cookie it was exchanged for. It is an
-// interface so the store (its hashes, expiry and cookie attributes) stays
-// with the front door's auth, which accepts the same cookie on /workspace
-// routes, while the exchange itself is the page's.
+// Keys is the front door's credential store as the page needs it: spend a
+// one-time page key, and say whom the cookie it was exchanged for stands
+// for. It is an interface so the store (its hashes, expiry and cookie
+// attributes) stays with the front door's auth, which accepts the same
+// cookie on /workspace routes, while the exchange itself is the page's. The
+// owner listener's store stands for the operator; the ingress's for one
+// participant's session (issue 28), so the one page renders from whoever
+// views it.
 type Keys interface {
-	// Redeem spends a one-time page key and returns the owner cookie to
-	// set, or nil if the key is unknown or was already used.
-	Redeem(key string) *http.Cookie
-	// Valid reports whether the request carries a live owner cookie.
-	Valid(r *http.Request) bool
+	// Redeem spends a one-time page key and returns the cookie to set, or
+	// nil if the key is unknown, was already used or its session ended.
+	Redeem(r *http.Request, key string) *http.Cookie
+	// Viewer is whom the request's cookie stands for; an error (unauthorized,
+	// session_expired) says, in words for a person, why there is nobody.
+	Viewer(r *http.Request) (room.Principal, error)
 }
 
 // Config is what the page needs from the running room and the front door.
@@ -36,8 +41,11 @@ type Keys interface {
 type Config struct {
 	// Room is the running room; the page reads it through the read pool.
 	Room *actor.Room
-	// Keys is the owner credential store.
+	// Keys is the credential store of the listener the page is mounted on.
 	Keys Keys
+	// UsedKey is what a spent or unknown page key is told (default: the
+	// owner page's words).
+	UsedKey string
 	// Logger receives failures to render the page (default: discarded).
 	Logger *slog.Logger
 	// SendError answers a request with the front door's error body
@@ -62,33 +70,54 @@ func New(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.UsedKey == "" {
+		cfg.UsedKey = "This owner-page link was already used or is not valid. Restart `ce serve` (or run `ce open`) for a fresh one."
+	}
 	if cfg.RequestID == nil {
 		cfg.RequestID = func(*http.Request) string { return "" }
 	}
 	return &Handler{cfg: cfg}
 }
 
-// Index is GET / on the owner listener: it exchanges a page key for the
-// cookie (then redirects to drop the key from the address bar), or serves
-// the page to a holder of the cookie.
+// Index is GET / on the listener the page is mounted on: it exchanges a
+// page key for the cookie (then redirects to drop the key from the address
+// bar), or serves the page to a holder of the cookie, rendered for whom the
+// cookie stands for.
 func (d *Handler) Index(w http.ResponseWriter, r *http.Request) {
 	if key := r.URL.Query().Get("key"); key != "" {
-		c := d.cfg.Keys.Redeem(key)
+		c := d.cfg.Keys.Redeem(r, key)
 		if c == nil {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte("This owner-page link was already used or is not valid. Restart `ce serve` (or run `ce open`) for a fresh one.\n"))
+			w.Write([]byte(d.cfg.UsedKey + "\n"))
 			return
 		}
 		http.SetCookie(w, c)
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	if !d.cfg.Keys.Valid(r) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte("Open the owner page through the link `ce serve` printed.\n"))
+	p, ok := d.viewer(w, r)
+	if !ok {
 		return
 	}
-	d.servePage(w, r)
+	d.servePage(w, r, p)
+}
+
+// viewer resolves the request's cookie; a request without a live one is
+// answered in plain words (a person reads it in a browser tab), any other
+// failure in the front door's error shape.
+func (d *Handler) viewer(w http.ResponseWriter, r *http.Request) (room.Principal, bool) {
+	p, err := d.cfg.Keys.Viewer(r)
+	if err == nil {
+		return p, true
+	}
+	switch room.ErrorKind(err) {
+	case room.KindUnauthorized, room.KindSessionExpired:
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(room.AsError(err).Message + "\n"))
+	default:
+		d.cfg.SendError(w, r, err)
+	}
+	return room.Principal{}, false
 }

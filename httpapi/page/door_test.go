@@ -32,7 +32,7 @@ type oneKey struct {
 	cookie *http.Cookie
 }
 
-func (k *oneKey) Redeem(key string) *http.Cookie {
+func (k *oneKey) Redeem(_ *http.Request, key string) *http.Cookie {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if key == "" || key != k.key {
@@ -42,9 +42,14 @@ func (k *oneKey) Redeem(key string) *http.Cookie {
 	return k.cookie
 }
 
-func (k *oneKey) Valid(r *http.Request) bool {
+// Viewer is the operator for the holder of the cookie, as the owner
+// listener's store answers.
+func (k *oneKey) Viewer(r *http.Request) (room.Principal, error) {
 	c, err := r.Cookie(k.cookie.Name)
-	return err == nil && c.Value == k.cookie.Value
+	if err != nil || c.Value != k.cookie.Value {
+		return room.Principal{}, room.Errorf(room.KindUnauthorized, "Open the owner page through the link `ce serve` printed.")
+	}
+	return room.Operator("host"), nil
 }
 
 // doorFixture is the door on a real server; errs records what it handed

@@ -64,7 +64,7 @@ var pageAssets = func() map[string]pageAssetFile {
 	return out
 }()
 
-// pageView is what index.html is rendered from: the room as the operator
+// pageView is what index.html is rendered from: the room as its viewer
 // sees it, so the page is readable before its script has run.
 type pageView struct {
 	room.RoomView
@@ -72,7 +72,45 @@ type pageView struct {
 	// the page offers "Approve and commit" in one step (the operator may);
 	// otherwise a card says who commits next.
 	MayCommit bool
+	// Viewer is who the page is for: the operator on the owner listener,
+	// one participant's session on the ingress. The page shows only the
+	// actions it may take; the server refuses the rest anyway.
+	Viewer Viewer
 }
+
+// Viewer is the page's viewer as the template and the script read it.
+type Viewer struct {
+	ParticipantID string
+	Operator      bool
+	// Caps are the capabilities the viewer holds, spelled out (the
+	// operator's "*" as every one), so the script needs no rule for "*" or
+	// admin.
+	Caps []string
+}
+
+// viewerOf spells out p's effective capabilities.
+func viewerOf(p room.Principal) Viewer {
+	v := Viewer{ParticipantID: p.ParticipantID, Operator: p.Trusted}
+	for _, c := range room.CapabilityNames() {
+		if c != string(room.CapAll) && p.Require(room.Capability(c)) == nil {
+			v.Caps = append(v.Caps, c)
+		}
+	}
+	return v
+}
+
+// May says whether the viewer holds capability c (for the template).
+func (v Viewer) May(c string) bool {
+	for _, x := range v.Caps {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// CapList is Caps as one attribute value.
+func (v Viewer) CapList() string { return strings.Join(v.Caps, " ") }
 
 // Connection is the listener line: type · mode · encrypted|not encrypted
 // for loopback, the exposed transport's own line (its name, mode,
@@ -95,11 +133,10 @@ func (v pageView) Connection() string {
 	return strings.Join(append(parts, enc), " · ")
 }
 
-// servePage renders the owner's view of the room. Index has already
-// checked the cookie.
-func (d *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+// servePage renders p's view of the room. Index has already checked the
+// cookie and found p.
+func (d *Handler) servePage(w http.ResponseWriter, r *http.Request, p room.Principal) {
 	eng := d.cfg.Room.Engine()
-	p := room.Operator(eng.HostID)
 	v, err := actor.Read(r.Context(), d.cfg.Room, func(q room.Querier) (room.RoomView, error) {
 		return eng.Room(r.Context(), q, p, room.Empty{})
 	})
@@ -114,8 +151,8 @@ func (d *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
-	if err := pageTmpl.Execute(w, pageView{RoomView: v, MayCommit: p.Require(room.CapCommit) == nil}); err != nil {
-		d.cfg.Logger.Error("rendering the owner page", "err", err, "request_id", d.cfg.RequestID(r))
+	if err := pageTmpl.Execute(w, pageView{RoomView: v, MayCommit: p.Require(room.CapCommit) == nil, Viewer: viewerOf(p)}); err != nil {
+		d.cfg.Logger.Error("rendering the page", "err", err, "request_id", d.cfg.RequestID(r))
 	}
 }
 

@@ -1,8 +1,12 @@
-// The owner page's script. No framework and no build step: it reads the room
+// The room page's script, for the owner page and a participant's page alike
+// (issue 28): it renders from the viewer's capabilities (the body's
+// data-caps, spelled out by the server) and offers only the actions the
+// viewer may take; the server refuses the rest anyway. No framework and no
+// build step: it reads the room
 // (GET /workspace/room), follows its changes (GET /workspace/observe, a
 // server-sent stream; each change re-reads the room, coalesced), renders only
 // the parts whose data changed, and acts through the /workspace routes.
-// Requests carry the owner cookie only because they are same-origin; writes
+// Requests carry the page's cookie only because they are same-origin; writes
 // are JSON, so the server's Origin check (D23) applies to every one of them.
 // Everything the room says is inserted as text, never as markup.
 'use strict';
@@ -11,8 +15,16 @@
   const COALESCE_MS = 100;       // events closer together than this cause one re-read
   const RESULT_PREVIEW = 600;    // characters of a result shown before "Show all"
   const MAX_RETRY_MS = 30000;
+  const POLL_MS = 5000;          // how often a page without observe re-reads the room
 
   const $ = (id) => document.getElementById(id);
+
+  // Who views the page: the operator (owner page) or one participant's
+  // session (a participant's page), and what it may do.
+  const viewerCaps = new Set((document.body.dataset.caps || '').split(' ').filter(Boolean));
+  const may = (c) => viewerCaps.has(c);
+  const isOperator = document.body.dataset.operator === 'true';
+  const me = document.body.dataset.participantId || '';
 
   // ---- DOM helpers -------------------------------------------------------
 
@@ -97,7 +109,9 @@
     return data;
   }
 
-  const SIGNED_OUT = 'This page is no longer signed in (the room restarted or the link expired). Run `ce open FILE` for a fresh link.';
+  const SIGNED_OUT = isOperator
+    ? 'This page is no longer signed in (the room restarted or the link expired). Run `ce open FILE` for a fresh link.'
+    : 'This page is no longer signed in (your session ended, or the room restarted). Run `ce page` for a fresh link, or join again.';
 
   // act runs one user action: the button is disabled meanwhile, a refusal
   // goes to the notice line, success clears it and re-reads the room.
@@ -318,7 +332,8 @@
     renderKeyed($('handoffs'), sortHandoffs(v.handoffs || []), (h) => h.handoff_id, renderHandoff, namesSig, 'No handoffs yet.');
     if (changed('outline', st.heading_tree)) renderOutline(st.heading_tree || []);
     if (changed('events', [v.events, namesSig, v.handoffs, v.proposals])) renderEvents(v.events || []);
-    if (changed('invites', v.invites)) renderInvites(v.invites);
+    if ($('invites') && changed('invites', v.invites)) renderInvites(v.invites);
+    if (changed('compose', [st.heading_tree, v.participants])) renderComposeChoices(st.heading_tree || [], v.participants || []);
     leasesNow = v.leases || [];
     if (changed('document', currentVersion) && docShown === 0) loadDocument(0);
     if (changed('marks', [leasesNow, v.proposals, namesSig])) markSections();
@@ -379,8 +394,9 @@
     if (n) li.append(el('span', { class: 'muted', text: ` · ${n} active task${n === 1 ? '' : 's'}${p.is_host ? '' : ` of ${shares.share}`}` }));
     // The row's actions are one labelled group, apart from who it is.
     const group = el('div', { class: 'actions row-actions', role: 'group', 'aria-label': `Actions for ${p.name}` });
-    if (!p.is_host) group.append(readmitButton(p), endSessionsButton(p));
-    if (n) group.append(clearControls(p, n));
+    if (!p.is_host && may('invite')) group.append(readmitButton(p));
+    if (!p.is_host && may('admin')) group.append(endSessionsButton(p));
+    if (n && may('admin')) group.append(clearControls(p, n));
     if (group.childElementCount) li.append(group);
     return li;
   }
@@ -439,7 +455,9 @@
 
   function renderLeases(ls) {
     $('leases').replaceChildren(...(ls.length
-      ? ls.map((l) => el('li', {}, el('span', { class: 'strong', text: l.target }), ` · ${who(l.participant_id)} · until `, when(l.expires_at)))
+      ? ls.map((l) => el('li', { dataset: { leaseId: l.lease_id, target: l.target } }, el('span', { class: 'strong', text: l.target }), ` · ${who(l.participant_id)} · until `, when(l.expires_at),
+        l.participant_id === me && may('checkout') ? [' ', el('button', { type: 'button', class: 'secondary small-button', 'aria-label': `Release the lease on ${l.target}`, text: 'Release',
+          onclick: (e) => act(e.currentTarget, `release the lease on ${l.target}`, () => api('POST', '/workspace/release', { lease_id: l.lease_id })) })] : null))
       : [el('li', { class: 'empty', text: 'No leases.' })]));
   }
 
@@ -481,12 +499,12 @@
       case 'handoff.accepted': return el('span', {}, `${actor} took on `, h());
       case 'handoff.input_requested': return el('span', {}, `${actor} asks ${owner()} about `, h(), ' — waiting for an answer');
       case 'handoff.input_received': return el('span', {}, `${actor} answered the questions on `, h());
-      case 'handoff.result_ready': return el('span', {}, `${actor} finished `, h(), ' — waiting for your approval');
+      case 'handoff.result_ready': return el('span', {}, `${actor} finished `, h(), may('approve') ? ' — waiting for your approval' : ' — waiting for approval');
       case 'handoff.approved': return el('span', {}, `${actor} approved the result of `, h());
       case 'handoff.rejected': return el('span', {}, `${actor} rejected the result of `, h());
       case 'handoff.cancelled': return el('span', {}, `${p.actor_id ? actor : 'The room'} cancelled `, h());
       case 'task.failed': return el('span', {}, 'The work on ', h(), ' failed');
-      case 'proposal.created': return el('span', {}, `${actor} proposed `, pr(), ' — waiting for your review');
+      case 'proposal.created': return el('span', {}, `${actor} proposed `, pr(), may('approve') ? ' — waiting for your review' : ' — waiting for review');
       case 'proposal.approved': return el('span', {}, `${actor} approved `, pr());
       case 'proposal.rejected': return el('span', {}, `${actor} rejected `, pr());
       case 'proposal.committed': {
@@ -620,8 +638,9 @@
     const open = p.status === 'pending' || p.status === 'approved';
     const stale = open && currentVersion && p.base_version !== currentVersion;
     const proposer = who(p.participant_id);
-    if (p.status === 'pending') {
-      if (mayCommit) {
+    const mayCommitThis = mayCommit && (isOperator || may('admin') || p.participant_id === me);
+    if (p.status === 'pending' && may('approve')) {
+      if (mayCommitThis) {
         actions.push(el('button', { type: 'button', class: 'approve', 'aria-label': `Approve and commit ${what} “${p.summary}”`, text: 'Approve and commit',
           onclick: (e) => approveAndCommit(e.currentTarget, p, what) }));
       } else {
@@ -630,7 +649,7 @@
       }
       actions.push(el('button', { type: 'button', class: 'secondary', 'aria-label': `Reject ${what} “${p.summary}”`, text: 'Reject',
         onclick: (e) => act(e.currentTarget, `reject the ${what}`, () => api('POST', '/workspace/proposal/review', { proposal_id: p.proposal_id, approve: false })) }));
-    } else if (p.status === 'approved' && mayCommit) {
+    } else if (p.status === 'approved' && mayCommitThis) {
       actions.push(el('button', { type: 'button', 'aria-label': `Commit ${what} “${p.summary}”`, text: 'Commit',
         onclick: (e) => commitProposal(e.currentTarget, p, what) }));
     }
@@ -824,7 +843,8 @@
     const closed = inputs.filter((i) => i.status !== 'open');
     if (open.length) {
       parts.push(el('h4', { text: open.length === 1 ? `${who(h.assignee_id)} asks` : `${who(h.assignee_id)} asks ${open.length} questions` }));
-      for (const i of open) parts.push(answerForm(h, i));
+      const mayAnswer = h.owner_id === me || may('admin');
+      for (const i of open) parts.push(mayAnswer ? answerForm(h, i) : el('p', { class: 'line' }, el('span', { class: 'strong', text: i.message }), ' · waiting for the answer of ', who(h.owner_id)));
     }
     if (closed.length) {
       parts.push(el('details', { class: 'asked' }, el('summary', { text: `Earlier questions (${closed.length})` }),
@@ -843,7 +863,12 @@
     }
 
     const actions = [];
-    if (h.status === 'result_ready') {
+    if (h.status === 'open' && may('checkout') && h.owner_id !== me && (!h.requested_assignee_id || h.requested_assignee_id === me)) {
+      actions.push(el('div', { class: 'actions' }, el('button', { type: 'button', 'aria-label': `Accept handoff “${h.summary}”`, text: 'Accept',
+        onclick: (e) => act(e.currentTarget, 'accept the handoff', () => api('POST', '/workspace/handoff/accept', { handoff_id: h.handoff_id })) })));
+    }
+    if (h.status === 'accepted' && h.assignee_id === me && may('checkout')) actions.push(completeForm(h));
+    if (h.status === 'result_ready' && may('approve')) {
       const noteID = newID('note');
       const note = keep(el('input', { type: 'text', id: noteID, maxlength: 2000, autocomplete: 'off' }), 'note');
       actions.push(el('div', { class: 'field' }, el('label', { for: noteID, text: 'Decision note (optional)' }), note));
@@ -853,13 +878,26 @@
         el('button', { type: 'button', class: 'approve', 'aria-label': `Approve result of “${h.summary}”`, text: 'Approve', onclick: decide('approve') }),
         el('button', { type: 'button', class: 'secondary', 'aria-label': `Reject result of “${h.summary}”`, text: 'Reject', onclick: decide('reject') })));
     }
-    if ((h.status === 'open' || h.status === 'accepted') && (h.task_status === 'working' || h.task_status === 'input_required')) {
+    if ((h.status === 'open' || h.status === 'accepted') && (h.task_status === 'working' || h.task_status === 'input_required') && (h.owner_id === me || may('admin'))) {
       actions.push(el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', 'aria-label': `Cancel handoff “${h.summary}”`, text: 'Cancel handoff',
         onclick: (e) => act(e.currentTarget, 'cancel the handoff', () => api('POST', '/workspace/task/cancel', { task_id: h.task_id })) })));
     }
     parts.push(...actions);
     return el('article', { id: `handoff-${h.handoff_id}`, tabindex: '-1', class: `card handoff${LIVE_HANDOFF.has(h.status) ? '' : ' closed'}`, 'aria-labelledby': hid,
       dataset: { handoffId: h.handoff_id, status: h.status } }, parts);
+  }
+
+  // completeForm is the assignee's delivery: the result as plain text.
+  function completeForm(h) {
+    const id = newID('result');
+    const text = keep(el('textarea', { id, rows: 4 }), 'result');
+    const failed = keep(el('input', { type: 'checkbox', id: `${id}-err` }), 'result-error');
+    return el('div', { class: 'complete' },
+      el('div', { class: 'field' }, el('label', { for: id, text: 'Result' }), text),
+      el('div', { class: 'field check' }, failed, el('label', { for: `${id}-err`, text: 'It could not be done' })),
+      el('div', { class: 'actions' }, el('button', { type: 'button', 'aria-label': `Complete handoff “${h.summary}”`, text: 'Complete',
+        onclick: (e) => act(e.currentTarget, 'complete the handoff', () => api('POST', '/workspace/handoff/complete',
+          { handoff_id: h.handoff_id, result: { text: text.value, is_error: failed.checked } })) })));
   }
 
   function resultBlock(h) {
@@ -1154,12 +1192,87 @@
     $('doc-current').addEventListener('click', () => loadDocument(0));
   }
 
+  // ---- working on a section, and a new handoff ----------------------------
+  //
+  // A participant's own work, as an agent does it through the same routes:
+  // lease a section (POST /workspace/checkout), load its text, edit it in a
+  // plain textarea and propose it against the version it was read at
+  // (POST /workspace/propose); create a handoff (POST /workspace/handoff).
+
+  let composeBase = 0; // the version the textarea's text was loaded from
+
+  function renderComposeChoices(tree, participants) {
+    const sel = $('compose-section');
+    if (sel) {
+      const keepValue = sel.value;
+      sel.replaceChildren(...tree.map((r) => el('option', { value: r.path, text: r.path, selected: r.path === keepValue })));
+    }
+    const pick = $('handoff-assignee');
+    if (pick) {
+      const keepValue = pick.value;
+      pick.replaceChildren(el('option', { value: '', text: 'Anyone who accepts' }),
+        ...participants.filter((p) => p.participant_id !== me).map((p) => el('option', { value: p.participant_id, text: p.name, selected: p.participant_id === keepValue })));
+    }
+  }
+
+  function setupCompose() {
+    const lease = $('compose-lease');
+    if (lease) {
+      lease.addEventListener('click', () => {
+        const target = $('compose-section').value;
+        act(lease, `lease ${target}`, async () => {
+          await api('POST', '/workspace/checkout', { target });
+          setTimeout(() => setNotice(`You hold a lease on ${target}.`, 'action'), 0);
+        });
+      });
+    }
+    const load = $('compose-load');
+    if (load) {
+      load.addEventListener('click', () => act(load, 'read the section', async () => {
+        const section = $('compose-section').value;
+        const r = await api('GET', `/workspace/read?section=${encodeURIComponent(section)}`);
+        $('compose-text').value = r.content;
+        composeBase = r.version;
+      }));
+      $('compose-section').addEventListener('change', () => { composeBase = 0; });
+    }
+    const propose = $('compose-propose');
+    if (propose) {
+      propose.addEventListener('click', () => {
+        const section = $('compose-section').value;
+        act(propose, `propose a change to ${section}`, async () => {
+          await api('POST', '/workspace/propose', { target: section, base_version: composeBase || currentVersion,
+            summary: $('compose-summary').value.trim(), change: { section, content: $('compose-text').value } });
+          $('compose-text').value = '';
+          $('compose-summary').value = '';
+          composeBase = 0;
+          setTimeout(() => setNotice(`Proposed a change to ${section}: it waits for review.`, 'action'), 0);
+        });
+      });
+    }
+    const create = $('handoff-create');
+    if (create) {
+      create.addEventListener('click', () => act(create, 'create the handoff', async () => {
+        const body = { summary: $('handoff-summary').value.trim() };
+        if ($('handoff-assignee').value) body.assignee = $('handoff-assignee').value;
+        await api('POST', '/workspace/handoff', body);
+        $('handoff-summary').value = '';
+      }));
+    }
+  }
+
   // ---- start ---------------------------------------------------------------
 
-  setupInvite();
+  if ($('invite-create')) setupInvite();
+  setupCompose();
   setupNotify();
   setupDocument();
   schedule(0);
-  if (typeof EventSource === 'function') connect();
+  if (!may('observe')) {
+    // A session without observe may not follow the room's stream: the page
+    // re-reads the room now and then instead.
+    setLive('off', `Live updates: off (this session lacks observe); re-reading every ${POLL_MS / 1000} s`);
+    setInterval(() => { if (!signedOut) schedule(0); }, POLL_MS);
+  } else if (typeof EventSource === 'function') connect();
   else setLive('off', 'Live updates: not supported by this browser');
 })();
