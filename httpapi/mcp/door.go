@@ -15,12 +15,14 @@
 package mcp
 
 import (
+	"github.com/commonroom/ce/httpapi/present"
 	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/internal/reqnote"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -58,9 +60,9 @@ type Config struct {
 	// session that ends in that gap must not leave a stream behind.
 	BeforeSubscribe func()
 	// Note, when set, is told about each POST /mcp once it is answered
-	// (see Note): the front door's request log and metrics read the
+	// (see reqnote.Note): the front door's request log and metrics read the
 	// method, tool, error kind and trace id from it.
-	Note func(*http.Request, Note)
+	Note func(*http.Request, reqnote.Note)
 }
 
 // Handler serves /mcp. Its exported methods are the routes the front door
@@ -90,14 +92,14 @@ type Handler struct {
 	// beforeSubscribe is Config.BeforeSubscribe (nil: nothing).
 	beforeSubscribe func()
 	// note is Config.Note (nil: nothing).
-	note func(*http.Request, Note)
+	note func(*http.Request, reqnote.Note)
 
 	// metas answers repeated params._meta objects (the envelope).
-	metas metaCache
+	metas rpc.MetaCache
 	// records keeps CachedRead answers (handoff_get) until the next commit.
 	records actor.RecordCache
-	// frames keeps the buffers of answered tool results (framedResult).
-	frames sync.Pool
+	// frames keeps the buffers of answered tool results (rpc.Frame).
+	frames rpc.FramePool
 
 	legacy        legacySubs
 	legacyStreams legacyStreamSet
@@ -128,12 +130,19 @@ func New(cfg Config) *Handler {
 }
 
 // opEnv is what an operation runs against.
-func (s *Handler) opEnv() ops.Env { return ops.Env{Room: s.room, Log: s.log, Records: &s.records} }
+func (h *Handler) opEnv() ops.Env { return ops.Env{Room: h.room, Log: h.log, Records: &h.records} }
 
 // Subscriptions reports what the legacy resources/subscribe registry holds
 // for a session: its URIs, sorted, and whether it has an entry at all. The
 // registry must forget a session that holds nothing or has ended, and this
 // is how tests (and an operator's tooling) can see that it did.
-func (s *Handler) Subscriptions(session string) (uris []string, held bool) {
-	return s.legacy.held(session)
+func (h *Handler) Subscriptions(session string) (uris []string, held bool) {
+	return h.legacy.held(session)
 }
+
+// EncodeChange is present.EncodeChange under the name the httpapi tests
+// still use (harness_test.go), kept while those tests are rebuilt into a
+// test kit; code calls present.EncodeChange.
+//
+// Deprecated: use present.EncodeChange.
+var EncodeChange = present.EncodeChange
