@@ -1,11 +1,15 @@
 // Package mcp is the MCP door of a room: the JSON-RPC adapter on /mcp
-// (MCP 2026-07-28 over HTTP). It holds the envelope decoding and its
-// validation order, the JSON scanning under it, the tools (one per row of
-// the operations table, httpapi/ops), tasks, resources, prompts,
-// subscriptions/listen and the legacy resources/subscribe with its GET /mcp
-// stream, and the encoding of the room's published changes as JSON-RPC
-// notifications. It is a door of its own so that the protocol can be read
-// and changed without reading the plain routes or the owner page.
+// (MCP 2026-07-28 over HTTP). It is a method table (methods, in mcp.go:
+// method name → handler) plus its handlers: the tools (one per row of the
+// operations table, httpapi/ops, and the board's app-only tool), tasks,
+// resources, prompts, subscriptions/listen and the legacy
+// resources/subscribe with its GET /mcp stream. Each handler reads as
+// decode, run, encode: the wire both ways (the envelope and its validation
+// order, the JSON scanning under it, params, the _meta cache, the encoded
+// results) is internal/rpc, and what every door presents (the task form,
+// the notification frames of published changes) is httpapi/present. It is
+// a door of its own so that the protocol can be read and changed without
+// reading the plain routes or the owner page.
 //
 // It decides nothing about who a bearer token is, how big a body may be or
 // how many requests a session may make: the front door (package httpapi)
@@ -111,22 +115,22 @@ func New(cfg Config) *Handler {
 	if cfg.Principal == nil || cfg.ReadBody == nil || cfg.Allow == nil {
 		panic("mcp: Config.Principal, ReadBody and Allow are required")
 	}
-	s := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
+	h := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
 		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(), appTools: AppTools(),
 		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe, note: cfg.Note}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
 	}
-	s.setServerInfo()
-	s.toolNames = make(map[string]string, len(s.tools)+len(s.appTools))
-	for _, t := range append(slices.Clip(s.tools), s.appTools...) {
-		s.toolNames[t.Name] = t.Name
+	h.setServerInfo()
+	h.toolNames = make(map[string]string, len(h.tools)+len(h.appTools))
+	for _, t := range append(slices.Clip(h.tools), h.appTools...) {
+		h.toolNames[t.Name] = t.Name
 	}
-	if s.hub != nil {
+	if h.hub != nil {
 		// Subscriptions die with their session (leave, expiry, ended by the host).
-		s.hub.OnSessionEnd(s.legacy.drop)
+		h.hub.OnSessionEnd(h.legacy.drop)
 	}
-	return s
+	return h
 }
 
 // opEnv is what an operation runs against.

@@ -36,12 +36,45 @@ type listenFilter struct {
 	TaskIDs               []string `json:"taskIds"`
 }
 
-// subscriptionsListen answers subscriptions/listen with an SSE stream. Everything is
-// validated before the stream starts; the acknowledgement lists only what
-// will be sent: resource URIs of this room for a session that can read, and
-// the task ids tasks/get would answer for this session. Catalogs never
-// change, so list-changed flags are never acknowledged.
+// subscriptionsListen answers subscriptions/listen with an SSE stream.
+// Everything is validated before the stream starts; the acknowledgement
+// lists only what will be sent: resource URIs of this room for a session
+// that can read, and the task ids tasks/get would answer for this session.
+// Catalogs never change, so list-changed flags are never acknowledged.
 func (h *Handler) subscriptionsListen(c *call) (any, *rpc.Error) {
+	f, e := decodeListen(c)
+	if e != nil {
+		return nil, e
+	}
+	if h.hub == nil {
+		return nil, &rpc.Error{Status: http.StatusServiceUnavailable, Code: rpc.CodeInternalError, Message: "live updates are not available"}
+	}
+	ack, topics, e := h.listenTopics(c, f)
+	if e != nil {
+		return nil, e
+	}
+	if h.beforeSubscribe != nil {
+		h.beforeSubscribe()
+	}
+	sub, err := h.hub.Subscribe(listen.SubscribeRequest{Session: c.p.SessionRef, Key: idKey(c.req.ID), Topics: topics})
+	if err != nil {
+		return nil, listenError(err)
+	}
+	// A session that ended after it was authenticated and before the stream
+	// registered told the hub before the stream was there to be ended.
+	// Registered now, any later end reaches it; so look once more.
+	if _, err := h.principal(c.r); err != nil {
+		sub.Close()
+		c.w.Header().Set("WWW-Authenticate", `Bearer realm="commonroom"`)
+		return nil, h.rpcErrorOf(err)
+	}
+	h.serveListen(c, sub, ack)
+	return nil, nil
+}
+
+// decodeListen reads subscriptions/listen's params: the notifications
+// asked for are required, and task ids need the Tasks extension.
+func decodeListen(c *call) (*listenFilter, *rpc.Error) {
 	var in struct {
 		Notifications *listenFilter `json:"notifications"`
 	}
@@ -51,15 +84,16 @@ func (h *Handler) subscriptionsListen(c *call) (any, *rpc.Error) {
 	if in.Notifications == nil {
 		return nil, rpc.InvalidParams("params.notifications is required", nil)
 	}
-	f := in.Notifications
-	if len(f.TaskIDs) > 0 && !c.req.Meta.Tasks {
+	if len(in.Notifications.TaskIDs) > 0 && !c.req.Meta.Tasks {
 		return nil, rpc.MissingCapability(tasksCapability)
 	}
-	if h.hub == nil {
-		return nil, &rpc.Error{Status: http.StatusServiceUnavailable, Code: rpc.CodeInternalError, Message: "live updates are not available"}
-	}
-	ack := map[string]any{}
-	var topics []string
+	return in.Notifications, nil
+}
+
+// listenTopics is what a listen request will be sent: the acknowledgement
+// (the resource URIs and task ids kept) and the hub topics behind it.
+func (h *Handler) listenTopics(c *call, f *listenFilter) (ack map[string]any, topics []string, e *rpc.Error) {
+	ack = map[string]any{}
 	if len(f.ResourceSubscriptions) > 0 && c.p.Require(room.CapRead) == nil {
 		uris := []string{}
 		for _, u := range uniqStrings(f.ResourceSubscriptions) {
@@ -80,7 +114,7 @@ func (h *Handler) subscriptionsListen(c *call) (any, *rpc.Error) {
 			if _, err := h.room.Task(c.ctx, c.p, id); err == nil {
 				ids = append(ids, id)
 			} else if room.ErrorKind(err) != room.KindTaskNotFound {
-				return nil, h.rpcErrorOf(err)
+				return nil, nil, h.rpcErrorOf(err)
 			}
 		}
 		if len(ids) > 0 {
@@ -90,21 +124,12 @@ func (h *Handler) subscriptionsListen(c *call) (any, *rpc.Error) {
 			}
 		}
 	}
-	if h.beforeSubscribe != nil {
-		h.beforeSubscribe()
-	}
-	sub, err := h.hub.Subscribe(listen.SubscribeRequest{Session: c.p.SessionRef, Key: idKey(c.req.ID), Topics: topics})
-	if err != nil {
-		return nil, listenError(err)
-	}
-	// A session that ended after it was authenticated and before the stream
-	// registered told the hub before the stream was there to be ended.
-	// Registered now, any later end reaches it; so look once more.
-	if _, err := h.principal(c.r); err != nil {
-		sub.Close()
-		c.w.Header().Set("WWW-Authenticate", `Bearer realm="commonroom"`)
-		return nil, h.rpcErrorOf(err)
-	}
+	return ack, topics, nil
+}
+
+// serveListen starts the stream: the acknowledgement first, the room's
+// changes on sub's topics, and the request's result when it ends.
+func (h *Handler) serveListen(c *call, sub *listen.Subscription, ack map[string]any) {
 	ackParams, _ := json.Marshal(map[string]any{"notifications": ack})
 	final, _ := rpc.MarshalJSON(map[string]any{"jsonrpc": "2.0", "id": c.req.ID, "result": map[string]any{
 		"resultType": "complete",
@@ -123,7 +148,6 @@ func (h *Handler) subscriptionsListen(c *call) (any, *rpc.Error) {
 			log.Warn("listen stream dropped", "session_ref", ref, "reason", why.String())
 		}
 	})
-	return nil, nil
 }
 
 func listenError(err error) *rpc.Error {

@@ -18,7 +18,7 @@ import (
 // calls.
 type method struct {
 	rpc.MethodInfo
-	run func(s *Handler, c *call) (any, *rpc.Error)
+	run func(h *Handler, c *call) (any, *rpc.Error)
 }
 
 // methods are the methods POST /mcp serves. initialize, ping,
@@ -61,7 +61,7 @@ type call struct {
 	// tool and errKind are what the method noted (the tool called, as a
 	// bounded label: a known tool's name or "other"; the code of a domain
 	// failure answered as a result), and toolError says the result has
-	// isError: what Post puts into its Note.
+	// isError: what Post puts into its reqnote.Note.
 	tool, errKind string
 	toolError     bool
 }
@@ -80,7 +80,7 @@ const serverInfoKey = "io.modelcontextprotocol/serverInfo"
 // setServerInfo made (it is only ever encoded, never changed).
 func (h *Handler) serverInfoValue() map[string]string { return h.info }
 
-// setServerInfo makes the server-info map from s.version, and metaJSON, its
+// setServerInfo makes the server-info map from h.version, and metaJSON, its
 // _meta as a tool result carries it, encoded once.
 func (h *Handler) setServerInfo() {
 	h.info = map[string]string{"name": "commonroom-ce", "version": h.version}
@@ -103,28 +103,8 @@ func (h *Handler) Post(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, n *reqnote.Note) {
-	body, err := h.readBody(w, r)
-	if err != nil {
-		status := http.StatusBadRequest
-		if room.ErrorKind(err) == room.KindBodyTooLarge {
-			status = http.StatusRequestEntityTooLarge
-		}
-		e := room.AsError(err)
-		n.Failed(wirejson.Kind(e.Kind), rpc.CodeInvalidRequest)
-		rpc.WriteError(w, nil, &rpc.Error{Status: status, Code: rpc.CodeInvalidRequest, Message: e.Message})
-		return
-	}
-	req, notification, rerr := rpc.Decode(r.Header, body, methodTable, &h.metas)
-	if req != nil {
-		if name, ok := methodTable.Name(req.Method); ok {
-			n.LabelMethod = name
-		} else if req.Method == "notifications/cancelled" {
-			n.LabelMethod = req.Method
-		}
-	}
-	if rerr != nil {
-		n.Failed(rerr.LogKind(), rerr.Code)
-		rpc.WriteError(w, req.ID, rerr)
+	req, notification, ok := h.decode(w, r, n)
+	if !ok {
 		return
 	}
 	if notification {
@@ -137,17 +117,8 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, n *reqnote.Note) 
 	}
 	n.RPCMethod, n.TraceID = req.Method, req.Meta.TraceID // the method is methodTable's string
 	c := &call{ctx: r.Context(), req: req, w: w, r: r}
-	if req.Method != "server/discover" {
-		p, err := h.principal(r)
-		if err != nil {
-			n.Failed(wirejson.Kind(room.ErrorKind(err)), h.authError(w, req.ID, err))
-			return
-		}
-		if h.rateLimited(w, req.ID, p) {
-			n.Failed(string(room.KindLimitExceeded), rpc.CodeInternalError)
-			return
-		}
-		c.p = p
+	if req.Method != "server/discover" && !h.admit(c, n) {
+		return
 	}
 	result, rerr := h.dispatch(c)
 	n.ErrKind, n.ToolError, n.LabelTool = c.errKind, c.toolError, c.tool
@@ -155,14 +126,65 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, n *reqnote.Note) 
 		n.Tool = c.tool
 	}
 	if rerr != nil {
-		n.Failed(rerr.LogKind(), rerr.Code)
-		rpc.WriteError(w, req.ID, rerr)
+		fail(w, n, req.ID, rerr)
 		return
 	}
 	if result == nil { // the method wrote its own response (a stream)
 		return
 	}
 	rpc.WriteResult(w, req.ID, result)
+}
+
+// decode reads the body within the front door's bounds and decodes its
+// envelope (rpc.Decode), noting the method; ok is false when it failed and
+// the error was answered.
+func (h *Handler) decode(w http.ResponseWriter, r *http.Request, n *reqnote.Note) (req *rpc.Request, notification, ok bool) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		status := http.StatusBadRequest
+		if room.ErrorKind(err) == room.KindBodyTooLarge {
+			status = http.StatusRequestEntityTooLarge
+		}
+		e := room.AsError(err)
+		n.Failed(wirejson.Kind(e.Kind), rpc.CodeInvalidRequest)
+		rpc.WriteError(w, nil, &rpc.Error{Status: status, Code: rpc.CodeInvalidRequest, Message: e.Message})
+		return nil, false, false
+	}
+	req, notification, rerr := rpc.Decode(r.Header, body, methodTable, &h.metas)
+	if req != nil {
+		if name, ok := methodTable.Name(req.Method); ok {
+			n.LabelMethod = name
+		} else if req.Method == "notifications/cancelled" {
+			n.LabelMethod = req.Method
+		}
+	}
+	if rerr != nil {
+		fail(w, n, req.ID, rerr)
+		return nil, false, false
+	}
+	return req, notification, true
+}
+
+// admit authenticates the call's bearer session and spends one request of
+// its budget; false when it may not go on (the refusal was answered).
+func (h *Handler) admit(c *call, n *reqnote.Note) bool {
+	p, err := h.principal(c.r)
+	if err != nil {
+		n.Failed(wirejson.Kind(room.ErrorKind(err)), h.authError(c.w, c.req.ID, err))
+		return false
+	}
+	if h.rateLimited(c.w, c.req.ID, p) {
+		n.Failed(string(room.KindLimitExceeded), rpc.CodeInternalError)
+		return false
+	}
+	c.p = p
+	return true
+}
+
+// fail answers a request with rerr and notes how it failed.
+func fail(w http.ResponseWriter, n *reqnote.Note, id json.RawMessage, rerr *rpc.Error) {
+	n.Failed(rerr.LogKind(), rerr.Code)
+	rpc.WriteError(w, id, rerr)
 }
 
 // rateLimited spends one request of the session's per-minute budget, or

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/commonroom/ce/httpapi/internal/traceparent"
-	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/httpapi/mcpapp"
 	"github.com/commonroom/ce/httpapi/present"
 )
@@ -19,25 +17,6 @@ import (
 // routing headers, validated in the order of spec §1.6 steps 3–10. Steps 1–2
 // (Host/Origin, POST-only) belong to the router; steps 11 onwards (method params,
 // client capability gates, dispatch) belong to the method handlers.
-
-// JSON-RPC and MCP error codes (spec §6).
-const (
-	CodeParseError         = -32700
-	CodeInvalidRequest     = -32600
-	CodeMethodNotFound     = -32601
-	CodeInvalidParams      = -32602
-	CodeInternalError      = -32603
-	CodeHeaderMismatch     = -32020
-	CodeMissingCapability  = -32021
-	CodeUnsupportedVersion = -32022
-)
-
-// Application error codes, outside JSON-RPC's reserved -32768…-32000. They
-// carry data.error, the Commonroom code, so clients branch on one vocabulary.
-const (
-	CodeUnauthorized     = -31001
-	CodePermissionDenied = -31003
-)
 
 // Keys of params._meta (spec §2.2).
 const (
@@ -87,51 +66,6 @@ type RequestMeta struct {
 	// TraceID is the trace id of a valid traceparent ("" when absent or
 	// not valid: a bad one is ignored, never refused).
 	TraceID string
-}
-
-// Error is a JSON-RPC error plus the HTTP status it is sent with.
-type Error struct {
-	Status  int
-	Code    int
-	Message string
-	Data    any // nil = omitted
-	// Kind is the Commonroom error code behind the error, when a domain
-	// error caused it ("" for a protocol fault): the request log's
-	// error kind. It is never sent.
-	Kind string
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
-
-// LogKind is the request log's name for the error: the Commonroom
-// code behind it when there is one, else its fault's name.
-func (e *Error) LogKind() string {
-	if e.Kind != "" {
-		return e.Kind
-	}
-	switch e.Code {
-	case CodeParseError:
-		return "parse_error"
-	case CodeInvalidRequest:
-		return "invalid_request"
-	case CodeMethodNotFound:
-		return "method_not_found"
-	case CodeInvalidParams:
-		return "invalid_params"
-	case CodeInternalError:
-		return "internal_error"
-	case CodeHeaderMismatch:
-		return "header_mismatch"
-	case CodeMissingCapability:
-		return "missing_capability"
-	case CodeUnsupportedVersion:
-		return "unsupported_version"
-	case CodeUnauthorized:
-		return "unauthorized"
-	case CodePermissionDenied:
-		return "permission_denied"
-	}
-	return "rpc_error_" + strconv.Itoa(e.Code)
 }
 
 // MethodInfo says what the envelope layer needs to know about a method.
@@ -524,115 +458,4 @@ func stringOf(raw json.RawMessage) string {
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
-}
-
-func invalidRequest(msg string) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: msg}
-}
-
-func headerMismatch(msg string) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeHeaderMismatch, Message: "header mismatch: " + msg}
-}
-
-// metaError is a step-6 failure: a required _meta field is missing or malformed.
-func metaError(msg string) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidParams, Message: "invalid params: " + msg}
-}
-
-// MissingCapability is 400 -32021 for a request that needs a client capability
-// it did not declare. caps is a ClientCapabilities object, e.g.
-// map[string]any{"extensions": map[string]any{TasksExtension: struct{}{}}}.
-func MissingCapability(caps any) *Error {
-	return &Error{
-		Status:  http.StatusBadRequest,
-		Code:    CodeMissingCapability,
-		Message: "missing required client capability",
-		Data:    map[string]any{"requiredCapabilities": caps},
-	}
-}
-
-// InvalidParams is a method-level -32602 (unknown tool, bad cursor, unknown
-// task, …), sent with HTTP 200. data may be nil.
-func InvalidParams(msg string, data any) *Error {
-	return &Error{Status: http.StatusOK, Code: CodeInvalidParams, Message: msg, Data: data}
-}
-
-// rpcErrorBody is the wire form of a JSON-RPC error response.
-type rpcErrorBody struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Error   rpcErrorObject  `json:"error"`
-}
-
-type rpcErrorObject struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
-}
-
-// WriteError sends e with status e.Status as application/json. id is echoed
-// as given; a nil id leaves the member out (never null).
-func WriteError(w http.ResponseWriter, id json.RawMessage, e *Error) {
-	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: wirejson.Clip(e.Message, wirejson.MaxErrorString), Data: wirejson.BoundStrings(e.Data)}}
-	b, err := MarshalJSON(body)
-	if err != nil && e.Data != nil { // data that cannot be encoded is dropped
-		body.Error.Data = nil
-		b, err = MarshalJSON(body)
-	}
-	if err != nil { // only an id that is not JSON gets here
-		body.ID = nil
-		b, _ = MarshalJSON(body)
-	}
-	writeJSON(w, e.Status, b)
-}
-
-// WriteResult sends {"jsonrpc":"2.0","id":id,"result":result} as
-// application/json with status 200. A result that cannot be encoded becomes a
-// -32603 error (also 200: a JSON-RPC-level error, spec §1.5).
-// The result is encoded straight into the response (no copy of a large
-// result is held while it is sent); the bytes are MarshalJSON's.
-func WriteResult(w http.ResponseWriter, id json.RawMessage, result any) {
-	w.Header().Set("Content-Type", "application/json")
-	if f, ok := result.(*Frame); ok {
-		// StatusOnWrite's one write, without one on the heap.
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(f.b)
-		f.release()
-		return
-	}
-	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
-	if raw, ok := result.(Raw); ok {
-		if sent, _ := writeRawResult(out, id, raw); sent {
-			return
-		}
-		result = json.RawMessage(raw)
-	}
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id,omitempty"`
-		Result  any             `json:"result"`
-	}{"2.0", id, result})
-	if err != nil && !out.Wrote {
-		WriteError(w, id, &Error{Status: http.StatusOK, Code: CodeInternalError, Message: "internal error: the result could not be encoded"})
-	}
-}
-
-// MarshalJSON encodes v without HTML escaping, so that ids and strings go back
-// byte for byte as they came.
-func MarshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
