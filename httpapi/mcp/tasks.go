@@ -17,23 +17,9 @@ func (h *Handler) tasks(c *call) (any, *rpc.Error) {
 	if !c.req.Meta.Tasks {
 		return nil, rpc.MissingCapability(tasksCapability)
 	}
-	var in struct {
-		TaskID         string                     `json:"taskId"`
-		InputResponses map[string]json.RawMessage `json:"inputResponses"`
-	}
-	id, responses, plain := c.req.Plain("taskId", "inputResponses")
-	if plain && responses == nil { // tasks/get and tasks/cancel: taskId alone
-		in.TaskID, plain = rpc.PlainString(id)
-	} else {
-		plain = false
-	}
-	if !plain {
-		if e := rpc.DecodeParams(c.req.Params, &in); e != nil {
-			return nil, e
-		}
-	}
-	if in.TaskID == "" {
-		return nil, rpc.InvalidParams("taskId is required", nil)
+	in, e := decodeTaskParams(c)
+	if e != nil {
+		return nil, e
 	}
 	switch c.req.Method {
 	case "tasks/get":
@@ -58,6 +44,35 @@ func (h *Handler) tasks(c *call) (any, *rpc.Error) {
 		}
 	}
 	return h.complete(nil), nil
+}
+
+// taskParams are the params of tasks/get, tasks/update and tasks/cancel.
+type taskParams struct {
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+}
+
+// decodeTaskParams reads a Tasks method's params: taskId alone (tasks/get
+// and tasks/cancel) from the members the envelope split, where that gives
+// what json.Unmarshal gives, anything else by json.Unmarshal. taskId is
+// required.
+func decodeTaskParams(c *call) (taskParams, *rpc.Error) {
+	var in taskParams
+	id, responses, plain := c.req.Plain("taskId", "inputResponses")
+	if plain && responses == nil {
+		in.TaskID, plain = rpc.PlainString(id)
+	} else {
+		plain = false
+	}
+	if !plain {
+		if e := rpc.DecodeParams(c.req.Params, &in); e != nil {
+			return taskParams{}, e
+		}
+	}
+	if in.TaskID == "" {
+		return taskParams{}, rpc.InvalidParams("taskId is required", nil)
+	}
+	return in, nil
 }
 
 // taskResult is tasks/get's answer: resultType complete plus the detailed
