@@ -5,12 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/commonroom/ce/httpapi/present"
 	"io"
 	"strings"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/room"
 )
 
@@ -257,7 +257,7 @@ func taskCommand(env Env) *ffcli.Command {
 				if err != nil {
 					return err
 				}
-				t = mcp.Task(t) // as tasks/get shows it
+				t = present.Task(t) // as tasks/get shows it
 				if *asJSON {
 					return printJSON(env.Stdout, t)
 				}

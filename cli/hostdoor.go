@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/commonroom/ce/httpapi/present"
 	"io"
 	"log/slog"
 	"net/url"
 
 	"github.com/commonroom/ce/actor"
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
@@ -96,7 +96,7 @@ func (d *hostDoor) callAs(ctx context.Context, participant, op string, in, out a
 	if err != nil || out == nil {
 		return err
 	}
-	res = mcp.PresentResult(res)
+	res = present.PresentResult(res)
 	if row.Bare != nil {
 		res = row.Bare(res)
 	}

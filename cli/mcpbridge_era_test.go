@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/commonroom/ce/httpapi/present"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
@@ -297,7 +297,7 @@ func TestMCPBridgeEarlierEra(t *testing.T) {
 		b2 := startBridge(t, dir, inv, stateOf(b), nil)
 		l := b2.initialize(1, "2025-06-18", nil)
 		if info, _ := l.Result["serverInfo"].(map[string]any); l.Error != nil || l.Result["protocolVersion"] != "2025-06-18" ||
-			info["name"] != "ce" || l.Result["instructions"] != mcp.Instructions {
+			info["name"] != "ce" || l.Result["instructions"] != present.Instructions {
 			t.Errorf("initialize with the room gone: %s", l.raw)
 		}
 		if l := b2.oldCall(2, "tools/list", nil); l.Error == nil || l.Error.Data["error"] != "unavailable" {

@@ -5,13 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/commonroom/ce/httpapi/present"
 	"io"
 	"mime"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/commonroom/ce/httpapi/mcp"
 )
 
 // The bridge speaks two eras of MCP to its host. A host that sends
@@ -266,7 +265,7 @@ type discovered struct {
 // host gets the bridge's own name and this build's instructions, and its
 // later requests get the room's "unreachable" answer as usual.
 func (b *bridge) discover(ctx context.Context) discovered {
-	fallback := discovered{serverInfo: mustJSON(map[string]string{"name": "ce", "version": version()}), instructions: mcp.Instructions}
+	fallback := discovered{serverInfo: mustJSON(map[string]string{"name": "ce", "version": version()}), instructions: present.Instructions}
 	ctx, cancel := context.WithTimeout(ctx, min(b.reqTimeout, 5*time.Second))
 	defer cancel()
 	params := `{"_meta":{"` + metaVersionKey + `":"` + mcpProtocolVersion + `","` + metaCapsKey + `":{},"` +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/commonroom/ce/httpapi/present"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi"
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 	"github.com/commonroom/ce/transport"
@@ -254,7 +254,7 @@ func (a *serveApp) openTransport(ctx context.Context) error {
 // invitation.
 func (a *serveApp) openRoom(ctx context.Context) error {
 	f := a.f
-	a.hub = listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: a.log, Encode: mcp.EncodeChange})
+	a.hub = listen.NewHub(listen.Config{QueueLen: f.queueLen, MaxLag: f.maxLag, MaxStreamsPerSession: f.streams, Logger: a.log, Encode: present.EncodeChange})
 	host := f.name
 	if host == "" {
 		host = hostName(a.env)

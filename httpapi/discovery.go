@@ -1,9 +1,9 @@
 package httpapi
 
 import (
+	"github.com/commonroom/ce/httpapi/present"
 	"net/http"
 
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/httpapi/skill"
 )
@@ -40,7 +40,7 @@ func (s *Server) protocol(w http.ResponseWriter, r *http.Request) {
 			"note": "a transport connection is not admission: join with an invitation, then present the session on every request"},
 		"bounds": map[string]int{"max_bytes": int(s.limits.MaxBodyBytes), "max_lines": 0, "max_items": s.limits.MaxListItems,
 			"max_change_bytes": s.limits.MaxChangeBytes},
-		"mcp": map[string]any{"endpoint": "/mcp", "protocol_version": mcp.ProtocolVersion, "extensions": []string{mcp.TasksExtension}},
+		"mcp": map[string]any{"endpoint": "/mcp", "protocol_version": present.ProtocolVersion, "extensions": []string{present.TasksExtension}},
 	})
 }
 

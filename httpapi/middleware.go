@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/commonroom/ce/httpapi/internal/reqnote"
 	"log/slog"
 	"math"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/commonroom/ce/httpapi/internal/traceparent"
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/room"
 )
 
@@ -72,7 +72,7 @@ type requestInfo struct {
 	// secret, never text a client sent unchecked — so they can be logged
 	// and counted as they are.
 
-	// rpcMethod is the JSON-RPC method of a POST /mcp (mcp.Note).
+	// rpcMethod is the JSON-RPC method of a POST /mcp (reqnote.Note).
 	rpcMethod string
 	// tool is the tool of a tools/call.
 	tool string
@@ -108,7 +108,7 @@ func noteError(r *http.Request, kind string) {
 }
 
 // noteMCP records what the MCP door noted about r.
-func noteMCP(r *http.Request, n mcp.Note) {
+func noteMCP(r *http.Request, n reqnote.Note) {
 	if info := requestInfoOf(r); info != nil {
 		info.rpcMethod, info.tool, info.errKind = n.RPCMethod, n.Tool, n.ErrKind
 		if n.TraceID != "" {

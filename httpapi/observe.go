@@ -1,10 +1,10 @@
 package httpapi
 
 import (
+	"github.com/commonroom/ce/httpapi/present"
 	"net/http"
 
 	"github.com/commonroom/ce/actor"
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -77,7 +77,7 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request, l listener) {
 		}
 		for _, ev := range h.Events {
 			// The backlog is encoded as the hub encodes the live events.
-			if f, _ := mcp.EncodeChange(listen.Message{Change: ev}); f != nil {
+			if f, _ := present.EncodeChange(listen.Message{Change: ev}); f != nil {
 				first = f.AppendTo(first, nil)
 			}
 		}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/commonroom/ce/httpapi/internal/reqnote"
 	"net/http"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/commonroom/ce/actor"
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/room"
 )
 
@@ -48,8 +48,8 @@ func newPromMetrics(s *Server) *promMetrics {
 }
 
 // observeRequest counts one MCP request: the only place a request is
-// observed. Its labels come from bounded sets (see mcp.Note.Labels).
-func (m *promMetrics) observeRequest(n mcp.Note) {
+// observed. Its labels come from bounded sets (see reqnote.Note.Labels).
+func (m *promMetrics) observeRequest(n reqnote.Note) {
 	method, tool, errType := n.Labels()
 	m.mcpDuration.WithLabelValues(method, tool, errType).Observe(n.Duration.Seconds())
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/commonroom/ce/httpapi/present"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/room"
 )
@@ -50,7 +50,7 @@ func (s *Server) serveOp(op ops.Op) http.HandlerFunc {
 			s.sendError(w, r, err)
 			return
 		}
-		out = mcp.PresentResult(out)
+		out = present.PresentResult(out)
 		if op.Bare != nil {
 			out = op.Bare(out)
 		}

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
+	"github.com/commonroom/ce/httpapi/internal/reqnote"
 	"log/slog"
 	"net/http"
 	"time"
@@ -137,7 +138,7 @@ func New(cfg Config) *Server {
 			}
 			return p, err
 		},
-		Note: func(r *http.Request, n mcp.Note) {
+		Note: func(r *http.Request, n reqnote.Note) {
 			noteMCP(r, n)
 			s.prom.observeRequest(n)
 		},

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
@@ -65,17 +66,17 @@ type boardProposal struct {
 // one read of the room, with the caller's principal: the same engine
 // methods handoff_list, workspace_proposals and GET
 // /workspace/proposal/diff call, so the same capabilities hold.
-func (s *Handler) readBoard(c *mcpCall, args json.RawMessage) (any, error) {
+func (h *Handler) readBoard(c *call, args json.RawMessage) (any, error) {
 	var in struct{}
 	if err := wirejson.DecodeArgs(args, &in); err != nil {
 		return nil, err
 	}
-	return actor.Read(c.ctx, s.room, func(q room.Querier) (board, error) {
-		hs, err := s.eng.ListHandoffs(c.ctx, q, c.p, room.ListHandoffsInput{Limit: boardHandoffs})
+	return actor.Read(c.ctx, h.room, func(q room.Querier) (board, error) {
+		hs, err := h.eng.ListHandoffs(c.ctx, q, c.p, room.ListHandoffsInput{Limit: boardHandoffs})
 		if err != nil {
 			return board{}, err
 		}
-		ps, err := s.eng.Proposals(c.ctx, q, c.p, room.ProposalsInput{Status: "pending", Limit: boardProposals})
+		ps, err := h.eng.Proposals(c.ctx, q, c.p, room.ProposalsInput{Status: "pending", Limit: boardProposals})
 		if err != nil {
 			return board{}, err
 		}
@@ -85,7 +86,7 @@ func (s *Handler) readBoard(c *mcpCall, args json.RawMessage) (any, error) {
 			out.Handoffs = []room.Handoff{}
 		}
 		for _, p := range ps.Proposals {
-			d, err := s.eng.ProposalDiff(c.ctx, q, c.p, room.ProposalDiffInput{ProposalID: p.ProposalID})
+			d, err := h.eng.ProposalDiff(c.ctx, q, c.p, room.ProposalDiffInput{ProposalID: p.ProposalID})
 			if err != nil {
 				return board{}, err
 			}
@@ -97,14 +98,14 @@ func (s *Handler) readBoard(c *mcpCall, args json.RawMessage) (any, error) {
 
 // runAppTool answers a call of an app-only tool as tools/call answers any
 // tool: its answer as text and structured content, or its failure.
-func (s *Handler) runAppTool(c *mcpCall, t Tool, args json.RawMessage) (any, *rpcError) {
-	out, err := t.app(s, c, args)
+func (h *Handler) runAppTool(c *call, t Tool, args json.RawMessage) (any, *rpc.Error) {
+	out, err := t.app(h, c, args)
 	if err != nil {
-		return s.toolFailure(c, err)
+		return h.toolFailure(c, err)
 	}
-	res, err := s.toolResult(out)
+	res, err := h.toolResult(out)
 	if err != nil {
-		return nil, s.rpcErrorOf(room.Internal(err))
+		return nil, h.rpcErrorOf(room.Internal(err))
 	}
 	return res, nil
 }
@@ -123,10 +124,10 @@ func boardResource() map[string]any {
 
 // readBoardResource is resources/read of the board: the HTML view, for a
 // session that may read the room.
-func (s *Handler) readBoardResource(c *mcpCall) (any, *rpcError) {
+func (h *Handler) readBoardResource(c *call) (any, *rpc.Error) {
 	if err := c.p.Require(room.CapRead); err != nil {
-		return nil, s.rpcErrorOf(err)
+		return nil, h.rpcErrorOf(err)
 	}
 	content := map[string]any{"uri": mcpapp.BoardURI, "mimeType": mcpapp.MimeType, "text": mcpapp.HTML(), "_meta": mcpapp.ResourceMeta()}
-	return s.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
+	return h.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
 }

@@ -1,11 +1,15 @@
 // Package mcp is the MCP door of a room: the JSON-RPC adapter on /mcp
-// (MCP 2026-07-28 over HTTP). It holds the envelope decoding and its
-// validation order, the JSON scanning under it, the tools (one per row of
-// the operations table, httpapi/ops), tasks, resources, prompts,
-// subscriptions/listen and the legacy resources/subscribe with its GET /mcp
-// stream, and the encoding of the room's published changes as JSON-RPC
-// notifications. It is a door of its own so that the protocol can be read
-// and changed without reading the plain routes or the owner page.
+// (MCP 2026-07-28 over HTTP). It is a method table (methods, in mcp.go:
+// method name → handler) plus its handlers: the tools (one per row of the
+// operations table, httpapi/ops, and the board's app-only tool), tasks,
+// resources, prompts, subscriptions/listen and the legacy
+// resources/subscribe with its GET /mcp stream. Each handler reads as
+// decode, run, encode: the wire both ways (the envelope and its validation
+// order, the JSON scanning under it, params, the _meta cache, the encoded
+// results) is internal/rpc, and what every door presents (the task form,
+// the notification frames of published changes) is httpapi/present. It is
+// a door of its own so that the protocol can be read and changed without
+// reading the plain routes or the owner page.
 //
 // It decides nothing about who a bearer token is, how big a body may be or
 // how many requests a session may make: the front door (package httpapi)
@@ -15,12 +19,14 @@
 package mcp
 
 import (
+	"github.com/commonroom/ce/httpapi/present"
 	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/internal/reqnote"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -58,9 +64,9 @@ type Config struct {
 	// session that ends in that gap must not leave a stream behind.
 	BeforeSubscribe func()
 	// Note, when set, is told about each POST /mcp once it is answered
-	// (see Note): the front door's request log and metrics read the
+	// (see reqnote.Note): the front door's request log and metrics read the
 	// method, tool, error kind and trace id from it.
-	Note func(*http.Request, Note)
+	Note func(*http.Request, reqnote.Note)
 }
 
 // Handler serves /mcp. Its exported methods are the routes the front door
@@ -90,14 +96,14 @@ type Handler struct {
 	// beforeSubscribe is Config.BeforeSubscribe (nil: nothing).
 	beforeSubscribe func()
 	// note is Config.Note (nil: nothing).
-	note func(*http.Request, Note)
+	note func(*http.Request, reqnote.Note)
 
 	// metas answers repeated params._meta objects (the envelope).
-	metas metaCache
+	metas rpc.MetaCache
 	// records keeps CachedRead answers (handoff_get) until the next commit.
 	records actor.RecordCache
-	// frames keeps the buffers of answered tool results (framedResult).
-	frames sync.Pool
+	// frames keeps the buffers of answered tool results (rpc.Frame).
+	frames rpc.FramePool
 
 	legacy        legacySubs
 	legacyStreams legacyStreamSet
@@ -109,31 +115,38 @@ func New(cfg Config) *Handler {
 	if cfg.Principal == nil || cfg.ReadBody == nil || cfg.Allow == nil {
 		panic("mcp: Config.Principal, ReadBody and Allow are required")
 	}
-	s := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
+	h := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
 		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(), appTools: AppTools(),
 		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe, note: cfg.Note}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
 	}
-	s.setServerInfo()
-	s.toolNames = make(map[string]string, len(s.tools)+len(s.appTools))
-	for _, t := range append(slices.Clip(s.tools), s.appTools...) {
-		s.toolNames[t.Name] = t.Name
+	h.setServerInfo()
+	h.toolNames = make(map[string]string, len(h.tools)+len(h.appTools))
+	for _, t := range append(slices.Clip(h.tools), h.appTools...) {
+		h.toolNames[t.Name] = t.Name
 	}
-	if s.hub != nil {
+	if h.hub != nil {
 		// Subscriptions die with their session (leave, expiry, ended by the host).
-		s.hub.OnSessionEnd(s.legacy.drop)
+		h.hub.OnSessionEnd(h.legacy.drop)
 	}
-	return s
+	return h
 }
 
 // opEnv is what an operation runs against.
-func (s *Handler) opEnv() ops.Env { return ops.Env{Room: s.room, Log: s.log, Records: &s.records} }
+func (h *Handler) opEnv() ops.Env { return ops.Env{Room: h.room, Log: h.log, Records: &h.records} }
 
 // Subscriptions reports what the legacy resources/subscribe registry holds
 // for a session: its URIs, sorted, and whether it has an entry at all. The
 // registry must forget a session that holds nothing or has ended, and this
 // is how tests (and an operator's tooling) can see that it did.
-func (s *Handler) Subscriptions(session string) (uris []string, held bool) {
-	return s.legacy.held(session)
+func (h *Handler) Subscriptions(session string) (uris []string, held bool) {
+	return h.legacy.held(session)
 }
+
+// EncodeChange is present.EncodeChange under the name the httpapi tests
+// still use (harness_test.go), kept while those tests are rebuilt into a
+// test kit; code calls present.EncodeChange.
+//
+// Deprecated: use present.EncodeChange.
+var EncodeChange = present.EncodeChange

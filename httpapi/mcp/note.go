@@ -2,100 +2,13 @@ package mcp
 
 import (
 	"net/http"
-	"strconv"
-	"time"
+
+	"github.com/commonroom/ce/httpapi/internal/reqnote"
 )
 
-// Note is what the MCP door tells the front door about one POST /mcp once
-// it is answered, for the request log (and the room's metrics): which
-// method and tool it was, how it ended and which trace it belongs to.
-// Every field is a name this server chose or checked — a method or tool it
-// serves, an error code, a validated trace id — never text the client sent
-// unchecked, so a note can be logged as it is.
-type Note struct {
-	// RPCMethod is the JSON-RPC method, when it is one this door serves
-	// (a notification's, when it is notifications/cancelled; other
-	// notifications are "notification"); "" when the body was refused
-	// before its method was known.
-	RPCMethod string
-	// Tool is tools/call's tool, when it is in the catalog.
-	Tool string
-	// ErrKind is how the request failed: the Commonroom error code of a
-	// domain failure (a tool's isError result included: not_found,
-	// permission_denied, limit_exceeded…), else the JSON-RPC fault
-	// (parse_error, invalid_request, method_not_found, invalid_params,
-	// internal_error, header_mismatch, missing_capability,
-	// unsupported_version). "" when it succeeded.
-	ErrKind string
-	// TraceID is the trace id of a valid params._meta.traceparent ("" when
-	// there is none).
-	TraceID string
-	// Duration is how long the door took, from receipt until the answer
-	// was written (a stream's: its life).
-	Duration time.Duration
-
-	// What Labels derives the metrics' bounded labels from: the method
-	// (a served one, notifications/cancelled, or "other", also for a body
-	// refused before its method was read), the tool label ("other" for a
-	// name not in the catalog), the JSON-RPC code answered, and whether a
-	// tool's result had isError.
-	method, tool string
-	code         int
-	toolError    bool
-}
-
-// failed notes how a request failed: kind for the log, the JSON-RPC code
-// answered for the metrics.
-func (n *Note) failed(kind string, code int) { n.ErrKind, n.code = kind, code }
-
-// Labels are the note as the request histogram's labels (the OpenTelemetry
-// MCP convention's mcp.method.name, gen_ai.tool.name and error.type): each
-// from a bounded set, whatever a client sent. errType is "" on success,
-// "tool_error" for a tool result with isError, else the JSON-RPC code.
-func (n Note) Labels() (method, tool, errType string) {
-	switch {
-	case n.code != 0:
-		errType = strconv.Itoa(n.code)
-	case n.toolError:
-		errType = "tool_error"
-	}
-	return n.method, n.tool, errType
-}
-
-// rpcKind is the request log's name for a JSON-RPC error: the Commonroom
-// code behind it when there is one, else its fault's name.
-func rpcKind(e *rpcError) string {
-	if e.Kind != "" {
-		return e.Kind
-	}
-	switch e.Code {
-	case codeParseError:
-		return "parse_error"
-	case codeInvalidRequest:
-		return "invalid_request"
-	case codeMethodNotFound:
-		return "method_not_found"
-	case codeInvalidParams:
-		return "invalid_params"
-	case codeInternalError:
-		return "internal_error"
-	case codeHeaderMismatch:
-		return "header_mismatch"
-	case codeMissingCapability:
-		return "missing_capability"
-	case codeUnsupportedVersion:
-		return "unsupported_version"
-	case codeUnauthorized:
-		return "unauthorized"
-	case codePermissionDenied:
-		return "permission_denied"
-	}
-	return "rpc_error_" + strconv.Itoa(e.Code)
-}
-
 // notify hands n to the front door, when it asked for notes.
-func (s *Handler) notify(r *http.Request, n *Note) {
-	if s.note != nil {
-		s.note(r, *n)
+func (h *Handler) notify(r *http.Request, n *reqnote.Note) {
+	if h.note != nil {
+		h.note(r, *n)
 	}
 }

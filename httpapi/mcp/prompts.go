@@ -1,5 +1,7 @@
 package mcp
 
+import "github.com/commonroom/ce/httpapi/mcp/internal/rpc"
+
 import "strings"
 
 // prompt is a real, static prompt a client may show its model: how to work
@@ -65,8 +67,8 @@ func promptCatalog() []prompt {
 	}
 }
 
-func (s *Handler) mcpPromptsList(c *mcpCall) (any, *rpcError) {
-	if e := s.noCursor(c); e != nil {
+func (h *Handler) promptsList(c *call) (any, *rpc.Error) {
+	if e := h.noCursor(c); e != nil {
 		return nil, e
 	}
 	list := []map[string]any{}
@@ -77,25 +79,25 @@ func (s *Handler) mcpPromptsList(c *mcpCall) (any, *rpcError) {
 		}
 		list = append(list, map[string]any{"name": p.Name, "title": p.Title, "description": p.Description, "arguments": args})
 	}
-	return s.complete(cacheable(map[string]any{"prompts": list}, 3_600_000, "public")), nil
+	return h.complete(cacheable(map[string]any{"prompts": list}, 3_600_000, "public")), nil
 }
 
-func (s *Handler) mcpPromptsGet(c *mcpCall) (any, *rpcError) {
+func (h *Handler) promptsGet(c *call) (any, *rpc.Error) {
 	var in struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
+	if e := rpc.DecodeParams(c.req.Params, &in); e != nil {
 		return nil, e
 	}
 	for _, p := range promptCatalog() {
 		if p.Name == in.Name {
-			return s.complete(map[string]any{
+			return h.complete(map[string]any{
 				"description": p.Description,
 				"messages": []map[string]any{{"role": "user",
 					"content": map[string]any{"type": "text", "text": p.render(in.Arguments)}}},
 			}), nil
 		}
 	}
-	return nil, invalidParams("unknown prompt: "+in.Name, map[string]any{"name": in.Name})
+	return nil, rpc.InvalidParams("unknown prompt: "+in.Name, map[string]any{"name": in.Name})
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 	"github.com/commonroom/ce/httpapi/mcpapp"
 	"github.com/commonroom/ce/httpapi/skill"
 	"github.com/commonroom/ce/room"
@@ -19,32 +20,32 @@ var skillResource = map[string]any{
 	"mimeType":    "text/markdown",
 }
 
-func (s *Handler) mcpResourcesList(c *mcpCall) (any, *rpcError) {
-	if e := s.noCursor(c); e != nil {
+func (h *Handler) resourcesList(c *call) (any, *rpc.Error) {
+	if e := h.noCursor(c); e != nil {
 		return nil, e
 	}
 	if err := c.p.Require(room.CapRead); err != nil {
-		return s.complete(cacheable(map[string]any{"resources": []any{}}, 0, "private")), nil
+		return h.complete(cacheable(map[string]any{"resources": []any{}}, 0, "private")), nil
 	}
 	list := []map[string]any{{
-		"uri":         s.eng.DocumentURI(),
-		"name":        s.eng.Name,
-		"title":       s.eng.Name + " (the room's document)",
+		"uri":         h.eng.DocumentURI(),
+		"name":        h.eng.Name,
+		"title":       h.eng.Name + " (the room's document)",
 		"description": "The whole Markdown document at its current version.",
 		"mimeType":    "text/markdown",
 	}, skillResource}
 	if c.req.Meta.UI {
 		list = append(list, boardResource())
 	}
-	return s.complete(cacheable(map[string]any{"resources": list}, 60_000, "private")), nil
+	return h.complete(cacheable(map[string]any{"resources": list}, 60_000, "private")), nil
 }
 
-func (s *Handler) mcpTemplatesList(c *mcpCall) (any, *rpcError) {
-	if e := s.noCursor(c); e != nil {
+func (h *Handler) templatesList(c *call) (any, *rpc.Error) {
+	if e := h.noCursor(c); e != nil {
 		return nil, e
 	}
-	return s.complete(cacheable(map[string]any{"resourceTemplates": []map[string]any{{
-		"uriTemplate": s.eng.DocumentURI() + "/section/{path}",
+	return h.complete(cacheable(map[string]any{"resourceTemplates": []map[string]any{{
+		"uriTemplate": h.eng.DocumentURI() + "/section/{path}",
 		"name":        "section",
 		"title":       "A section of the document",
 		"description": "One heading's section, by its path (titles joined with /, percent-encoded), e.g. Plan%2FRisks.",
@@ -52,52 +53,52 @@ func (s *Handler) mcpTemplatesList(c *mcpCall) (any, *rpcError) {
 	}}}, 60_000, "private")), nil
 }
 
-func (s *Handler) noCursor(c *mcpCall) *rpcError {
+func (h *Handler) noCursor(c *call) *rpc.Error {
 	var in struct {
 		Cursor *string `json:"cursor"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
+	if e := rpc.DecodeParams(c.req.Params, &in); e != nil {
 		return e
 	}
 	if in.Cursor != nil && *in.Cursor != "" {
-		return invalidParams("invalid cursor", nil)
+		return rpc.InvalidParams("invalid cursor", nil)
 	}
 	return nil
 }
 
-// mcpResourcesRead reads the document or one section, bounded like
+// resourcesRead reads the document or one section, bounded like
 // workspace_read, or the agent guide; each needs read.
-func (s *Handler) mcpResourcesRead(c *mcpCall) (any, *rpcError) {
+func (h *Handler) resourcesRead(c *call) (any, *rpc.Error) {
 	var in struct {
 		URI string `json:"uri"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
+	if e := rpc.DecodeParams(c.req.Params, &in); e != nil {
 		return nil, e
 	}
 	if in.URI == mcpapp.BoardURI && c.req.Meta.UI {
-		return s.readBoardResource(c)
+		return h.readBoardResource(c)
 	}
 	if in.URI == skill.URI {
 		if err := c.p.Require(room.CapRead); err != nil {
-			return nil, s.rpcErrorOf(err)
+			return nil, h.rpcErrorOf(err)
 		}
 		content := map[string]any{"uri": skill.URI, "mimeType": "text/markdown", "text": skill.Text()}
-		return s.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
+		return h.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
 	}
-	section, ok := s.eng.SectionFromURI(in.URI)
-	if !ok || len(in.URI) > s.limits.MaxResourceURIChars {
-		return nil, s.resourceNotFound(in.URI)
+	section, ok := h.eng.SectionFromURI(in.URI)
+	if !ok || len(in.URI) > h.limits.MaxResourceURIChars {
+		return nil, h.resourceNotFound(in.URI)
 	}
-	res, err := actor.Read(c.ctx, s.room, func(q room.Querier) (room.ReadResult, error) {
-		return s.eng.Read(c.ctx, q, c.p, room.ReadInput{Section: section})
+	res, err := actor.Read(c.ctx, h.room, func(q room.Querier) (room.ReadResult, error) {
+		return h.eng.Read(c.ctx, q, c.p, room.ReadInput{Section: section})
 	})
 	if err != nil {
 		if room.ErrorKind(err) == room.KindInvalidRegion {
-			return nil, s.resourceNotFound(in.URI)
+			return nil, h.resourceNotFound(in.URI)
 		}
-		return nil, s.rpcErrorOf(err)
+		return nil, h.rpcErrorOf(err)
 	}
 	content := map[string]any{"uri": in.URI, "mimeType": "text/markdown", "text": res.Content,
 		"_meta": map[string]any{"commonroom/version": res.Version, "commonroom/truncated": res.Truncated}}
-	return s.complete(cacheable(map[string]any{"contents": []any{content}}, 0, "private")), nil
+	return h.complete(cacheable(map[string]any{"contents": []any{content}}, 0, "private")), nil
 }

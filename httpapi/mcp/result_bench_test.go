@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 	"net/http/httptest"
 	"testing"
 
@@ -40,7 +41,7 @@ func BenchmarkWriteResult(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				w := httptest.NewRecorder()
-				writeRPCResult(w, id, c.result())
+				rpc.WriteResult(w, id, c.result())
 			}
 		})
 	}

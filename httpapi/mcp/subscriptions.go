@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 	"net/http"
 	"sort"
 	"sync"
@@ -95,38 +96,38 @@ func (l *legacySubs) held(session string) (uris []string, ok bool) {
 // resourceNotFound is the -32602 for a URI that names nothing here. It
 // echoes the URI only when it is within the URI limit, so an oversized one
 // costs the server nothing to answer.
-func (s *Handler) resourceNotFound(uri string) *rpcError {
-	if len(uri) > s.limits.MaxResourceURIChars {
-		return invalidParams(fmt.Sprintf("resource not found: the URI is longer than %d bytes", s.limits.MaxResourceURIChars),
-			map[string]any{"limit": s.limits.MaxResourceURIChars})
+func (h *Handler) resourceNotFound(uri string) *rpc.Error {
+	if len(uri) > h.limits.MaxResourceURIChars {
+		return rpc.InvalidParams(fmt.Sprintf("resource not found: the URI is longer than %d bytes", h.limits.MaxResourceURIChars),
+			map[string]any{"limit": h.limits.MaxResourceURIChars})
 	}
-	return invalidParams("resource not found", map[string]any{"uri": uri})
+	return rpc.InvalidParams("resource not found", map[string]any{"uri": uri})
 }
 
-// mcpSubscribe keeps the legacy resources/subscribe and unsubscribe working
+// legacySubscribe keeps the legacy resources/subscribe and unsubscribe working
 // for clients that already use them (the brief). The session must be able to
 // read; subscribe needs a URI naming the document or a section that exists
 // now, and respects the per-session cap; unsubscribing what is not
 // subscribed is harmless.
-func (s *Handler) mcpSubscribe(c *mcpCall, on bool) (any, *rpcError) {
+func (h *Handler) legacySubscribe(c *call, on bool) (any, *rpc.Error) {
 	var in struct {
 		URI string `json:"uri"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
+	if e := rpc.DecodeParams(c.req.Params, &in); e != nil {
 		return nil, e
 	}
 	if err := c.p.Require(room.CapRead); err != nil {
-		return nil, s.rpcErrorOf(err)
+		return nil, h.rpcErrorOf(err)
 	}
-	if s.hub == nil {
-		return nil, &rpcError{Status: http.StatusServiceUnavailable, Code: codeInternalError, Message: "live updates are not available"}
+	if h.hub == nil {
+		return nil, &rpc.Error{Status: http.StatusServiceUnavailable, Code: rpc.CodeInternalError, Message: "live updates are not available"}
 	}
 	if in.URI == skill.URI {
-		return s.complete(nil), nil // the guide never changes: nothing to keep, nothing will come
+		return h.complete(nil), nil // the guide never changes: nothing to keep, nothing will come
 	}
-	canonical, ok, err := s.resourceURI(c, in.URI)
+	canonical, ok, err := h.resourceURI(c, in.URI)
 	if err != nil {
-		return nil, s.rpcErrorOf(err)
+		return nil, h.rpcErrorOf(err)
 	}
 	ref := c.p.SessionRef
 	if !on {
@@ -134,38 +135,38 @@ func (s *Handler) mcpSubscribe(c *mcpCall, on bool) (any, *rpcError) {
 		if ok {
 			uris = append(uris, canonical)
 		}
-		s.legacyStreams.update(ref, s.legacy.remove(ref, uris...))
-		return s.complete(nil), nil
+		h.legacyStreams.update(ref, h.legacy.remove(ref, uris...))
+		return h.complete(nil), nil
 	}
 	if !ok {
-		return nil, s.resourceNotFound(in.URI)
+		return nil, h.resourceNotFound(in.URI)
 	}
-	max := s.limits.MaxSubscriptionsPerSession
-	topics, ok := s.legacy.add(ref, canonical, max)
+	max := h.limits.MaxSubscriptionsPerSession
+	topics, ok := h.legacy.add(ref, canonical, max)
 	if !ok {
-		return nil, s.rpcErrorOf(room.Errorf(room.KindLimitExceeded,
+		return nil, h.rpcErrorOf(room.Errorf(room.KindLimitExceeded,
 			"this session already follows %d resources, the most allowed; unsubscribe from one first", max).
 			With("limit", max))
 	}
-	s.legacyStreams.update(ref, topics)
+	h.legacyStreams.update(ref, topics)
 	// The session may have ended between its authentication and the add
 	// above, after the hub told the registry to forget it: look again, now
 	// that the entry is visible to the next session end.
-	if _, err := s.principal(c.r); err != nil {
-		s.legacy.drop(ref)
-		return nil, s.rpcErrorOf(err)
+	if _, err := h.principal(c.r); err != nil {
+		h.legacy.drop(ref)
+		return nil, h.rpcErrorOf(err)
 	}
-	return s.complete(nil), nil
+	return h.complete(nil), nil
 }
 
 // resourceURI resolves a client's URI against the current document.
-func (s *Handler) resourceURI(c *mcpCall, uri string) (string, bool, error) {
+func (h *Handler) resourceURI(c *call, uri string) (string, bool, error) {
 	type resolved struct {
 		uri string
 		ok  bool
 	}
-	r, err := actor.Read(c.ctx, s.room, func(q room.Querier) (resolved, error) {
-		u, ok, err := s.eng.ResourceURI(c.ctx, q, c.p, uri)
+	r, err := actor.Read(c.ctx, h.room, func(q room.Querier) (resolved, error) {
+		u, ok, err := h.eng.ResourceURI(c.ctx, q, c.p, uri)
 		return resolved{u, ok}, err
 	})
 	return r.uri, r.ok, err

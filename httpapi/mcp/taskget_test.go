@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 	"net/http/httptest"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 
 // TestTaskGetResult_TheMemoSendsTheBytesTaskResultSent: tasks/get's result,
 // encoded once per cached task version, is byte for byte the taskResult
-// encoding writeRPCResult sent before; the next poll of the same version
+// encoding rpc.WriteResult sent before; the next poll of the same version
 // sends the same bytes from the memo; a handler with another version
 // (another serverInfo) never sends the first handler's bytes.
 func TestTaskGetResult_TheMemoSendsTheBytesTaskResultSent(t *testing.T) {
@@ -32,14 +33,14 @@ func TestTaskGetResult_TheMemoSendsTheBytesTaskResultSent(t *testing.T) {
 			other := newTestHandler(t, "other")
 			var memo actor.Memo
 			want := httptest.NewRecorder()
-			writeRPCResult(want, json.RawMessage(`5`), s.taskResult(task))
+			rpc.WriteResult(want, json.RawMessage(`5`), s.taskResult(task))
 			for i, h := range []*Handler{s, s, other, s} {
 				got := httptest.NewRecorder()
-				writeRPCResult(got, json.RawMessage(`5`), h.taskGetResult(task, &memo))
+				rpc.WriteResult(got, json.RawMessage(`5`), h.taskGetResult(task, &memo))
 				w := want.Body.Bytes()
 				if h == other {
 					ref := httptest.NewRecorder()
-					writeRPCResult(ref, json.RawMessage(`5`), other.taskResult(task))
+					rpc.WriteResult(ref, json.RawMessage(`5`), other.taskResult(task))
 					w = ref.Body.Bytes()
 				}
 				if !bytes.Equal(got.Body.Bytes(), w) {

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -43,9 +44,9 @@ func TestTaskHandleIsTheMapEncoding(t *testing.T) {
 		for _, id := range []string{`7`, `"id <&>"`, ` 12 `} {
 			t.Run(name+" with id "+id+" gives the same bytes", func(t *testing.T) {
 				got := httptest.NewRecorder()
-				writeRPCResult(got, json.RawMessage(id), s.createTaskResult(task))
+				rpc.WriteResult(got, json.RawMessage(id), s.createTaskResult(task))
 				want := httptest.NewRecorder()
-				writeRPCResult(want, json.RawMessage(id), taskHandleMap(s, task))
+				rpc.WriteResult(want, json.RawMessage(id), taskHandleMap(s, task))
 				if got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
 					t.Fatalf("status %d, body\n%.600q\nwant status %d, body\n%.600q", got.Code, got.Body.Bytes(), want.Code, want.Body.Bytes())
 				}
@@ -55,9 +56,9 @@ func TestTaskHandleIsTheMapEncoding(t *testing.T) {
 	t.Run("a _meta value that cannot be encoded fails as it did", func(t *testing.T) {
 		task := with(base, func(d *room.DetailedTask) { d.Meta = map[string]any{"f": func() {}} })
 		got := httptest.NewRecorder()
-		writeRPCResult(got, json.RawMessage(`1`), s.createTaskResult(task))
+		rpc.WriteResult(got, json.RawMessage(`1`), s.createTaskResult(task))
 		want := httptest.NewRecorder()
-		writeRPCResult(want, json.RawMessage(`1`), taskHandleMap(s, task))
+		rpc.WriteResult(want, json.RawMessage(`1`), taskHandleMap(s, task))
 		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) || !bytes.Contains(got.Body.Bytes(), []byte(`"error"`)) {
 			t.Fatalf("body %q, want %q (an internal error)", got.Body.Bytes(), want.Body.Bytes())
 		}
@@ -66,7 +67,7 @@ func TestTaskHandleIsTheMapEncoding(t *testing.T) {
 
 // taskHandleMap is the task handle as the door built it before it was a
 // struct: the reference taskHandleResult must encode as.
-func taskHandleMap(s *Handler, t room.DetailedTask) map[string]any {
+func taskHandleMap(h *Handler, t room.DetailedTask) map[string]any {
 	m := map[string]any{
 		"resultType":     "task",
 		"taskId":         t.TaskID,
@@ -83,7 +84,7 @@ func taskHandleMap(s *Handler, t room.DetailedTask) map[string]any {
 	for k, v := range t.Meta {
 		meta[k] = v
 	}
-	for k, v := range s.serverInfo() {
+	for k, v := range h.serverInfo() {
 		meta[k] = v
 	}
 	m["_meta"] = meta

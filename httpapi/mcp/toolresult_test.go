@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -48,9 +49,9 @@ func TestToolResultBytesAreTheMapEncoding(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := httptest.NewRecorder()
-				writeRPCResult(got, json.RawMessage(id), raw)
+				rpc.WriteResult(got, json.RawMessage(id), raw)
 				want := httptest.NewRecorder()
-				writeRPCResult(want, json.RawMessage(id), referenceToolResult(t, s, out))
+				rpc.WriteResult(want, json.RawMessage(id), referenceToolResult(t, s, out))
 				if got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
 					t.Fatalf("status %d, body\n%.400q\nwant status %d, body\n%.400q", got.Code, got.Body.Bytes(), want.Code, want.Body.Bytes())
 				}
@@ -59,12 +60,12 @@ func TestToolResultBytesAreTheMapEncoding(t *testing.T) {
 				}
 				// A write's result goes out framed in a pooled buffer:
 				// the same bytes.
-				f, ok, err := s.framedToolResult(json.RawMessage(id), out)
+				f, ok, err := s.frames.ToolResult(json.RawMessage(id), s.metaJSON, out)
 				if err != nil || !ok {
 					t.Fatalf("framed: ok %v, err %v", ok, err)
 				}
 				framed := httptest.NewRecorder()
-				writeRPCResult(framed, json.RawMessage(id), f)
+				rpc.WriteResult(framed, json.RawMessage(id), f)
 				if framed.Code != want.Code || !bytes.Equal(framed.Body.Bytes(), want.Body.Bytes()) || framed.Header().Get("Content-Type") != "application/json" {
 					t.Fatalf("framed: status %d, body\n%.400q\nwant status %d, body\n%.400q", framed.Code, framed.Body.Bytes(), want.Code, want.Body.Bytes())
 				}
@@ -72,7 +73,7 @@ func TestToolResultBytesAreTheMapEncoding(t *testing.T) {
 		}
 	}
 	t.Run("an id that is not JSON is not framed", func(t *testing.T) {
-		if _, ok, err := s.framedToolResult(json.RawMessage(`{nope`), "x"); ok || err != nil {
+		if _, ok, err := s.frames.ToolResult(json.RawMessage(`{nope`), s.metaJSON, "x"); ok || err != nil {
 			t.Fatalf("framed an id that is not JSON: ok %v, err %v", ok, err)
 		}
 	})
@@ -82,18 +83,18 @@ func TestToolResultBytesAreTheMapEncoding(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := httptest.NewRecorder()
-		writeRPCResult(got, json.RawMessage(`{nope`), raw)
+		rpc.WriteResult(got, json.RawMessage(`{nope`), raw)
 		want := httptest.NewRecorder()
-		writeRPCResult(want, json.RawMessage(`{nope`), referenceToolResult(t, s, "x"))
+		rpc.WriteResult(want, json.RawMessage(`{nope`), referenceToolResult(t, s, "x"))
 		if got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
 			t.Fatalf("status %d %q, want %d %q", got.Code, got.Body.Bytes(), want.Code, want.Body.Bytes())
 		}
 	})
 }
 
-// referenceToolResult is how mcpToolsCall built a successful result before
+// referenceToolResult is how toolsCall built a successful result before
 // it was encoded once: a map, with the text from json.Marshal.
-func referenceToolResult(t *testing.T, s *Handler, out any) any {
+func referenceToolResult(t *testing.T, h *Handler, out any) any {
 	t.Helper()
 	text, err := json.Marshal(out)
 	if err != nil {
@@ -103,7 +104,7 @@ func referenceToolResult(t *testing.T, s *Handler, out any) any {
 	if len(text) > 0 && text[0] != '{' {
 		structured = map[string]any{"result": out}
 	}
-	return s.complete(map[string]any{
+	return h.complete(map[string]any{
 		"content":           []map[string]any{{"type": "text", "text": string(text)}},
 		"structuredContent": structured,
 		"isError":           false,
@@ -120,19 +121,19 @@ func TestPooledResultBuffersCarryNothingOver(t *testing.T) {
 	answer := func(n int) room.Handoff {
 		return room.Handoff{HandoffID: fmt.Sprintf("handoff_%d", n), Status: "accepted", Summary: strings.Repeat("s", n), Artifacts: []room.Artifact{}}
 	}
-	sizes := []int{20_000, 3, maxPooledFrame, 0, 100, maxPooledFrame / 4, 1, 200_000, 7}
+	sizes := []int{20_000, 3, rpc.MaxPooledFrame, 0, 100, rpc.MaxPooledFrame / 4, 1, 200_000, 7}
 	for round := range 20 {
 		for i, n := range sizes {
 			out := answer(n)
 			id := json.RawMessage(fmt.Sprint(round*100 + i))
 			want := httptest.NewRecorder()
-			writeRPCResult(want, id, referenceToolResult(t, s, out))
-			f, ok, err := s.framedToolResult(id, out)
+			rpc.WriteResult(want, id, referenceToolResult(t, s, out))
+			f, ok, err := s.frames.ToolResult(id, s.metaJSON, out)
 			if err != nil || !ok {
 				t.Fatalf("framed: ok %v, err %v", ok, err)
 			}
 			got := httptest.NewRecorder()
-			writeRPCResult(got, id, f)
+			rpc.WriteResult(got, id, f)
 			if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
 				t.Fatalf("round %d, answer of %d bytes after one of %d: %d bytes\n%.300q\nwant %d bytes\n%.300q",
 					round, n, sizes[(i+len(sizes)-1)%len(sizes)], got.Body.Len(), got.Body.Bytes(), want.Body.Len(), want.Body.Bytes())
@@ -143,7 +144,7 @@ func TestPooledResultBuffersCarryNothingOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			kept := httptest.NewRecorder()
-			writeRPCResult(kept, id, raw)
+			rpc.WriteResult(kept, id, raw)
 			if !bytes.Equal(kept.Body.Bytes(), want.Body.Bytes()) {
 				t.Fatalf("round %d, kept answer of %d bytes differs:\n%.300q\nwant\n%.300q", round, n, kept.Body.Bytes(), want.Body.Bytes())
 			}

@@ -2,9 +2,12 @@ package mcp
 
 import (
 	"encoding/json"
+	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
+	"github.com/commonroom/ce/httpapi/present"
 	"maps"
 	"slices"
 
+	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/httpapi/mcpapp"
 	"github.com/commonroom/ce/httpapi/ops"
@@ -32,7 +35,7 @@ type Tool struct {
 	// nil for a tool the board is not linked from.
 	uiMeta map[string]any
 	// app runs an app-only tool (nil for a row of the operations table).
-	app func(s *Handler, c *mcpCall, args json.RawMessage) (any, error)
+	app func(s *Handler, c *call, args json.RawMessage) (any, error)
 }
 
 // taskHandle is a tool answer that becomes a CreateTaskResult.
@@ -88,14 +91,14 @@ func handoffToolResult(res room.CreateHandoffResult, tasks bool) any {
 // toolByName finds a tool of the catalog; app-only tools (the board's)
 // exist only for a request that declared MCP Apps (ui): to anyone else
 // their names are unknown tools.
-func (s *Handler) toolByName(name string, ui bool) (Tool, bool) {
-	for _, t := range s.tools {
+func (h *Handler) toolByName(name string, ui bool) (Tool, bool) {
+	for _, t := range h.tools {
 		if t.Name == name {
 			return t, true
 		}
 	}
 	if ui {
-		for _, t := range s.appTools {
+		for _, t := range h.appTools {
 			if t.Name == name {
 				return t, true
 			}
@@ -104,18 +107,18 @@ func (s *Handler) toolByName(name string, ui bool) (Tool, bool) {
 	return Tool{}, false
 }
 
-func (s *Handler) mcpToolsList(c *mcpCall) (any, *rpcError) {
+func (h *Handler) toolsList(c *call) (any, *rpc.Error) {
 	var in struct {
 		Cursor *string `json:"cursor"`
 	}
-	if e := decodeParams(c.req.Params, &in); e != nil {
+	if e := rpc.DecodeParams(c.req.Params, &in); e != nil {
 		return nil, e
 	}
 	if in.Cursor != nil && *in.Cursor != "" {
-		return nil, invalidParams("invalid cursor", nil)
+		return nil, rpc.InvalidParams("invalid cursor", nil)
 	}
-	list := make([]map[string]any, 0, len(s.tools)+len(s.appTools))
-	for _, t := range s.tools {
+	list := make([]map[string]any, 0, len(h.tools)+len(h.appTools))
+	for _, t := range h.tools {
 		entry := map[string]any{
 			"name": t.Name, "title": t.Title, "description": t.Description, "inputSchema": t.Input,
 			"annotations": map[string]any{"title": t.Title, "readOnlyHint": t.ReadOnly, "openWorldHint": false},
@@ -126,7 +129,7 @@ func (s *Handler) mcpToolsList(c *mcpCall) (any, *rpcError) {
 		list = append(list, entry)
 	}
 	if c.req.Meta.UI {
-		for _, t := range s.appTools {
+		for _, t := range h.appTools {
 			list = append(list, map[string]any{
 				"name": t.Name, "title": t.Title, "description": t.Description, "inputSchema": t.Input,
 				"annotations": map[string]any{"title": t.Title, "readOnlyHint": t.ReadOnly, "openWorldHint": false},
@@ -134,81 +137,103 @@ func (s *Handler) mcpToolsList(c *mcpCall) (any, *rpcError) {
 			})
 		}
 	}
-	return s.complete(cacheable(map[string]any{"tools": list}, 3_600_000, "public")), nil
+	return h.complete(cacheable(map[string]any{"tools": list}, 3_600_000, "public")), nil
 }
 
-func (s *Handler) mcpToolsCall(c *mcpCall) (any, *rpcError) {
+// toolsCall is tools/call: decode the call, run the tool's operation,
+// encode its answer.
+func (h *Handler) toolsCall(c *call) (any, *rpc.Error) {
+	name, args, e := h.decodeToolCall(c)
+	if e != nil {
+		return nil, e
+	}
+	t, ok := h.toolByName(name, c.req.Meta.UI)
+	if !ok {
+		c.tool = "other"
+		return nil, rpc.InvalidParams("unknown tool: "+name, map[string]any{"name": name})
+	}
+	c.tool = t.Name
+	if t.app != nil {
+		return h.runAppTool(c, t, args)
+	}
+	// The arguments are one valid JSON value: a slice of the body the
+	// envelope checked with json.Valid. The decoder captures the two
+	// values it needs (capturing t would move it to the heap).
+	free := t.numberFree
+	out, memo, err := t.Op.RunMemo(c.ctx, h.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
+	if err != nil {
+		return h.toolFailure(c, err)
+	}
+	return h.encodeToolAnswer(c, present.PresentResult(out), memo)
+}
+
+// decodeToolCall reads tools/call's params: the tool's name (interned when
+// it is one of ours) and its arguments as sent. The members the envelope
+// already split are read where they give what json.Unmarshal gives.
+func (h *Handler) decodeToolCall(c *call) (string, json.RawMessage, *rpc.Error) {
+	name, args, plain := c.req.Plain("name", "arguments")
+	if plain {
+		var n string
+		if n, plain = rpc.PlainStringIn(name, h.toolNames); plain {
+			return n, args, nil
+		}
+	}
 	var in struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	name, args, plain := plainMembers(c.req.members, "name", "arguments")
-	if plain {
-		in.Name, plain = plainStringIn(name, s.toolNames)
-		in.Arguments = args
+	if e := rpc.DecodeParams(c.req.Params, &in); e != nil {
+		return "", nil, e
 	}
-	if !plain {
-		if e := decodeParams(c.req.Params, &in); e != nil {
-			return nil, e
-		}
-	}
-	t, ok := s.toolByName(in.Name, c.req.Meta.UI)
-	if !ok {
-		c.tool = "other"
-		return nil, invalidParams("unknown tool: "+in.Name, map[string]any{"name": in.Name})
-	}
-	c.tool = t.Name
-	if t.app != nil {
-		return s.runAppTool(c, t, in.Arguments)
-	}
-	// The arguments are one valid JSON value: a slice of the body the
-	// envelope checked with json.Valid. The decoder captures the two
-	// values it needs (capturing in or t would move them to the heap).
-	args, free := in.Arguments, t.numberFree
-	out, memo, err := t.Op.RunMemo(c.ctx, s.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
-	if err != nil {
-		return s.toolFailure(c, err)
-	}
-	out = PresentResult(out)
+	return in.Name, in.Arguments, nil
+}
+
+// encodeToolAnswer is a tool's answer (already in present's form) as the
+// result tools/call sends: handoff_create's task handle for a client with
+// the Tasks extension; a write's answer encoded with its response around
+// it into a pooled frame; a kept answer (handoff_get until the next
+// commit) encoded once for its memo.
+func (h *Handler) encodeToolAnswer(c *call, out any, memo *actor.Memo) (any, *rpc.Error) {
 	if res, ok := out.(room.CreateHandoffResult); ok {
 		out = handoffToolResult(res, c.req.Meta.Tasks)
 	}
-	if h, ok := out.(taskHandle); ok {
-		return s.createTaskResult(h.task), nil
+	if th, ok := out.(taskHandle); ok {
+		return h.createTaskResult(th.task), nil
 	}
 	if memo == nil {
-		// An answer nobody keeps (every write) is encoded with its
-		// response around it into a pooled frame.
-		f, ok, err := s.framedToolResult(c.req.ID, out)
+		f, ok, err := h.frames.ToolResult(c.req.ID, h.metaJSON, out)
 		if err != nil {
-			return nil, s.rpcErrorOf(room.Internal(err))
+			return nil, h.rpcErrorOf(room.Internal(err))
 		}
 		if ok {
 			return f, nil
 		}
 	}
-	// A kept answer (handoff_get until the next commit) is encoded once: the
-	// result depends on the answer and on this handler alone.
-	res, err := s.memoized(memo, func() (rawResult, error) { return s.toolResult(out) })
+	// The result depends on the answer and on this handler alone.
+	res, err := h.memoized(memo, func() (rpc.Raw, error) { return h.toolResult(out) })
 	if err != nil {
-		return nil, s.rpcErrorOf(room.Internal(err))
+		return nil, h.rpcErrorOf(room.Internal(err))
 	}
 	return res, nil
 }
 
+// toolResult is a successful tool's answer as a result, with this door's
+// serverInfo in its _meta.
+func (h *Handler) toolResult(out any) (rpc.Raw, error) { return rpc.ToolResult(h.metaJSON, out) }
+
 // toolFailure answers a tool that failed: a domain failure is a result
 // with isError (the model reads it and corrects itself); an overload, an
 // unavailable room or an internal fault is a JSON-RPC error.
-func (s *Handler) toolFailure(c *mcpCall, err error) (any, *rpcError) {
+func (h *Handler) toolFailure(c *call, err error) (any, *rpc.Error) {
 	switch room.ErrorKind(err) {
 	case room.KindOverloaded, room.KindUnavailable, room.KindInternal:
-		return nil, s.rpcErrorOf(err)
+		return nil, h.rpcErrorOf(err)
 	}
 	c.errKind = wirejson.Kind(room.ErrorKind(err))
 	c.toolError = true
 	body := wirejson.ErrorBody(err)
 	text, _ := json.Marshal(body)
-	return s.complete(map[string]any{
+	return h.complete(map[string]any{
 		"content":           []map[string]any{{"type": "text", "text": string(text)}},
 		"structuredContent": body,
 		"isError":           true,
@@ -217,10 +242,10 @@ func (s *Handler) toolFailure(c *mcpCall, err error) (any, *rpcError) {
 
 // createTaskResult is the Tasks extension's answer to a tool call that
 // created a task: the handle, never a result (spec §5.4).
-func (s *Handler) createTaskResult(t room.DetailedTask) taskHandleResult {
+func (h *Handler) createTaskResult(t room.DetailedTask) taskHandleResult {
 	meta := make(map[string]any, len(t.Meta)+1)
 	maps.Copy(meta, t.Meta)
-	meta[serverInfoKey] = s.serverInfoValue() // the server's wins
+	meta[serverInfoKey] = h.serverInfoValue() // the server's wins
 	return taskHandleResult{Meta: meta, CreatedAt: t.CreatedAt, LastUpdatedAt: t.LastUpdatedAt,
 		PollIntervalMs: t.PollIntervalMs, ResultType: "task", Status: t.Status, StatusMessage: t.StatusMessage,
 		TaskID: t.TaskID, TTLMs: t.TTLMs}

@@ -1,6 +1,8 @@
-package mcp
+package rpc
 
 import (
+	"github.com/commonroom/ce/httpapi/present"
+
 	"bufio"
 	"bytes"
 	"encoding/base64"
@@ -19,7 +21,7 @@ import (
 // testMethods is the kind of table the /mcp handler passes: the name-bearing
 // methods of spec §1.3 and §5.9, and a few plain ones. ping, initialize,
 // logging/setLevel, tasks/list and tasks/result are absent on purpose.
-var testMethods = map[string]methodInfo{
+var testMethods = NewMethods(map[string]MethodInfo{
 	"server/discover":          {},
 	"tools/list":               {},
 	"tools/call":               {NameField: "name"},
@@ -32,7 +34,7 @@ var testMethods = map[string]methodInfo{
 	"tasks/get":                {NameField: "taskId"},
 	"tasks/update":             {NameField: "taskId"},
 	"tasks/cancel":             {NameField: "taskId"},
-}
+})
 
 const (
 	metaOK   = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -74,7 +76,7 @@ func hdr(kv ...string) http.Header {
 
 // std is the full set of routing headers for method (and Mcp-Name when name != "").
 func std(method, name string) http.Header {
-	h := hdr("MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", method)
+	h := hdr("MCP-Protocol-Version", present.ProtocolVersion, "Mcp-Method", method)
 	if name != "" {
 		h.Set("Mcp-Name", name)
 	}
@@ -89,10 +91,10 @@ type errWant struct {
 	msg    string // substring of the message; "" = not checked
 }
 
-// checkError sends rerr through writeRPCError with req.ID and checks the wire
+// checkError sends rerr through WriteError with req.ID and checks the wire
 // form: status, content type, the id member (exact bytes, or absent, never
 // null), the code, data and message.
-func checkError(t *testing.T, req *rpcRequest, notification bool, rerr *rpcError, want errWant) {
+func checkError(t *testing.T, req *Request, notification bool, rerr *Error, want errWant) {
 	t.Helper()
 	if rerr == nil {
 		t.Fatalf("got no error (notification=%v, req=%+v); want %d %d", notification, req, want.status, want.code)
@@ -107,7 +109,7 @@ func checkError(t *testing.T, req *rpcRequest, notification bool, rerr *rpcError
 		t.Errorf("req on error carries more than the id: %+v", req)
 	}
 	rec := httptest.NewRecorder()
-	writeRPCError(rec, req.ID, rerr)
+	WriteError(rec, req.ID, rerr)
 	if rec.Code != want.status {
 		t.Errorf("status = %d, want %d (error %d %q)", rec.Code, want.status, rerr.Code, rerr.Message)
 	}
@@ -219,7 +221,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"header mismatch/protocol header missing/echoes 7", rpc("7", "tools/list", metaOK), hdr("Mcp-Method", "tools/list"), withMsg(e400(-32020, "7"), "MCP-Protocol-Version")},
 		{"header mismatch/protocol header missing beats missing _meta/echoes 7", rpc("7", "tools/list", "-"), hdr("Mcp-Method", "tools/list"), e400(-32020, "7")},
 		{"header mismatch/protocol header empty/echoes a", rpc(`"a"`, "tools/list", metaOK), hdr("MCP-Protocol-Version", "  ", "Mcp-Method", "tools/list"), e400(-32020, `"a"`)},
-		{"header mismatch/protocol header repeated/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", ProtocolVersion, "MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", "tools/list"), withMsg(e400(-32020, "7"), "repeated")},
+		{"header mismatch/protocol header repeated/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", present.ProtocolVersion, "MCP-Protocol-Version", present.ProtocolVersion, "Mcp-Method", "tools/list"), withMsg(e400(-32020, "7"), "repeated")},
 		{"header mismatch/protocol header control char/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", "2026-07-28\x00", "Mcp-Method", "tools/list"), e400(-32020, "7")},
 
 		// Step 6: _meta.
@@ -235,7 +237,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"invalid params/clientCapabilities null/echoes 7", rpc("7", "tools/list", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}`), std("tools/list", ""), withMsg(e400(-32602, "7"), "must be an object")},
 		{"invalid params/extensions not object/echoes 7", rpc("7", "tools/list", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":["io.modelcontextprotocol/tasks"]}}`), std("tools/list", ""), withMsg(e400(-32602, "7"), "extensions must be an object")},
 		{"invalid params/progressToken float/echoes 7", rpc("7", "tools/list", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1.5}`), std("tools/list", ""), withMsg(e400(-32602, "7"), "progressToken")},
-		{"invalid params/_meta beats Mcp-Method/echoes 7", rpc("7", "tools/list", "-"), hdr("MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", "tools/call"), e400(-32602, "7")},
+		{"invalid params/_meta beats Mcp-Method/echoes 7", rpc("7", "tools/list", "-"), hdr("MCP-Protocol-Version", present.ProtocolVersion, "Mcp-Method", "tools/call"), e400(-32602, "7")},
 		{"invalid params/_meta beats header version mismatch/echoes 7", rpc("7", "tools/list", `"cursor":"c"`), hdr("MCP-Protocol-Version", "v999.0.0", "Mcp-Method", "tools/list"), e400(-32602, "7")},
 		{"invalid params/_meta beats unknown method/echoes 7", rpc("7", "ping", "-"), std("ping", ""), e400(-32602, "7")},
 
@@ -245,7 +247,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"header mismatch/_meta version with a trailing space/echoes 7", rpc("7", "tools/list", strings.Replace(metaOK, "2026-07-28", "2026-07-28 ", 1)), std("tools/list", ""), e400(-32020, "7")},
 
 		// Step 8: Mcp-Method.
-		{"header mismatch/Mcp-Method missing/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", ProtocolVersion), withMsg(e400(-32020, "7"), "Mcp-Method header is missing")},
+		{"header mismatch/Mcp-Method missing/echoes 7", rpc("7", "tools/list", metaOK), hdr("MCP-Protocol-Version", present.ProtocolVersion), withMsg(e400(-32020, "7"), "Mcp-Method header is missing")},
 		{"header mismatch/Mcp-Method differs/echoes 7", rpc("7", "tools/list", metaOK), std("prompts/list", ""), e400(-32020, "7")},
 		{"header mismatch/Mcp-Method upper case/echoes 7", rpc("7", "tools/list", metaOK), std("TOOLS/LIST", ""), e400(-32020, "7")},
 		{"header mismatch/Mcp-Method non-ASCII/echoes 7", rpc("7", "tools/list", metaOK), std("tools/list\u00e9", ""), withMsg(e400(-32020, "7"), "outside visible ASCII")},
@@ -260,7 +262,7 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"header mismatch/tools/call name not string/echoes 7", rpc("7", "tools/call", `"name":7,`+metaOK), std("tools/call", "7"), e400(-32020, "7")},
 		{"header mismatch/tools/call name and NAME/echoes 7", rpc("7", "tools/call", `"name":"lookup","NAME":"drop_all",`+metaOK), std("tools/call", "lookup"), withMsg(e400(-32020, "7"), "ambiguous")},
 		{"header mismatch/tools/call Mcp-Name raw UTF-8/echoes 7", toolsCall("h\u00e9llo"), std("tools/call", "h\u00e9llo"), withMsg(e400(-32020, "7"), "outside visible ASCII")},
-		{"header mismatch/Mcp-Name repeated/echoes 7", toolsCall("lookup"), hdr("MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", "tools/call", "Mcp-Name", "lookup", "Mcp-Name", "lookup"), e400(-32020, "7")},
+		{"header mismatch/Mcp-Name repeated/echoes 7", toolsCall("lookup"), hdr("MCP-Protocol-Version", present.ProtocolVersion, "Mcp-Method", "tools/call", "Mcp-Name", "lookup", "Mcp-Name", "lookup"), e400(-32020, "7")},
 		{"header mismatch/resources/read uri differs/echoes a", rpc(`"a"`, "resources/read", `"uri":"commonroom://workspace/w1",`+metaOK), std("resources/read", "commonroom://workspace/w2"), e400(-32020, `"a"`)},
 		{"header mismatch/tasks/get Mcp-Name missing/echoes 7", tasksGet("7", "t1"), std("tasks/get", ""), e400(-32020, "7")},
 		{"header mismatch/tasks/cancel taskId differs/echoes 7", rpc("7", "tasks/cancel", `"taskId":"t1",`+metaOK), std("tasks/cancel", "t2"), e400(-32020, "7")},
@@ -291,12 +293,12 @@ func TestDecodeRPCErrors(t *testing.T) {
 		{"method not found/tasks/result without Mcp-Name/echoes 7", rpc("7", "tasks/result", `"taskId":"t1",`+metaOK), std("tasks/result", ""), notFound("7", "tasks/result")},
 		{"method not found/unknown method without Mcp-Name/echoes 7", rpc("7", "tools/frobnicate", `"name":"x",`+metaOK), std("tools/frobnicate", ""), notFound("7", "tools/frobnicate")},
 		{"method not found/unknown method with bad sentinel/echoes 7", rpc("7", "tools/frobnicate", `"name":"x",`+metaOK), std("tools/frobnicate", "=?base64?!!?="), notFound("7", "tools/frobnicate")},
-		{"header mismatch/empty method cannot match an empty Mcp-Method/echoes 7", rpc("7", "", metaOK), hdr("MCP-Protocol-Version", ProtocolVersion, "Mcp-Method", ""), e400(-32020, "7")},
+		{"header mismatch/empty method cannot match an empty Mcp-Method/echoes 7", rpc("7", "", metaOK), hdr("MCP-Protocol-Version", present.ProtocolVersion, "Mcp-Method", ""), e400(-32020, "7")},
 	}
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods, nil)
+			req, notification, rerr := Decode(tc.h, []byte(tc.body), testMethods, nil)
 			checkError(t, req, notification, rerr, tc.want)
 		})
 	}
@@ -348,7 +350,7 @@ func TestDecodeRPCAccepts(t *testing.T) {
 		{"accepted/tasks/get taskId", rpc(`"a"`, "tasks/get", `"taskId":"7f3c2a9e",`+metaOK), std("tasks/get", "7f3c2a9e"), `"a"`, false, ""},
 		{"accepted/tasks/update taskId via sentinel", rpc("7", "tasks/update", `"taskId":"t-1","inputResponses":{},`+metaOK), std("tasks/update", b64("t-1")), "7", false, ""},
 		{"accepted/Mcp-Name ignored where no name field", rpc("7", "tools/list", metaOK), std("tools/list", "=?base64?!!?="), "7", false, ""},
-		{"accepted/header names in any case", toolsCall("7", "lookup"), http.Header{"mcp-protocol-version": {ProtocolVersion}, "MCP-METHOD": {"tools/call"}, "mcp-NAME": {"lookup"}}, "7", false, ""},
+		{"accepted/header names in any case", toolsCall("7", "lookup"), http.Header{"mcp-protocol-version": {present.ProtocolVersion}, "MCP-METHOD": {"tools/call"}, "mcp-NAME": {"lookup"}}, "7", false, ""},
 		{"accepted/escaped method and jsonrpc read as their text", `{"jsonrpc":"2\u002e0","id":7,"method":"tools\u002flist","params":{` + metaOK + `}}`, std("tools/list", ""), "7", false, ""},
 		{"accepted/escaped tool name matches its Mcp-Name", rpc("7", "tools/call", `"name":"look\u0075p",`+metaOK), std("tools/call", "lookup"), "7", false, ""},
 		{"accepted/progressToken after extensions (three layers split apart)", rpc("7", "tools/list", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":1,"b":2,"c":3,"extensions":{"x/1":{},"x/2":{},"io.modelcontextprotocol/tasks":{}}},"progressToken":"tok","k1":1}`), std("tools/list", ""), "7", true, `"tok"`},
@@ -358,7 +360,7 @@ func TestDecodeRPCAccepts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods, nil)
+			req, notification, rerr := Decode(tc.h, []byte(tc.body), testMethods, nil)
 			if rerr != nil {
 				t.Fatalf("error %d %d %q, want a request", rerr.Status, rerr.Code, rerr.Message)
 			}
@@ -394,7 +396,7 @@ func TestDecodeRPCAccepts(t *testing.T) {
 					t.Errorf("members[%q] = %s (%v), want %s", k, got, ok, v)
 				}
 			}
-			if req.Meta.ProtocolVersion != ProtocolVersion {
+			if req.Meta.ProtocolVersion != present.ProtocolVersion {
 				t.Errorf("Meta.ProtocolVersion = %q", req.Meta.ProtocolVersion)
 			}
 			if kindOf(req.Meta.ClientCaps) != '{' {
@@ -408,7 +410,7 @@ func TestDecodeRPCAccepts(t *testing.T) {
 			}
 			// The id goes back on a result exactly as it came.
 			rec := httptest.NewRecorder()
-			writeRPCResult(rec, req.ID, map[string]string{"resultType": "complete"})
+			WriteResult(rec, req.ID, map[string]string{"resultType": "complete"})
 			var resp map[string]json.RawMessage
 			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
 				t.Fatal(err)
@@ -435,7 +437,7 @@ func TestDecodeRPCNotifications(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, notification, rerr := decodeRPC(tc.h, []byte(tc.body), testMethods, nil)
+			req, notification, rerr := Decode(tc.h, []byte(tc.body), testMethods, nil)
 			if rerr != nil {
 				t.Fatalf("error %d %d %q, want a notification", rerr.Status, rerr.Code, rerr.Message)
 			}
@@ -465,7 +467,7 @@ func TestDecodeRPCDeepInputDoesNotPanic(t *testing.T) {
 	}
 	for i, body := range deep {
 		t.Run(fmt.Sprintf("deep input %d is a 400", i), func(t *testing.T) {
-			req, _, rerr := decodeRPC(std("tools/list", ""), []byte(body), testMethods, nil)
+			req, _, rerr := Decode(std("tools/list", ""), []byte(body), testMethods, nil)
 			if rerr == nil || rerr.Status != http.StatusBadRequest {
 				t.Fatalf("got %+v, want a 400 error", rerr)
 			}
@@ -480,29 +482,29 @@ func TestWriteRPCError(t *testing.T) {
 	cases := []struct {
 		name   string
 		id     json.RawMessage
-		err    *rpcError
+		err    *Error
 		status int
 		want   string
 	}{
-		{"error body/no id omits the member", nil, &rpcError{Status: 400, Code: -32700, Message: "parse error"}, 400,
+		{"error body/no id omits the member", nil, &Error{Status: 400, Code: -32700, Message: "parse error"}, 400,
 			`{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error"}}`},
-		{"error body/numeric id", json.RawMessage("7"), &rpcError{Status: 404, Code: -32601, Message: "method not found", Data: map[string]string{"method": "ping"}}, 404,
+		{"error body/numeric id", json.RawMessage("7"), &Error{Status: 404, Code: -32601, Message: "method not found", Data: map[string]string{"method": "ping"}}, 404,
 			`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"method not found","data":{"method":"ping"}}}`},
-		{"error body/string id not HTML-escaped", json.RawMessage(`"<a&b>"`), &rpcError{Status: 400, Code: -32020, Message: "x"}, 400,
+		{"error body/string id not HTML-escaped", json.RawMessage(`"<a&b>"`), &Error{Status: 400, Code: -32020, Message: "x"}, 400,
 			`{"jsonrpc":"2.0","id":"<a&b>","error":{"code":-32020,"message":"x"}}`},
-		{"error body/missing capability", json.RawMessage("9"), missingCapability(map[string]any{"extensions": map[string]any{TasksExtension: struct{}{}}}), 400,
+		{"error body/missing capability", json.RawMessage("9"), MissingCapability(map[string]any{"extensions": map[string]any{present.TasksExtension: struct{}{}}}), 400,
 			`{"jsonrpc":"2.0","id":9,"error":{"code":-32021,"message":"missing required client capability","data":{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`},
-		{"error body/invalid params is 200", json.RawMessage(`"a"`), invalidParams("unknown task", nil), 200,
+		{"error body/invalid params is 200", json.RawMessage(`"a"`), InvalidParams("unknown task", nil), 200,
 			`{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"unknown task"}}`},
-		{"error body/invalid params with data", json.RawMessage(`1`), invalidParams("resource not found", map[string]string{"uri": "commonroom://x"}), 200,
+		{"error body/invalid params with data", json.RawMessage(`1`), InvalidParams("resource not found", map[string]string{"uri": "commonroom://x"}), 200,
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"resource not found","data":{"uri":"commonroom://x"}}}`},
-		{"error body/data that cannot be encoded is dropped", json.RawMessage(`1`), &rpcError{Status: 400, Code: -32020, Message: "x", Data: func() {}}, 400,
+		{"error body/data that cannot be encoded is dropped", json.RawMessage(`1`), &Error{Status: 400, Code: -32020, Message: "x", Data: func() {}}, 400,
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"x"}}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			writeRPCError(rec, tc.id, tc.err)
+			WriteError(rec, tc.id, tc.err)
 			if rec.Code != tc.status {
 				t.Errorf("status = %d, want %d", rec.Code, tc.status)
 			}
@@ -519,7 +521,7 @@ func TestWriteRPCError(t *testing.T) {
 func TestWriteRPCResult(t *testing.T) {
 	t.Run("result body/200 application/json with id", func(t *testing.T) {
 		rec := httptest.NewRecorder()
-		writeRPCResult(rec, json.RawMessage(`"a"`), map[string]any{"resultType": "complete", "tools": []any{}})
+		WriteResult(rec, json.RawMessage(`"a"`), map[string]any{"resultType": "complete", "tools": []any{}})
 		if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" {
 			t.Errorf("status %d, Content-Type %q", rec.Code, rec.Header().Get("Content-Type"))
 		}
@@ -530,7 +532,7 @@ func TestWriteRPCResult(t *testing.T) {
 	})
 	t.Run("result body/unencodable result is -32603", func(t *testing.T) {
 		rec := httptest.NewRecorder()
-		writeRPCResult(rec, json.RawMessage(`7`), map[string]any{"f": func() {}})
+		WriteResult(rec, json.RawMessage(`7`), map[string]any{"f": func() {}})
 		want := `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"internal error: the result could not be encoded"}}`
 		if got := strings.TrimSpace(rec.Body.String()); got != want || rec.Code != 200 {
 			t.Errorf("status %d body %s, want 200 %s", rec.Code, got, want)
@@ -549,14 +551,14 @@ func mcpTestHandler(seen chan<- http.Header) http.Handler {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 			return
 		}
-		req, notification, rerr := decodeRPC(r.Header, body, testMethods, nil)
+		req, notification, rerr := Decode(r.Header, body, testMethods, nil)
 		switch {
 		case rerr != nil:
-			writeRPCError(w, req.ID, rerr)
+			WriteError(w, req.ID, rerr)
 		case notification:
 			w.WriteHeader(http.StatusAccepted)
 		default:
-			writeRPCResult(w, req.ID, map[string]any{"resultType": "complete", "method": req.Method})
+			WriteResult(w, req.ID, map[string]any{"resultType": "complete", "method": req.Method})
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package mcp
+package rpc
 
 import (
 	"encoding/json"
@@ -47,7 +47,7 @@ func TestPlainMembers_AgreeWithUnmarshal(t *testing.T) {
 			name, args, plain := plainMembers(members, "name", "arguments")
 			var got toolIn
 			if plain {
-				got.Name, plain = plainString(name)
+				got.Name, plain = PlainString(name)
 				got.Arguments = args
 			}
 			if plain != c.plain {
@@ -83,7 +83,7 @@ func TestPlainMembers_AgreeWithUnmarshal(t *testing.T) {
 			id, responses, plain := plainMembers(members, "taskId", "inputResponses")
 			var got taskIn
 			if plain && responses == nil {
-				got.TaskID, plain = plainString(id)
+				got.TaskID, plain = PlainString(id)
 			} else {
 				plain = false
 			}

@@ -1,6 +1,8 @@
-package mcp
+package rpc
 
 import (
+	"github.com/commonroom/ce/httpapi/present"
+
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -8,13 +10,13 @@ import (
 	"testing"
 )
 
-// FuzzDecodeRPC feeds decodeRPC arbitrary bodies and Mcp-Name values. The
+// FuzzDecodeRPC feeds Decode arbitrary bodies and Mcp-Name values. The
 // protocol version header is fixed and Mcp-Method follows the body's method
 // (when there is one), so that inputs get past the early steps.
 //
 // Properties: no panic; exactly one outcome (a request, a notification or an
 // error); errors are 400 or 404 and carry either no id or a string/integer id
-// that writeRPCError echoes byte for byte; requests are fully validated.
+// that WriteError echoes byte for byte; requests are fully validated.
 func FuzzDecodeRPC(f *testing.F) {
 	for _, s := range []struct{ body, name string }{
 		{rpc("7", "tools/list", metaOK), ""},
@@ -37,7 +39,7 @@ func FuzzDecodeRPC(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, mcpName string) {
 		h := http.Header{}
-		h.Set("MCP-Protocol-Version", ProtocolVersion)
+		h.Set("MCP-Protocol-Version", present.ProtocolVersion)
 		var top map[string]json.RawMessage
 		if json.Unmarshal(body, &top) == nil {
 			var m string
@@ -47,15 +49,15 @@ func FuzzDecodeRPC(f *testing.F) {
 		}
 		h["Mcp-Name"] = []string{mcpName}
 
-		req, notification, rerr := decodeRPC(h, body, testMethods, nil)
+		req, notification, rerr := Decode(h, body, testMethods, nil)
 		if req == nil {
 			t.Fatalf("req is nil")
 		}
 		// A repeated _meta answered from the cache changes nothing: the
 		// first decode fills it, the second is served from it.
-		var metas metaCache
+		var metas MetaCache
 		for i := range 2 {
-			creq, cnote, cerr := decodeRPC(h, body, testMethods, &metas)
+			creq, cnote, cerr := Decode(h, body, testMethods, &metas)
 			if !reflect.DeepEqual(creq, req) || cnote != notification || !reflect.DeepEqual(cerr, rerr) {
 				t.Fatalf("decode %d with the _meta cache: %+v %v %+v; without: %+v %v %+v", i, creq, cnote, cerr, req, notification, rerr)
 			}
@@ -75,7 +77,7 @@ func FuzzDecodeRPC(f *testing.F) {
 				t.Fatalf("echoed id %q is not a JSON string or integer", req.ID)
 			}
 			rec := httptest.NewRecorder()
-			writeRPCError(rec, req.ID, rerr)
+			WriteError(rec, req.ID, rerr)
 			var resp map[string]json.RawMessage
 			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
 				t.Fatalf("error body is not JSON: %v: %s", err, rec.Body.Bytes())
@@ -95,10 +97,10 @@ func FuzzDecodeRPC(f *testing.F) {
 			if !isStringOrIntegerJSON(req.ID) {
 				t.Fatalf("request id %q", req.ID)
 			}
-			if _, ok := testMethods[req.Method]; !ok {
+			if _, ok := testMethods.Name(req.Method); !ok {
 				t.Fatalf("unknown method %q accepted", req.Method)
 			}
-			if req.Meta.ProtocolVersion != ProtocolVersion {
+			if req.Meta.ProtocolVersion != present.ProtocolVersion {
 				t.Fatalf("version %q accepted", req.Meta.ProtocolVersion)
 			}
 			if !json.Valid(req.Params) || kindOf(req.Params) != '{' || kindOf(req.Meta.ClientCaps) != '{' {

@@ -1,4 +1,4 @@
-package mcp
+package rpc
 
 import (
 	"bytes"
@@ -16,9 +16,9 @@ import (
 // and walk. The bytes are exactly what encoding the result map sent before
 // (TestToolResultBytesAreTheMapEncoding holds the two side by side).
 
-// rawResult is a JSON-RPC result already encoded: writeRPCResult sends its
+// Raw is a JSON-RPC result already encoded: WriteResult sends its
 // bytes as they are.
-type rawResult []byte
+type Raw []byte
 
 // encBuf is a reusable encoding buffer.
 type encBuf struct {
@@ -43,9 +43,9 @@ func putEncBuf(b *encBuf) {
 	}
 }
 
-// encodeNoHTML appends v's JSON (not HTML-escaped, no trailing newline) to
+// EncodeNoHTML appends v's JSON (not HTML-escaped, no trailing newline) to
 // dst.
-func encodeNoHTML(dst []byte, v any) ([]byte, error) {
+func EncodeNoHTML(dst []byte, v any) ([]byte, error) {
 	b := getEncBuf()
 	defer putEncBuf(b)
 	if err := b.enc.Encode(v); err != nil {
@@ -68,19 +68,19 @@ func htmlUnsafe(b []byte) bool {
 	return false
 }
 
-// toolResult is the result of a tools/call that succeeded with out: what
-// s.complete made of {content: [{type: text, text: json.Marshal(out)}],
+// ToolResult is the result of a tools/call that succeeded with out: what
+// the door's complete made of {content: [{type: text, text: json.Marshal(out)}],
 // structuredContent: out (or {result: out} when out is not an object),
-// isError: false}, encoded the way writeRPCResult encodes a result. The
-// answer is encoded once into a pooled buffer and both copies are made from
-// it.
-func (s *Handler) toolResult(out any) (rawResult, error) {
-	res, err := s.appendToolResult(nil, out)
-	return rawResult(res), err
+// isError: false}, with meta (the door's _meta, encoded) first, encoded the
+// way WriteResult encodes a result. The answer is encoded once into a
+// pooled buffer and both copies are made from it.
+func ToolResult(meta []byte, out any) (Raw, error) {
+	res, err := AppendToolResult(nil, meta, out)
+	return Raw(res), err
 }
 
-// appendToolResult appends toolResult's bytes to dst.
-func (s *Handler) appendToolResult(dst []byte, out any) ([]byte, error) {
+// AppendToolResult appends ToolResult's bytes to dst.
+func AppendToolResult(dst, meta []byte, out any) ([]byte, error) {
 	b := getEncBuf()
 	defer putEncBuf(b)
 	if err := b.enc.Encode(out); err != nil {
@@ -96,11 +96,11 @@ func (s *Handler) appendToolResult(dst []byte, out any) ([]byte, error) {
 		json.HTMLEscape(&esc, value)
 		text = esc.Bytes()
 	}
-	res := slices.Grow(dst, 2*len(value)+len(value)/4+len(s.metaJSON)+160)
+	res := slices.Grow(dst, 2*len(value)+len(value)/4+len(meta)+160)
 	res = append(res, `{"_meta":`...)
-	res = append(res, s.metaJSON...)
+	res = append(res, meta...)
 	res = append(res, `,"content":[{"text":`...)
-	res, err := encodeNoHTML(res, string(text))
+	res, err := EncodeNoHTML(res, string(text))
 	if err != nil {
 		return nil, err
 	}
@@ -116,9 +116,9 @@ func (s *Handler) appendToolResult(dst []byte, out any) ([]byte, error) {
 }
 
 // writeRawResult writes {"jsonrpc":"2.0","id":id,"result":raw} and a newline,
-// as writeRPCResult's encoder would. ok is false when id is not JSON: the
+// as WriteResult's encoder would. ok is false when id is not JSON: the
 // caller then goes the encoder's way, which fails the same way it always did.
-func writeRawResult(w interface{ Write([]byte) (int, error) }, id json.RawMessage, raw rawResult) (ok bool, err error) {
+func writeRawResult(w interface{ Write([]byte) (int, error) }, id json.RawMessage, raw Raw) (ok bool, err error) {
 	b := getEncBuf()
 	defer putEncBuf(b)
 	out, ok := appendResultHead(b.buf.AvailableBuffer(), id)
@@ -133,7 +133,7 @@ func writeRawResult(w interface{ Write([]byte) (int, error) }, id json.RawMessag
 
 // appendResultHead appends what precedes a result in a JSON-RPC response,
 // {"jsonrpc":"2.0","id":id,"result": with id compacted (and left out when
-// empty), as writeRPCResult's encoder writes it; ok is false when id is not
+// empty), as WriteResult's encoder writes it; ok is false when id is not
 // JSON.
 func appendResultHead(dst []byte, id json.RawMessage) ([]byte, bool) {
 	dst = append(dst, `{"jsonrpc":"2.0"`...)
@@ -146,47 +146,53 @@ func appendResultHead(dst []byte, id json.RawMessage) ([]byte, bool) {
 	return append(dst, `,"result":`...), true
 }
 
-// maxPooledFrame bounds the frames a frame pool keeps: a large answer's
+// MaxPooledFrame bounds the frames a frame pool keeps: a large answer's
 // buffer is left to the collector rather than held for the next request.
-const maxPooledFrame = 64 << 10
+const MaxPooledFrame = 64 << 10
 
-// framedResult is a whole JSON-RPC response, already encoded into a buffer
-// of its door's frame pool: writeRPCResult sends it in one write and gives
+// Frame is a whole JSON-RPC response, already encoded into a buffer
+// of its door's frame pool: WriteResult sends it in one write and gives
 // the buffer back. A write's tool result (never kept: no memo) is encoded
 // straight into it, instead of into a result of its own that
 // writeRawResult then copied into a pooled buffer.
-type framedResult struct {
+type Frame struct {
 	b    []byte
 	pool *sync.Pool
 }
 
-// getFrame is an empty frame from pool.
-func getFrame(pool *sync.Pool) *framedResult {
-	if f, ok := pool.Get().(*framedResult); ok {
+// FramePool keeps the buffers of answered tool results (Frame). The zero
+// value is ready; it must not be copied after first use.
+type FramePool struct {
+	pool sync.Pool
+}
+
+// get is an empty frame from p.
+func (p *FramePool) get() *Frame {
+	if f, ok := p.pool.Get().(*Frame); ok {
 		f.b = f.b[:0]
 		return f
 	}
-	return &framedResult{b: make([]byte, 0, 4096), pool: pool}
+	return &Frame{b: make([]byte, 0, 4096), pool: &p.pool}
 }
 
-// release gives f back to its pool, unless it grew past maxPooledFrame.
+// release gives f back to its pool, unless it grew past MaxPooledFrame.
 // f must not be used after.
-func (f *framedResult) release() {
-	if cap(f.b) <= maxPooledFrame {
+func (f *Frame) release() {
+	if cap(f.b) <= MaxPooledFrame {
 		f.pool.Put(f)
 	}
 }
 
-// framedToolResult is writeRawResult(w, id, toolResult(out)) encoded into
-// a frame: the same bytes. ok is false when id is not JSON (the caller goes
-// the way that fails as it always did); err is toolResult's.
-func (s *Handler) framedToolResult(id json.RawMessage, out any) (f *framedResult, ok bool, err error) {
-	f = getFrame(&s.frames)
+// ToolResult is writeRawResult(w, id, ToolResult(meta, out)) encoded into
+// a frame of p: the same bytes. ok is false when id is not JSON (the caller
+// goes the way that fails as it always did); err is ToolResult's.
+func (p *FramePool) ToolResult(id json.RawMessage, meta []byte, out any) (f *Frame, ok bool, err error) {
+	f = p.get()
 	if f.b, ok = appendResultHead(f.b, id); !ok {
 		f.release()
 		return nil, false, nil
 	}
-	if f.b, err = s.appendToolResult(f.b, out); err != nil {
+	if f.b, err = AppendToolResult(f.b, meta, out); err != nil {
 		f.release()
 		return nil, true, err
 	}

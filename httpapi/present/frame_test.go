@@ -1,4 +1,4 @@
-package mcp
+package present
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func TestEncodeFrame(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := string(encodeFrame(methodTaskStatus, json.RawMessage(tt.params), tt.id))
+			got := string(EncodeFrame(MethodTaskStatus, json.RawMessage(tt.params), tt.id))
 			if got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
@@ -55,7 +55,7 @@ func TestEncodeData(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(encodeData(json.RawMessage(tt.in))); got != tt.want {
+			if got := string(EncodeData(json.RawMessage(tt.in))); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
@@ -67,9 +67,9 @@ func TestEncodeData(t *testing.T) {
 func TestSpliceMatchesEncodeFrame(t *testing.T) {
 	for _, params := range []string{`{}`, `{"a":1}`, ` { "a" : { "b" : [ ] } } `} {
 		for _, id := range []json.RawMessage{nil, json.RawMessage(`5`), json.RawMessage(`"s"`)} {
-			f, _ := newFrame(methodTaskStatus, json.RawMessage(params))
+			f, _ := newFrame(MethodTaskStatus, json.RawMessage(params))
 			got := f.AppendTo(nil, appendMeta(nil, id))
-			if want := encodeFrame(methodTaskStatus, json.RawMessage(params), id); !bytes.Equal(got, want) {
+			if want := EncodeFrame(MethodTaskStatus, json.RawMessage(params), id); !bytes.Equal(got, want) {
 				t.Errorf("params %s id %s: splice %q, EncodeFrame %q", params, id, got, want)
 			}
 		}
@@ -88,7 +88,7 @@ func FuzzEncodeFrame(f *testing.F) {
 		if id != nil {
 			rid = json.RawMessage(id)
 		}
-		out := encodeFrame(methodTaskStatus, json.RawMessage(params), rid)
+		out := EncodeFrame(MethodTaskStatus, json.RawMessage(params), rid)
 		if !bytes.HasPrefix(out, []byte("data: ")) || !bytes.HasSuffix(out, []byte("\n\n")) {
 			t.Fatalf("bad framing: %q", out)
 		}
@@ -110,7 +110,7 @@ func FuzzEncodeFrame(f *testing.F) {
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatalf("decoding %q: %v", body, err)
 		}
-		if got.JSONRPC != "2.0" || got.Method != methodTaskStatus {
+		if got.JSONRPC != "2.0" || got.Method != MethodTaskStatus {
 			t.Fatalf("envelope changed: %q", body)
 		}
 		var in map[string]json.RawMessage
@@ -131,8 +131,8 @@ func FuzzEncodeFrame(f *testing.F) {
 			}
 			var c bytes.Buffer
 			_ = json.Compact(&c, id)
-			if !bytes.Equal(m[subscriptionIDKey], c.Bytes()) {
-				t.Fatalf("subscriptionId %s, want %s", m[subscriptionIDKey], c.Bytes())
+			if !bytes.Equal(m[SubscriptionIDKey], c.Bytes()) {
+				t.Fatalf("subscriptionId %s, want %s", m[SubscriptionIDKey], c.Bytes())
 			}
 		}
 		if !jsonEqualMembers(got.Params, in) {
@@ -173,14 +173,14 @@ func BenchmarkEncodeFrame(b *testing.B) {
 	b.SetBytes(int64(len(benchParams)))
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = encodeFrame(methodTaskStatus, benchParams, id)
+		_ = EncodeFrame(MethodTaskStatus, benchParams, id)
 	}
 }
 
 // BenchmarkSpliceFrame is what each stream pays instead: copying the shared
 // encoding with its own pre-built _meta into its write buffer.
 func BenchmarkSpliceFrame(b *testing.B) {
-	f, _ := newFrame(methodTaskStatus, benchParams)
+	f, _ := newFrame(MethodTaskStatus, benchParams)
 	meta := appendMeta(nil, json.RawMessage(`42`))
 	buf := make([]byte, 0, 4096)
 	b.SetBytes(int64(len(benchParams)))
@@ -216,7 +216,7 @@ func TestEncodeFrame_ParamsWithTheirOwnMeta(t *testing.T) {
 			if tc.id != "" {
 				id = json.RawMessage(tc.id)
 			}
-			got := string(encodeFrame("m", json.RawMessage(tc.params), id))
+			got := string(EncodeFrame("m", json.RawMessage(tc.params), id))
 			if want := "data: " + tc.want + "\n\n"; got != want {
 				t.Fatalf("got  %s\nwant %s", got, want)
 			}

@@ -1,4 +1,4 @@
-package mcp
+package rpc
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestStreamedResultKeepsTheBytes: writeRPCResult encodes straight into the
-// response; what a client receives is byte for byte what marshalJSON (not
+// TestStreamedResultKeepsTheBytes: WriteResult encodes straight into the
+// response; what a client receives is byte for byte what MarshalJSON (not
 // HTML-escaped) makes of the envelope, as it sent before it streamed. (A
 // result that cannot be encoded: TestWriteRPCResult. The plain routes'
 // sendJSON has the same test in httpapi.)
@@ -40,10 +40,10 @@ func TestStreamedResultKeepsTheBytes(t *testing.T) {
 			Content string `json:"content"`
 		}{"\u2028 \"quoted\" \\ \n"},
 	} {
-		t.Run("MCP result "+string(rune('A'+i))+" is marshalJSON of the envelope", func(t *testing.T) {
+		t.Run("MCP result "+string(rune('A'+i))+" is MarshalJSON of the envelope", func(t *testing.T) {
 			w := httptest.NewRecorder()
-			writeRPCResult(w, json.RawMessage(`7`), v)
-			want, _ := marshalJSON(struct { // what writeRPCResult sent before it streamed
+			WriteResult(w, json.RawMessage(`7`), v)
+			want, _ := MarshalJSON(struct { // what WriteResult sent before it streamed
 				JSONRPC string          `json:"jsonrpc"`
 				ID      json.RawMessage `json:"id,omitempty"`
 				Result  any             `json:"result"`

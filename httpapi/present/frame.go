@@ -1,4 +1,4 @@
-package mcp
+package present
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ const (
 	// subscriptionIDMember is the _meta member that ties a frame to its
 	// listen request; the spec requires it on every frame of a
 	// subscriptions/listen stream.
-	subscriptionIDMember = `"` + subscriptionIDKey + `":`
+	subscriptionIDMember = `"` + SubscriptionIDKey + `":`
 	notifyHead           = framePrefix + `{"jsonrpc":"2.0","method":`
 )
 
@@ -132,26 +132,26 @@ func appendMeta(dst []byte, id json.RawMessage) []byte {
 	return b.Bytes()
 }
 
-// encodeFrame exists so the handler can build the acknowledgement (and tests
+// EncodeFrame exists so the handler can build the acknowledgement (and tests
 // their expectations) byte-for-byte the way the hub builds every later frame:
 // one SSE event holding one compact JSON-RPC notification. With a non-nil
 // subscriptionID the _meta member is spliced in as the first member of params,
 // where the spec requires it; when params carries its own _meta object the id
 // joins that object instead. params that is not a JSON object is replaced by
 // {} so the event stays well-formed.
-func encodeFrame(method string, params json.RawMessage, subscriptionID json.RawMessage) []byte {
+func EncodeFrame(method string, params json.RawMessage, subscriptionID json.RawMessage) []byte {
 	f, _ := newFrame(method, params)
 	meta := appendMeta(nil, subscriptionID)
 	return f.AppendTo(make([]byte, 0, len(f.buf)+len(meta)+1), meta)
 }
 
-// encodeData frames JSON the caller encoded itself, such as the listen
+// EncodeData frames JSON the caller encoded itself, such as the listen
 // request's final result, which is a response rather than a notification. The
 // JSON is compacted so it fits on the single data: line the stream framing
 // relies on; input that is not valid JSON has its line breaks replaced by
 // spaces, which keeps the stream intact and leaves the bad event for the client
 // to reject.
-func encodeData(v json.RawMessage) []byte {
+func EncodeData(v json.RawMessage) []byte {
 	b := bytes.NewBuffer(make([]byte, 0, len(framePrefix)+len(v)+len(frameEnd)))
 	b.WriteString(framePrefix)
 	if err := json.Compact(b, v); err != nil {

@@ -1,4 +1,4 @@
-package mcp
+package present
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ func frameOf(t *testing.T, change any, id json.RawMessage) string {
 	if !ok || f == nil {
 		t.Fatalf("EncodeChange(%#v) = %v, %v", change, f, ok)
 	}
-	return string(f.AppendTo(nil, subscriptionTag(id)))
+	return string(f.AppendTo(nil, SubscriptionTag(id)))
 }
 
 // TestEncodeChangePinsTheWire pins the frames the core's domain changes

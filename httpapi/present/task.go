@@ -1,4 +1,4 @@
-package mcp
+package present
 
 import (
 	"encoding/json"
@@ -52,6 +52,10 @@ func taskError(t room.DetailedTask) json.RawMessage {
 	b, _ := json.Marshal(struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
-	}{codeInternalError, msg})
+	}{taskErrorCode, msg})
 	return b
 }
+
+// taskErrorCode is JSON-RPC's internal error (-32603), the code D34 gives
+// every failed task's error object.
+const taskErrorCode = -32603

@@ -1,4 +1,4 @@
-package mcp
+package present
 
 import (
 	"encoding/json"

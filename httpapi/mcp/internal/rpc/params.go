@@ -1,9 +1,11 @@
-package mcp
+package rpc
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/commonroom/ce/httpapi/internal/wirejson"
 )
 
 // The envelope layer has already split params into its members (decodeMeta)
@@ -15,6 +17,20 @@ import (
 // (a member named in another case, which encoding/json would also match; a
 // value of another type, whose error message is encoding/json's) to
 // json.Unmarshal as before.
+
+// Plain is plainMembers of the request's params: the values of members a
+// and b (nil when absent), or ok false when json.Unmarshal must decide.
+func (r *Request) Plain(a, b string) (va, vb json.RawMessage, ok bool) {
+	return plainMembers(r.members, a, b)
+}
+
+// DecodeParams reads a method's params into v; a wrong shape is -32602.
+func DecodeParams(params json.RawMessage, v any) *Error {
+	if err := json.Unmarshal(params, v); err != nil {
+		return InvalidParams("invalid params: "+wirejson.JSONProblem(err), nil)
+	}
+	return nil
+}
 
 // plainMembers returns the values of params members a and b (nil when
 // absent), or ok false when params has a member that json.Unmarshal would
@@ -37,10 +53,10 @@ func plainMembers(members *members, a, b string) (va, vb json.RawMessage, ok boo
 	return va, vb, true
 }
 
-// plainString reads a member json.Unmarshal would put in a string field: ok
+// PlainString reads a member json.Unmarshal would put in a string field: ok
 // false for anything but a JSON string (null, a number: json.Unmarshal
 // decides those).
-func plainString(raw json.RawMessage) (string, bool) {
+func PlainString(raw json.RawMessage) (string, bool) {
 	if raw == nil {
 		return "", true
 	}
@@ -51,9 +67,9 @@ func plainString(raw json.RawMessage) (string, bool) {
 	return s, err == nil
 }
 
-// plainStringIn is plainString, with a string that table holds returned as
+// PlainStringIn is PlainString, with a string that table holds returned as
 // table's copy (no allocation for a tool's name).
-func plainStringIn(raw json.RawMessage, table map[string]string) (string, bool) {
+func PlainStringIn(raw json.RawMessage, table map[string]string) (string, bool) {
 	if raw != nil && kindOf(raw) == '"' {
 		if body, ok := plainBody(raw); ok {
 			if s, ok := table[string(body)]; ok {
@@ -61,5 +77,5 @@ func plainStringIn(raw json.RawMessage, table map[string]string) (string, bool) 
 			}
 		}
 	}
-	return plainString(raw)
+	return PlainString(raw)
 }

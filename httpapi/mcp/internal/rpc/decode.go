@@ -1,4 +1,4 @@
-package mcp
+package rpc
 
 import (
 	"bytes"
@@ -9,34 +9,14 @@ import (
 	"strings"
 
 	"github.com/commonroom/ce/httpapi/internal/traceparent"
-	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/httpapi/mcpapp"
+	"github.com/commonroom/ce/httpapi/present"
 )
 
 // The envelope layer of POST /mcp: one decode of the JSON-RPC body and the MCP
 // routing headers, validated in the order of spec §1.6 steps 3–10. Steps 1–2
 // (Host/Origin, POST-only) belong to the router; steps 11 onwards (method params,
 // client capability gates, dispatch) belong to the method handlers.
-
-// ProtocolVersion is the one MCP version this door serves; discovery
-// documents (/.well-known/agent-workspace, /protocol) name it too.
-const ProtocolVersion = "2026-07-28"
-
-// TasksExtension is the Tasks extension's key, in client capabilities and
-// in what discovery documents advertise.
-const TasksExtension = "io.modelcontextprotocol/tasks"
-
-// JSON-RPC and MCP error codes (spec §6).
-const (
-	codeParseError         = -32700
-	codeInvalidRequest     = -32600
-	codeMethodNotFound     = -32601
-	codeInvalidParams      = -32602
-	codeInternalError      = -32603
-	codeHeaderMismatch     = -32020
-	codeMissingCapability  = -32021
-	codeUnsupportedVersion = -32022
-)
 
 // Keys of params._meta (spec §2.2).
 const (
@@ -59,12 +39,12 @@ const (
 	canonicalProtocolVersion = "Mcp-Protocol-Version"
 )
 
-// rpcRequest is one validated JSON-RPC request.
-type rpcRequest struct {
+// Request is one validated JSON-RPC request.
+type Request struct {
 	ID     json.RawMessage // exact bytes as sent (number or string); nil for a notification
 	Method string
 	Params json.RawMessage // the params object ({} when absent)
-	Meta   requestMeta
+	Meta   RequestMeta
 	// members is Params split into its members (nil for a notification).
 	members *members
 	// params and paramsBuf hold members (a request's params are split
@@ -73,8 +53,8 @@ type rpcRequest struct {
 	paramsBuf [8]member
 }
 
-// requestMeta is what the envelope layer reads from params._meta.
-type requestMeta struct {
+// RequestMeta is what the envelope layer reads from params._meta.
+type RequestMeta struct {
 	ProtocolVersion string
 	ClientCaps      json.RawMessage // the clientCapabilities object
 	Tasks           bool            // clientCapabilities.extensions["io.modelcontextprotocol/tasks"] is a JSON object
@@ -88,26 +68,36 @@ type requestMeta struct {
 	TraceID string
 }
 
-// rpcError is a JSON-RPC error plus the HTTP status it is sent with.
-type rpcError struct {
-	Status  int
-	Code    int
-	Message string
-	Data    any // nil = omitted
-	// Kind is the Commonroom error code behind the error, when a domain
-	// error caused it ("" for a protocol fault): the request log's
-	// error kind. It is never sent.
-	Kind string
-}
-
-func (e *rpcError) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
-
-// methodInfo says what the envelope layer needs to know about a method.
-type methodInfo struct {
+// MethodInfo says what the envelope layer needs to know about a method.
+type MethodInfo struct {
 	NameField string // "", "name", "uri" or "taskId": the params field Mcp-Name must equal
 }
 
-// decodeRPC decodes and validates one POST /mcp body with its headers, in the
+// Methods is the envelope's view of a door's method table: what each
+// method needs checked (MethodInfo) and its name, interned, so that a
+// request's method is the table's string rather than a copy made from its
+// body.
+type Methods struct {
+	info  map[string]MethodInfo
+	names map[string]string
+}
+
+// NewMethods builds the envelope's view of the methods a door serves.
+func NewMethods(info map[string]MethodInfo) *Methods {
+	m := &Methods{info: info, names: make(map[string]string, len(info))}
+	for name := range info {
+		m.names[name] = name
+	}
+	return m
+}
+
+// Name is the table's copy of method, when the table has it.
+func (m *Methods) Name(method string) (string, bool) {
+	name, ok := m.names[method]
+	return name, ok
+}
+
+// Decode decodes and validates one POST /mcp body with its headers, in the
 // order of spec §1.6 steps 3–10. methods lists the methods the server serves
 // (requests for any other method get 404 -32601).
 //
@@ -117,19 +107,19 @@ type methodInfo struct {
 //     notification is true, rerr is nil; no header or _meta check was made and
 //     the caller answers 202;
 //   - an error: rerr is non-nil and req is non-nil but carries only ID — the id
-//     as sent, or nil when it could not be read — for writeRPCError(w, req.ID, rerr).
+//     as sent, or nil when it could not be read — for WriteError(w, req.ID, rerr).
 //
 // metas answers a repeated params._meta (nil: none); the outcome is the same
 // either way.
-func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo, metas *metaCache) (req *rpcRequest, notification bool, rerr *rpcError) {
-	env, id, rerr := decodeEnvelope(body)
+func Decode(h http.Header, body []byte, methods *Methods, metas *MetaCache) (req *Request, notification bool, rerr *Error) {
+	env, id, rerr := decodeEnvelope(body, methods)
 	if rerr != nil {
-		return &rpcRequest{ID: id}, false, rerr
+		return &Request{ID: id}, false, rerr
 	}
 	if id == nil { // step 4
-		return &rpcRequest{Method: env.method, Params: env.params}, true, nil
+		return &Request{Method: env.method, Params: env.params}, true, nil
 	}
-	fail := func(e *rpcError) (*rpcRequest, bool, *rpcError) { return &rpcRequest{ID: id}, false, e }
+	fail := func(e *Error) (*Request, bool, *Error) { return &Request{ID: id}, false, e }
 
 	// Step 5: the protocol version header must be there.
 	hdrVersion, e := requiredHeader(h, headerProtocolVersion)
@@ -139,7 +129,7 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo, metas 
 
 	// Step 6: the required _meta keys. params is split into the request's
 	// own storage (one allocation for the request and its members).
-	req = &rpcRequest{}
+	req = &Request{}
 	params := &req.params
 	meta, e := decodeMeta(env.params, metas, params, req.paramsBuf[:0])
 	if e != nil {
@@ -160,7 +150,7 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo, metas 
 	if hdrMethod != env.method {
 		return fail(headerMismatch(fmt.Sprintf("%s header %q does not match the body method %q", headerMethod, hdrMethod, env.method)))
 	}
-	info, known := methods[env.method]
+	info, known := methods.info[env.method]
 	if known && info.NameField != "" {
 		if e := checkMcpName(h, params, info.NameField); e != nil {
 			return fail(e)
@@ -168,13 +158,13 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo, metas 
 	}
 
 	// Step 9: the one version we serve.
-	if meta.ProtocolVersion != ProtocolVersion {
-		return fail(&rpcError{
+	if meta.ProtocolVersion != present.ProtocolVersion {
+		return fail(&Error{
 			Status:  http.StatusBadRequest,
-			Code:    codeUnsupportedVersion,
+			Code:    CodeUnsupportedVersion,
 			Message: "unsupported protocol version",
 			Data: map[string]any{
-				"supported": []string{ProtocolVersion},
+				"supported": []string{present.ProtocolVersion},
 				"requested": meta.ProtocolVersion,
 			},
 		})
@@ -182,9 +172,9 @@ func decodeRPC(h http.Header, body []byte, methods map[string]methodInfo, metas 
 
 	// Step 10: the method must be one we serve.
 	if !known {
-		return fail(&rpcError{
+		return fail(&Error{
 			Status:  http.StatusNotFound,
-			Code:    codeMethodNotFound,
+			Code:    CodeMethodNotFound,
 			Message: "method not found",
 			Data:    map[string]string{"method": env.method},
 		})
@@ -201,11 +191,11 @@ type envelope struct {
 
 // decodeEnvelope is step 3. It returns the id as sent (nil when absent or
 // unreadable) alongside any error, so that the error can echo it.
-func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
+func decodeEnvelope(body []byte, methods *Methods) (envelope, json.RawMessage, *Error) {
 	// json.Valid rejects trailing data and nesting deeper than encoding/json's
 	// limit without recursing, so nothing below sees a pathological document.
 	if !json.Valid(body) {
-		return envelope{}, nil, &rpcError{Status: http.StatusBadRequest, Code: codeParseError, Message: "parse error: the body is not valid JSON"}
+		return envelope{}, nil, &Error{Status: http.StatusBadRequest, Code: CodeParseError, Message: "parse error: the body is not valid JSON"}
 	}
 	if kindOf(body) != '{' {
 		msg := "invalid request: the body must be one JSON-RPC request object"
@@ -244,7 +234,7 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 	if kindOf(raw) != '"' {
 		return envelope{}, id, invalidRequest("invalid request: method must be a string")
 	}
-	env := envelope{method: internedString(raw, mcpMethodNames), params: json.RawMessage(`{}`)}
+	env := envelope{method: internedString(raw, methods.names), params: json.RawMessage(`{}`)}
 	if raw, ok := top.get("params"); ok {
 		if kindOf(raw) != '{' {
 			return envelope{}, id, invalidRequest("invalid request: params must be an object")
@@ -259,17 +249,17 @@ func decodeEnvelope(body []byte) (envelope, json.RawMessage, *rpcError) {
 //
 // rawParams must be a slice of a body decodeEnvelope accepted: the layers are
 // split without checking their JSON again (objectMembers).
-func decodeMeta(rawParams json.RawMessage, metas *metaCache, params *members, list []member) (requestMeta, *rpcError) {
+func decodeMeta(rawParams json.RawMessage, metas *MetaCache, params *members, list []member) (RequestMeta, *Error) {
 	var err error
 	if *params, err = splitMembers(rawParams, list); err != nil {
-		return requestMeta{}, metaError("params could not be decoded: " + err.Error())
+		return RequestMeta{}, metaError("params could not be decoded: " + err.Error())
 	}
 	rawMeta, ok := params.get("_meta")
 	if !ok {
-		return requestMeta{}, metaError("params._meta is missing")
+		return RequestMeta{}, metaError("params._meta is missing")
 	}
 	if kindOf(rawMeta) != '{' {
-		return requestMeta{}, metaError("params._meta must be an object")
+		return RequestMeta{}, metaError("params._meta must be an object")
 	}
 	if m, ok := metas.get(rawMeta); ok {
 		return m, nil
@@ -279,40 +269,40 @@ func decodeMeta(rawParams json.RawMessage, metas *metaCache, params *members, li
 	var metaBuf, capsBuf, extBuf [8]member
 	meta, err := splitMembers(rawMeta, metaBuf[:0])
 	if err != nil {
-		return requestMeta{}, metaError("params._meta could not be decoded: " + err.Error())
+		return RequestMeta{}, metaError("params._meta could not be decoded: " + err.Error())
 	}
 
-	var out requestMeta
+	var out RequestMeta
 	raw, ok := meta.get(metaProtocolVersion)
 	switch {
 	case !ok:
-		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] is missing", metaProtocolVersion))
+		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] is missing", metaProtocolVersion))
 	case kindOf(raw) != '"':
-		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] must be a string", metaProtocolVersion))
+		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] must be a string", metaProtocolVersion))
 	}
 	out.ProtocolVersion = stringOf(raw)
 
 	raw, ok = meta.get(metaClientCaps)
 	switch {
 	case !ok:
-		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
+		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
 	case kindOf(raw) != '{':
-		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] must be an object", metaClientCaps))
+		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] must be an object", metaClientCaps))
 	}
 	out.ClientCaps = raw
 	caps, err := splitMembers(raw, capsBuf[:0])
 	if err != nil {
-		return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
+		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
 	}
 	if rawExt, ok := caps.get("extensions"); ok {
 		if kindOf(rawExt) != '{' {
-			return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
+			return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
 		}
 		ext, err := splitMembers(rawExt, extBuf[:0])
 		if err != nil {
-			return requestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
+			return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
 		}
-		out.Tasks = kindOf(ext.val(TasksExtension)) == '{'
+		out.Tasks = kindOf(ext.val(present.TasksExtension)) == '{'
 		if raw := ext.val(mcpapp.Extension); kindOf(raw) == '{' {
 			out.UI = mcpapp.Declared(raw)
 		}
@@ -320,7 +310,7 @@ func decodeMeta(rawParams json.RawMessage, metas *metaCache, params *members, li
 
 	if raw, ok := meta.get(metaProgressToken); ok {
 		if !validID(raw) {
-			return requestMeta{}, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
+			return RequestMeta{}, metaError(fmt.Sprintf("params._meta.progressToken must be a string or an integer of at most %d bytes", maxIDBytes))
 		}
 		out.ProgressToken = raw
 	}
@@ -334,7 +324,7 @@ func decodeMeta(rawParams json.RawMessage, metas *metaCache, params *members, li
 }
 
 // checkMcpName is the Mcp-Name half of step 8.
-func checkMcpName(h http.Header, params *members, field string) *rpcError {
+func checkMcpName(h http.Header, params *members, field string) *Error {
 	value, e := requiredHeader(h, headerName)
 	if e != nil {
 		return e
@@ -385,7 +375,7 @@ func decodeSentinel(v string) (out string, ok bool) {
 // requiredHeader returns the one value of a routing header, trimmed of spaces
 // and tabs. Missing, empty, repeated, or holding characters outside visible
 // ASCII, space and tab → 400 -32020.
-func requiredHeader(h http.Header, name string) (string, *rpcError) {
+func requiredHeader(h http.Header, name string) (string, *Error) {
 	values := headerValues(h, name)
 	switch len(values) {
 	case 0:
@@ -468,115 +458,4 @@ func stringOf(raw json.RawMessage) string {
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
-}
-
-func invalidRequest(msg string) *rpcError {
-	return &rpcError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: msg}
-}
-
-func headerMismatch(msg string) *rpcError {
-	return &rpcError{Status: http.StatusBadRequest, Code: codeHeaderMismatch, Message: "header mismatch: " + msg}
-}
-
-// metaError is a step-6 failure: a required _meta field is missing or malformed.
-func metaError(msg string) *rpcError {
-	return &rpcError{Status: http.StatusBadRequest, Code: codeInvalidParams, Message: "invalid params: " + msg}
-}
-
-// missingCapability is 400 -32021 for a request that needs a client capability
-// it did not declare. caps is a ClientCapabilities object, e.g.
-// map[string]any{"extensions": map[string]any{TasksExtension: struct{}{}}}.
-func missingCapability(caps any) *rpcError {
-	return &rpcError{
-		Status:  http.StatusBadRequest,
-		Code:    codeMissingCapability,
-		Message: "missing required client capability",
-		Data:    map[string]any{"requiredCapabilities": caps},
-	}
-}
-
-// invalidParams is a method-level -32602 (unknown tool, bad cursor, unknown
-// task, …), sent with HTTP 200. data may be nil.
-func invalidParams(msg string, data any) *rpcError {
-	return &rpcError{Status: http.StatusOK, Code: codeInvalidParams, Message: msg, Data: data}
-}
-
-// rpcErrorBody is the wire form of a JSON-RPC error response.
-type rpcErrorBody struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Error   rpcErrorObject  `json:"error"`
-}
-
-type rpcErrorObject struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
-}
-
-// writeRPCError sends e with status e.Status as application/json. id is echoed
-// as given; a nil id leaves the member out (never null).
-func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
-	body := rpcErrorBody{JSONRPC: "2.0", ID: id, Error: rpcErrorObject{Code: e.Code, Message: wirejson.Clip(e.Message, wirejson.MaxErrorString), Data: wirejson.BoundStrings(e.Data)}}
-	b, err := marshalJSON(body)
-	if err != nil && e.Data != nil { // data that cannot be encoded is dropped
-		body.Error.Data = nil
-		b, err = marshalJSON(body)
-	}
-	if err != nil { // only an id that is not JSON gets here
-		body.ID = nil
-		b, _ = marshalJSON(body)
-	}
-	writeJSON(w, e.Status, b)
-}
-
-// writeRPCResult sends {"jsonrpc":"2.0","id":id,"result":result} as
-// application/json with status 200. A result that cannot be encoded becomes a
-// -32603 error (also 200: a JSON-RPC-level error, spec §1.5).
-// The result is encoded straight into the response (no copy of a large
-// result is held while it is sent); the bytes are marshalJSON's.
-func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
-	w.Header().Set("Content-Type", "application/json")
-	if f, ok := result.(*framedResult); ok {
-		// StatusOnWrite's one write, without one on the heap.
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(f.b)
-		f.release()
-		return
-	}
-	out := &wirejson.StatusOnWrite{W: w, Status: http.StatusOK}
-	if raw, ok := result.(rawResult); ok {
-		if sent, _ := writeRawResult(out, id, raw); sent {
-			return
-		}
-		result = json.RawMessage(raw)
-	}
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id,omitempty"`
-		Result  any             `json:"result"`
-	}{"2.0", id, result})
-	if err != nil && !out.Wrote {
-		writeRPCError(w, id, &rpcError{Status: http.StatusOK, Code: codeInternalError, Message: "internal error: the result could not be encoded"})
-	}
-}
-
-// marshalJSON encodes v without HTML escaping, so that ids and strings go back
-// byte for byte as they came.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
