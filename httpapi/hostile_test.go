@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -330,13 +331,13 @@ func TestHostileLongStrings(t *testing.T) {
 		}
 		return out
 	}
-	// The HTTP twins of the tools: the same argument names.
-	twin := map[string]string{
-		"workspace_checkout": "/workspace/checkout", "workspace_renew": "/workspace/renew", "workspace_release": "/workspace/release",
-		"workspace_propose": "/workspace/propose", "workspace_review": "/workspace/proposal/review", "workspace_commit": "/workspace/commit",
-		"workspace_invite": "/workspace/invite", "handoff_create": "/workspace/handoff", "handoff_accept": "/workspace/handoff/accept",
-		"handoff_request_input": "/workspace/handoff/request_input", "handoff_complete": "/workspace/handoff/complete",
-		"handoff_approve": "/workspace/handoff/approve", "handoff_reject": "/workspace/handoff/reject",
+	// The HTTP twins of the tools that write (the operations table's POST
+	// routes of its tools): the same argument names.
+	twin := map[string]string{}
+	for _, op := range ops.Table {
+		if op.Tool != "" && op.Method() == http.MethodPost {
+			twin[op.Tool] = op.Path()
+		}
 	}
 	accepted := map[string]bool{}
 	largest, largestAt := 0, ""
