@@ -2,7 +2,9 @@ package roomtest
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"testing"
 
@@ -175,6 +177,15 @@ func (sc Scenario) runRoute(t testing.TB, s *Setup, token string, body any) []by
 	url := s.H.IngressURL(path)
 	if sc.Owner {
 		url = s.H.OwnerURL(path)
+	}
+	if m, ok := body.(map[string]any); ok && method == http.MethodGet {
+		// A GET's arguments are its query, as every door's client sends them.
+		q := neturl.Values{}
+		for k, v := range m {
+			q.Set(k, fmt.Sprint(v))
+		}
+		url += "?" + q.Encode()
+		body = nil
 	}
 	var opts []mcptest.ReqOpt
 	for k, v := range sc.Header {
