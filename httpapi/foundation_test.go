@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -699,217 +700,227 @@ func TestInvitationListingOrder(t *testing.T) {
 	}
 }
 
-// TestReads: the read routes answer from the current version, bounded.
+// TestReads: the read routes answer from the current version, bounded;
+// bad arguments are refused naming the field. One shared room: no case
+// writes.
 func TestReads(t *testing.T) {
+	summary := func(check func(t testing.TB, s room.Summary)) func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+		return func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+			var sm room.Summary
+			roomtest.Response{Body: raw}.Into(t, &sm)
+			check(t, sm)
+		}
+	}
+	read := func(check func(t testing.TB, rr room.ReadResult)) func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+		return func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+			var rr room.ReadResult
+			roomtest.Response{Body: raw}.Into(t, &rr)
+			check(t, rr)
+		}
+	}
+	cases := []roomtest.Scenario{
+		{Name: "status hides the path from a non-admin session", Route: "GET /workspace/status", As: "agent",
+			Contains: []string{`"path":null`, `"version":1`, `"name":"idea"`, `"participants":2`},
+			After: func(t testing.TB, s *roomtest.Setup, raw []byte) {
+				m := jsonOf(t, raw)
+				if m["workspace_id"] != s.H.Eng.WorkspaceID {
+					t.Errorf("workspace_id = %v, want %s", m["workspace_id"], s.H.Eng.WorkspaceID)
+				}
+				if tree, _ := m["heading_tree"].([]any); len(tree) != 3 {
+					t.Errorf("heading_tree has %d entries, want 3", len(tree))
+				}
+				if strings.Contains(string(raw), s.H.Dir) {
+					t.Errorf("status leaks the host's directory to a session")
+				}
+			}},
+		{Name: "status shows the path to the operator", Route: "GET /workspace/status", Owner: true, As: roomtest.Operator,
+			After: func(t testing.TB, s *roomtest.Setup, raw []byte) {
+				if got := jsonOf(t, raw)["path"]; got != s.H.Eng.DocPath {
+					t.Errorf("path = %v, want %s", got, s.H.Eng.DocPath)
+				}
+			}},
+		{Name: "summary defaults to the whole short document and its outline", Route: "GET /workspace/summary", As: "agent",
+			After: summary(func(t testing.TB, s room.Summary) {
+				if s.Excerpt != strings.TrimSuffix(harnessDoc, "\n") && s.Excerpt != harnessDoc {
+					t.Errorf("excerpt = %q, want the whole short document", s.Excerpt)
+				}
+				if len(s.Outline) != 3 || s.Outline[0].Title != "Idea" || s.Outline[1].Title != "Goals" {
+					t.Errorf("outline = %+v", s.Outline)
+				}
+			})},
+		{Name: "summary honours max_lines", Route: "GET /workspace/summary", As: "agent", Body: map[string]any{"max_lines": 3},
+			After: summary(func(t testing.TB, s room.Summary) {
+				if s.Excerpt != "# Idea\n\nhello world" || !s.Truncated {
+					t.Errorf("excerpt %q truncated %v", s.Excerpt, s.Truncated)
+				}
+			})},
+		{Name: "summary honours max_bytes", Route: "GET /workspace/summary", As: "agent", Body: map[string]any{"max_bytes": 5},
+			After: summary(func(t testing.TB, s room.Summary) {
+				if s.Excerpt != "# Ide" || !s.Truncated {
+					t.Errorf("excerpt %q truncated %v", s.Excerpt, s.Truncated)
+				}
+			})},
+		{Name: "summary honours max_depth", Route: "GET /workspace/summary", As: "agent", Body: map[string]any{"max_depth": 1},
+			After: summary(func(t testing.TB, s room.Summary) {
+				if len(s.Outline) != 1 {
+					t.Errorf("outline %+v", s.Outline)
+				}
+			})},
+		{Name: "summary max_lines=-1 is 400 invalid_request", Route: "GET /workspace/summary", As: "agent",
+			Body: map[string]any{"max_lines": -1}, Status: http.StatusBadRequest, Error: "invalid_request"},
+		{Name: "regions lists every heading with its level, line and path", Route: "GET /workspace/regions", As: "agent",
+			After: func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+				var regs []map[string]any
+				roomtest.Response{Body: raw}.Into(t, &regs)
+				if len(regs) != 3 {
+					t.Fatalf("regions = %s", raw)
+				}
+				if regs[0]["title"] != "Idea" || regs[0]["level"] != float64(1) || regs[0]["line"] != float64(1) ||
+					regs[1]["title"] != "Goals" || regs[1]["level"] != float64(2) || regs[1]["line"] != float64(5) {
+					t.Errorf("regions = %s", raw)
+				}
+				for _, k := range []string{"region", "title", "level", "line", "path"} {
+					if _, ok := regs[1][k]; !ok {
+						t.Errorf("region lacks %q", k)
+					}
+				}
+			}},
+		{Name: "read a section", Route: "GET /workspace/read", As: "agent", Body: map[string]any{"section": "Goals"},
+			After: read(func(t testing.TB, rr room.ReadResult) {
+				if rr.Content != "## Goals\n\nship it\nsoon\n\n" || rr.Section == nil || *rr.Section != "Goals" || rr.Truncated || rr.Version != 1 {
+					t.Errorf("read Goals = %+v", rr)
+				}
+			})},
+		{Name: "read the whole document", Route: "GET /workspace/read", As: "agent",
+			After: read(func(t testing.TB, rr room.ReadResult) {
+				if rr.Content != harnessDoc || rr.Section != nil {
+					t.Errorf("read = %+v", rr)
+				}
+			})},
+		{Name: "read a section bounded by max_lines", Route: "GET /workspace/read", As: "agent",
+			Body: map[string]any{"section": "Plan", "max_lines": 3},
+			After: read(func(t testing.TB, rr room.ReadResult) {
+				if rr.Content != "## Plan\n\nstep one" || !rr.Truncated {
+					t.Errorf("read Plan max_lines=3 = %+v", rr)
+				}
+			})},
+		{Name: "read an unknown section is 400 invalid_region naming it", Route: "GET /workspace/read", As: "agent",
+			Body: map[string]any{"section": "Nowhere"}, Status: http.StatusBadRequest, Error: "invalid_region",
+			Contains: []string{`"region":"Nowhere"`}},
+		{Name: "read max_bytes=abc is 400 invalid_request", Route: "GET /workspace/read", As: "agent",
+			Body: map[string]any{"max_bytes": "abc"}, Status: http.StatusBadRequest, Error: "invalid_request"},
+		{Name: "history since_event_id=abc is 400 invalid_request", Route: "GET /workspace/history", As: "agent",
+			Body: map[string]any{"since_event_id": "abc"}, Status: http.StatusBadRequest, Error: "invalid_request"},
+		{Name: "history limit=abc is 400 invalid_request", Route: "GET /workspace/history", As: "agent",
+			Body: map[string]any{"limit": "abc"}, Status: http.StatusBadRequest, Error: "invalid_request"},
+	}
+	for _, bad := range [][2]string{{"max_lines", "abc"}, {"max_bytes", "1e3"}, {"max_depth", "x"}} {
+		cases = append(cases, roomtest.Scenario{Name: "summary " + bad[0] + "=" + bad[1] + " is 400 invalid_request naming it",
+			Route: "GET /workspace/summary", As: "agent", Body: map[string]any{bad[0]: bad[1]},
+			Status: http.StatusBadRequest, Error: "invalid_request", After: fieldIs(bad[0])})
+	}
+	roomtest.Scenarios{Open: openRoom, Shared: true, Parties: []roomtest.PartySpec{{Name: "agent", Caps: []string{"read"}}},
+		Cases: cases}.Run(t)
+}
+
+// TestHistoryPages: newest first, ascending after since_event_id, limit,
+// and the ring's oldest and newest ids.
+func TestHistoryPages(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent", "read")
 	get := func(t *testing.T, path string) apiResp {
 		t.Helper()
 		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
 	}
-
-	t.Run("status hides the path from a non-admin session", func(t *testing.T) {
-		r := get(t, "/workspace/status")
-		wantOK(t, r)
-		m := r.JSON(t)
-		if v, ok := m["path"]; !ok || v != nil {
-			t.Errorf("path = %v (present %v), want null", v, ok)
-		}
-		if m["workspace_id"] != h.Eng.WorkspaceID || m["version"] != float64(1) || m["name"] != "idea" || m["participants"] != float64(2) {
-			t.Errorf("status = %s", r.Body)
-		}
-		if tree, _ := m["heading_tree"].([]any); len(tree) != 3 {
-			t.Errorf("heading_tree has %d entries, want 3", len(tree))
-		}
-		if strings.Contains(string(r.Body), h.Dir) {
-			t.Errorf("status leaks the host's directory to a session")
-		}
-	})
-	t.Run("status shows the path to the operator", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ownerURL("/workspace/status"), h.OpToken, nil)
-		wantOK(t, r)
-		if got := r.JSON(t)["path"]; got != h.Eng.DocPath {
-			t.Errorf("path = %v, want %s", got, h.Eng.DocPath)
-		}
-	})
-	t.Run("summary defaults", func(t *testing.T) {
-		r := get(t, "/workspace/summary")
-		wantOK(t, r)
-		var s room.Summary
-		r.Into(t, &s)
-		if s.Excerpt != strings.TrimSuffix(harnessDoc, "\n") && s.Excerpt != harnessDoc {
-			t.Errorf("excerpt = %q, want the whole short document", s.Excerpt)
-		}
-		if len(s.Outline) != 3 || s.Outline[0].Title != "Idea" || s.Outline[1].Title != "Goals" {
-			t.Errorf("outline = %+v", s.Outline)
-		}
-	})
-	t.Run("summary max_lines and max_bytes are honoured", func(t *testing.T) {
-		r := get(t, "/workspace/summary?max_lines=3")
-		wantOK(t, r)
-		var s room.Summary
-		r.Into(t, &s)
-		if s.Excerpt != "# Idea\n\nhello world" || !s.Truncated {
-			t.Errorf("max_lines=3: excerpt %q truncated %v", s.Excerpt, s.Truncated)
-		}
-		r = get(t, "/workspace/summary?max_bytes=5")
-		wantOK(t, r)
-		r.Into(t, &s)
-		if s.Excerpt != "# Ide" || !s.Truncated {
-			t.Errorf("max_bytes=5: excerpt %q truncated %v", s.Excerpt, s.Truncated)
-		}
-		r = get(t, "/workspace/summary?max_depth=1")
-		wantOK(t, r)
-		r.Into(t, &s)
-		if len(s.Outline) != 1 {
-			t.Errorf("max_depth=1: outline %+v", s.Outline)
-		}
-	})
-	for _, bad := range []string{"max_lines=abc", "max_bytes=1e3", "max_depth=x", "max_lines=-1"} {
-		t.Run("summary "+bad+" is 400", func(t *testing.T) {
-			m := wantError(t, get(t, "/workspace/summary?"+bad), 400, "invalid_request")
-			if name := strings.SplitN(bad, "=", 2)[0]; bad != "max_lines=-1" && m["field"] != name {
-				t.Errorf("field = %v, want %s", m["field"], name)
-			}
-		})
+	r := get(t, "/workspace/history")
+	wantOK(t, r)
+	var hist room.History
+	r.Into(t, &hist)
+	all := h.events("")
+	if len(hist.Events) != len(all) || len(all) < 4 {
+		t.Fatalf("history has %d events, the ring %d", len(hist.Events), len(all))
 	}
-	t.Run("regions", func(t *testing.T) {
-		r := get(t, "/workspace/regions")
-		wantOK(t, r)
-		var regs []map[string]any
-		r.Into(t, &regs)
-		if len(regs) != 3 {
-			t.Fatalf("regions = %s", r.Body)
+	for i := 1; i < len(hist.Events); i++ {
+		if hist.Events[i].ID >= hist.Events[i-1].ID {
+			t.Fatalf("history is not newest first: %d then %d", hist.Events[i-1].ID, hist.Events[i].ID)
 		}
-		if regs[0]["title"] != "Idea" || regs[0]["level"] != float64(1) || regs[0]["line"] != float64(1) ||
-			regs[1]["title"] != "Goals" || regs[1]["level"] != float64(2) || regs[1]["line"] != float64(5) {
-			t.Errorf("regions = %s", r.Body)
+	}
+	if hist.OldestEventID != all[0].ID || hist.NewestEventID != all[len(all)-1].ID {
+		t.Errorf("oldest/newest = %d/%d, want %d/%d", hist.OldestEventID, hist.NewestEventID, all[0].ID, all[len(all)-1].ID)
+	}
+	if !strings.Contains(string(r.Body), `"oldest_event_id"`) {
+		t.Errorf("history lacks oldest_event_id")
+	}
+	since := all[1].ID
+	r = get(t, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
+	wantOK(t, r)
+	var asc room.History
+	r.Into(t, &asc)
+	if len(asc.Events) != len(all)-2 {
+		t.Fatalf("since_event_id=%d gave %d events, want %d", since, len(asc.Events), len(all)-2)
+	}
+	for i, ev := range asc.Events {
+		if ev.ID != all[i+2].ID {
+			t.Errorf("since: event %d = %d, want %d (ascending)", i, ev.ID, all[i+2].ID)
 		}
-		for _, k := range []string{"region", "title", "level", "line", "path"} {
-			if _, ok := regs[1][k]; !ok {
-				t.Errorf("region lacks %q", k)
-			}
-		}
-	})
-	t.Run("read a section", func(t *testing.T) {
-		r := get(t, "/workspace/read?section=Goals")
-		wantOK(t, r)
-		var rr room.ReadResult
-		r.Into(t, &rr)
-		if rr.Content != "## Goals\n\nship it\nsoon\n\n" || rr.Section == nil || *rr.Section != "Goals" || rr.Truncated || rr.Version != 1 {
-			t.Errorf("read Goals = %s", r.Body)
-		}
-	})
-	t.Run("read the whole document, bounded", func(t *testing.T) {
-		var rr room.ReadResult
-		r := get(t, "/workspace/read")
-		wantOK(t, r)
-		r.Into(t, &rr)
-		if rr.Content != harnessDoc || rr.Section != nil {
-			t.Errorf("read = %s", r.Body)
-		}
-		r = get(t, "/workspace/read?section=Plan&max_lines=3")
-		wantOK(t, r)
-		r.Into(t, &rr)
-		if rr.Content != "## Plan\n\nstep one" || !rr.Truncated {
-			t.Errorf("read Plan max_lines=3 = %s", r.Body)
-		}
-	})
-	t.Run("read an unknown section is 400 invalid_region", func(t *testing.T) {
-		m := wantError(t, get(t, "/workspace/read?section=Nowhere"), 400, "invalid_region")
-		if m["region"] != "Nowhere" {
-			t.Errorf("region = %v, want Nowhere", m["region"])
-		}
-	})
-	t.Run("read max_bytes=abc is 400", func(t *testing.T) {
-		wantError(t, get(t, "/workspace/read?max_bytes=abc"), 400, "invalid_request")
-	})
+	}
+	r = get(t, "/workspace/history?limit=2")
+	wantOK(t, r)
+	r.Into(t, &hist)
+	if len(hist.Events) != 2 || hist.Events[0].ID != all[len(all)-1].ID {
+		t.Errorf("limit=2 gave %d events", len(hist.Events))
+	}
+}
 
-	t.Run("history newest first, since ascending, oldest id", func(t *testing.T) {
-		r := get(t, "/workspace/history")
-		wantOK(t, r)
-		var hist room.History
-		r.Into(t, &hist)
-		all := h.events("")
-		if len(hist.Events) != len(all) || len(all) < 4 {
-			t.Fatalf("history has %d events, the ring %d", len(hist.Events), len(all))
-		}
-		for i := 1; i < len(hist.Events); i++ {
-			if hist.Events[i].ID >= hist.Events[i-1].ID {
-				t.Fatalf("history is not newest first: %d then %d", hist.Events[i-1].ID, hist.Events[i].ID)
-			}
-		}
-		if hist.OldestEventID != all[0].ID || hist.NewestEventID != all[len(all)-1].ID {
-			t.Errorf("oldest/newest = %d/%d, want %d/%d", hist.OldestEventID, hist.NewestEventID, all[0].ID, all[len(all)-1].ID)
-		}
-		if !strings.Contains(string(r.Body), `"oldest_event_id"`) {
-			t.Errorf("history lacks oldest_event_id")
-		}
-		since := all[1].ID
-		r = get(t, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
-		wantOK(t, r)
-		var asc room.History
-		r.Into(t, &asc)
-		if len(asc.Events) != len(all)-2 {
-			t.Fatalf("since_event_id=%d gave %d events, want %d", since, len(asc.Events), len(all)-2)
-		}
-		for i, ev := range asc.Events {
-			if ev.ID != all[i+2].ID {
-				t.Errorf("since: event %d = %d, want %d (ascending)", i, ev.ID, all[i+2].ID)
-			}
-		}
-		r = get(t, "/workspace/history?limit=2")
-		wantOK(t, r)
-		r.Into(t, &hist)
-		if len(hist.Events) != 2 || hist.Events[0].ID != all[len(all)-1].ID {
-			t.Errorf("limit=2 gave %d events", len(hist.Events))
-		}
-		wantError(t, get(t, "/workspace/history?since_event_id=abc"), 400, "invalid_request")
-		wantError(t, get(t, "/workspace/history?limit=abc"), 400, "invalid_request")
-	})
-
-	t.Run("an out-of-band edit of the file becomes a version", func(t *testing.T) {
-		versions := h.count(`SELECT count(*) FROM versions`)
-		edited := "# Idea\n\nhello world, edited by hand\n\n## Goals\n\nship it today\n"
-		if err := os.WriteFile(h.Doc, []byte(edited), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r := get(t, "/workspace/read")
-		wantOK(t, r)
-		var rr room.ReadResult
-		r.Into(t, &rr)
-		if rr.Content != edited || rr.Version != int64(versions+1) {
-			t.Fatalf("read after the edit: version %d content %q", rr.Version, rr.Content)
-		}
-		var summary, source string
-		var pid *string
-		if err := h.Store.Reader.QueryRow(`SELECT summary, source, participant_id FROM versions ORDER BY version DESC LIMIT 1`).
-			Scan(&summary, &source, &pid); err != nil {
-			t.Fatal(err)
-		}
-		if summary != "external substrate edit" || source != "external" || pid != nil {
-			t.Errorf("new version: summary %q source %q participant %v", summary, source, pid)
-		}
-		evs := h.events("change.committed")
-		if len(evs) != 1 {
-			t.Fatalf("change.committed events = %d, want 1", len(evs))
-		}
-		p := evs[0].Payload
-		if v, ok := p["participant_id"]; !ok || v != nil || p["version"] != float64(versions+1) || p["summary"] != "external substrate edit" {
-			t.Errorf("change.committed payload = %s", evs[0].Raw)
-		}
-		// Reading again does not record the same edit twice.
-		wantOK(t, get(t, "/workspace/status"))
-		if n := h.count(`SELECT count(*) FROM versions`); n != versions+1 {
-			t.Errorf("%d versions after a second read, want %d", n, versions+1)
-		}
-		r = get(t, "/workspace/read?section=Goals")
-		wantOK(t, r)
-		r.Into(t, &rr)
-		if rr.Content != "## Goals\n\nship it today\n" {
-			t.Errorf("section after the edit = %q", rr.Content)
-		}
-	})
+// TestOutOfBandEdit: an edit of the file by hand becomes a version, once,
+// by no participant.
+func TestOutOfBandEdit(t *testing.T) {
+	h := newHarness(t, "")
+	agent := h.join("agent", "read")
+	get := func(t *testing.T, path string) apiResp {
+		t.Helper()
+		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
+	}
+	versions := h.count(`SELECT count(*) FROM versions`)
+	edited := "# Idea\n\nhello world, edited by hand\n\n## Goals\n\nship it today\n"
+	if err := os.WriteFile(h.Doc, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := get(t, "/workspace/read")
+	wantOK(t, r)
+	var rr room.ReadResult
+	r.Into(t, &rr)
+	if rr.Content != edited || rr.Version != int64(versions+1) {
+		t.Fatalf("read after the edit: version %d content %q", rr.Version, rr.Content)
+	}
+	var summary, source string
+	var pid *string
+	if err := h.Store.Reader.QueryRow(`SELECT summary, source, participant_id FROM versions ORDER BY version DESC LIMIT 1`).
+		Scan(&summary, &source, &pid); err != nil {
+		t.Fatal(err)
+	}
+	if summary != "external substrate edit" || source != "external" || pid != nil {
+		t.Errorf("new version: summary %q source %q participant %v", summary, source, pid)
+	}
+	evs := h.events("change.committed")
+	if len(evs) != 1 {
+		t.Fatalf("change.committed events = %d, want 1", len(evs))
+	}
+	p := evs[0].Payload
+	if v, ok := p["participant_id"]; !ok || v != nil || p["version"] != float64(versions+1) || p["summary"] != "external substrate edit" {
+		t.Errorf("change.committed payload = %s", evs[0].Raw)
+	}
+	// Reading again does not record the same edit twice.
+	wantOK(t, get(t, "/workspace/status"))
+	if n := h.count(`SELECT count(*) FROM versions`); n != versions+1 {
+		t.Errorf("%d versions after a second read, want %d", n, versions+1)
+	}
+	r = get(t, "/workspace/read?section=Goals")
+	wantOK(t, r)
+	r.Into(t, &rr)
+	if rr.Content != "## Goals\n\nship it today\n" {
+		t.Errorf("section after the edit = %q", rr.Content)
+	}
 }
 
 // TestParticipants: the listing holds who has not left, the host first,

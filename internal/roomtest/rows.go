@@ -67,9 +67,15 @@ func (h *Harness) QueryRows(t testing.TB, query string, args ...any) (cols []str
 // a digest of all values, so an assertion sees changed rows, not only new ones.
 func (h *Harness) Snapshot() Snapshot {
 	h.T.Helper()
+	return h.SnapshotT(h.T)
+}
+
+// SnapshotT is Snapshot reporting to t (a subtest of a shared room).
+func (h *Harness) SnapshotT(t testing.TB) Snapshot {
+	t.Helper()
 	snap := Snapshot{}
 	for _, table := range SidecarTables {
-		_, rows := h.QueryRows(h.T, "SELECT * FROM "+table)
+		_, rows := h.QueryRows(t, "SELECT * FROM "+table)
 		lines := make([]string, 0, len(rows))
 		for _, vals := range rows {
 			lines = append(lines, fmt.Sprintf("%#v", vals))
@@ -85,7 +91,7 @@ func (h *Harness) Snapshot() Snapshot {
 // the check that a refusal changed nothing.
 func (h *Harness) AssertUnchanged(t testing.TB, before Snapshot) {
 	t.Helper()
-	if d := before.Diff(h.Snapshot()); len(d) > 0 {
+	if d := before.Diff(h.SnapshotT(t)); len(d) > 0 {
 		t.Errorf("rows changed, want none:\n  %s", strings.Join(d, "\n  "))
 	}
 }

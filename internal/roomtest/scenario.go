@@ -97,6 +97,10 @@ type Scenarios struct {
 	// exact capabilities it holds (empty: the default agent grant).
 	Parties []PartySpec
 	Cases   []Scenario
+	// Shared opens one room for the whole table, for tables of reads where
+	// no case changes what another sees (every refusal is still checked to
+	// change nothing).
+	Shared bool
 }
 
 // PartySpec is a party a table joins for every case.
@@ -109,18 +113,31 @@ type PartySpec struct {
 func (ss Scenarios) Run(t *testing.T) {
 	t.Helper()
 	seen := map[string]bool{}
+	var shared *Setup
+	setup := func(t testing.TB) *Setup {
+		if shared != nil {
+			return shared
+		}
+		h := ss.Open(t)
+		s := &Setup{H: h, Parties: map[string]Party{}, Vars: map[string]string{}}
+		for _, p := range ss.Parties {
+			s.Parties[p.Name] = h.Join(p.Name, p.Caps...)
+		}
+		if ss.Shared {
+			shared = s
+		}
+		return s
+	}
+	if ss.Shared {
+		setup(t)
+	}
 	for _, sc := range ss.Cases {
 		if seen[sc.Name] {
 			t.Fatalf("two scenarios are named %q", sc.Name)
 		}
 		seen[sc.Name] = true
 		t.Run(sc.Name, func(t *testing.T) {
-			h := ss.Open(t)
-			s := &Setup{H: h, Parties: map[string]Party{}, Vars: map[string]string{}}
-			for _, p := range ss.Parties {
-				s.Parties[p.Name] = h.Join(p.Name, p.Caps...)
-			}
-			sc.Run(t, s)
+			sc.Run(t, setup(t))
 		})
 	}
 }
@@ -140,7 +157,7 @@ func (sc Scenario) Run(t testing.TB, s *Setup) {
 	}
 	var before Snapshot
 	if sc.refusal() && !sc.MayChange {
-		before = s.H.Snapshot()
+		before = s.H.SnapshotT(t)
 	}
 	token := s.Token(t, sc.As)
 	var raw []byte
