@@ -503,76 +503,6 @@ func TestInvitations(t *testing.T) {
 		}
 	})
 
-	t.Run("normalisation and legacy words", func(t *testing.T) {
-		cases := []struct {
-			name string
-			body map[string]any
-			want []string
-		}{
-			{"duplicates dropped and sorted", map[string]any{"capabilities": []string{"propose", " read ", "read"}}, []string{"read", "propose"}},
-			{"wildcard collapses", map[string]any{"capabilities": []string{"read", "*"}}, []string{"*"}},
-			{"permissions read", map[string]any{"permissions": "read"}, []string{"read", "observe"}},
-			{"permissions read_write", map[string]any{"permissions": "read_write"}, []string{"read", "observe", "propose", "checkout", "commit"}},
-			{"permissions comma list", map[string]any{"permissions": "read,approve"}, []string{"read", "approve"}},
-		}
-		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				r := h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, c.body)
-				wantOK(t, r)
-				var g inviteGrant
-				r.Into(t, &g)
-				if !slices.Equal(g.Capabilities, c.want) {
-					t.Errorf("capabilities = %v, want %v", g.Capabilities, c.want)
-				}
-			})
-		}
-	})
-
-	t.Run("bounds accepted", func(t *testing.T) {
-		r := h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{"expires_in_minutes": 10080, "max_uses": 0})
-		wantOK(t, r)
-		var g inviteGrant
-		r.Into(t, &g)
-		if g.MaxUses != nil || g.ExpiresAt != wire(now.Add(10080*time.Minute)) {
-			t.Errorf("max_uses = %v expires_at = %s, want unlimited and 7 days", g.MaxUses, g.ExpiresAt)
-		}
-	})
-
-	refused := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-	}{
-		{"expires_in_minutes 0 is 400", map[string]any{"expires_in_minutes": 0}, 400, "invalid_request"},
-		{"expires_in_minutes -1 is 400", map[string]any{"expires_in_minutes": -1}, 400, "invalid_request"},
-		// Above the maximum is a value error (400), not a bound the room
-		// reached (429 would invite a retry that never succeeds; issue 13).
-		{"expires_in_minutes 10081 is 400 invalid_request", map[string]any{"expires_in_minutes": 10081}, 400, "invalid_request"},
-		// minutes*time.Minute overflows int64 for these: the wrapped duration
-		// must not slip under the 7-day check (it used to create an invitation
-		// that expired in 1733, or a minute ago, and answer 200).
-		{"expires_in_minutes 153722868 (overflows a Duration) is 400 invalid_request", map[string]any{"expires_in_minutes": 153722868}, 400, "invalid_request"},
-		{"expires_in_minutes MaxInt64 is 400 invalid_request", `{"expires_in_minutes": 9223372036854775807}`, 400, "invalid_request"},
-		{"expires_in_minutes as text is 400", `{"expires_in_minutes": "60"}`, 400, "invalid_request"},
-		{"expires_in_minutes fractional is 400", `{"expires_in_minutes": 1.5}`, 400, "invalid_request"},
-		{"max_uses -1 is 400", map[string]any{"max_uses": -1}, 400, "invalid_request"},
-		{"unknown capability is 400", map[string]any{"capabilities": []string{"read", "fly"}}, 400, "invalid_request"},
-		{"capabilities as a string is 400", `{"capabilities": "read"}`, 400, "invalid_request"},
-		{"unknown target section is 400 invalid_region", map[string]any{"target": "Nowhere"}, 400, "invalid_region"},
-		{"malformed JSON is 400", `{"max_uses": `, 400, "invalid_request"},
-	}
-	for _, c := range refused {
-		t.Run(c.name, func(t *testing.T) {
-			// Settle anything a wrongly accepted request left due (an already
-			// expired invitation) so it cannot leak into the next case.
-			defer h.sweep()
-			before := h.snapshot()
-			wantError(t, h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, c.body), c.status, c.code)
-			h.assertUnchanged(t, before)
-		})
-	}
-
 	t.Run("listing shows handles only", func(t *testing.T) {
 		g := h.createInvite(map[string]any{"capabilities": []string{"read"}, "target": "Goals"})
 		r := h.doT(t, "GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)
@@ -645,25 +575,74 @@ func TestInvitations(t *testing.T) {
 		}
 		wantError(t, h.joinRaw(map[string]any{"invite": g.Token}), 403, "invitation_revoked")
 	})
+}
 
-	revokeRefused := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-	}{
-		{"unknown invite_id is 401 unauthorized", map[string]any{"invite_id": "invite_ffffffffffffffff"}, 401, "unauthorized"},
-		{"unknown token is 401 unauthorized", map[string]any{"token": "no-such-secret"}, 401, "unauthorized"},
-		{"neither invite_id nor token is 400", map[string]any{}, 400, "invalid_request"},
-		{"invite_id of the wrong type is 400", `{"invite_id": 7}`, 400, "invalid_request"},
+// TestInvitationInputs: what POST /workspace/invite and its revocation make
+// of each input, one scenario each on a fresh room, as the operator on the
+// owner listener. Every refusal changes nothing.
+func TestInvitationInputs(t *testing.T) {
+	caps := func(want ...string) func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+		return func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+			var g inviteGrant
+			roomtest.Response{Body: raw}.Into(t, &g)
+			if !slices.Equal(g.Capabilities, want) {
+				t.Errorf("capabilities = %v, want %v", g.Capabilities, want)
+			}
+		}
 	}
-	for _, c := range revokeRefused {
-		t.Run("revoke: "+c.name, func(t *testing.T) {
-			before := h.snapshot()
-			wantError(t, h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, c.body), c.status, c.code)
-			h.assertUnchanged(t, before)
-		})
+	invite := func(name string, body any, status int, code string) roomtest.Scenario {
+		return roomtest.Scenario{Name: name, Route: "POST /workspace/invite", Owner: true, As: roomtest.Operator,
+			Body: body, Status: status, Error: code}
 	}
+	revoke := func(name string, body any, status int, code string) roomtest.Scenario {
+		return roomtest.Scenario{Name: "revoke: " + name, Route: "POST /workspace/invite/revoke", Owner: true, As: roomtest.Operator,
+			Body: body, Status: status, Error: code}
+	}
+	granting := func(name string, body map[string]any, want ...string) roomtest.Scenario {
+		sc := invite(name, body, 0, "")
+		sc.After = caps(want...)
+		return sc
+	}
+	bounds := invite("expires_in_minutes 10080 and max_uses 0 are accepted: 7 days, unlimited",
+		map[string]any{"expires_in_minutes": 10080, "max_uses": 0}, 0, "")
+	bounds.After = func(t testing.TB, s *roomtest.Setup, raw []byte) {
+		var g inviteGrant
+		roomtest.Response{Body: raw}.Into(t, &g)
+		if g.MaxUses != nil || g.ExpiresAt != wire(roomtest.Epoch.Add(10080*time.Minute)) {
+			t.Errorf("max_uses = %v expires_at = %s, want unlimited and 7 days", g.MaxUses, g.ExpiresAt)
+		}
+	}
+	roomtest.Scenarios{Open: openRoom, Cases: []roomtest.Scenario{
+		granting("duplicate capabilities are dropped and sorted", map[string]any{"capabilities": []string{"propose", " read ", "read"}}, "read", "propose"),
+		granting("the wildcard collapses the list", map[string]any{"capabilities": []string{"read", "*"}}, "*"),
+		granting("permissions read is read and observe", map[string]any{"permissions": "read"}, "read", "observe"),
+		granting("permissions read_write is the agent set", map[string]any{"permissions": "read_write"}, "read", "observe", "propose", "checkout", "commit"),
+		granting("permissions takes a comma list", map[string]any{"permissions": "read,approve"}, "read", "approve"),
+		bounds,
+
+		invite("expires_in_minutes 0 is 400", map[string]any{"expires_in_minutes": 0}, 400, "invalid_request"),
+		invite("expires_in_minutes -1 is 400", map[string]any{"expires_in_minutes": -1}, 400, "invalid_request"),
+		// Above the maximum is a value error (400), not a bound the room
+		// reached (429 would invite a retry that never succeeds; issue 13).
+		invite("expires_in_minutes 10081 is 400 invalid_request", map[string]any{"expires_in_minutes": 10081}, 400, "invalid_request"),
+		// minutes*time.Minute overflows int64 for these: the wrapped duration
+		// must not slip under the 7-day check (it used to create an invitation
+		// that expired in 1733, or a minute ago, and answer 200).
+		invite("expires_in_minutes 153722868 (overflows a Duration) is 400 invalid_request", map[string]any{"expires_in_minutes": 153722868}, 400, "invalid_request"),
+		invite("expires_in_minutes MaxInt64 is 400 invalid_request", `{"expires_in_minutes": 9223372036854775807}`, 400, "invalid_request"),
+		invite("expires_in_minutes as text is 400", `{"expires_in_minutes": "60"}`, 400, "invalid_request"),
+		invite("expires_in_minutes fractional is 400", `{"expires_in_minutes": 1.5}`, 400, "invalid_request"),
+		invite("max_uses -1 is 400", map[string]any{"max_uses": -1}, 400, "invalid_request"),
+		invite("unknown capability is 400", map[string]any{"capabilities": []string{"read", "fly"}}, 400, "invalid_request"),
+		invite("capabilities as a string is 400", `{"capabilities": "read"}`, 400, "invalid_request"),
+		invite("unknown target section is 400 invalid_region", map[string]any{"target": "Nowhere"}, 400, "invalid_region"),
+		invite("malformed JSON is 400", `{"max_uses": `, 400, "invalid_request"),
+
+		revoke("unknown invite_id is 401 unauthorized", map[string]any{"invite_id": "invite_ffffffffffffffff"}, 401, "unauthorized"),
+		revoke("unknown token is 401 unauthorized", map[string]any{"token": "no-such-secret"}, 401, "unauthorized"),
+		revoke("neither invite_id nor token is 400", map[string]any{}, 400, "invalid_request"),
+		revoke("invite_id of the wrong type is 400", `{"invite_id": 7}`, 400, "invalid_request"),
+	}}.Run(t)
 }
 
 // TestInvitationListingOrder: GET /workspace/invites is newest first
