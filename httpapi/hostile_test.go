@@ -912,7 +912,11 @@ func TestHostileDNSRebinding(t *testing.T) {
 
 // ---- secrets ----
 
-func TestHostileSecretsScan(t *testing.T) {
+// TestFlow_HostileSecretsScan runs a room through joins, invitations,
+// handoffs, MCP and operator calls, the owner page and failed logins,
+// keeping every answer, then scans every answer, table, file, event and log
+// line for every secret it handed out: one long flow by design.
+func TestFlow_HostileSecretsScan(t *testing.T) {
 	h := newHarness(t, "", harnessOpts{})
 	secrets := map[string]string{"operator token": h.OpToken}
 	type answer struct {
