@@ -27,16 +27,27 @@ type mcpReq = mcptest.Request
 type mcpResp = roomtest.MCPResponse
 
 // mcpClient speaks MCP as one session: the kit's client, whose answers are
-// recorded and checked, under this package's method names.
-type mcpClient struct{ *roomtest.MCP }
+// recorded and checked, under this package's method names. The other fields
+// are the ones tests have always read (mc: the unchecked mcptest client).
+type mcpClient struct {
+	*roomtest.MCP
+	h     *roomHarness
+	url   string
+	token string
+	mc    *mcptest.Client
+}
 
 // mcpClient is a client on the ingress listener for token ("" = none).
 func newMCPClient(h *roomHarness, token string, tasks bool) *mcpClient {
-	return &mcpClient{h.MCP(token, tasks)}
+	return wrapMCP(h, token, h.MCP(token, tasks))
+}
+
+func wrapMCP(h *roomHarness, token string, k *roomtest.MCP) *mcpClient {
+	return &mcpClient{MCP: k, h: h, url: h.ingressURL("/mcp"), token: token, mc: k.Client()}
 }
 
 // withTasks is the same session declaring (or not) the Tasks extension.
-func (c *mcpClient) withTasks(on bool) *mcpClient { return &mcpClient{c.WithTasks(on)} }
+func (c *mcpClient) withTasks(on bool) *mcpClient { return wrapMCP(c.h, c.token, c.WithTasks(on)) }
 
 // do sends q and decodes the answer, checking the rules for every answer.
 func (c *mcpClient) do(t testing.TB, q mcpReq) mcpResp { t.Helper(); return c.Do(t, q) }

@@ -197,7 +197,7 @@ type party struct {
 }
 
 func (h *roomHarness) fromKit(p roomtest.Party) party {
-	return party{sessionGrant: p.Session, mcp: &mcpClient{p.MCP}, ext: &mcpClient{p.Ext}}
+	return party{sessionGrant: p.Session, mcp: wrapMCP(h, p.SessionToken, p.MCP), ext: wrapMCP(h, p.SessionToken, p.Ext)}
 }
 
 // asParty wraps a session in its two MCP clients.
@@ -407,3 +407,6 @@ func (h *roomHarness) statusVersion(t testing.TB, token string) int64 {
 func threeSections(idea, goals, plan string) string {
 	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"
 }
+
+// noteError keeps the body of an error answer (status >= 400) for errorBodies.
+func (h *roomHarness) noteError(r mcptest.Response) { h.NoteError(r) }

@@ -395,7 +395,7 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 		for _, w := range workers {
 			go func() {
 				<-start
-				r, err := w.mcp.Client().Do(context.Background(), mcpReq{ID: 1, Method: "tools/call",
+				r, err := w.mcp.mc.Do(context.Background(), mcpReq{ID: 1, Method: "tools/call",
 					Params: map[string]any{"name": "handoff_accept", "arguments": map[string]any{"handoff_id": hid}}})
 				if err != nil || r.Status != http.StatusOK {
 					out <- outcome{who: w.ParticipantID, err: true}
@@ -452,7 +452,7 @@ func TestMCPConcurrentHandoffs(t *testing.T) {
 		ids := make(chan string, n)
 		for range n {
 			go func() {
-				r, err := owner.ext.Client().Do(context.Background(), mcpReq{ID: 1, Method: "tools/call", Params: map[string]any{
+				r, err := owner.ext.mc.Do(context.Background(), mcpReq{ID: 1, Method: "tools/call", Params: map[string]any{
 					"name": "handoff_create", "arguments": map[string]any{"summary": "once only", "idempotency_key": "same-key"}}})
 				if err != nil || r.Status != http.StatusOK {
 					ids <- "error"
