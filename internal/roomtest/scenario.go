@@ -97,6 +97,10 @@ type Scenarios struct {
 	// exact capabilities it holds (empty: the default agent grant).
 	Parties []PartySpec
 	Cases   []Scenario
+	// Prepare, when set, runs once per room after the parties joined: the
+	// records every case of the table works on (pocketbase's test app
+	// factory seeding its data), kept in Setup.Vars.
+	Prepare func(t testing.TB, s *Setup)
 	// Shared opens one room for the whole table, for tables of reads where
 	// no case changes what another sees (every refusal is still checked to
 	// change nothing).
@@ -122,6 +126,9 @@ func (ss Scenarios) Run(t *testing.T) {
 		s := &Setup{H: h, Parties: map[string]Party{}, Vars: map[string]string{}}
 		for _, p := range ss.Parties {
 			s.Parties[p.Name] = h.Join(p.Name, p.Caps...)
+		}
+		if ss.Prepare != nil {
+			ss.Prepare(t, s)
 		}
 		if ss.Shared {
 			shared = s
