@@ -5,7 +5,10 @@ package httpapi
 // tasks/get|update|cancel, resources/read, resources/subscribe,
 // subscriptions/listen with a taskId, and every HTTP route either listener
 // serves (the operations table's and the hand-wired ones) — with the capability it needs and the party
-// rule it applies (spec/domain.md §1.4–1.6, D1–D4, D12, D15, D17, D23). Each
+// rule it applies (spec/domain.md §1.4–1.6, D1–D4, D12, D15, D17, D23). For the
+// operations table's rows the capability is the table's own (tableCaps) and
+// the route and tool rows are built from it; what the table cannot say (the
+// party rule, the record, the input) is written here once per operation. Each
 // operation is called by every capability set (none, each single capability,
 // the default agent set, *) in every party role its records allow (owner,
 // assignee, third party, the open call; admin is the admin and * sets), by

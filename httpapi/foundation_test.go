@@ -612,7 +612,7 @@ func TestInvitationInputs(t *testing.T) {
 			t.Errorf("max_uses = %v expires_at = %s, want unlimited and 7 days", g.MaxUses, g.ExpiresAt)
 		}
 	}
-	roomtest.Scenarios{Open: openRoom, Cases: []roomtest.Scenario{
+	roomtest.Scenarios{Open: openScenarioRoom, Cases: []roomtest.Scenario{
 		granting("duplicate capabilities are dropped and sorted", map[string]any{"capabilities": []string{"propose", " read ", "read"}}, "read", "propose"),
 		granting("the wildcard collapses the list", map[string]any{"capabilities": []string{"read", "*"}}, "*"),
 		granting("permissions read is read and observe", map[string]any{"permissions": "read"}, "read", "observe"),
@@ -701,7 +701,7 @@ func TestReads(t *testing.T) {
 		{Name: "status hides the path from a non-admin session", Route: "GET /workspace/status", As: "agent",
 			Contains: []string{`"path":null`, `"version":1`, `"name":"idea"`, `"participants":2`},
 			After: func(t testing.TB, s *roomtest.Setup, raw []byte) {
-				m := jsonOf(t, raw)
+				m := rawJSON(t, raw)
 				if m["workspace_id"] != s.H.Eng.WorkspaceID {
 					t.Errorf("workspace_id = %v, want %s", m["workspace_id"], s.H.Eng.WorkspaceID)
 				}
@@ -714,7 +714,7 @@ func TestReads(t *testing.T) {
 			}},
 		{Name: "status shows the path to the operator", Route: "GET /workspace/status", Owner: true, As: roomtest.Operator,
 			After: func(t testing.TB, s *roomtest.Setup, raw []byte) {
-				if got := jsonOf(t, raw)["path"]; got != s.H.Eng.DocPath {
+				if got := rawJSON(t, raw)["path"]; got != s.H.Eng.DocPath {
 					t.Errorf("path = %v, want %s", got, s.H.Eng.DocPath)
 				}
 			}},
@@ -798,7 +798,7 @@ func TestReads(t *testing.T) {
 			Route: "GET /workspace/summary", As: "agent", Body: map[string]any{bad[0]: bad[1]},
 			Status: http.StatusBadRequest, Error: "invalid_request", After: fieldIs(bad[0])})
 	}
-	roomtest.Scenarios{Open: openRoom, Shared: true, Parties: []roomtest.PartySpec{{Name: "agent", Caps: []string{"read"}}},
+	roomtest.Scenarios{Open: openScenarioRoom, Shared: true, Parties: []roomtest.PartySpec{{Name: "agent", Caps: []string{"read"}}},
 		Cases: cases}.Run(t)
 }
 

@@ -177,7 +177,7 @@ func TestHandoffListRefuse(t *testing.T) {
 		}
 	}
 	toolNotEchoed := func(t testing.TB, _ *roomtest.Setup, raw []byte) {
-		sc := jsonAt(jsonOf(t, raw), "result", "structuredContent")
+		sc := jsonAt(rawJSON(t, raw), "result", "structuredContent")
 		if s := fmt.Sprint(sc); len(s) > 1024 {
 			t.Errorf("a %d-byte error: the input is echoed", len(s))
 		}
@@ -203,14 +203,14 @@ func TestHandoffListRefuse(t *testing.T) {
 			Error: "invalid_request", After: toolNotEchoed}
 	}
 	roomtest.Scenarios{
-		Open:    openRoom,
+		Open:    openScenarioRoom,
 		Shared:  true,
 		Parties: []roomtest.PartySpec{{Name: "owner", Caps: []string{"read", "propose"}}, {Name: "worker", Caps: []string{"read", "checkout"}}, {Name: "outsider", Caps: []string{"read", "checkout", "propose"}}},
 		Prepare: func(t testing.TB, s *roomtest.Setup) {
 			for i := range 2 {
-				call(t, s, "owner", "POST", "/workspace/handoff", map[string]any{"summary": fmt.Sprintf("job %d", i), "assignee": s.Parties["worker"].ParticipantID})
+				beforeCall(t, s, "owner", "POST", "/workspace/handoff", map[string]any{"summary": fmt.Sprintf("job %d", i), "assignee": s.Parties["worker"].ParticipantID})
 			}
-			page := call(t, s, "worker", "GET", "/workspace/handoffs?limit=1", nil)
+			page := beforeCall(t, s, "worker", "GET", "/workspace/handoffs?limit=1", nil)
 			if s.Vars["cursor"] = str(page["next_cursor"]); s.Vars["cursor"] == "" {
 				t.Fatal("no cursor to misuse")
 			}

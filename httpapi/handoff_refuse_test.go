@@ -23,14 +23,16 @@ var handoffParties = []roomtest.PartySpec{
 	{Name: "outsider", Caps: []string{"read", "propose"}},
 }
 
-// openRoom is a default harness for a scenario table, on tmpfs where there
+// openScenarioRoom is a default harness for a scenario table, on tmpfs where there
 // is one: each case's room is thrown away, and its commits' fsyncs, not the
 // door, would dominate the run.
-func openRoom(t testing.TB) *roomtest.Harness { return newHarness(t, "", harnessOpts{InMemory: true}).Harness }
+func openScenarioRoom(t testing.TB) *roomtest.Harness {
+	return newHarness(t, "", harnessOpts{InMemory: true}).Harness
+}
 
-// call sends a plain request as a scenario's party and requires a 2xx
+// beforeCall sends a plain request as a scenario's party and requires a 2xx
 // answer: how Before hooks make the records a case works on.
-func call(t testing.TB, s *roomtest.Setup, as, method, path string, body any) map[string]any {
+func beforeCall(t testing.TB, s *roomtest.Setup, as, method, path string, body any) map[string]any {
 	t.Helper()
 	r := s.H.Do(t, method, s.H.IngressURL(path), s.Token(t, as), body)
 	if r.Status/100 != 2 {
@@ -49,21 +51,23 @@ func handoffAt(stage string, extra map[string]any) func(t testing.TB, s *roomtes
 		for k, v := range extra {
 			body[k] = v
 		}
-		res := call(t, s, "owner", "POST", "/workspace/handoff", body)
+		res := beforeCall(t, s, "owner", "POST", "/workspace/handoff", body)
 		hid, _ := jsonAt(res, "handoff", "handoff_id").(string)
 		s.Vars["handoff"] = hid
 		s.Vars["task"], _ = jsonAt(res, "task", "taskId").(string)
 		steps := map[string][]func(){
-			"accepted": {func() { call(t, s, "worker", "POST", "/workspace/handoff/accept", map[string]any{"handoff_id": hid}) }},
+			"accepted": {func() {
+				beforeCall(t, s, "worker", "POST", "/workspace/handoff/accept", map[string]any{"handoff_id": hid})
+			}},
 			"asked": {func() {
-				call(t, s, "worker", "POST", "/workspace/handoff/request_input", map[string]any{"handoff_id": hid,
+				beforeCall(t, s, "worker", "POST", "/workspace/handoff/request_input", map[string]any{"handoff_id": hid,
 					"requests": []any{map[string]any{"key": "k", "message": "which?"}}})
 			}},
 			"result_ready": {func() {
-				call(t, s, "worker", "POST", "/workspace/handoff/complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "done"}})
+				beforeCall(t, s, "worker", "POST", "/workspace/handoff/complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "done"}})
 			}},
 			"approved": {func() {
-				call(t, s, "approver", "POST", "/workspace/handoff/approve", map[string]any{"handoff_id": hid})
+				beforeCall(t, s, "approver", "POST", "/workspace/handoff/approve", map[string]any{"handoff_id": hid})
 			}},
 		}
 		order := map[string][]string{"open": nil, "accepted": {"accepted"}, "asked": {"accepted", "asked"},
@@ -119,8 +123,8 @@ func sameAsUnknown(method, path, asParty, idField, unknown string, more map[stri
 		} else {
 			r = s.H.Do(t, method, target, s.Token(t, asParty), body)
 		}
-		ub := roomtest.WantError(t, r, http.StatusNotFound, jsonOf(t, raw)["error"].(string))
-		fb := jsonOf(t, raw)
+		ub := roomtest.WantError(t, r, http.StatusNotFound, rawJSON(t, raw)["error"].(string))
+		fb := rawJSON(t, raw)
 		if fb[idField] == nil || ub[idField] != unknown {
 			t.Errorf("%s recovery fields: foreign %v, unknown %v", idField, fb[idField], ub[idField])
 		}
@@ -132,16 +136,17 @@ func sameAsUnknown(method, path, asParty, idField, unknown string, more map[stri
 	}
 }
 
-func jsonOf(t testing.TB, raw []byte) map[string]any {
+// rawJSON decodes an answer a scenario's After hook is given.
+func rawJSON(t testing.TB, raw []byte) map[string]any {
 	t.Helper()
-	return roomtest.Response{Status: 0, Body: raw}.JSON(t)
+	return roomtest.Response{Body: raw}.JSON(t)
 }
 
 // fieldIs is an After check that the refusal names the field.
 func fieldIs(name string) func(t testing.TB, s *roomtest.Setup, raw []byte) {
 	return func(t testing.TB, s *roomtest.Setup, raw []byte) {
 		t.Helper()
-		if f := jsonOf(t, raw)["field"]; f != name {
+		if f := rawJSON(t, raw)["field"]; f != name {
 			t.Errorf("field = %v, want %s", f, name)
 		}
 	}
@@ -160,7 +165,7 @@ func TestHandoffRoutesRefuse(t *testing.T) {
 			Before: handoffAt("accepted", nil), Route: "POST /workspace/handoff/accept", As: "worker", Args: withHandoff(nil),
 			Status: http.StatusConflict, Error: "handoff_conflict", Contains: []string{`"status":"accepted"`},
 			After: func(t testing.TB, s *roomtest.Setup, raw []byte) {
-				if got := jsonOf(t, raw)["handoff_id"]; got != s.Vars["handoff"] {
+				if got := rawJSON(t, raw)["handoff_id"]; got != s.Vars["handoff"] {
 					t.Errorf("handoff_id = %v, want %s", got, s.Vars["handoff"])
 				}
 			}},
@@ -249,5 +254,5 @@ func TestHandoffRoutesRefuse(t *testing.T) {
 				Route: "POST " + path, As: "worker", Body: bad.body, Status: http.StatusBadRequest, Error: "invalid_request"})
 		}
 	}
-	roomtest.Scenarios{Open: openRoom, Parties: handoffParties, Cases: cases}.Run(t)
+	roomtest.Scenarios{Open: openScenarioRoom, Parties: handoffParties, Cases: cases}.Run(t)
 }
