@@ -1,47 +1,36 @@
 package httpapi
 
-// The httpapi tests' MCP client: mcptest's client (which builds requests the
-// way a conforming client does and lets a test override any header, the _meta
-// object or the raw body) on the harness's real listeners, with the answers
-// recorded by the harness and decoded once. A few wire rules that hold for
-// every response are checked on the way (id echo, resultType, serverInfo,
-// repeated keys, JSON content type on errors).
+// The httpapi tests' MCP client: the kit's (internal/roomtest) client over
+// mcptest's, which builds requests the way a conforming client does and lets
+// a test override any header, the _meta object or the raw body, on the
+// harness's real listeners, with the answers recorded by the harness and
+// decoded once; the kit checks the wire rules that hold for every response
+// (id echo, resultType, serverInfo, repeated keys, JSON content type on
+// errors). Here: this package's names for it, and the task helpers.
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 )
 
 // mcpReq is one request. Zero fields take the conforming default.
 type mcpReq = mcptest.Request
 
-// mcpResp is one answer on /mcp (a JSON-RPC answer, a refused stream, or
-// an HTTP failure), decoded once: the body as it came, its members, and the
-// JSON-RPC envelope typed.
-type mcpResp struct {
-	Status int
-	Header http.Header
-	Raw    []byte
-	Top    map[string]json.RawMessage // nil when the body is not a JSON object
-	Body   map[string]any             // the same, decoded
-	ID     json.RawMessage            // the answer's id as sent
-	Result map[string]any             // nil when the answer carries none
-	Error  *mcptest.RPCError          // nil when the answer carries none
-}
+// mcpResp is one answer on /mcp, decoded once (roomtest.MCPResponse).
+type mcpResp = roomtest.MCPResponse
 
-// mcpClient speaks MCP as one session (mcptest's client, whose answers the
-// harness records and checks).
+// mcpClient speaks MCP as one session: the kit's client, whose answers are
+// recorded and checked, under this package's method names. The other fields
+// are the ones tests have always read (mc: the unchecked mcptest client).
 type mcpClient struct {
+	*roomtest.MCP
 	h     *roomHarness
 	url   string
 	token string
@@ -50,207 +39,63 @@ type mcpClient struct {
 
 // mcpClient is a client on the ingress listener for token ("" = none).
 func newMCPClient(h *roomHarness, token string, tasks bool) *mcpClient {
-	url := h.ingressURL("/mcp")
-	return &mcpClient{h: h, url: url, token: token, mc: mcptest.New(h.client, url, token, tasks, "")}
+	return wrapMCP(h, token, h.MCP(token, tasks))
+}
+
+func wrapMCP(h *roomHarness, token string, k *roomtest.MCP) *mcpClient {
+	return &mcpClient{MCP: k, h: h, url: h.ingressURL("/mcp"), token: token, mc: k.Client()}
 }
 
 // withTasks is the same session declaring (or not) the Tasks extension.
-func (c *mcpClient) withTasks(on bool) *mcpClient {
-	cp := *c
-	cp.mc = c.mc.WithTasks(on)
-	return &cp
-}
+func (c *mcpClient) withTasks(on bool) *mcpClient { return wrapMCP(c.h, c.token, c.WithTasks(on)) }
 
-// do sends q and decodes the answer.
-func (c *mcpClient) do(t testing.TB, q mcpReq) mcpResp {
-	t.Helper()
-	r, err := c.mc.Do(context.Background(), q)
-	if err != nil {
-		t.Fatalf("%s %s: %v", q.HTTPMethod, q.Method, err)
-	}
-	c.h.noteError(r)
-	out := decodeMCP(t, r.Status, r.Header, r.Raw)
-
-	// Rules for every answer.
-	if out.Status >= 400 && len(out.Raw) > 0 {
-		if ct := out.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-			t.Errorf("%s: error answer %d has Content-Type %q, want application/json", q.Method, out.Status, ct)
-		}
-	}
-	if out.Top != nil {
-		if _, isResult := out.Top["result"]; isResult {
-			res := out.Result
-			switch res["resultType"] {
-			case "complete", "task":
-			default:
-				t.Errorf("%s: result has resultType %v, want complete or task: %s", q.Method, res["resultType"], out.Raw)
-			}
-			if name, _ := jsonAt(res, "_meta", mcptest.MetaServerInfo, "name").(string); name == "" {
-				t.Errorf("%s: result without _meta[%q] (spec §2.3: on every result): %.300s", q.Method, mcptest.MetaServerInfo, out.Raw)
-			}
-		}
-		_, isRPC := out.Top["jsonrpc"]
-		if isRPC && r.ID != nil && (q.HTTPMethod == "" || q.HTTPMethod == "POST") {
-			if got := out.Top["id"]; !bytes.Equal(bytes.TrimSpace(got), r.ID) {
-				t.Errorf("%s: answer id = %s, want %s echoed with the same JSON type; body %s", q.Method, got, r.ID, out.Raw)
-			}
-		}
-	}
-	return out
-}
+// do sends q and decodes the answer, checking the rules for every answer.
+func (c *mcpClient) do(t testing.TB, q mcpReq) mcpResp { t.Helper(); return c.Do(t, q) }
 
 // decodeMCP decodes an answer body when it is a JSON object.
-func decodeMCP(t testing.TB, status int, h http.Header, body []byte) mcpResp {
-	t.Helper()
-	out := mcpResp{Status: status, Header: h, Raw: body}
-	if len(bytes.TrimSpace(body)) == 0 || bytes.TrimSpace(body)[0] != '{' {
-		return out
-	}
-	if err := json.Unmarshal(body, &out.Top); err != nil {
-		t.Fatalf("answer %d is not JSON: %v\n%s", status, err, body)
-	}
-	if err := json.Unmarshal(body, &out.Body); err != nil {
-		t.Fatalf("answer %d is not JSON: %v\n%s", status, err, body)
-	}
-	if dups := mcptest.DupKeys(body); len(dups) > 0 {
-		t.Errorf("answer repeats key %q in one object (a decoder keeps only one): %.300s", dups[0], body)
-	}
-	out.ID = out.Top["id"]
-	out.Result, _ = out.Body["result"].(map[string]any)
-	if e := bytes.TrimSpace(out.Top["error"]); len(e) > 0 && e[0] == '{' { // a REST error is {"error":"code"}
-		out.Error = &mcptest.RPCError{Status: status}
-		if err := json.Unmarshal(e, out.Error); err != nil {
-			t.Fatalf("answer %d: the error member is not a JSON-RPC error object: %v\n%s", status, err, body)
-		}
-	}
-	return out
-}
+var decodeMCP = roomtest.DecodeMCP
 
 // call sends method with params the conforming way.
 func (c *mcpClient) call(t testing.TB, method string, params map[string]any) mcpResp {
 	t.Helper()
-	return c.do(t, mcpReq{Method: method, Params: params})
+	return c.Call(t, method, params)
 }
 
 // ok sends method and requires HTTP 200 with a result.
 func (c *mcpClient) ok(t testing.TB, method string, params map[string]any) map[string]any {
 	t.Helper()
-	return wantResult(t, c.call(t, method, params))
+	return c.OK(t, method, params)
 }
 
 // wantResult requires HTTP 200 with a JSON-RPC result and returns it.
-func wantResult(t testing.TB, r mcpResp) map[string]any {
-	t.Helper()
-	if r.Status != http.StatusOK {
-		t.Fatalf("status %d, want 200; body %s", r.Status, r.Raw)
-	}
-	res := r.Result
-	if res == nil {
-		t.Fatalf("no result in %s", r.Raw)
-	}
-	return res
-}
+var wantResult = roomtest.WantResult
 
 // wantRPCError requires the status and JSON-RPC error code and returns the
-// error object. The error must have a message.
-func wantRPCError(t testing.TB, r mcpResp, status, code int) map[string]any {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d (code %d); body %s", r.Status, status, code, r.Raw)
-	}
-	e, _ := r.Body["error"].(map[string]any)
-	if e == nil {
-		t.Fatalf("no JSON-RPC error in %s", r.Raw)
-	}
-	if got, _ := e["code"].(float64); int(got) != code {
-		t.Fatalf("error code %v, want %d; body %s", e["code"], code, r.Raw)
-	}
-	if msg, _ := e["message"].(string); msg == "" {
-		t.Errorf("error without message: %s", r.Raw)
-	}
-	if _, has := r.Top["result"]; has {
-		t.Errorf("error answer also carries a result: %s", r.Raw)
-	}
-	if v := r.Body["jsonrpc"]; v != "2.0" {
-		t.Errorf("jsonrpc = %v, want 2.0", v)
-	}
-	return e
-}
+// error object.
+var wantRPCError = roomtest.WantRPCError
 
 // tool calls a tool; args nil sends no arguments member. It returns the result.
 func (c *mcpClient) tool(t testing.TB, name string, args map[string]any) map[string]any {
 	t.Helper()
-	params := map[string]any{"name": name}
-	if args != nil {
-		params["arguments"] = args
-	}
-	return wantResult(t, c.call(t, "tools/call", params))
+	return c.Tool(t, name, args)
 }
 
 // toolOK calls a tool that must succeed and returns its structuredContent.
-// The text block must hold the same JSON.
 func (c *mcpClient) toolOK(t testing.TB, name string, args map[string]any) map[string]any {
 	t.Helper()
-	res := c.tool(t, name, args)
-	if res["isError"] != false {
-		t.Fatalf("%s: isError = %v, want false: %v", name, res["isError"], res)
-	}
-	if res["resultType"] != "complete" {
-		t.Fatalf("%s: resultType = %v, want complete", name, res["resultType"])
-	}
-	sc, _ := res["structuredContent"].(map[string]any)
-	if sc == nil {
-		t.Fatalf("%s: no structuredContent object: %v", name, res)
-	}
-	checkTextBlock(t, name, res, sc)
-	return sc
+	return c.ToolOK(t, name, args)
 }
 
 // toolErr calls a tool that must fail as a tool (isError) with Commonroom
 // error code want, and returns structuredContent.
 func (c *mcpClient) toolErr(t testing.TB, name string, args map[string]any, want string) map[string]any {
 	t.Helper()
-	res := c.tool(t, name, args)
-	if res["isError"] != true {
-		t.Fatalf("%s: isError = %v, want true: %v", name, res["isError"], res)
-	}
-	sc, _ := res["structuredContent"].(map[string]any)
-	if sc == nil {
-		t.Fatalf("%s: no structuredContent: %v", name, res)
-	}
-	if sc["error"] != want {
-		t.Fatalf("%s: structuredContent.error = %v, want %q: %v", name, sc["error"], want, sc)
-	}
-	if msg, _ := sc["message"].(string); msg == "" {
-		t.Errorf("%s: error without message: %v", name, sc)
-	}
-	checkTextBlock(t, name, res, sc)
-	return sc
+	return c.ToolErr(t, name, args, want)
 }
 
 // checkTextBlock: content holds one text block whose text is the
-// structuredContent as JSON (spec §3.3: SHOULD).
-func checkTextBlock(t testing.TB, name string, res, sc map[string]any) {
-	t.Helper()
-	content, _ := res["content"].([]any)
-	if len(content) == 0 {
-		t.Errorf("%s: no content blocks: %v", name, res)
-		return
-	}
-	block, _ := content[0].(map[string]any)
-	if block["type"] != "text" {
-		t.Errorf("%s: first block is %v, want text", name, block["type"])
-		return
-	}
-	var fromText any
-	if err := json.Unmarshal([]byte(fmt.Sprint(block["text"])), &fromText); err != nil {
-		t.Errorf("%s: text block is not the JSON of the result: %v", name, err)
-		return
-	}
-	if !reflect.DeepEqual(fromText, any(sc)) {
-		t.Errorf("%s: text block %v differs from structuredContent %v", name, fromText, sc)
-	}
-}
+// structuredContent as JSON.
+var checkTextBlock = roomtest.CheckTextBlock
 
 // taskCall sends a tasks/* method with taskId (Mcp-Name = taskId) and extra params.
 func (c *mcpClient) taskCall(t testing.TB, method, taskID string, extra map[string]any) mcpResp {
@@ -325,16 +170,7 @@ func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
 var isoTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}`)
 
 // jsonAt walks a decoded JSON value by keys; nil when a step is missing.
-func jsonAt(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
-}
+var jsonAt = roomtest.JSONAt
 
 // withKey is a copy of m with k set to v.
 func withKey(m map[string]any, k string, v any) map[string]any {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -502,76 +503,6 @@ func TestInvitations(t *testing.T) {
 		}
 	})
 
-	t.Run("normalisation and legacy words", func(t *testing.T) {
-		cases := []struct {
-			name string
-			body map[string]any
-			want []string
-		}{
-			{"duplicates dropped and sorted", map[string]any{"capabilities": []string{"propose", " read ", "read"}}, []string{"read", "propose"}},
-			{"wildcard collapses", map[string]any{"capabilities": []string{"read", "*"}}, []string{"*"}},
-			{"permissions read", map[string]any{"permissions": "read"}, []string{"read", "observe"}},
-			{"permissions read_write", map[string]any{"permissions": "read_write"}, []string{"read", "observe", "propose", "checkout", "commit"}},
-			{"permissions comma list", map[string]any{"permissions": "read,approve"}, []string{"read", "approve"}},
-		}
-		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				r := h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, c.body)
-				wantOK(t, r)
-				var g inviteGrant
-				r.Into(t, &g)
-				if !slices.Equal(g.Capabilities, c.want) {
-					t.Errorf("capabilities = %v, want %v", g.Capabilities, c.want)
-				}
-			})
-		}
-	})
-
-	t.Run("bounds accepted", func(t *testing.T) {
-		r := h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{"expires_in_minutes": 10080, "max_uses": 0})
-		wantOK(t, r)
-		var g inviteGrant
-		r.Into(t, &g)
-		if g.MaxUses != nil || g.ExpiresAt != wire(now.Add(10080*time.Minute)) {
-			t.Errorf("max_uses = %v expires_at = %s, want unlimited and 7 days", g.MaxUses, g.ExpiresAt)
-		}
-	})
-
-	refused := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-	}{
-		{"expires_in_minutes 0 is 400", map[string]any{"expires_in_minutes": 0}, 400, "invalid_request"},
-		{"expires_in_minutes -1 is 400", map[string]any{"expires_in_minutes": -1}, 400, "invalid_request"},
-		// Above the maximum is a value error (400), not a bound the room
-		// reached (429 would invite a retry that never succeeds; issue 13).
-		{"expires_in_minutes 10081 is 400 invalid_request", map[string]any{"expires_in_minutes": 10081}, 400, "invalid_request"},
-		// minutes*time.Minute overflows int64 for these: the wrapped duration
-		// must not slip under the 7-day check (it used to create an invitation
-		// that expired in 1733, or a minute ago, and answer 200).
-		{"expires_in_minutes 153722868 (overflows a Duration) is 400 invalid_request", map[string]any{"expires_in_minutes": 153722868}, 400, "invalid_request"},
-		{"expires_in_minutes MaxInt64 is 400 invalid_request", `{"expires_in_minutes": 9223372036854775807}`, 400, "invalid_request"},
-		{"expires_in_minutes as text is 400", `{"expires_in_minutes": "60"}`, 400, "invalid_request"},
-		{"expires_in_minutes fractional is 400", `{"expires_in_minutes": 1.5}`, 400, "invalid_request"},
-		{"max_uses -1 is 400", map[string]any{"max_uses": -1}, 400, "invalid_request"},
-		{"unknown capability is 400", map[string]any{"capabilities": []string{"read", "fly"}}, 400, "invalid_request"},
-		{"capabilities as a string is 400", `{"capabilities": "read"}`, 400, "invalid_request"},
-		{"unknown target section is 400 invalid_region", map[string]any{"target": "Nowhere"}, 400, "invalid_region"},
-		{"malformed JSON is 400", `{"max_uses": `, 400, "invalid_request"},
-	}
-	for _, c := range refused {
-		t.Run(c.name, func(t *testing.T) {
-			// Settle anything a wrongly accepted request left due (an already
-			// expired invitation) so it cannot leak into the next case.
-			defer h.sweep()
-			before := h.snapshot()
-			wantError(t, h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, c.body), c.status, c.code)
-			h.assertUnchanged(t, before)
-		})
-	}
-
 	t.Run("listing shows handles only", func(t *testing.T) {
 		g := h.createInvite(map[string]any{"capabilities": []string{"read"}, "target": "Goals"})
 		r := h.doT(t, "GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)
@@ -644,25 +575,74 @@ func TestInvitations(t *testing.T) {
 		}
 		wantError(t, h.joinRaw(map[string]any{"invite": g.Token}), 403, "invitation_revoked")
 	})
+}
 
-	revokeRefused := []struct {
-		name   string
-		body   any
-		status int
-		code   string
-	}{
-		{"unknown invite_id is 401 unauthorized", map[string]any{"invite_id": "invite_ffffffffffffffff"}, 401, "unauthorized"},
-		{"unknown token is 401 unauthorized", map[string]any{"token": "no-such-secret"}, 401, "unauthorized"},
-		{"neither invite_id nor token is 400", map[string]any{}, 400, "invalid_request"},
-		{"invite_id of the wrong type is 400", `{"invite_id": 7}`, 400, "invalid_request"},
+// TestInvitationInputs: what POST /workspace/invite and its revocation make
+// of each input, one scenario each on a fresh room, as the operator on the
+// owner listener. Every refusal changes nothing.
+func TestInvitationInputs(t *testing.T) {
+	caps := func(want ...string) func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+		return func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+			var g inviteGrant
+			roomtest.Response{Body: raw}.Into(t, &g)
+			if !slices.Equal(g.Capabilities, want) {
+				t.Errorf("capabilities = %v, want %v", g.Capabilities, want)
+			}
+		}
 	}
-	for _, c := range revokeRefused {
-		t.Run("revoke: "+c.name, func(t *testing.T) {
-			before := h.snapshot()
-			wantError(t, h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, c.body), c.status, c.code)
-			h.assertUnchanged(t, before)
-		})
+	invite := func(name string, body any, status int, code string) roomtest.Scenario {
+		return roomtest.Scenario{Name: name, Route: "POST /workspace/invite", Owner: true, As: roomtest.Operator,
+			Body: body, Status: status, Error: code}
 	}
+	revoke := func(name string, body any, status int, code string) roomtest.Scenario {
+		return roomtest.Scenario{Name: "revoke: " + name, Route: "POST /workspace/invite/revoke", Owner: true, As: roomtest.Operator,
+			Body: body, Status: status, Error: code}
+	}
+	granting := func(name string, body map[string]any, want ...string) roomtest.Scenario {
+		sc := invite(name, body, 0, "")
+		sc.After = caps(want...)
+		return sc
+	}
+	bounds := invite("expires_in_minutes 10080 and max_uses 0 are accepted: 7 days, unlimited",
+		map[string]any{"expires_in_minutes": 10080, "max_uses": 0}, 0, "")
+	bounds.After = func(t testing.TB, s *roomtest.Setup, raw []byte) {
+		var g inviteGrant
+		roomtest.Response{Body: raw}.Into(t, &g)
+		if g.MaxUses != nil || g.ExpiresAt != wire(roomtest.Epoch.Add(10080*time.Minute)) {
+			t.Errorf("max_uses = %v expires_at = %s, want unlimited and 7 days", g.MaxUses, g.ExpiresAt)
+		}
+	}
+	roomtest.Scenarios{Open: openScenarioRoom, Cases: []roomtest.Scenario{
+		granting("duplicate capabilities are dropped and sorted", map[string]any{"capabilities": []string{"propose", " read ", "read"}}, "read", "propose"),
+		granting("the wildcard collapses the list", map[string]any{"capabilities": []string{"read", "*"}}, "*"),
+		granting("permissions read is read and observe", map[string]any{"permissions": "read"}, "read", "observe"),
+		granting("permissions read_write is the agent set", map[string]any{"permissions": "read_write"}, "read", "observe", "propose", "checkout", "commit"),
+		granting("permissions takes a comma list", map[string]any{"permissions": "read,approve"}, "read", "approve"),
+		bounds,
+
+		invite("expires_in_minutes 0 is 400", map[string]any{"expires_in_minutes": 0}, 400, "invalid_request"),
+		invite("expires_in_minutes -1 is 400", map[string]any{"expires_in_minutes": -1}, 400, "invalid_request"),
+		// Above the maximum is a value error (400), not a bound the room
+		// reached (429 would invite a retry that never succeeds; issue 13).
+		invite("expires_in_minutes 10081 is 400 invalid_request", map[string]any{"expires_in_minutes": 10081}, 400, "invalid_request"),
+		// minutes*time.Minute overflows int64 for these: the wrapped duration
+		// must not slip under the 7-day check (it used to create an invitation
+		// that expired in 1733, or a minute ago, and answer 200).
+		invite("expires_in_minutes 153722868 (overflows a Duration) is 400 invalid_request", map[string]any{"expires_in_minutes": 153722868}, 400, "invalid_request"),
+		invite("expires_in_minutes MaxInt64 is 400 invalid_request", `{"expires_in_minutes": 9223372036854775807}`, 400, "invalid_request"),
+		invite("expires_in_minutes as text is 400", `{"expires_in_minutes": "60"}`, 400, "invalid_request"),
+		invite("expires_in_minutes fractional is 400", `{"expires_in_minutes": 1.5}`, 400, "invalid_request"),
+		invite("max_uses -1 is 400", map[string]any{"max_uses": -1}, 400, "invalid_request"),
+		invite("unknown capability is 400", map[string]any{"capabilities": []string{"read", "fly"}}, 400, "invalid_request"),
+		invite("capabilities as a string is 400", `{"capabilities": "read"}`, 400, "invalid_request"),
+		invite("unknown target section is 400 invalid_region", map[string]any{"target": "Nowhere"}, 400, "invalid_region"),
+		invite("malformed JSON is 400", `{"max_uses": `, 400, "invalid_request"),
+
+		revoke("unknown invite_id is 401 unauthorized", map[string]any{"invite_id": "invite_ffffffffffffffff"}, 401, "unauthorized"),
+		revoke("unknown token is 401 unauthorized", map[string]any{"token": "no-such-secret"}, 401, "unauthorized"),
+		revoke("neither invite_id nor token is 400", map[string]any{}, 400, "invalid_request"),
+		revoke("invite_id of the wrong type is 400", `{"invite_id": 7}`, 400, "invalid_request"),
+	}}.Run(t)
 }
 
 // TestInvitationListingOrder: GET /workspace/invites is newest first
@@ -699,217 +679,227 @@ func TestInvitationListingOrder(t *testing.T) {
 	}
 }
 
-// TestReads: the read routes answer from the current version, bounded.
+// TestReads: the read routes answer from the current version, bounded;
+// bad arguments are refused naming the field. One shared room: no case
+// writes.
 func TestReads(t *testing.T) {
+	summary := func(check func(t testing.TB, s room.Summary)) func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+		return func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+			var sm room.Summary
+			roomtest.Response{Body: raw}.Into(t, &sm)
+			check(t, sm)
+		}
+	}
+	read := func(check func(t testing.TB, rr room.ReadResult)) func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+		return func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+			var rr room.ReadResult
+			roomtest.Response{Body: raw}.Into(t, &rr)
+			check(t, rr)
+		}
+	}
+	cases := []roomtest.Scenario{
+		{Name: "status hides the path from a non-admin session", Route: "GET /workspace/status", As: "agent",
+			Contains: []string{`"path":null`, `"version":1`, `"name":"idea"`, `"participants":2`},
+			After: func(t testing.TB, s *roomtest.Setup, raw []byte) {
+				m := rawJSON(t, raw)
+				if m["workspace_id"] != s.H.Eng.WorkspaceID {
+					t.Errorf("workspace_id = %v, want %s", m["workspace_id"], s.H.Eng.WorkspaceID)
+				}
+				if tree, _ := m["heading_tree"].([]any); len(tree) != 3 {
+					t.Errorf("heading_tree has %d entries, want 3", len(tree))
+				}
+				if strings.Contains(string(raw), s.H.Dir) {
+					t.Errorf("status leaks the host's directory to a session")
+				}
+			}},
+		{Name: "status shows the path to the operator", Route: "GET /workspace/status", Owner: true, As: roomtest.Operator,
+			After: func(t testing.TB, s *roomtest.Setup, raw []byte) {
+				if got := rawJSON(t, raw)["path"]; got != s.H.Eng.DocPath {
+					t.Errorf("path = %v, want %s", got, s.H.Eng.DocPath)
+				}
+			}},
+		{Name: "summary defaults to the whole short document and its outline", Route: "GET /workspace/summary", As: "agent",
+			After: summary(func(t testing.TB, s room.Summary) {
+				if s.Excerpt != strings.TrimSuffix(harnessDoc, "\n") && s.Excerpt != harnessDoc {
+					t.Errorf("excerpt = %q, want the whole short document", s.Excerpt)
+				}
+				if len(s.Outline) != 3 || s.Outline[0].Title != "Idea" || s.Outline[1].Title != "Goals" {
+					t.Errorf("outline = %+v", s.Outline)
+				}
+			})},
+		{Name: "summary honours max_lines", Route: "GET /workspace/summary", As: "agent", Body: map[string]any{"max_lines": 3},
+			After: summary(func(t testing.TB, s room.Summary) {
+				if s.Excerpt != "# Idea\n\nhello world" || !s.Truncated {
+					t.Errorf("excerpt %q truncated %v", s.Excerpt, s.Truncated)
+				}
+			})},
+		{Name: "summary honours max_bytes", Route: "GET /workspace/summary", As: "agent", Body: map[string]any{"max_bytes": 5},
+			After: summary(func(t testing.TB, s room.Summary) {
+				if s.Excerpt != "# Ide" || !s.Truncated {
+					t.Errorf("excerpt %q truncated %v", s.Excerpt, s.Truncated)
+				}
+			})},
+		{Name: "summary honours max_depth", Route: "GET /workspace/summary", As: "agent", Body: map[string]any{"max_depth": 1},
+			After: summary(func(t testing.TB, s room.Summary) {
+				if len(s.Outline) != 1 {
+					t.Errorf("outline %+v", s.Outline)
+				}
+			})},
+		{Name: "summary max_lines=-1 is 400 invalid_request", Route: "GET /workspace/summary", As: "agent",
+			Body: map[string]any{"max_lines": -1}, Status: http.StatusBadRequest, Error: "invalid_request"},
+		{Name: "regions lists every heading with its level, line and path", Route: "GET /workspace/regions", As: "agent",
+			After: func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+				var regs []map[string]any
+				roomtest.Response{Body: raw}.Into(t, &regs)
+				if len(regs) != 3 {
+					t.Fatalf("regions = %s", raw)
+				}
+				if regs[0]["title"] != "Idea" || regs[0]["level"] != float64(1) || regs[0]["line"] != float64(1) ||
+					regs[1]["title"] != "Goals" || regs[1]["level"] != float64(2) || regs[1]["line"] != float64(5) {
+					t.Errorf("regions = %s", raw)
+				}
+				for _, k := range []string{"region", "title", "level", "line", "path"} {
+					if _, ok := regs[1][k]; !ok {
+						t.Errorf("region lacks %q", k)
+					}
+				}
+			}},
+		{Name: "read a section", Route: "GET /workspace/read", As: "agent", Body: map[string]any{"section": "Goals"},
+			After: read(func(t testing.TB, rr room.ReadResult) {
+				if rr.Content != "## Goals\n\nship it\nsoon\n\n" || rr.Section == nil || *rr.Section != "Goals" || rr.Truncated || rr.Version != 1 {
+					t.Errorf("read Goals = %+v", rr)
+				}
+			})},
+		{Name: "read the whole document", Route: "GET /workspace/read", As: "agent",
+			After: read(func(t testing.TB, rr room.ReadResult) {
+				if rr.Content != harnessDoc || rr.Section != nil {
+					t.Errorf("read = %+v", rr)
+				}
+			})},
+		{Name: "read a section bounded by max_lines", Route: "GET /workspace/read", As: "agent",
+			Body: map[string]any{"section": "Plan", "max_lines": 3},
+			After: read(func(t testing.TB, rr room.ReadResult) {
+				if rr.Content != "## Plan\n\nstep one" || !rr.Truncated {
+					t.Errorf("read Plan max_lines=3 = %+v", rr)
+				}
+			})},
+		{Name: "read an unknown section is 400 invalid_region naming it", Route: "GET /workspace/read", As: "agent",
+			Body: map[string]any{"section": "Nowhere"}, Status: http.StatusBadRequest, Error: "invalid_region",
+			Contains: []string{`"region":"Nowhere"`}},
+		{Name: "read max_bytes=abc is 400 invalid_request", Route: "GET /workspace/read", As: "agent",
+			Body: map[string]any{"max_bytes": "abc"}, Status: http.StatusBadRequest, Error: "invalid_request"},
+		{Name: "history since_event_id=abc is 400 invalid_request", Route: "GET /workspace/history", As: "agent",
+			Body: map[string]any{"since_event_id": "abc"}, Status: http.StatusBadRequest, Error: "invalid_request"},
+		{Name: "history limit=abc is 400 invalid_request", Route: "GET /workspace/history", As: "agent",
+			Body: map[string]any{"limit": "abc"}, Status: http.StatusBadRequest, Error: "invalid_request"},
+	}
+	for _, bad := range [][2]string{{"max_lines", "abc"}, {"max_bytes", "1e3"}, {"max_depth", "x"}} {
+		cases = append(cases, roomtest.Scenario{Name: "summary " + bad[0] + "=" + bad[1] + " is 400 invalid_request naming it",
+			Route: "GET /workspace/summary", As: "agent", Body: map[string]any{bad[0]: bad[1]},
+			Status: http.StatusBadRequest, Error: "invalid_request", After: fieldIs(bad[0])})
+	}
+	roomtest.Scenarios{Open: openScenarioRoom, Shared: true, Parties: []roomtest.PartySpec{{Name: "agent", Caps: []string{"read"}}},
+		Cases: cases}.Run(t)
+}
+
+// TestHistoryPages: newest first, ascending after since_event_id, limit,
+// and the ring's oldest and newest ids.
+func TestHistoryPages(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent", "read")
 	get := func(t *testing.T, path string) apiResp {
 		t.Helper()
 		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
 	}
-
-	t.Run("status hides the path from a non-admin session", func(t *testing.T) {
-		r := get(t, "/workspace/status")
-		wantOK(t, r)
-		m := r.JSON(t)
-		if v, ok := m["path"]; !ok || v != nil {
-			t.Errorf("path = %v (present %v), want null", v, ok)
-		}
-		if m["workspace_id"] != h.Eng.WorkspaceID || m["version"] != float64(1) || m["name"] != "idea" || m["participants"] != float64(2) {
-			t.Errorf("status = %s", r.Body)
-		}
-		if tree, _ := m["heading_tree"].([]any); len(tree) != 3 {
-			t.Errorf("heading_tree has %d entries, want 3", len(tree))
-		}
-		if strings.Contains(string(r.Body), h.Dir) {
-			t.Errorf("status leaks the host's directory to a session")
-		}
-	})
-	t.Run("status shows the path to the operator", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ownerURL("/workspace/status"), h.OpToken, nil)
-		wantOK(t, r)
-		if got := r.JSON(t)["path"]; got != h.Eng.DocPath {
-			t.Errorf("path = %v, want %s", got, h.Eng.DocPath)
-		}
-	})
-	t.Run("summary defaults", func(t *testing.T) {
-		r := get(t, "/workspace/summary")
-		wantOK(t, r)
-		var s room.Summary
-		r.Into(t, &s)
-		if s.Excerpt != strings.TrimSuffix(harnessDoc, "\n") && s.Excerpt != harnessDoc {
-			t.Errorf("excerpt = %q, want the whole short document", s.Excerpt)
-		}
-		if len(s.Outline) != 3 || s.Outline[0].Title != "Idea" || s.Outline[1].Title != "Goals" {
-			t.Errorf("outline = %+v", s.Outline)
-		}
-	})
-	t.Run("summary max_lines and max_bytes are honoured", func(t *testing.T) {
-		r := get(t, "/workspace/summary?max_lines=3")
-		wantOK(t, r)
-		var s room.Summary
-		r.Into(t, &s)
-		if s.Excerpt != "# Idea\n\nhello world" || !s.Truncated {
-			t.Errorf("max_lines=3: excerpt %q truncated %v", s.Excerpt, s.Truncated)
-		}
-		r = get(t, "/workspace/summary?max_bytes=5")
-		wantOK(t, r)
-		r.Into(t, &s)
-		if s.Excerpt != "# Ide" || !s.Truncated {
-			t.Errorf("max_bytes=5: excerpt %q truncated %v", s.Excerpt, s.Truncated)
-		}
-		r = get(t, "/workspace/summary?max_depth=1")
-		wantOK(t, r)
-		r.Into(t, &s)
-		if len(s.Outline) != 1 {
-			t.Errorf("max_depth=1: outline %+v", s.Outline)
-		}
-	})
-	for _, bad := range []string{"max_lines=abc", "max_bytes=1e3", "max_depth=x", "max_lines=-1"} {
-		t.Run("summary "+bad+" is 400", func(t *testing.T) {
-			m := wantError(t, get(t, "/workspace/summary?"+bad), 400, "invalid_request")
-			if name := strings.SplitN(bad, "=", 2)[0]; bad != "max_lines=-1" && m["field"] != name {
-				t.Errorf("field = %v, want %s", m["field"], name)
-			}
-		})
+	r := get(t, "/workspace/history")
+	wantOK(t, r)
+	var hist room.History
+	r.Into(t, &hist)
+	all := h.events("")
+	if len(hist.Events) != len(all) || len(all) < 4 {
+		t.Fatalf("history has %d events, the ring %d", len(hist.Events), len(all))
 	}
-	t.Run("regions", func(t *testing.T) {
-		r := get(t, "/workspace/regions")
-		wantOK(t, r)
-		var regs []map[string]any
-		r.Into(t, &regs)
-		if len(regs) != 3 {
-			t.Fatalf("regions = %s", r.Body)
+	for i := 1; i < len(hist.Events); i++ {
+		if hist.Events[i].ID >= hist.Events[i-1].ID {
+			t.Fatalf("history is not newest first: %d then %d", hist.Events[i-1].ID, hist.Events[i].ID)
 		}
-		if regs[0]["title"] != "Idea" || regs[0]["level"] != float64(1) || regs[0]["line"] != float64(1) ||
-			regs[1]["title"] != "Goals" || regs[1]["level"] != float64(2) || regs[1]["line"] != float64(5) {
-			t.Errorf("regions = %s", r.Body)
+	}
+	if hist.OldestEventID != all[0].ID || hist.NewestEventID != all[len(all)-1].ID {
+		t.Errorf("oldest/newest = %d/%d, want %d/%d", hist.OldestEventID, hist.NewestEventID, all[0].ID, all[len(all)-1].ID)
+	}
+	if !strings.Contains(string(r.Body), `"oldest_event_id"`) {
+		t.Errorf("history lacks oldest_event_id")
+	}
+	since := all[1].ID
+	r = get(t, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
+	wantOK(t, r)
+	var asc room.History
+	r.Into(t, &asc)
+	if len(asc.Events) != len(all)-2 {
+		t.Fatalf("since_event_id=%d gave %d events, want %d", since, len(asc.Events), len(all)-2)
+	}
+	for i, ev := range asc.Events {
+		if ev.ID != all[i+2].ID {
+			t.Errorf("since: event %d = %d, want %d (ascending)", i, ev.ID, all[i+2].ID)
 		}
-		for _, k := range []string{"region", "title", "level", "line", "path"} {
-			if _, ok := regs[1][k]; !ok {
-				t.Errorf("region lacks %q", k)
-			}
-		}
-	})
-	t.Run("read a section", func(t *testing.T) {
-		r := get(t, "/workspace/read?section=Goals")
-		wantOK(t, r)
-		var rr room.ReadResult
-		r.Into(t, &rr)
-		if rr.Content != "## Goals\n\nship it\nsoon\n\n" || rr.Section == nil || *rr.Section != "Goals" || rr.Truncated || rr.Version != 1 {
-			t.Errorf("read Goals = %s", r.Body)
-		}
-	})
-	t.Run("read the whole document, bounded", func(t *testing.T) {
-		var rr room.ReadResult
-		r := get(t, "/workspace/read")
-		wantOK(t, r)
-		r.Into(t, &rr)
-		if rr.Content != harnessDoc || rr.Section != nil {
-			t.Errorf("read = %s", r.Body)
-		}
-		r = get(t, "/workspace/read?section=Plan&max_lines=3")
-		wantOK(t, r)
-		r.Into(t, &rr)
-		if rr.Content != "## Plan\n\nstep one" || !rr.Truncated {
-			t.Errorf("read Plan max_lines=3 = %s", r.Body)
-		}
-	})
-	t.Run("read an unknown section is 400 invalid_region", func(t *testing.T) {
-		m := wantError(t, get(t, "/workspace/read?section=Nowhere"), 400, "invalid_region")
-		if m["region"] != "Nowhere" {
-			t.Errorf("region = %v, want Nowhere", m["region"])
-		}
-	})
-	t.Run("read max_bytes=abc is 400", func(t *testing.T) {
-		wantError(t, get(t, "/workspace/read?max_bytes=abc"), 400, "invalid_request")
-	})
+	}
+	r = get(t, "/workspace/history?limit=2")
+	wantOK(t, r)
+	r.Into(t, &hist)
+	if len(hist.Events) != 2 || hist.Events[0].ID != all[len(all)-1].ID {
+		t.Errorf("limit=2 gave %d events", len(hist.Events))
+	}
+}
 
-	t.Run("history newest first, since ascending, oldest id", func(t *testing.T) {
-		r := get(t, "/workspace/history")
-		wantOK(t, r)
-		var hist room.History
-		r.Into(t, &hist)
-		all := h.events("")
-		if len(hist.Events) != len(all) || len(all) < 4 {
-			t.Fatalf("history has %d events, the ring %d", len(hist.Events), len(all))
-		}
-		for i := 1; i < len(hist.Events); i++ {
-			if hist.Events[i].ID >= hist.Events[i-1].ID {
-				t.Fatalf("history is not newest first: %d then %d", hist.Events[i-1].ID, hist.Events[i].ID)
-			}
-		}
-		if hist.OldestEventID != all[0].ID || hist.NewestEventID != all[len(all)-1].ID {
-			t.Errorf("oldest/newest = %d/%d, want %d/%d", hist.OldestEventID, hist.NewestEventID, all[0].ID, all[len(all)-1].ID)
-		}
-		if !strings.Contains(string(r.Body), `"oldest_event_id"`) {
-			t.Errorf("history lacks oldest_event_id")
-		}
-		since := all[1].ID
-		r = get(t, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
-		wantOK(t, r)
-		var asc room.History
-		r.Into(t, &asc)
-		if len(asc.Events) != len(all)-2 {
-			t.Fatalf("since_event_id=%d gave %d events, want %d", since, len(asc.Events), len(all)-2)
-		}
-		for i, ev := range asc.Events {
-			if ev.ID != all[i+2].ID {
-				t.Errorf("since: event %d = %d, want %d (ascending)", i, ev.ID, all[i+2].ID)
-			}
-		}
-		r = get(t, "/workspace/history?limit=2")
-		wantOK(t, r)
-		r.Into(t, &hist)
-		if len(hist.Events) != 2 || hist.Events[0].ID != all[len(all)-1].ID {
-			t.Errorf("limit=2 gave %d events", len(hist.Events))
-		}
-		wantError(t, get(t, "/workspace/history?since_event_id=abc"), 400, "invalid_request")
-		wantError(t, get(t, "/workspace/history?limit=abc"), 400, "invalid_request")
-	})
-
-	t.Run("an out-of-band edit of the file becomes a version", func(t *testing.T) {
-		versions := h.count(`SELECT count(*) FROM versions`)
-		edited := "# Idea\n\nhello world, edited by hand\n\n## Goals\n\nship it today\n"
-		if err := os.WriteFile(h.Doc, []byte(edited), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r := get(t, "/workspace/read")
-		wantOK(t, r)
-		var rr room.ReadResult
-		r.Into(t, &rr)
-		if rr.Content != edited || rr.Version != int64(versions+1) {
-			t.Fatalf("read after the edit: version %d content %q", rr.Version, rr.Content)
-		}
-		var summary, source string
-		var pid *string
-		if err := h.Store.Reader.QueryRow(`SELECT summary, source, participant_id FROM versions ORDER BY version DESC LIMIT 1`).
-			Scan(&summary, &source, &pid); err != nil {
-			t.Fatal(err)
-		}
-		if summary != "external substrate edit" || source != "external" || pid != nil {
-			t.Errorf("new version: summary %q source %q participant %v", summary, source, pid)
-		}
-		evs := h.events("change.committed")
-		if len(evs) != 1 {
-			t.Fatalf("change.committed events = %d, want 1", len(evs))
-		}
-		p := evs[0].Payload
-		if v, ok := p["participant_id"]; !ok || v != nil || p["version"] != float64(versions+1) || p["summary"] != "external substrate edit" {
-			t.Errorf("change.committed payload = %s", evs[0].Raw)
-		}
-		// Reading again does not record the same edit twice.
-		wantOK(t, get(t, "/workspace/status"))
-		if n := h.count(`SELECT count(*) FROM versions`); n != versions+1 {
-			t.Errorf("%d versions after a second read, want %d", n, versions+1)
-		}
-		r = get(t, "/workspace/read?section=Goals")
-		wantOK(t, r)
-		r.Into(t, &rr)
-		if rr.Content != "## Goals\n\nship it today\n" {
-			t.Errorf("section after the edit = %q", rr.Content)
-		}
-	})
+// TestOutOfBandEdit: an edit of the file by hand becomes a version, once,
+// by no participant.
+func TestOutOfBandEdit(t *testing.T) {
+	h := newHarness(t, "")
+	agent := h.join("agent", "read")
+	get := func(t *testing.T, path string) apiResp {
+		t.Helper()
+		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
+	}
+	versions := h.count(`SELECT count(*) FROM versions`)
+	edited := "# Idea\n\nhello world, edited by hand\n\n## Goals\n\nship it today\n"
+	if err := os.WriteFile(h.Doc, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := get(t, "/workspace/read")
+	wantOK(t, r)
+	var rr room.ReadResult
+	r.Into(t, &rr)
+	if rr.Content != edited || rr.Version != int64(versions+1) {
+		t.Fatalf("read after the edit: version %d content %q", rr.Version, rr.Content)
+	}
+	var summary, source string
+	var pid *string
+	if err := h.Store.Reader.QueryRow(`SELECT summary, source, participant_id FROM versions ORDER BY version DESC LIMIT 1`).
+		Scan(&summary, &source, &pid); err != nil {
+		t.Fatal(err)
+	}
+	if summary != "external substrate edit" || source != "external" || pid != nil {
+		t.Errorf("new version: summary %q source %q participant %v", summary, source, pid)
+	}
+	evs := h.events("change.committed")
+	if len(evs) != 1 {
+		t.Fatalf("change.committed events = %d, want 1", len(evs))
+	}
+	p := evs[0].Payload
+	if v, ok := p["participant_id"]; !ok || v != nil || p["version"] != float64(versions+1) || p["summary"] != "external substrate edit" {
+		t.Errorf("change.committed payload = %s", evs[0].Raw)
+	}
+	// Reading again does not record the same edit twice.
+	wantOK(t, get(t, "/workspace/status"))
+	if n := h.count(`SELECT count(*) FROM versions`); n != versions+1 {
+		t.Errorf("%d versions after a second read, want %d", n, versions+1)
+	}
+	r = get(t, "/workspace/read?section=Goals")
+	wantOK(t, r)
+	r.Into(t, &rr)
+	if rr.Content != "## Goals\n\nship it today\n" {
+		t.Errorf("section after the edit = %q", rr.Content)
+	}
 }
 
 // TestParticipants: the listing holds who has not left, the host first,

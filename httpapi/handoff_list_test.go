@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/commonroom/ce/internal/roomtest"
 )
 
 func listIDs(t testing.TB, page map[string]any) []string {
@@ -161,68 +163,79 @@ func TestHandoffListAtEachDoor(t *testing.T) {
 			}
 		}
 	})
+}
 
-	workerCursor := str(get(t, worker, url.Values{"limit": {"1"}})["next_cursor"])
-	if workerCursor == "" {
-		t.Fatal("no cursor to misuse")
-	}
+// TestHandoffListRefuse: the inbox's bad input at each door, on one shared
+// room where the worker has a page to turn: a 400 / invalid_request (a tool
+// error at MCP) that names the field, does not echo the input, and changes
+// nothing.
+func TestHandoffListRefuse(t *testing.T) {
 	huge := strings.Repeat("Q", 64<<10)
-	t.Run("a cursor is not a capability: another session's cursor is refused", func(t *testing.T) {
-		before := h.snapshot()
-		m := wantError(t, h.get(t, outsider.SessionToken, "/workspace/handoffs?limit=1&cursor="+url.QueryEscape(workerCursor)), http.StatusBadRequest, "invalid_request")
-		if m["field"] != "cursor" {
-			t.Errorf("field %v", m["field"])
+	notEchoed := func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+		if len(raw) > 1024 {
+			t.Errorf("a %d-byte answer: the input is echoed", len(raw))
 		}
-		outsider.mcp.toolErr(t, "handoff_list", map[string]any{"limit": 1, "cursor": workerCursor}, "invalid_request")
-		h.assertUnchanged(t, before)
-	})
-	bad := []struct {
-		name, query, field string
-	}{
-		{"an unknown role is 400", "role=mine", "role"},
-		{"an unknown status is 400", "status=done", "status"},
-		{"a limit that is not a number is 400", "limit=ten", "limit"},
-		{"a negative limit is 400", "limit=-1", "limit"},
-		{"a garbage cursor is 400", "cursor=garbage!", "cursor"},
-		{"a cursor with another filter is 400", "status=open&limit=1&cursor=" + url.QueryEscape(workerCursor), "cursor"},
-		{"an oversize cursor is 400, not echoed", "cursor=" + huge, "cursor"},
 	}
-	for _, tc := range bad {
-		t.Run("HTTP: "+tc.name, func(t *testing.T) {
-			before := h.snapshot()
-			r := h.get(t, worker.SessionToken, "/workspace/handoffs?"+tc.query)
-			m := wantError(t, r, http.StatusBadRequest, "invalid_request")
-			if m["field"] != tc.field {
-				t.Errorf("field %v, want %s", m["field"], tc.field)
+	toolNotEchoed := func(t testing.TB, _ *roomtest.Setup, raw []byte) {
+		sc := jsonAt(rawJSON(t, raw), "result", "structuredContent")
+		if s := fmt.Sprint(sc); len(s) > 1024 {
+			t.Errorf("a %d-byte error: the input is echoed", len(s))
+		}
+	}
+	cursor := func(more map[string]any) func(s *roomtest.Setup) any {
+		return func(s *roomtest.Setup) any {
+			out := map[string]any{"cursor": s.Vars["cursor"]}
+			for k, v := range more {
+				out[k] = v
 			}
-			if len(r.Body) > 1024 {
-				t.Errorf("a %d-byte answer: the input is echoed", len(r.Body))
+			return out
+		}
+	}
+	httpBad := func(name string, query map[string]any, args func(*roomtest.Setup) any, field string) roomtest.Scenario {
+		return roomtest.Scenario{Name: "HTTP: " + name, Route: "GET /workspace/handoffs", As: "worker", Body: query, Args: args,
+			Status: http.StatusBadRequest, Error: "invalid_request", After: func(t testing.TB, s *roomtest.Setup, raw []byte) {
+				fieldIs(field)(t, s, raw)
+				notEchoed(t, s, raw)
+			}}
+	}
+	mcpBad := func(name string, args map[string]any) roomtest.Scenario {
+		return roomtest.Scenario{Name: "MCP: " + name, Tool: "handoff_list", As: "worker", Body: args,
+			Error: "invalid_request", After: toolNotEchoed}
+	}
+	roomtest.Scenarios{
+		Open:    openScenarioRoom,
+		Shared:  true,
+		Parties: []roomtest.PartySpec{{Name: "owner", Caps: []string{"read", "propose"}}, {Name: "worker", Caps: []string{"read", "checkout"}}, {Name: "outsider", Caps: []string{"read", "checkout", "propose"}}},
+		Prepare: func(t testing.TB, s *roomtest.Setup) {
+			for i := range 2 {
+				beforeCall(t, s, "owner", "POST", "/workspace/handoff", map[string]any{"summary": fmt.Sprintf("job %d", i), "assignee": s.Parties["worker"].ParticipantID})
 			}
-			h.assertUnchanged(t, before)
-		})
-	}
-	mcpBad := []struct {
-		name string
-		args map[string]any
-	}{
-		{"an unknown role is invalid_request", map[string]any{"role": "mine"}},
-		{"a role of the wrong type is invalid_request", map[string]any{"role": 5}},
-		{"a status of the wrong type is invalid_request", map[string]any{"status": []any{"open"}}},
-		{"a limit of the wrong type is invalid_request", map[string]any{"limit": "ten"}},
-		{"a negative limit is invalid_request", map[string]any{"limit": -1}},
-		{"a cursor of the wrong type is invalid_request", map[string]any{"cursor": 7}},
-		{"a garbage cursor is invalid_request", map[string]any{"cursor": "garbage!"}},
-		{"an oversize cursor is invalid_request", map[string]any{"cursor": huge}},
-	}
-	for _, tc := range mcpBad {
-		t.Run("MCP: "+tc.name, func(t *testing.T) {
-			sc := worker.mcp.toolErr(t, "handoff_list", tc.args, "invalid_request")
-			if s := fmt.Sprint(sc); len(s) > 1024 {
-				t.Errorf("a %d-byte error: the input is echoed", len(s))
+			page := beforeCall(t, s, "worker", "GET", "/workspace/handoffs?limit=1", nil)
+			if s.Vars["cursor"] = str(page["next_cursor"]); s.Vars["cursor"] == "" {
+				t.Fatal("no cursor to misuse")
 			}
-		})
-	}
-	t.Run("without a session it is 401", func(t *testing.T) {
-		wantError(t, h.get(t, "", "/workspace/handoffs"), http.StatusUnauthorized, "unauthorized")
-	})
+		},
+		Cases: []roomtest.Scenario{
+			{Name: "HTTP: another session's cursor is refused: a cursor is not a capability", Route: "GET /workspace/handoffs", As: "outsider",
+				Args: cursor(map[string]any{"limit": 1}), Status: http.StatusBadRequest, Error: "invalid_request", After: fieldIs("cursor")},
+			{Name: "MCP: another session's cursor is refused: a cursor is not a capability", Tool: "handoff_list", As: "outsider",
+				Args: cursor(map[string]any{"limit": 1}), Error: "invalid_request"},
+			httpBad("an unknown role is 400", map[string]any{"role": "mine"}, nil, "role"),
+			httpBad("an unknown status is 400", map[string]any{"status": "done"}, nil, "status"),
+			httpBad("a limit that is not a number is 400", map[string]any{"limit": "ten"}, nil, "limit"),
+			httpBad("a negative limit is 400", map[string]any{"limit": -1}, nil, "limit"),
+			httpBad("a garbage cursor is 400", map[string]any{"cursor": "garbage!"}, nil, "cursor"),
+			httpBad("a cursor with another filter is 400", nil, cursor(map[string]any{"status": "open", "limit": 1}), "cursor"),
+			httpBad("an oversize cursor is 400, not echoed", map[string]any{"cursor": huge}, nil, "cursor"),
+			mcpBad("an unknown role is invalid_request", map[string]any{"role": "mine"}),
+			mcpBad("a role of the wrong type is invalid_request", map[string]any{"role": 5}),
+			mcpBad("a status of the wrong type is invalid_request", map[string]any{"status": []any{"open"}}),
+			mcpBad("a limit of the wrong type is invalid_request", map[string]any{"limit": "ten"}),
+			mcpBad("a negative limit is invalid_request", map[string]any{"limit": -1}),
+			mcpBad("a cursor of the wrong type is invalid_request", map[string]any{"cursor": 7}),
+			mcpBad("a garbage cursor is invalid_request", map[string]any{"cursor": "garbage!"}),
+			mcpBad("an oversize cursor is invalid_request", map[string]any{"cursor": huge}),
+			{Name: "HTTP: without a session it is 401", Route: "GET /workspace/handoffs", Status: http.StatusUnauthorized, Error: "unauthorized"},
+		},
+	}.Run(t)
 }

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/commonroom/ce/internal/mcptest"
@@ -29,13 +28,16 @@ func httpTwin(t testing.TB, res map[string]any) map[string]any {
 	return out
 }
 
-func TestHandoffRoutes(t *testing.T) {
+// TestFlow_HandoffOverHTTP is one handoff's life at the plain door, end to
+// end: created, read, accepted, asked, answered, completed, approved, its
+// events; a second rejected, a third cancelled. Each step's task is checked
+// against tasks/get. The door's refusals are TestHandoffRoutesRefuse.
+func TestFlow_HandoffOverHTTP(t *testing.T) {
 	h := newHarness(t, "")
 	owner := h.join("owner", "read", "propose")
 	worker := h.join("worker", "read", "checkout")
 	worker2 := h.join("worker2", "read", "checkout")
 	approver := h.join("approver", "read", "approve")
-	outsider := h.join("outsider", "read", "propose")
 
 	tok := func(p party) string { return p.SessionToken }
 	post := func(t *testing.T, p party, path string, body any) apiResp {
@@ -112,19 +114,6 @@ func TestHandoffRoutes(t *testing.T) {
 			t.Errorf("task = %v", tk)
 		}
 	})
-	t.Run("accepting twice is 409 handoff_conflict", func(t *testing.T) {
-		body := failing(t, http.StatusConflict, "handoff_conflict", func() apiResp {
-			return post(t, worker, "/workspace/handoff/accept", map[string]any{"handoff_id": hid})
-		})
-		if body["handoff_id"] != hid || body["status"] != "accepted" {
-			t.Errorf("recovery fields = %v", body)
-		}
-	})
-	t.Run("another worker accepting a taken handoff is 409 handoff_conflict", func(t *testing.T) {
-		failing(t, http.StatusConflict, "handoff_conflict", func() apiResp {
-			return post(t, worker2, "/workspace/handoff/accept", map[string]any{"handoff_id": hid})
-		})
-	})
 	t.Run("POST request_input", func(t *testing.T) {
 		hv := obj(t, post(t, worker, "/workspace/handoff/request_input", map[string]any{"handoff_id": hid,
 			"requests": []any{map[string]any{"key": "k1", "message": "short or long?"}, map[string]any{"key": "k2", "message": "deadline?"}}}))
@@ -135,17 +124,6 @@ func TestHandoffRoutes(t *testing.T) {
 		if tk["status"] != "input_required" || len(tk["inputRequests"].(map[string]any)) != 2 {
 			t.Errorf("task = %v", tk)
 		}
-	})
-	t.Run("POST /workspace/task/update with a null answer is 400 invalid_request", func(t *testing.T) {
-		res := obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": "a question answered with null"}))
-		hn, _ := jsonAt(res, "handoff", "handoff_id").(string)
-		tn, _ := jsonAt(res, "task", "taskId").(string)
-		obj(t, post(t, worker, "/workspace/handoff/accept", map[string]any{"handoff_id": hn}))
-		obj(t, post(t, worker, "/workspace/handoff/request_input", map[string]any{"handoff_id": hn,
-			"requests": []any{map[string]any{"key": "k", "message": "which?"}}}))
-		failing(t, http.StatusBadRequest, "invalid_request", func() apiResp {
-			return post(t, owner, "/workspace/task/update", map[string]any{"task_id": tn, "input_responses": map[string]any{"k": nil}})
-		})
 	})
 	t.Run("POST /workspace/task/update answers, partly then fully", func(t *testing.T) {
 		r := obj(t, post(t, owner, "/workspace/task/update", map[string]any{"task_id": taskID,
@@ -183,11 +161,6 @@ func TestHandoffRoutes(t *testing.T) {
 		if after := twinTask(t, owner, taskID); !reflect.DeepEqual(after, before) {
 			t.Errorf("approval changed the task:\n%v\n%v", before, after)
 		}
-	})
-	t.Run("approving again is 409 handoff_conflict", func(t *testing.T) {
-		failing(t, http.StatusConflict, "handoff_conflict", func() apiResp {
-			return post(t, approver, "/workspace/handoff/approve", map[string]any{"handoff_id": hid})
-		})
 	})
 	t.Run("GET /workspace/handoff/events is handoff_events", func(t *testing.T) {
 		ev := obj(t, get(t, owner, "/workspace/handoff/events", url.Values{"handoff_id": {hid}}))
@@ -235,108 +208,6 @@ func TestHandoffRoutes(t *testing.T) {
 		}
 		before := h.snapshot()
 		obj(t, post(t, owner, "/workspace/task/cancel", map[string]any{"task_id": t3}))
-		h.assertUnchanged(t, before)
-	})
-
-	// Errors. Unknown and foreign look the same.
-	const unknownTask = "task_ffffffffffffffffffffffffffffffff"
-	t.Run("unknown and foreign tasks are 404 task_not_found alike", func(t *testing.T) {
-		type call struct {
-			name string
-			do   func(id string) apiResp
-		}
-		calls := []call{
-			{"GET /workspace/task", func(id string) apiResp {
-				return get(t, outsider, "/workspace/task", url.Values{"task_id": {id}})
-			}},
-			{"POST /workspace/task/update", func(id string) apiResp {
-				return post(t, outsider, "/workspace/task/update", map[string]any{"task_id": id, "input_responses": map[string]any{"k1": 1}})
-			}},
-			{"POST /workspace/task/cancel", func(id string) apiResp {
-				return post(t, outsider, "/workspace/task/cancel", map[string]any{"task_id": id})
-			}},
-		}
-		for _, c := range calls {
-			t.Run(c.name, func(t *testing.T) {
-				fb := failing(t, http.StatusNotFound, "task_not_found", func() apiResp { return c.do(taskID) })
-				ub := failing(t, http.StatusNotFound, "task_not_found", func() apiResp { return c.do(unknownTask) })
-				if fb["task_id"] != taskID || ub["task_id"] != unknownTask {
-					t.Errorf("task_id recovery fields: %v / %v", fb["task_id"], ub["task_id"])
-				}
-				delete(fb, "task_id")
-				delete(ub, "task_id")
-				if !reflect.DeepEqual(fb, ub) {
-					t.Errorf("foreign %v\nunknown %v\nwant the same answer", fb, ub)
-				}
-			})
-		}
-		failing(t, http.StatusNotFound, "task_not_found", func() apiResp { return get(t, owner, "/workspace/task", url.Values{}) })
-	})
-	t.Run("a foreign handoff is 404 handoff_not_found", func(t *testing.T) {
-		for _, path := range []string{"/workspace/handoff", "/workspace/handoff/events"} {
-			fb := failing(t, http.StatusNotFound, "handoff_not_found", func() apiResp {
-				return get(t, outsider, path, url.Values{"handoff_id": {hid}})
-			})
-			ub := failing(t, http.StatusNotFound, "handoff_not_found", func() apiResp {
-				return get(t, outsider, path, url.Values{"handoff_id": {"handoff_ffffffffffffffff"}})
-			})
-			if fb["message"] != ub["message"] {
-				t.Errorf("%s: foreign %v, unknown %v", path, fb, ub)
-			}
-		}
-		failing(t, http.StatusNotFound, "handoff_not_found", func() apiResp {
-			return post(t, worker, "/workspace/handoff/complete", map[string]any{"handoff_id": "handoff_ffffffffffffffff", "result": map[string]any{"text": "x"}})
-		})
-	})
-	t.Run("malformed JSON is 400 invalid_request", func(t *testing.T) {
-		for _, path := range []string{"/workspace/handoff", "/workspace/handoff/accept", "/workspace/handoff/request_input",
-			"/workspace/handoff/complete", "/workspace/handoff/approve", "/workspace/handoff/reject",
-			"/workspace/task/update", "/workspace/task/cancel"} {
-			t.Run(path, func(t *testing.T) {
-				failing(t, http.StatusBadRequest, "invalid_request", func() apiResp { return post(t, worker, path, `{"handoff_id":`) })
-				failing(t, http.StatusBadRequest, "invalid_request", func() apiResp { return post(t, worker, path, `[1]`) })
-				failing(t, http.StatusBadRequest, "invalid_request", func() apiResp { return post(t, worker, path, `{"a":1} {"b":2}`) })
-			})
-		}
-	})
-	t.Run("a wrong type names the field", func(t *testing.T) {
-		body := failing(t, http.StatusBadRequest, "invalid_request", func() apiResp {
-			return post(t, owner, "/workspace/handoff", map[string]any{"summary": 7})
-		})
-		if body["field"] != "summary" {
-			t.Errorf("field = %v", body["field"])
-		}
-		failing(t, http.StatusBadRequest, "invalid_request", func() apiResp {
-			return get(t, owner, "/workspace/handoff/events", url.Values{"handoff_id": {hid}, "limit": {"many"}})
-		})
-	})
-	t.Run("an oversize summary is 429 limit_exceeded", func(t *testing.T) {
-		body := failing(t, http.StatusTooManyRequests, "limit_exceeded", func() apiResp {
-			return post(t, owner, "/workspace/handoff", map[string]any{"summary": strings.Repeat("é", 2001)})
-		})
-		if body["field"] != "summary" {
-			t.Errorf("field = %v", body["field"])
-		}
-		failing(t, http.StatusTooManyRequests, "limit_exceeded", func() apiResp {
-			return post(t, owner, "/workspace/handoff", map[string]any{"summary": "ok", "constraints": strings.Repeat("c", 8001)})
-		})
-		// Exactly at the limit is accepted.
-		obj(t, post(t, owner, "/workspace/handoff", map[string]any{"summary": strings.Repeat("é", 2000)}))
-	})
-	t.Run("missing capabilities are 403 permission_denied", func(t *testing.T) {
-		failing(t, http.StatusForbidden, "permission_denied", func() apiResp {
-			return post(t, worker, "/workspace/handoff", map[string]any{"summary": "no propose"})
-		})
-		failing(t, http.StatusForbidden, "permission_denied", func() apiResp {
-			return post(t, owner, "/workspace/handoff/approve", map[string]any{"handoff_id": hid})
-		})
-	})
-	t.Run("no session is 401", func(t *testing.T) {
-		before := h.snapshot()
-		r := h.doT(t, "POST", h.ingressURL("/workspace/handoff"), "", map[string]any{"summary": "anon"})
-		wantError(t, r, http.StatusUnauthorized, "unauthorized")
-		r = h.doT(t, "GET", h.ingressURL("/workspace/task?task_id="+taskID), "", nil)
-		wantError(t, r, http.StatusUnauthorized, "unauthorized")
 		h.assertUnchanged(t, before)
 	})
 }

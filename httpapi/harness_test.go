@@ -1,32 +1,28 @@
 package httpapi
 
-// The HTTP test harness: a real room (a Markdown file and its SQLite sidecar
-// in t.TempDir(), the engine, the actor, a listen hub) behind both front-door
-// handlers, each served on its own real listener bound to 127.0.0.1:0.
-// Time is a fake clock the tests advance; expiry is applied with
-// (*actor.Room).Sweep, never by sleeping.
+// The HTTP test harness: the shared test kit (internal/roomtest: a real
+// room on a real SQLite file in t.TempDir(), both front-door listeners on
+// 127.0.0.1:0, parties, the nothing-changed check, scenario tables) wired to
+// this package's front door, under the names this package's tests have
+// always used. The kit cannot import httpapi (this package's white-box
+// tests import the kit), so the wiring — New, NewHTTPServer, the MCP
+// encoder — is here; black-box tests elsewhere get it from
+// internal/roomtest/apitest.
 //
-// The vocabulary every test uses: newHarness (with harnessOpts) opens a
-// room; h.join admits a participant as a party (its session, its MCP client
-// and its Tasks-extension client); h.do sends plain HTTP and answers an
-// apiResp; a party's mcpClient answers an mcpResp (client_test.go); streams
-// are read frame by frame (stream_test.go).
+// The vocabulary: newHarness (with harnessOpts) opens a room; h.join admits
+// a participant as a party (its session, its MCP client and its
+// Tasks-extension client); h.do sends plain HTTP and answers an apiResp; a
+// party's mcpClient answers an mcpResp (client_test.go); streams are read
+// frame by frame (stream_test.go).
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,15 +31,16 @@ import (
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/mcp"
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
 
 // harnessDoc is the document every harness starts from unless told otherwise.
-const harnessDoc = "# Idea\n\nhello world\n\n## Goals\n\nship it\nsoon\n\n## Plan\n\nstep one\nstep two\nstep three\n"
+const harnessDoc = roomtest.Doc
 
 // harnessOperatorToken is the operator credential the harness configures.
-const harnessOperatorToken = "op_test_7f3c1a9e5b2d4c6e8a0f1b3d5e7a9c1e"
+const harnessOperatorToken = roomtest.OperatorToken
 
 // EncodeChange is the hub's encoder the test servers use, as ce serve does.
 var EncodeChange = mcp.EncodeChange
@@ -51,52 +48,19 @@ var EncodeChange = mcp.EncodeChange
 // fakeClock is the room's injectable clock; safe for concurrent use.
 type fakeClock = room.ManualClock
 
-func newFakeClock() *fakeClock {
-	return room.NewManualClock(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-}
+func newFakeClock() *fakeClock { return room.NewManualClock(roomtest.Epoch) }
 
 // lockedBuffer collects log output written from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type lockedBuffer = roomtest.LogBuffer
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// roomHarness is one room served over HTTP.
+// roomHarness is one room served over HTTP: the kit's harness (its fields —
+// Dir, Doc, Clock, Logs, Log, OpToken, Eng, Store, Hub, Room, Owner, Ingress
+// — read through) and this package's Server in front of it.
 type roomHarness struct {
-	t       testing.TB
-	Dir     string
-	Doc     string // the Markdown file
-	Clock   *fakeClock
-	Logs    *lockedBuffer
-	Log     *slog.Logger
-	OpToken string
-
-	Eng     *room.Engine
-	Store   *room.Store
-	Hub     *listen.Hub
-	Room    *actor.Room
-	API     *Server
-	Owner   *httptest.Server
-	Ingress *httptest.Server
-
+	*roomtest.Harness
+	t      testing.TB
+	API    *Server
 	client *http.Client
-	opts   harnessOpts // what this harness changes from the defaults, kept for restart
-
-	mu        sync.Mutex
-	errBodies []string // every error response body seen (status >= 400)
-	running   bool
 }
 
 // newHarness opens a room around a fresh file holding content (harnessDoc
@@ -112,148 +76,49 @@ func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness 
 	if len(opts) == 1 {
 		o = opts[0]
 	}
-	if content == "" {
-		content = harnessDoc
+	h := &roomHarness{t: t}
+	ko := roomtest.Options{Content: content, Limits: o.Limits, Hub: o.Hub, Actor: o.Actor, InMemory: o.InMemory}
+	if ko.Hub.Encode == nil {
+		ko.Hub.Encode = EncodeChange
 	}
-	dir := harnessDir(t, o.InMemory)
-	doc := filepath.Join(dir, "idea.md")
-	if err := os.WriteFile(doc, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
+	if g := o.Gate; g != nil {
+		ko.Publisher = func(hub *listen.Hub) actor.Publisher {
+			g.hub, g.entered, g.release = hub, make(chan bool, 1), make(chan struct{})
+			return g
+		}
+		ko.Opened = func(k *roomtest.Harness) {
+			g.mu.Lock()
+			g.room = k.Room
+			g.mu.Unlock()
+		}
 	}
-	logs := &lockedBuffer{}
-	h := &roomHarness{
-		t: t, Dir: dir, Doc: doc, Clock: newFakeClock(), Logs: logs,
-		Log:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OpToken: harnessOperatorToken,
-		client: &http.Client{
-			Timeout:       30 * time.Second,
-			Transport:     &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		opts: o,
+	ko.Wire = func(k *roomtest.Harness, ownerLn, ingressLn net.Listener) (owner, ingress roomtest.Door) {
+		cfg := Config{Room: k.Room, Hub: k.Hub, Logger: k.Log, OperatorToken: k.OpToken, Version: "test"}
+		if o.Server != nil {
+			o.Server(&cfg)
+		}
+		h.API = New(cfg)
+		owner = roomtest.Door{Server: NewHTTPServer(h.API.OwnerHandler(), k.Log), Listener: h.API.OwnerListener(ownerLn)}
+		ingress = roomtest.Door{Server: NewHTTPServer(h.API.IngressHandler(), k.Log), Listener: h.API.IngressListener(ingressLn)}
+		return owner, ingress
 	}
-	h.start()
-	t.Cleanup(func() {
-		h.stop()
-		h.client.CloseIdleConnections()
-	})
+	h.Harness = roomtest.Open(t, ko)
+	h.client = h.HTTP()
 	return h
 }
 
-func localListener(t testing.TB) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
-
-// start opens the room on h.Doc and serves it on two new listeners, each
-// with ce serve's own server configuration (NewHTTPServer).
-func (h *roomHarness) start() {
-	t := h.t
-	t.Helper()
-	ctx := context.Background()
-	o := h.opts
-	limits := room.Defaults()
-	if o.Limits != nil {
-		o.Limits(&limits)
-	}
-	eng, err := room.NewEngine(h.Doc, limits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng.Clock = h.Clock.Now
-	st, err := room.OpenStore(ctx, room.SidecarPath(eng.DocPath), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := o.Hub
-	if cfg.Logger == nil {
-		cfg.Logger = h.Log
-	}
-	if cfg.Now == nil {
-		cfg.Now = h.Clock.Now
-	}
-	if cfg.Encode == nil {
-		cfg.Encode = EncodeChange
-	}
-	hub := listen.NewHub(cfg)
-	var pub actor.Publisher = hub
-	if o.Gate != nil {
-		o.Gate.hub = hub
-		o.Gate.entered = make(chan bool, 1)
-		o.Gate.release = make(chan struct{})
-		pub = o.Gate
-	}
-	acfg := actor.Config{Engine: eng, Store: st, Publisher: pub, Logger: h.Log, HostName: "host"}
-	if o.Actor != nil {
-		o.Actor(&acfg)
-	}
-	r, err := actor.Open(ctx, acfg)
-	if err != nil {
-		hub.Close()
-		st.Close()
-		t.Fatal(err)
-	}
-	if o.Gate != nil {
-		o.Gate.mu.Lock()
-		o.Gate.room = r
-		o.Gate.mu.Unlock()
-	}
-	ownerLn, ingressLn := localListener(t), localListener(t)
-	eng.SetHints([]room.Hint{{Type: "loopback", Address: "127.0.0.1", Port: ingressLn.Addr().(*net.TCPAddr).Port, Mode: "local"}})
-	apiCfg := Config{Room: r, Hub: hub, Logger: h.Log, OperatorToken: h.OpToken, Version: "test"}
-	if o.Server != nil {
-		o.Server(&apiCfg)
-	}
-	api := New(apiCfg)
-	serve := func(handler http.Handler, ln net.Listener) *httptest.Server {
-		s := httptest.NewUnstartedServer(handler)
-		s.Listener.Close()
-		s.Listener = ln
-		s.Config = NewHTTPServer(handler, h.Log)
-		s.Start()
-		return s
-	}
-	h.Eng, h.Store, h.Hub, h.Room, h.API = eng, st, hub, r, api
-	h.Owner = serve(api.OwnerHandler(), api.OwnerListener(ownerLn))
-	h.Ingress = serve(api.IngressHandler(), api.IngressListener(ingressLn))
-	h.running = true
-}
+func localListener(t testing.TB) net.Listener { return roomtest.Listener(t) }
 
 // stop closes the listeners (waiting for requests in flight), the hub, the
 // actor and the store. It is idempotent.
-func (h *roomHarness) stop() {
-	if !h.running {
-		return
-	}
-	h.running = false
-	h.client.CloseIdleConnections()
-	h.Owner.Close()
-	h.Ingress.Close()
-	h.Hub.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := h.Room.Close(ctx); err != nil {
-		h.t.Errorf("closing the room: %v", err)
-	}
-	if err := h.Store.Close(); err != nil {
-		h.t.Errorf("closing the store: %v", err)
-	}
-}
+func (h *roomHarness) stop() { h.Stop() }
 
 // restart closes everything and opens the same files again (new listeners,
 // new engine and actor, same clock, logs and operator token).
-func (h *roomHarness) restart() {
-	h.t.Helper()
-	h.stop()
-	h.start()
-}
+func (h *roomHarness) restart() { h.t.Helper(); h.Restart() }
 
-func (h *roomHarness) ownerURL(path string) string   { return h.Owner.URL + path }
-func (h *roomHarness) ingressURL(path string) string { return h.Ingress.URL + path }
+func (h *roomHarness) ownerURL(path string) string   { return h.OwnerURL(path) }
+func (h *roomHarness) ingressURL(path string) string { return h.IngressURL(path) }
 
 // port returns a test server's port as text.
 func serverPort(s *httptest.Server) string {
@@ -261,29 +126,7 @@ func serverPort(s *httptest.Server) string {
 }
 
 // apiResp is a finished HTTP exchange.
-type apiResp struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// JSON decodes the body as an object.
-func (r apiResp) JSON(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("response %d is not a JSON object: %v\n%s", r.Status, err, r.Body)
-	}
-	return m
-}
-
-// Into decodes the body into v.
-func (r apiResp) Into(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		t.Fatalf("response %d does not decode into %T: %v\n%s", r.Status, v, err, r.Body)
-	}
-}
+type apiResp = roomtest.Response
 
 // reqOpt adjusts a request before it is sent.
 type reqOpt = mcptest.ReqOpt
@@ -298,45 +141,23 @@ var (
 // do sends one request; token "" sends no Authorization header.
 func (h *roomHarness) do(method, url, token string, body any, opts ...reqOpt) apiResp {
 	h.t.Helper()
-	return h.doT(h.t, method, url, token, body, opts...)
+	return h.Do(h.t, method, url, token, body, opts...)
 }
 
 // doT is do reporting to t (for subtests and goroutines that must not call
 // Fatal on the parent).
 func (h *roomHarness) doT(t testing.TB, method, url, token string, body any, opts ...reqOpt) apiResp {
 	t.Helper()
-	r, err := h.send(method, url, token, body, opts...)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	return r
+	return h.Do(t, method, url, token, body, opts...)
 }
 
 // send is do returning the transport error instead of failing the test.
 func (h *roomHarness) send(method, url, token string, body any, opts ...reqOpt) (apiResp, error) {
-	r, err := mcptest.Do(context.Background(), h.client, method, url, token, body, opts...)
-	if err != nil {
-		return apiResp{}, err
-	}
-	h.noteError(r)
-	return apiResp{Status: r.Status, Header: r.Header, Body: r.Raw}, nil
-}
-
-// noteError keeps the body of an error answer (status >= 400) for errorBodies.
-func (h *roomHarness) noteError(r mcptest.Response) {
-	if r.Status >= 400 {
-		h.mu.Lock()
-		h.errBodies = append(h.errBodies, string(r.Raw))
-		h.mu.Unlock()
-	}
+	return h.Send(method, url, token, body, opts...)
 }
 
 // errorBodies returns every error body the harness has received.
-func (h *roomHarness) errorBodies() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.errBodies)
-}
+func (h *roomHarness) errorBodies() []string { return h.ErrorBodies() }
 
 // inviteGrant is the answer to POST /workspace/invite.
 type inviteGrant = mcptest.Invitation
@@ -346,22 +167,12 @@ type sessionGrant = mcptest.Session
 
 // createInvite asks the owner listener, as the operator, for an invitation.
 // in is the request body (nil: {}).
-func (h *roomHarness) createInvite(in map[string]any) inviteGrant {
-	h.t.Helper()
-	g, err := mcptest.Invite(context.Background(), h.client, h.Owner.URL, h.OpToken, in)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return g
-}
+func (h *roomHarness) createInvite(in map[string]any) inviteGrant { h.t.Helper(); return h.Invite(in) }
 
 // inviteCaps creates a one-use invitation granting caps.
 func (h *roomHarness) inviteCaps(caps ...string) inviteGrant {
 	h.t.Helper()
-	if len(caps) == 0 {
-		return h.createInvite(nil) // the field left out: the default agent set
-	}
-	return h.createInvite(map[string]any{"capabilities": caps})
+	return h.InviteCaps(caps...)
 }
 
 // joinRaw posts body to /session/join on the ingress listener.
@@ -374,206 +185,90 @@ func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
 // (URI, payload or secret) under name and requires success.
 func (h *roomHarness) redeem(invite, name string) party {
 	h.t.Helper()
-	g, err := mcptest.Join(context.Background(), h.client, h.Ingress.URL, invite, name, "")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return h.asParty(g)
+	return h.fromKit(h.Redeem(invite, name))
 }
 
-// party is one participant of a test room: its session (embedded, so
-// p.SessionToken and p.ParticipantID read as the join's answer), an MCP
-// client without the Tasks extension and one declaring it, both on the
-// ingress listener as that session.
+// party is one participant of a test room: the kit's Party with this
+// package's MCP client names (mcp without the Tasks extension, ext with it).
 type party struct {
 	sessionGrant
 	mcp *mcpClient // without the Tasks extension
 	ext *mcpClient // declaring it
 }
 
-// asParty wraps a session in its two MCP clients.
-func (h *roomHarness) asParty(g sessionGrant) party {
-	c := newMCPClient(h, g.SessionToken, false)
-	return party{sessionGrant: g, mcp: c, ext: c.withTasks(true)}
+func (h *roomHarness) fromKit(p roomtest.Party) party {
+	return party{sessionGrant: p.Session, mcp: wrapMCP(h, p.SessionToken, p.MCP), ext: wrapMCP(h, p.SessionToken, p.Ext)}
 }
+
+// asParty wraps a session in its two MCP clients.
+func (h *roomHarness) asParty(g sessionGrant) party { return h.fromKit(h.AsParty(g)) }
 
 // join is the one way a test admits a participant: the operator invites
 // with caps (none: the default agent grant) and name redeems it on the
 // ingress listener. The party holds exactly caps.
 func (h *roomHarness) join(name string, caps ...string) party {
 	h.t.Helper()
-	return h.redeem(h.inviteCaps(caps...).URI, name)
+	return h.fromKit(h.Join(name, caps...))
 }
 
-// wantError checks an error answer: status, the error code, a message, and a
-// JSON content type.
-func wantError(t testing.TB, r apiResp, status int, code string) map[string]any {
+// joinMany joins n parties holding caps through one multi-use invitation,
+// a few joins at a time (named s000, s001, …).
+func (h *roomHarness) joinMany(t testing.TB, n int, caps ...string) []party {
 	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status = %d, want %d (%s); body %s", r.Status, status, code, r.Body)
-	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("error Content-Type = %q, want application/json", ct)
-	}
-	m := r.JSON(t)
-	if m["error"] != code {
-		t.Fatalf("error = %v, want %q; body %s", m["error"], code, r.Body)
-	}
-	if msg, _ := m["message"].(string); msg == "" {
-		t.Errorf("error body has no message: %s", r.Body)
-	}
-	return m
-}
-
-// wantOK checks a 200 JSON answer.
-func wantOK(t testing.TB, r apiResp) {
-	t.Helper()
-	if r.Status != http.StatusOK {
-		t.Fatalf("status = %d, want 200; body %s", r.Status, r.Body)
-	}
-}
-
-// sidecarTables are the tables a "nothing changed" check covers.
-var sidecarTables = []string{"meta", "participants", "sessions", "invites", "versions", "events",
-	"leases", "proposals", "handoffs", "tasks", "task_inputs"}
-
-// tableState is a table's row count and a digest of every row.
-type tableState struct {
-	Rows   int
-	Digest string
-}
-
-type dbSnapshot map[string]tableState
-
-// queryRows runs a query on the read pool and returns its column names and
-// every row's values, whatever the columns are.
-func (h *roomHarness) queryRows(t testing.TB, query string, args ...any) (cols []string, rows [][]any) {
-	t.Helper()
-	rs, err := h.Store.Reader.Query(query, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	defer rs.Close()
-	cols, _ = rs.Columns()
-	for rs.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rs.Scan(ptrs...); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		rows = append(rows, vals)
-	}
-	if err := rs.Err(); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return cols, rows
-}
-
-// snapshot reads every table through the store's read pool: row counts and
-// a digest of all values, so an assertion sees changed rows, not only new ones.
-func (h *roomHarness) snapshot() dbSnapshot {
-	h.t.Helper()
-	snap := dbSnapshot{}
-	for _, table := range sidecarTables {
-		_, rows := h.queryRows(h.t, "SELECT * FROM "+table)
-		lines := make([]string, 0, len(rows))
-		for _, vals := range rows {
-			lines = append(lines, fmt.Sprintf("%#v", vals))
-		}
-		slices.Sort(lines)
-		sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-		snap[table] = tableState{Rows: len(lines), Digest: hex.EncodeToString(sum[:8])}
-	}
-	return snap
-}
-
-// diff lists the tables whose rows differ between two snapshots.
-func (a dbSnapshot) diff(b dbSnapshot) []string {
-	var out []string
-	for _, table := range sidecarTables {
-		if a[table] != b[table] {
-			out = append(out, fmt.Sprintf("%s: %d rows -> %d rows (digest %s -> %s)",
-				table, a[table].Rows, b[table].Rows, a[table].Digest, b[table].Digest))
-		}
+	ps := h.JoinMany(t, n, caps...)
+	out := make([]party, len(ps))
+	for i, p := range ps {
+		out[i] = h.fromKit(p)
 	}
 	return out
 }
 
+// wantError checks an error answer: status, the error code, a message, and a
+// JSON content type.
+var wantError = roomtest.WantError
+
+// wantOK checks a 200 JSON answer.
+var wantOK = roomtest.WantOK
+
+// sidecarTables are the tables a "nothing changed" check covers.
+var sidecarTables = roomtest.SidecarTables
+
+type dbSnapshot = roomtest.Snapshot
+
+func (h *roomHarness) queryRows(t testing.TB, query string, args ...any) (cols []string, rows [][]any) {
+	t.Helper()
+	return h.QueryRows(t, query, args...)
+}
+
+// snapshot reads every table: row counts and a digest of all values.
+func (h *roomHarness) snapshot() dbSnapshot { h.t.Helper(); return h.Snapshot() }
+
 // assertUnchanged fails t when any row of any table changed since before.
 func (h *roomHarness) assertUnchanged(t testing.TB, before dbSnapshot) {
 	t.Helper()
-	if d := before.diff(h.snapshot()); len(d) > 0 {
-		t.Errorf("rows changed, want none:\n  %s", strings.Join(d, "\n  "))
-	}
+	h.AssertUnchanged(t, before)
 }
 
 // count runs a count query on the read pool.
 func (h *roomHarness) count(query string, args ...any) int {
 	h.t.Helper()
-	var n int
-	if err := h.Store.Reader.QueryRow(query, args...).Scan(&n); err != nil {
-		h.t.Fatalf("%s: %v", query, err)
-	}
-	return n
+	return h.Count(query, args...)
 }
 
-// status reads the status column of one row of a table whose key is
-// kind_id (kind "proposal", "handoff"): the state a test expects a record
-// to be left in.
+// status reads the status column of one proposal or handoff row.
 func (h *roomHarness) status(t testing.TB, kind, id string) string {
 	t.Helper()
-	var s string
-	if err := h.Store.Reader.QueryRow(`SELECT status FROM `+kind+`s WHERE `+kind+`_id = ?`, id).Scan(&s); err != nil {
-		t.Fatalf("%s %s: %v", kind, id, err)
-	}
-	return s
+	return h.Status(t, kind, id)
 }
 
 // eventRow is one row of the events table.
-type eventRow struct {
-	ID      int64
-	Type    string
-	Actor   *string
-	Payload map[string]any
-	Raw     string
-}
+type eventRow = roomtest.EventRow
 
 // events returns the event rows of type typ ("" for all), oldest first.
-func (h *roomHarness) events(typ string) []eventRow {
-	h.t.Helper()
-	rows, err := h.Store.Reader.Query(`SELECT event_id, event_type, actor_id, payload_json FROM events
-		WHERE ? = '' OR event_type = ? ORDER BY event_id`, typ, typ)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []eventRow
-	for rows.Next() {
-		var ev eventRow
-		if err := rows.Scan(&ev.ID, &ev.Type, &ev.Actor, &ev.Raw); err != nil {
-			h.t.Fatal(err)
-		}
-		if err := json.Unmarshal([]byte(ev.Raw), &ev.Payload); err != nil {
-			h.t.Fatalf("event %d payload is not JSON: %v", ev.ID, err)
-		}
-		out = append(out, ev)
-	}
-	if err := rows.Err(); err != nil {
-		h.t.Fatal(err)
-	}
-	return out
-}
+func (h *roomHarness) events(typ string) []eventRow { h.t.Helper(); return h.Events(typ) }
 
 // sweep applies the time-based rules now, as the sweeper would.
-func (h *roomHarness) sweep() {
-	h.t.Helper()
-	if err := h.Room.Sweep(context.Background()); err != nil {
-		h.t.Fatalf("sweep: %v", err)
-	}
-}
+func (h *roomHarness) sweep() { h.t.Helper(); h.Sweep() }
 
 // wire formats a time as the API does.
 func wire(t time.Time) string { return room.WireTime(t.UnixMilli()) }
@@ -632,26 +327,13 @@ type harnessOpts struct {
 	// Gate, when set, stands between the room's writer and the hub; see publishGate.
 	Gate *publishGate
 	// InMemory puts the room's files on tmpfs (/dev/shm) when there is
-	// one, for tests that push megabytes through the sidecar: its commits
-	// fsync, and on a disk that, not the code under test, would dominate.
+	// one, for tests that push megabytes through the sidecar.
 	InMemory bool
 	// Actor adjusts the room actor's configuration (the sweeper, the file
 	// watcher) after the harness has filled it in.
 	Actor func(*actor.Config)
 	// Server adjusts the front door's configuration (timeouts, caps).
 	Server func(*Config)
-}
-
-// harnessDir is t.TempDir(), on /dev/shm when asked and available.
-func harnessDir(t testing.TB, inMemory bool) string {
-	t.Helper()
-	if inMemory {
-		if dir, err := os.MkdirTemp("/dev/shm", "ce-listen-test-"); err == nil {
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			return dir
-		}
-	}
-	return t.TempDir()
 }
 
 // publishGate is the room's Publisher in front of the hub. Armed, it holds the
@@ -691,22 +373,6 @@ func (g *publishGate) arm() {
 	g.base = g.room.Stats().Commands.Load()
 }
 
-// joinMany joins n parties holding caps through one multi-use invitation,
-// a few joins at a time (named s000, s001, …).
-func (h *roomHarness) joinMany(t testing.TB, n int, caps ...string) []party {
-	t.Helper()
-	inv := h.createInvite(map[string]any{"capabilities": caps, "max_uses": n, "max_live_sessions": n})
-	gs, err := mcptest.JoinMany(context.Background(), h.client, h.Ingress.URL, inv.URI, "s%03d", "", n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]party, n)
-	for i, g := range gs {
-		out[i] = h.asParty(g)
-	}
-	return out
-}
-
 // ---- the document, edited out of band ----
 
 // editFile replaces the file out of band, then makes the room notice with a
@@ -741,3 +407,6 @@ func (h *roomHarness) statusVersion(t testing.TB, token string) int64 {
 func threeSections(idea, goals, plan string) string {
 	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"
 }
+
+// noteError keeps the body of an error answer (status >= 400) for errorBodies.
+func (h *roomHarness) noteError(r mcptest.Response) { h.NoteError(r) }

@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -172,7 +173,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 		after := h.snapshot()
 		// Only the leave route may have changed rows: it ended the sessions
 		// made for it. Everything else must be as it was.
-		for _, d := range before.diff(after) {
+		for _, d := range before.Diff(after) {
 			if !strings.HasPrefix(d, "sessions:") && !strings.HasPrefix(d, "participants:") &&
 				!strings.HasPrefix(d, "invites:") && !strings.HasPrefix(d, "events:") {
 				t.Errorf("changed: %s", d)
@@ -330,13 +331,13 @@ func TestHostileLongStrings(t *testing.T) {
 		}
 		return out
 	}
-	// The HTTP twins of the tools: the same argument names.
-	twin := map[string]string{
-		"workspace_checkout": "/workspace/checkout", "workspace_renew": "/workspace/renew", "workspace_release": "/workspace/release",
-		"workspace_propose": "/workspace/propose", "workspace_review": "/workspace/proposal/review", "workspace_commit": "/workspace/commit",
-		"workspace_invite": "/workspace/invite", "handoff_create": "/workspace/handoff", "handoff_accept": "/workspace/handoff/accept",
-		"handoff_request_input": "/workspace/handoff/request_input", "handoff_complete": "/workspace/handoff/complete",
-		"handoff_approve": "/workspace/handoff/approve", "handoff_reject": "/workspace/handoff/reject",
+	// The HTTP twins of the tools that write (the operations table's POST
+	// routes of its tools): the same argument names.
+	twin := map[string]string{}
+	for _, op := range ops.Table {
+		if op.Tool != "" && op.Method() == http.MethodPost {
+			twin[op.Tool] = op.Path()
+		}
 	}
 	accepted := map[string]bool{}
 	largest, largestAt := 0, ""
@@ -911,7 +912,11 @@ func TestHostileDNSRebinding(t *testing.T) {
 
 // ---- secrets ----
 
-func TestHostileSecretsScan(t *testing.T) {
+// TestFlow_HostileSecretsScan runs a room through joins, invitations,
+// handoffs, MCP and operator calls, the owner page and failed logins,
+// keeping every answer, then scans every answer, table, file, event and log
+// line for every secret it handed out: one long flow by design.
+func TestFlow_HostileSecretsScan(t *testing.T) {
 	h := newHarness(t, "", harnessOpts{})
 	secrets := map[string]string{"operator token": h.OpToken}
 	type answer struct {

@@ -17,7 +17,10 @@ import (
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
-func TestMCPHandoffLifecycle(t *testing.T) {
+// TestFlow_MCPHandoffLifecycle is one handoff's life at the MCP door, end
+// to end, as three agents live it: created as a task, accepted, asked,
+// answered, completed, approved, with the task checked at each step.
+func TestFlow_MCPHandoffLifecycle(t *testing.T) {
 	h := newHarness(t, "")
 	owner := h.join("owner-agent", "read", "propose")
 	worker := h.join("worker-agent", "read", "checkout")
