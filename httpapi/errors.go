@@ -15,7 +15,7 @@ import (
 )
 
 // kindStatus is the one mapping of error kinds to HTTP statuses
-// (spec/domain.md §1.11 and §6.5), in the order /protocol lists the codes.
+// (ARCHITECTURE.md D37), in the order /protocol lists the codes.
 var kindStatus = []struct {
 	kind   room.Kind
 	status int

@@ -14,13 +14,15 @@ import (
 	"github.com/commonroom/ce/room"
 )
 
-// The owner page (spec/domain.md §3.2, D30): plain HTML rendered here, one
-// stylesheet and one script served from /page/ on the owner listener. No
-// build step and no inline script or style, so the page's Content Security
-// Policy can forbid both. The script re-reads GET /workspace/room whenever
-// GET /workspace/observe reports a change (coalesced), and acts through the
-// same /workspace routes as every other client; the cookie rides along only
-// on same-origin requests, and the server checks Origin on writes (D23).
+// The page (ARCHITECTURE.md D30 and "A participant's page"): plain HTML
+// rendered here, one stylesheet and one script served from /page/ on the
+// owner listener and the ingress. No build step and no inline script or
+// style, so the page's Content Security Policy can forbid both. The script
+// re-reads GET /workspace/room whenever GET /workspace/observe reports a
+// change (coalesced; every 5 s for a viewer without observe), and acts
+// through the same /workspace routes as every other client; the cookie
+// rides along only on same-origin requests, and the server checks Origin on
+// writes (D23).
 
 //go:embed index.html page.css page.js favicon.svg
 var pageFiles embed.FS
