@@ -100,56 +100,23 @@ var checkTextBlock = roomtest.CheckTextBlock
 // taskCall sends a tasks/* method with taskId (Mcp-Name = taskId) and extra params.
 func (c *mcpClient) taskCall(t testing.TB, method, taskID string, extra map[string]any) mcpResp {
 	t.Helper()
-	params := map[string]any{"taskId": taskID}
-	for k, v := range extra {
-		params[k] = v
-	}
-	return c.call(t, method, params)
+	return c.TaskCall(t, method, taskID, extra)
 }
 
 // taskGet is tasks/get that must succeed; it returns the result.
 func (c *mcpClient) taskGet(t testing.TB, taskID string) map[string]any {
 	t.Helper()
-	res := wantResult(t, c.taskCall(t, "tasks/get", taskID, nil))
-	if res["resultType"] != "complete" {
-		t.Errorf("tasks/get resultType = %v, want complete", res["resultType"])
-	}
-	if res["taskId"] != taskID {
-		t.Errorf("tasks/get taskId = %v, want %s", res["taskId"], taskID)
-	}
-	return res
+	return c.TaskGet(t, taskID)
 }
 
-// wantAck checks an empty acknowledgement (tasks/update, tasks/cancel):
-// resultType complete and none of the task's fields.
-func wantAck(t testing.TB, r mcpResp) {
-	t.Helper()
-	res := wantResult(t, r)
-	if res["resultType"] != "complete" {
-		t.Errorf("ack resultType = %v", res["resultType"])
-	}
-	for _, k := range []string{"taskId", "status", "result", "error", "inputRequests"} {
-		if _, has := res[k]; has {
-			t.Errorf("ack carries %q: %v", k, res)
-		}
-	}
-}
+// wantAck checks an empty acknowledgement (tasks/update, tasks/cancel).
+var wantAck = roomtest.WantAck
 
 // createTask is handoff_create with the extension declared: it returns the
 // task id and the handoff id from the CreateTaskResult.
 func (c *mcpClient) createTask(t testing.TB, args map[string]any) (taskID, handoffID string) {
 	t.Helper()
-	res := c.withTasks(true).tool(t, "handoff_create", args)
-	if res["resultType"] != "task" {
-		t.Fatalf("handoff_create with the extension: resultType %v, want task: %v", res["resultType"], res)
-	}
-	taskID, _ = res["taskId"].(string)
-	meta, _ := res["_meta"].(map[string]any)
-	handoffID, _ = meta[mcptest.HandoffMeta].(string)
-	if taskID == "" || handoffID == "" {
-		t.Fatalf("CreateTaskResult lacks taskId or _meta[%q]: %v", mcptest.HandoffMeta, res)
-	}
-	return taskID, handoffID
+	return c.CreateTask(t, args)
 }
 
 // rawPOST writes one request on a fresh TCP connection byte for byte, for
