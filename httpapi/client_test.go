@@ -93,6 +93,12 @@ func (c *mcpClient) toolErr(t testing.TB, name string, args map[string]any, want
 	return c.ToolErr(t, name, args, want)
 }
 
+// wantCaching checks a result's ttlMs and cacheScope.
+var wantCaching = roomtest.WantCaching
+
+// jsonText is v as compact JSON, for failure messages.
+var jsonText = roomtest.JSONText
+
 // checkTextBlock: content holds one text block whose text is the
 // structuredContent as JSON.
 var checkTextBlock = roomtest.CheckTextBlock
