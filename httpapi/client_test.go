@@ -11,8 +11,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/commonroom/ce/httpapi/mcp"
@@ -125,23 +123,6 @@ func (c *mcpClient) createTask(t testing.TB, args map[string]any) (taskID, hando
 	return c.CreateTask(t, args)
 }
 
-// rawPOST writes one request on a fresh TCP connection byte for byte, for
-// what net/http's client would normalise (padded header values).
-func rawPOST(t testing.TB, hostport string, headerLines []string, body []byte) mcpResp {
-	t.Helper()
-	r, err := mcptest.RawPOST(hostport, headerLines, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decodeMCP(t, r.Status, r.Header, r.Raw)
-}
-
-// hostPort is a test server's host:port.
-func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
-
-// isoTimeRE is the ISO 8601 prefix conformance checks on task times.
-var isoTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}`)
-
 // jsonAt walks a decoded JSON value by keys; nil when a step is missing.
 var jsonAt = roomtest.JSONAt
 
@@ -152,13 +133,6 @@ func withKey(m map[string]any, k string, v any) map[string]any {
 		out[a] = b
 	}
 	out[k] = v
-	return out
-}
-
-// withoutKey is a copy of m without k.
-func withoutKey(m map[string]any, k string) map[string]any {
-	out := withKey(m, k, nil)
-	delete(out, k)
 	return out
 }
 
