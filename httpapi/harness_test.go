@@ -135,6 +135,9 @@ var (
 	withCookie = mcptest.WithCookie
 )
 
+// withOrigin sets the Origin header (a page's own is its listener's URL).
+func withOrigin(o string) reqOpt { return withHeader("Origin", o) }
+
 // do sends one request; token "" sends no Authorization header.
 func (h *roomHarness) do(method, url, token string, body any, opts ...reqOpt) apiResp {
 	h.t.Helper()

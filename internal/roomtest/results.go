@@ -3,6 +3,8 @@ package roomtest
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -28,4 +30,14 @@ func JSONText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// WantUnauthorized checks a 401 with the code and a Bearer challenge: what
+// every door answers a request without a valid session.
+func WantUnauthorized(t testing.TB, r Response, code string) {
+	t.Helper()
+	WantError(t, r, http.StatusUnauthorized, code)
+	if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer") {
+		t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", ch)
+	}
 }
