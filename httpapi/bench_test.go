@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/present"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
@@ -99,7 +100,7 @@ func newBenchServerWith(b *testing.B, log *slog.Logger) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hub := listen.NewHub(listen.Config{Encode: EncodeChange})
+	hub := listen.NewHub(listen.Config{Encode: present.EncodeChange})
 	rm, err := actor.Open(ctx, actor.Config{Engine: eng, Store: st, Publisher: hub, HostName: "bench"})
 	if err != nil {
 		b.Fatal(err)

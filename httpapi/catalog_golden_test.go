@@ -1,9 +1,9 @@
 package httpapi
 
 // The tool catalog, pinned. The operations table (httpapi/ops) is where a
-// tool is declared; the tests derive what they need from it (tableTools,
-// the authorization matrix's rows) instead of restating names, routes,
-// capabilities or the count. What is pinned, so that a change to the table
+// tool is declared; the tests derive what they need from it (the MCP
+// door's tableTools, the authorization matrix's rows) instead of restating
+// names, routes, capabilities or the count. What is pinned, so that a change to the table
 // is seen and accepted on purpose, is this golden file: every operation's
 // route and capability, then the catalog exactly as tools/list answers a
 // client declaring no extension (an MCP App's tools, offered only to
@@ -23,18 +23,6 @@ import (
 )
 
 var updateCatalog = flag.Bool("update", false, "rewrite testdata/catalog_golden.txt from the operations table and tools/list")
-
-// tableTools is the tool names of the operations table, in its order: what
-// tools/list lists.
-func tableTools() []string {
-	var out []string
-	for _, op := range ops.Table {
-		if op.Tool != "" {
-			out = append(out, op.Tool)
-		}
-	}
-	return out
-}
 
 // tableOpOfTool is the operations-table row of a tool.
 func tableOpOfTool(t testing.TB, tool string) ops.Op {

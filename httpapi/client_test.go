@@ -11,8 +11,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/commonroom/ce/httpapi/mcp"
@@ -93,6 +91,12 @@ func (c *mcpClient) toolErr(t testing.TB, name string, args map[string]any, want
 	return c.ToolErr(t, name, args, want)
 }
 
+// wantCaching checks a result's ttlMs and cacheScope.
+var wantCaching = roomtest.WantCaching
+
+// jsonText is v as compact JSON, for failure messages.
+var jsonText = roomtest.JSONText
+
 // checkTextBlock: content holds one text block whose text is the
 // structuredContent as JSON.
 var checkTextBlock = roomtest.CheckTextBlock
@@ -100,74 +104,24 @@ var checkTextBlock = roomtest.CheckTextBlock
 // taskCall sends a tasks/* method with taskId (Mcp-Name = taskId) and extra params.
 func (c *mcpClient) taskCall(t testing.TB, method, taskID string, extra map[string]any) mcpResp {
 	t.Helper()
-	params := map[string]any{"taskId": taskID}
-	for k, v := range extra {
-		params[k] = v
-	}
-	return c.call(t, method, params)
+	return c.TaskCall(t, method, taskID, extra)
 }
 
 // taskGet is tasks/get that must succeed; it returns the result.
 func (c *mcpClient) taskGet(t testing.TB, taskID string) map[string]any {
 	t.Helper()
-	res := wantResult(t, c.taskCall(t, "tasks/get", taskID, nil))
-	if res["resultType"] != "complete" {
-		t.Errorf("tasks/get resultType = %v, want complete", res["resultType"])
-	}
-	if res["taskId"] != taskID {
-		t.Errorf("tasks/get taskId = %v, want %s", res["taskId"], taskID)
-	}
-	return res
+	return c.TaskGet(t, taskID)
 }
 
-// wantAck checks an empty acknowledgement (tasks/update, tasks/cancel):
-// resultType complete and none of the task's fields.
-func wantAck(t testing.TB, r mcpResp) {
-	t.Helper()
-	res := wantResult(t, r)
-	if res["resultType"] != "complete" {
-		t.Errorf("ack resultType = %v", res["resultType"])
-	}
-	for _, k := range []string{"taskId", "status", "result", "error", "inputRequests"} {
-		if _, has := res[k]; has {
-			t.Errorf("ack carries %q: %v", k, res)
-		}
-	}
-}
+// wantAck checks an empty acknowledgement (tasks/update, tasks/cancel).
+var wantAck = roomtest.WantAck
 
 // createTask is handoff_create with the extension declared: it returns the
 // task id and the handoff id from the CreateTaskResult.
 func (c *mcpClient) createTask(t testing.TB, args map[string]any) (taskID, handoffID string) {
 	t.Helper()
-	res := c.withTasks(true).tool(t, "handoff_create", args)
-	if res["resultType"] != "task" {
-		t.Fatalf("handoff_create with the extension: resultType %v, want task: %v", res["resultType"], res)
-	}
-	taskID, _ = res["taskId"].(string)
-	meta, _ := res["_meta"].(map[string]any)
-	handoffID, _ = meta[mcptest.HandoffMeta].(string)
-	if taskID == "" || handoffID == "" {
-		t.Fatalf("CreateTaskResult lacks taskId or _meta[%q]: %v", mcptest.HandoffMeta, res)
-	}
-	return taskID, handoffID
+	return c.CreateTask(t, args)
 }
-
-// rawPOST writes one request on a fresh TCP connection byte for byte, for
-// what net/http's client would normalise (padded header values).
-func rawPOST(t testing.TB, hostport string, headerLines []string, body []byte) mcpResp {
-	t.Helper()
-	r, err := mcptest.RawPOST(hostport, headerLines, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decodeMCP(t, r.Status, r.Header, r.Raw)
-}
-
-// hostPort is a test server's host:port.
-func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
-
-// isoTimeRE is the ISO 8601 prefix conformance checks on task times.
-var isoTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}`)
 
 // jsonAt walks a decoded JSON value by keys; nil when a step is missing.
 var jsonAt = roomtest.JSONAt
@@ -179,13 +133,6 @@ func withKey(m map[string]any, k string, v any) map[string]any {
 		out[a] = b
 	}
 	out[k] = v
-	return out
-}
-
-// withoutKey is a copy of m without k.
-func withoutKey(m map[string]any, k string) map[string]any {
-	out := withKey(m, k, nil)
-	delete(out, k)
 	return out
 }
 

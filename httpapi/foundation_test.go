@@ -18,13 +18,7 @@ import (
 )
 
 // wantUnauthorized checks a 401 with the code and a Bearer challenge.
-func wantUnauthorized(t testing.TB, r apiResp, code string) {
-	t.Helper()
-	wantError(t, r, http.StatusUnauthorized, code)
-	if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer") {
-		t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", ch)
-	}
-}
+var wantUnauthorized = roomtest.WantUnauthorized
 
 // TestBearerAuthRefused: every /workspace route on both listeners refuses a
 // request without a valid session with 401, a Bearer challenge, and no change.

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/actor"
-	"github.com/commonroom/ce/httpapi/mcp"
+	"github.com/commonroom/ce/httpapi/present"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/listen"
@@ -41,9 +41,6 @@ const harnessDoc = roomtest.Doc
 
 // harnessOperatorToken is the operator credential the harness configures.
 const harnessOperatorToken = roomtest.OperatorToken
-
-// EncodeChange is the hub's encoder the test servers use, as ce serve does.
-var EncodeChange = mcp.EncodeChange
 
 // fakeClock is the room's injectable clock; safe for concurrent use.
 type fakeClock = room.ManualClock
@@ -79,7 +76,7 @@ func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness 
 	h := &roomHarness{t: t}
 	ko := roomtest.Options{Content: content, Limits: o.Limits, Hub: o.Hub, Actor: o.Actor, InMemory: o.InMemory}
 	if ko.Hub.Encode == nil {
-		ko.Hub.Encode = EncodeChange
+		ko.Hub.Encode = present.EncodeChange // the hub's encoder, as ce serve has it
 	}
 	if g := o.Gate; g != nil {
 		ko.Publisher = func(hub *listen.Hub) actor.Publisher {
@@ -137,6 +134,9 @@ var (
 	withHost   = mcptest.WithHost
 	withCookie = mcptest.WithCookie
 )
+
+// withOrigin sets the Origin header (a page's own is its listener's URL).
+func withOrigin(o string) reqOpt { return withHeader("Origin", o) }
 
 // do sends one request; token "" sends no Authorization header.
 func (h *roomHarness) do(method, url, token string, body any, opts ...reqOpt) apiResp {

@@ -178,7 +178,8 @@ func TestOwnerPageShowsTheRoomsSize(t *testing.T) {
 	if view.Sidecar != nil {
 		t.Errorf("a reader's room view carries the sidecar's size: %+v", view.Sidecar)
 	}
-	page := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(browserCookie(t, h)))
+	_, cookie := h.pageCookie(t)
+	page := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(cookie))
 	if page.Status != http.StatusOK || !strings.Contains(string(page.Body), `<span id="size"`) || !strings.Contains(string(page.Body), "on disk</span>") {
 		t.Errorf("the owner page's header has no size: %d\n%s", page.Status, page.Body)
 	}

@@ -19,7 +19,6 @@
 package mcp
 
 import (
-	"github.com/commonroom/ce/httpapi/present"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -143,10 +142,3 @@ func (h *Handler) opEnv() ops.Env { return ops.Env{Room: h.room, Log: h.log, Rec
 func (h *Handler) Subscriptions(session string) (uris []string, held bool) {
 	return h.legacy.held(session)
 }
-
-// EncodeChange is present.EncodeChange under the name the httpapi tests
-// still use (harness_test.go), kept while those tests are rebuilt into a
-// test kit; code calls present.EncodeChange.
-//
-// Deprecated: use present.EncodeChange.
-var EncodeChange = present.EncodeChange

@@ -1,5 +1,5 @@
 // Package apitest opens a roomtest harness behind ce serve's real front
-// door (httpapi.New, both listeners, the MCP encoder), for black-box tests
+// door (httpapi.New, both listeners, the event encoder every door presents), for black-box tests
 // of the doors and the CLI. httpapi's own white-box tests cannot import it
 // (it imports httpapi) and wire the same door themselves.
 package apitest
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/commonroom/ce/httpapi"
-	"github.com/commonroom/ce/httpapi/mcp"
+	"github.com/commonroom/ce/httpapi/present"
 	"github.com/commonroom/ce/internal/roomtest"
 )
 
@@ -26,7 +26,7 @@ func New(t testing.TB, o roomtest.Options, server func(*httpapi.Config)) *Harnes
 	t.Helper()
 	h := &Harness{}
 	if o.Hub.Encode == nil {
-		o.Hub.Encode = mcp.EncodeChange
+		o.Hub.Encode = present.EncodeChange
 	}
 	o.Wire = func(k *roomtest.Harness, ownerLn, ingressLn net.Listener) (owner, ingress roomtest.Door) {
 		cfg := httpapi.Config{Room: k.Room, Hub: k.Hub, Logger: k.Log, OperatorToken: k.OpToken, Version: "test"}

@@ -1,4 +1,4 @@
-package httpapi
+package mcp_test
 
 import (
 	"net/http"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/roomtest"
+	"github.com/commonroom/ce/internal/roomtest/apitest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -13,19 +15,19 @@ import (
 // so every door that sends the task must render the error the same way, at
 // the same place in the object as before (after the result, before _meta).
 func TestExpiredTaskErrorOnTheWire(t *testing.T) {
-	h := newHarness(t, "")
-	owner := h.join("owner", "read", "propose")
-	taskID, _ := owner.mcp.createTask(t, map[string]any{"summary": "never finished"})
+	h := apitest.New(t, roomtest.Options{}, nil)
+	owner := h.Join("owner", "read", "propose")
+	taskID, _ := owner.MCP.CreateTask(t, map[string]any{"summary": "never finished"})
 	h.Clock.Advance(24*time.Hour + time.Millisecond)
-	h.sweep()
-	admin := h.join("admin", "admin")
+	h.Sweep()
+	admin := h.Join("admin", "admin")
 	const want = `"pollIntervalMs":5000,"error":{"code":-32603,"message":"task expired"},"_meta":{`
 
-	r := h.doT(t, "GET", h.ingressURL("/workspace/task?task_id="+taskID), admin.SessionToken, nil)
+	r := h.Do(t, "GET", h.IngressURL("/workspace/task?task_id="+taskID), admin.SessionToken, nil)
 	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), want) {
 		t.Errorf("GET /workspace/task = %d %s\nwant it to contain %s", r.Status, r.Body, want)
 	}
-	got := admin.ext.taskCall(t, "tasks/get", taskID, nil)
+	got := admin.Ext.TaskCall(t, "tasks/get", taskID, nil)
 	if got.Status != http.StatusOK || !strings.Contains(string(got.Raw), want) {
 		t.Errorf("tasks/get = %d %s\nwant it to contain %s", got.Status, got.Raw, want)
 	}
@@ -36,21 +38,21 @@ func TestExpiredTaskErrorOnTheWire(t *testing.T) {
 // included: the task form is applied to every operation's result, not per
 // handler.
 func TestReplayOfAnExpiredTaskShowsItsError(t *testing.T) {
-	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) { l.TaskTTL = time.Hour }})
-	owner := h.join("owner", "read", "propose")
+	h := apitest.New(t, roomtest.Options{Limits: func(l *room.Limits) { l.TaskTTL = time.Hour }}, nil)
+	owner := h.Join("owner", "read", "propose")
 	args := map[string]any{"summary": "never finished", "idempotency_key": "k-1"}
-	taskID, _ := owner.mcp.createTask(t, args)
+	taskID, _ := owner.MCP.CreateTask(t, args)
 	h.Clock.Advance(time.Hour + time.Millisecond)
-	h.sweep()
+	h.Sweep()
 	const want = `"error":{"code":-32603,"message":"task expired"}`
 
 	// On MCP a replay answers with the task handle (CreateTaskResult), which
 	// has always carried the status and message, not the error object.
-	got := owner.ext.call(t, "tools/call", map[string]any{"name": "handoff_create", "arguments": args})
+	got := owner.Ext.Call(t, "tools/call", map[string]any{"name": "handoff_create", "arguments": args})
 	if got.Status != http.StatusOK || !strings.Contains(string(got.Raw), `"status":"failed","statusMessage":"task expired","taskId":"`+taskID+`"`) {
 		t.Errorf("MCP replay = %d %s\nwant the task %s failed", got.Status, got.Raw, taskID)
 	}
-	r := h.doT(t, "POST", h.ingressURL("/workspace/handoff"), owner.SessionToken, args)
+	r := h.Do(t, "POST", h.IngressURL("/workspace/handoff"), owner.SessionToken, args)
 	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), want) || !strings.Contains(string(r.Body), `"replayed":true`) {
 		t.Errorf("POST /workspace/handoff replay = %d %s\nwant it replayed with %s", r.Status, r.Body, want)
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package mcp_test
 
 // The tool input schemas against the decoder and the engine: the schemas
 // are generated from the operations' input types (ops.InputSchema), and
@@ -6,7 +6,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -15,6 +14,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
+	"github.com/commonroom/ce/httpapi/mcp"
+	"github.com/commonroom/ce/internal/roomtest"
+	"github.com/commonroom/ce/internal/roomtest/apitest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -71,7 +73,7 @@ func resolveSchema(t *testing.T, schema map[string]any) *jsonschema.Resolved {
 }
 
 // decodeArgs decodes args as tools/call does and re-encodes the result.
-func decodeArgs(tl tool, args map[string]any) (map[string]any, error) {
+func decodeArgs(tl mcp.Tool, args map[string]any) (map[string]any, error) {
 	b, _ := json.Marshal(args)
 	v := reflect.New(tl.Op.Call.Input()).Interface()
 	if err := wirejson.DecodeArgs(b, v); err != nil {
@@ -88,7 +90,7 @@ func decodeArgs(tl tool, args map[string]any) (map[string]any, error) {
 // in it refuses other properties, and the decoder — on purpose, so newer
 // clients keep working — ignores them.
 func TestToolSchemasMatchTheDecoder(t *testing.T) {
-	tools := toolCatalog()
+	tools := mcp.Tools()
 	var names []string
 	for _, tl := range tools {
 		names = append(names, tl.Name)
@@ -120,7 +122,7 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 				got, err := decodeArgs(tl, args)
 				if err != nil {
 					t.Errorf("%s: the decoder refuses a value of the schema's type %v: %v", name, p["type"], err)
-				} else if g, w := jsonText(got[name]), jsonText(args[name]); p["type"] != "object" && p["type"] != "array" && g != w {
+				} else if g, w := roomtest.JSONText(got[name]), roomtest.JSONText(args[name]); p["type"] != "object" && p["type"] != "array" && g != w {
 					t.Errorf("%s: decoded %s, want %s (the decoder does not read this property)", name, g, w)
 				} else if got[name] == nil {
 					t.Errorf("%s: the decoder does not read this property", name)
@@ -173,12 +175,12 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 // version) although its schema has always asked for it (plain HTTP
 // refuses the absent version; MCP kept the original's leniency).
 func TestToolRequiredFieldsAreRequired(t *testing.T) {
-	h := newHarness(t, "# Doc\n\n## A\n\ntext\n")
-	g := h.join("admin", "*")
-	c := newMCPClient(h, g.SessionToken, false)
+	h := apitest.New(t, roomtest.Options{Content: "# Doc\n\n## A\n\ntext\n"}, nil)
+	g := h.Join("admin", "*")
+	c := h.MCP(g.SessionToken, false)
 	refused := map[string]bool{"workspace_commit": true, "workspace_changes_since": false}
-	var last []tool // workspace_leave ends the session: call it last
-	for _, tl := range toolCatalog() {
+	var last []mcp.Tool // workspace_leave ends the session: call it last
+	for _, tl := range mcp.Tools() {
 		if tl.Name == "workspace_leave" {
 			last = append(last, tl)
 			continue
@@ -190,24 +192,16 @@ func TestToolRequiredFieldsAreRequired(t *testing.T) {
 	}
 }
 
-func callEmpty(t *testing.T, c *mcpClient, tl tool, exceptions map[string]bool) {
+func callEmpty(t *testing.T, c *roomtest.MCP, tl mcp.Tool, exceptions map[string]bool) {
 	t.Run(tl.Name, func(t *testing.T) {
 		required := stringsOf(tl.Input["required"])
 		want, named := exceptions[tl.Name]
 		if !named {
 			want = len(required) > 0
 		}
-		res := c.tool(t, tl.Name, map[string]any{})
+		res := c.Tool(t, tl.Name, map[string]any{})
 		if isErr, _ := res["isError"].(bool); isErr != want {
 			t.Errorf("required %v: {} refused = %v, want %v: %v", required, isErr, want, res["structuredContent"])
 		}
 	})
-}
-
-func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }

@@ -1,4 +1,4 @@
-package httpapi
+package page_test
 
 // The owner page (package page, page/*) on real listeners: served only with the
 // cookie, under a Content Security Policy that allows no inline script or
@@ -16,18 +16,21 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
+	"github.com/commonroom/ce/internal/roomtest/apitest"
 )
 
 // browserCookie exchanges a fresh one-time key for the owner cookie, as a
 // browser opening the printed link does.
-func browserCookie(t testing.TB, h *roomHarness) *http.Cookie {
+func browserCookie(t testing.TB, h *apitest.Harness) *http.Cookie {
 	t.Helper()
-	r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(h.API.NewPageKey())), "", nil)
+	r := h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(h.API.NewPageKey())), "", nil)
 	if r.Status != http.StatusSeeOther {
 		t.Fatalf("page key exchange: %d %s", r.Status, r.Body)
 	}
@@ -38,7 +41,7 @@ func browserCookie(t testing.TB, h *roomHarness) *http.Cookie {
 	return nil
 }
 
-func cookieOf(r apiResp) *http.Cookie {
+func cookieOf(r roomtest.Response) *http.Cookie {
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 		if c.Name == ownerCookie {
 			return c
@@ -48,13 +51,13 @@ func cookieOf(r apiResp) *http.Cookie {
 }
 
 // withOrigin sets the Origin header (the page's own is h.Owner.URL).
-func withOrigin(o string) reqOpt { return withHeader("Origin", o) }
+func withOrigin(o string) mcptest.ReqOpt { return mcptest.WithHeader("Origin", o) }
 
 // pageRoom is a room with a handoff waiting on the host's answer (alice
 // owns it, bob asked one question), a pending proposal, and a lease.
 type pageRoom struct {
-	h                  *roomHarness
-	alice, bob         party
+	h                  *apitest.Harness
+	alice, bob         roomtest.Party
 	handoffID, taskID  string
 	proposalID         string
 	cookie             *http.Cookie
@@ -66,14 +69,14 @@ type pageRoom struct {
 
 func newPageRoom(t *testing.T) *pageRoom {
 	t.Helper()
-	h := newHarness(t, "")
+	h := apitest.New(t, roomtest.Options{}, nil)
 	f := &pageRoom{h: h,
-		alice: h.join("alice", "read", "observe", "propose", "checkout", "commit"),
-		bob:   h.join("bob", "read", "observe", "propose", "checkout", "commit"),
+		alice: h.Join("alice", "read", "observe", "propose", "checkout", "commit"),
+		bob:   h.Join("bob", "read", "observe", "propose", "checkout", "commit"),
 	}
-	r := h.do("POST", h.ingressURL("/workspace/handoff"), f.alice.SessionToken,
+	r := h.Do(t, "POST", h.IngressURL("/workspace/handoff"), f.alice.SessionToken,
 		map[string]any{"summary": "draft the goals", "assignee": f.bob.ParticipantID})
-	wantOK(t, r)
+	roomtest.WantOK(t, r)
 	var created struct {
 		Handoff struct {
 			HandoffID string `json:"handoff_id"`
@@ -82,14 +85,14 @@ func newPageRoom(t *testing.T) *pageRoom {
 	}
 	r.Into(t, &created)
 	f.handoffID, f.taskID = created.Handoff.HandoffID, created.Handoff.TaskID
-	wantOK(t, h.do("POST", h.ingressURL("/workspace/handoff/accept"), f.bob.SessionToken, map[string]any{"handoff_id": f.handoffID}))
-	wantOK(t, h.do("POST", h.ingressURL("/workspace/handoff/request_input"), f.bob.SessionToken, map[string]any{
+	roomtest.WantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/handoff/accept"), f.bob.SessionToken, map[string]any{"handoff_id": f.handoffID}))
+	roomtest.WantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/handoff/request_input"), f.bob.SessionToken, map[string]any{
 		"handoff_id": f.handoffID, "requests": []any{map[string]any{"key": "tone", "message": "which tone?"}}}))
-	wantOK(t, h.do("POST", h.ingressURL("/workspace/checkout"), f.alice.SessionToken, map[string]any{"target": "Idea/Goals"}))
-	r = h.do("POST", h.ingressURL("/workspace/propose"), f.alice.SessionToken, map[string]any{
+	roomtest.WantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/checkout"), f.alice.SessionToken, map[string]any{"target": "Idea/Goals"}))
+	r = h.Do(t, "POST", h.IngressURL("/workspace/propose"), f.alice.SessionToken, map[string]any{
 		"target": "Idea/Goals", "base_version": 1, "summary": "sharper goals",
 		"change": map[string]any{"section": "Idea/Goals", "content": "## Goals\n\nship it now\n\n"}})
-	wantOK(t, r)
+	roomtest.WantOK(t, r)
 	f.proposalID, _ = r.JSON(t)["proposal_id"].(string)
 	f.cookie = browserCookie(t, h)
 	f.ownerOrigin = h.Owner.URL
@@ -122,29 +125,29 @@ var pageWrites = []pageWrite{
 // sent under a CSP without 'unsafe-inline', and holds no inline script or
 // style for such a policy to have to allow.
 func TestOwnerPageServedOnlyWithTheCookie(t *testing.T) {
-	h := newHarness(t, "")
-	h.join(`<img src=x onerror=alert(1)>`, "read")
+	h := apitest.New(t, roomtest.Options{}, nil)
+	h.Join(`<img src=x onerror=alert(1)>`, "read")
 	cookie := browserCookie(t, h)
 
 	t.Run("no cookie, a forged one, or a bearer instead: no page", func(t *testing.T) {
-		for name, opts := range map[string][]reqOpt{
+		for name, opts := range map[string][]mcptest.ReqOpt{
 			"none":    nil,
-			"forged":  {withCookie(&http.Cookie{Name: ownerCookie, Value: "forged"})},
-			"renamed": {withCookie(&http.Cookie{Name: "commonroom_owner_x", Value: cookie.Value})},
+			"forged":  {mcptest.WithCookie(&http.Cookie{Name: ownerCookie, Value: "forged"})},
+			"renamed": {mcptest.WithCookie(&http.Cookie{Name: "commonroom_owner_x", Value: cookie.Value})},
 		} {
-			r := h.doT(t, "GET", h.ownerURL("/"), "", nil, opts...)
+			r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, opts...)
 			if r.Status != http.StatusUnauthorized || strings.Contains(string(r.Body), "<html") {
 				t.Errorf("%s: %d %.200s", name, r.Status, r.Body)
 			}
 		}
-		r := h.doT(t, "GET", h.ownerURL("/"), h.OpToken, nil)
+		r := h.Do(t, "GET", h.OwnerURL("/"), h.OpToken, nil)
 		if r.Status != http.StatusUnauthorized {
 			t.Errorf("operator bearer opened the page: %d (the page is for the browser's cookie only)", r.Status)
 		}
 	})
 
-	r := h.do("GET", h.ownerURL("/"), "", nil, withCookie(cookie))
-	wantOK(t, r)
+	r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, mcptest.WithCookie(cookie))
+	roomtest.WantOK(t, r)
 	body := string(r.Body)
 
 	t.Run("headers", func(t *testing.T) {
@@ -223,8 +226,8 @@ func TestOwnerPageServedOnlyWithTheCookie(t *testing.T) {
 	})
 
 	t.Run("the room view the script reads answers to the cookie", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ownerURL("/workspace/room"), "", nil, withCookie(cookie))
-		wantOK(t, r)
+		r := h.Do(t, "GET", h.OwnerURL("/workspace/room"), "", nil, mcptest.WithCookie(cookie))
+		roomtest.WantOK(t, r)
 		var v struct {
 			Handoffs []any  `json:"handoffs"`
 			Invites  *[]any `json:"invites"`
@@ -240,15 +243,15 @@ func TestOwnerPageServedOnlyWithTheCookie(t *testing.T) {
 // the owner listener only, as the right types, never sniffed; nothing else
 // under /page/ is served.
 func TestOwnerPageAssets(t *testing.T) {
-	h := newHarness(t, "")
+	h := apitest.New(t, roomtest.Options{}, nil)
 	for name, ct := range map[string]string{"page.js": "text/javascript; charset=utf-8", "page.css": "text/css; charset=utf-8"} {
 		t.Run(name, func(t *testing.T) {
-			want, err := os.ReadFile(filepath.Join("page", name))
+			want, err := os.ReadFile(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := h.doT(t, "GET", h.ownerURL("/page/"+name), "", nil) // holds no room data: no cookie needed
-			wantOK(t, r)
+			r := h.Do(t, "GET", h.OwnerURL("/page/"+name), "", nil) // holds no room data: no cookie needed
+			roomtest.WantOK(t, r)
 			if r.Header.Get("Content-Type") != ct || r.Header.Get("X-Content-Type-Options") != "nosniff" {
 				t.Errorf("headers %v", r.Header)
 			}
@@ -259,13 +262,13 @@ func TestOwnerPageAssets(t *testing.T) {
 			if etag == "" {
 				t.Fatalf("no ETag")
 			}
-			r = h.doT(t, "GET", h.ownerURL("/page/"+name), "", nil, withHeader("If-None-Match", etag))
+			r = h.Do(t, "GET", h.OwnerURL("/page/"+name), "", nil, mcptest.WithHeader("If-None-Match", etag))
 			if r.Status != http.StatusNotModified || len(r.Body) != 0 {
 				t.Errorf("revalidation: %d, %d bytes", r.Status, len(r.Body))
 			}
 			// A participant's page (issue 28) is the same code: the ingress
 			// serves the same file, which holds no room data either.
-			r = h.doT(t, "GET", h.ingressURL("/page/"+name), "", nil)
+			r = h.Do(t, "GET", h.IngressURL("/page/"+name), "", nil)
 			if r.Status != http.StatusOK || string(r.Body) != string(want) {
 				t.Errorf("ingress %s: %d, not the embedded file", name, r.Status)
 			}
@@ -273,7 +276,7 @@ func TestOwnerPageAssets(t *testing.T) {
 	}
 	t.Run("nothing else under /page/", func(t *testing.T) {
 		for _, p := range []string{"/page/index.html", "/page/", "/page", "/page/page.go", "/page/..%2fpage.go", "/page/page.js/x", "/page/PAGE.JS"} {
-			r := h.doT(t, "GET", h.ownerURL(p), "", nil)
+			r := h.Do(t, "GET", h.OwnerURL(p), "", nil)
 			if r.Status != http.StatusNotFound {
 				t.Errorf("GET %s: %d, want 404", p, r.Status)
 			}
@@ -283,7 +286,7 @@ func TestOwnerPageAssets(t *testing.T) {
 		}
 	})
 	t.Run("the script builds the page from text and stays same-origin", func(t *testing.T) {
-		js, err := os.ReadFile(filepath.Join("page", "page.js"))
+		js, err := os.ReadFile("page.js")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,11 +307,11 @@ func TestOwnerPageAssets(t *testing.T) {
 // TestOwnerPageIngressNeverServesIt: on the ingress listener there is no
 // owner page, no owner cookie, and the owner cookie means nothing.
 func TestOwnerPageIngressNeverServesIt(t *testing.T) {
-	h := newHarness(t, "")
+	h := apitest.New(t, roomtest.Options{}, nil)
 	cookie := browserCookie(t, h)
 	key := h.API.NewPageKey()
 	for _, p := range []string{"/", "/?key=" + url.QueryEscape(key), "/?key=garbage"} {
-		r := h.doT(t, "GET", h.ingressURL(p), "", nil, withCookie(cookie))
+		r := h.Do(t, "GET", h.IngressURL(p), "", nil, mcptest.WithCookie(cookie))
 		// A key on the ingress is a participant's page key (issue 28): an
 		// owner key is unknown there and refused in plain words.
 		if p == "/" && (r.Status != http.StatusOK || !strings.HasPrefix(string(r.Body), "Commonroom ingress.")) ||
@@ -320,10 +323,10 @@ func TestOwnerPageIngressNeverServesIt(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/workspace/room", "/workspace/observe"} {
-		wantUnauthorized(t, h.do("GET", h.ingressURL(p), "", nil, withCookie(cookie)), "unauthorized")
+		roomtest.WantUnauthorized(t, h.Do(t, "GET", h.IngressURL(p), "", nil, mcptest.WithCookie(cookie)), "unauthorized")
 	}
 	// The key shown to the ingress is still good on the owner listener.
-	r := h.do("GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil)
+	r := h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(key)), "", nil)
 	if r.Status != http.StatusSeeOther || cookieOf(r) == nil {
 		t.Errorf("owner after ingress: %d", r.Status)
 	}
@@ -332,9 +335,9 @@ func TestOwnerPageIngressNeverServesIt(t *testing.T) {
 // TestOwnerPageKeyOnce: a key works once; a reused or stale one (minted
 // before a restart) is refused and sets nothing.
 func TestOwnerPageKeyOnce(t *testing.T) {
-	h := newHarness(t, "")
+	h := apitest.New(t, roomtest.Options{}, nil)
 	key := h.API.NewPageKey()
-	r := h.do("GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil)
+	r := h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(key)), "", nil)
 	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/" {
 		t.Fatalf("first use: %d, Location %q", r.Status, r.Header.Get("Location"))
 	}
@@ -344,7 +347,7 @@ func TestOwnerPageKeyOnce(t *testing.T) {
 	}
 	cookie := &http.Cookie{Name: c.Name, Value: c.Value}
 
-	refused := func(t *testing.T, r apiResp) {
+	refused := func(t *testing.T, r roomtest.Response) {
 		t.Helper()
 		if r.Status != http.StatusForbidden || cookieOf(r) != nil {
 			t.Errorf("status %d, cookie %v; want 403 and none", r.Status, cookieOf(r))
@@ -354,19 +357,19 @@ func TestOwnerPageKeyOnce(t *testing.T) {
 		}
 	}
 	t.Run("reused", func(t *testing.T) {
-		refused(t, h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil))
+		refused(t, h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(key)), "", nil))
 		// Even while holding the cookie: the key is spent, not the browser.
-		refused(t, h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil, withCookie(cookie)))
-		wantOK(t, h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(cookie)))
+		refused(t, h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(key)), "", nil, mcptest.WithCookie(cookie)))
+		roomtest.WantOK(t, h.Do(t, "GET", h.OwnerURL("/"), "", nil, mcptest.WithCookie(cookie)))
 	})
 	t.Run("unknown", func(t *testing.T) {
-		refused(t, h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(key+"x")), "", nil))
+		refused(t, h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(key+"x")), "", nil))
 	})
 	t.Run("stale: minted before a restart", func(t *testing.T) {
 		stale := h.API.NewPageKey()
-		h.restart()
-		refused(t, h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(stale)), "", nil))
-		if r := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(cookie)); r.Status != http.StatusUnauthorized {
+		h.Restart()
+		refused(t, h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(stale)), "", nil))
+		if r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, mcptest.WithCookie(cookie)); r.Status != http.StatusUnauthorized {
 			t.Errorf("a cookie from before the restart opened the page: %d", r.Status)
 		}
 	})
@@ -387,43 +390,43 @@ func TestOwnerPageCrossOriginWrites(t *testing.T) {
 		"null":                       "null",
 		"the owner origin plus path": f.ownerOrigin + "/",
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, w := range pageWrites {
 		for name, o := range origins {
 			t.Run(w.path+" from "+name, func(t *testing.T) {
-				r := h.doT(t, "POST", h.ownerURL(w.path), "", w.body(f), withCookie(f.cookie), withOrigin(o))
-				wantError(t, r, http.StatusForbidden, "permission_denied")
+				r := h.Do(t, "POST", h.OwnerURL(w.path), "", w.body(f), mcptest.WithCookie(f.cookie), withOrigin(o))
+				roomtest.WantError(t, r, http.StatusForbidden, "permission_denied")
 			})
 		}
 		t.Run(w.path+" without Origin", func(t *testing.T) {
-			r := h.doT(t, "POST", h.ownerURL(w.path), "", w.body(f), withCookie(f.cookie))
-			wantError(t, r, http.StatusForbidden, "permission_denied")
+			r := h.Do(t, "POST", h.OwnerURL(w.path), "", w.body(f), mcptest.WithCookie(f.cookie))
+			roomtest.WantError(t, r, http.StatusForbidden, "permission_denied")
 		})
 		t.Run(w.path+" as text/plain from the ingress origin", func(t *testing.T) {
 			b, _ := json.Marshal(w.body(f))
-			r := h.doT(t, "POST", h.ownerURL(w.path), "", string(b), withCookie(f.cookie), withOrigin(f.ingressOrigin),
-				withHeader("Content-Type", "text/plain"))
-			wantError(t, r, http.StatusForbidden, "permission_denied")
+			r := h.Do(t, "POST", h.OwnerURL(w.path), "", string(b), mcptest.WithCookie(f.cookie), withOrigin(f.ingressOrigin),
+				mcptest.WithHeader("Content-Type", "text/plain"))
+			roomtest.WantError(t, r, http.StatusForbidden, "permission_denied")
 		})
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 
 	t.Run("from the page's own origin the same writes work", func(t *testing.T) {
 		same := withOrigin(f.ownerOrigin)
 		post := func(path string, body map[string]any) map[string]any {
 			t.Helper()
-			r := h.doT(t, "POST", h.ownerURL(path), "", body, withCookie(f.cookie), same)
-			wantOK(t, r)
+			r := h.Do(t, "POST", h.OwnerURL(path), "", body, mcptest.WithCookie(f.cookie), same)
+			roomtest.WantOK(t, r)
 			return r.JSON(t)
 		}
 		post("/workspace/task/update", map[string]any{"task_id": f.taskID, "input_responses": map[string]any{
 			"tone": map[string]any{"action": "accept", "content": map[string]any{"answer": "friendly"}}}})
-		r := h.do("GET", h.ingressURL("/workspace/task?task_id="+f.taskID), f.alice.SessionToken, nil)
-		wantOK(t, r)
+		r := h.Do(t, "GET", h.IngressURL("/workspace/task?task_id="+f.taskID), f.alice.SessionToken, nil)
+		roomtest.WantOK(t, r)
 		if st := r.JSON(t)["status"]; st != "working" {
 			t.Errorf("task after the answer: %v, want working", st)
 		}
-		wantOK(t, h.do("POST", h.ingressURL("/workspace/handoff/complete"), f.bob.SessionToken,
+		roomtest.WantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/handoff/complete"), f.bob.SessionToken,
 			map[string]any{"handoff_id": f.handoffID, "result": map[string]any{"text": "done"}}))
 		if got := post("/workspace/handoff/approve", map[string]any{"handoff_id": f.handoffID, "note": "thanks"})["status"]; got != "approved" {
 			t.Errorf("approve: status %v", got)
@@ -433,7 +436,7 @@ func TestOwnerPageCrossOriginWrites(t *testing.T) {
 		if uri, _ := post("/workspace/invite", map[string]any{})["uri"].(string); !strings.HasPrefix(uri, "commonroom://join/") {
 			t.Errorf("invite uri = %q", uri)
 		}
-		if n := h.count(`SELECT count(*) FROM events WHERE event_type = 'handoff.approved'`); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM events WHERE event_type = 'handoff.approved'`); n != 1 {
 			t.Errorf("%d handoff.approved events, want 1", n)
 		}
 	})
@@ -448,7 +451,7 @@ func TestOwnerPageForgedIDs(t *testing.T) {
 	same := withOrigin(f.ownerOrigin)
 	noHandoff := "handoff_" + strings.Repeat("0", 32)
 	noTask := "task_" + strings.Repeat("0", 32)
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, c := range []struct {
 		path string
 		body map[string]any
@@ -463,14 +466,14 @@ func TestOwnerPageForgedIDs(t *testing.T) {
 			"tone": map[string]any{"action": "accept", "content": map[string]any{"answer": "x"}}}}, "task_not_found"},
 	} {
 		t.Run(c.path+" "+c.code, func(t *testing.T) {
-			r := h.doT(t, "POST", h.ownerURL(c.path), "", c.body, withCookie(f.cookie), same)
-			m := wantError(t, r, http.StatusNotFound, c.code)
+			r := h.Do(t, "POST", h.OwnerURL(c.path), "", c.body, mcptest.WithCookie(f.cookie), same)
+			m := roomtest.WantError(t, r, http.StatusNotFound, c.code)
 			if msg, _ := m["message"].(string); strings.Contains(msg, f.cookie.Value) {
 				t.Errorf("message echoes the cookie")
 			}
 		})
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 }
 
 // TestOwnerPageLiveStream: the page's live path works with the cookie: the
@@ -480,7 +483,7 @@ func TestOwnerPageLiveStream(t *testing.T) {
 	h := f.h
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", h.ownerURL("/workspace/observe"), nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.OwnerURL("/workspace/observe"), nil)
 	req.AddCookie(f.cookie)
 	req.Header.Set("Accept", "text/event-stream")
 	res, err := http.DefaultClient.Do(req)
@@ -502,7 +505,7 @@ func TestOwnerPageLiveStream(t *testing.T) {
 		}
 		close(frames)
 	}()
-	wantOK(t, h.do("POST", h.ingressURL("/workspace/handoff"), f.alice.SessionToken, map[string]any{"summary": "one more"}))
+	roomtest.WantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/handoff"), f.alice.SessionToken, map[string]any{"summary": "one more"}))
 	for {
 		select {
 		case line, ok := <-frames:

@@ -1,7 +1,10 @@
-package httpapi
+package mcp_test
 
 import (
 	"testing"
+
+	"github.com/commonroom/ce/internal/roomtest"
+	"github.com/commonroom/ce/internal/roomtest/apitest"
 )
 
 // TestTasksGet_APollAfterAChangeSeesTheChange: tasks/get answers repeated
@@ -9,14 +12,14 @@ import (
 // the task changes (accepted, asked a question, cancelled) the next poll
 // shows the change, never the bytes memoized on the version before.
 func TestTasksGet_APollAfterAChangeSeesTheChange(t *testing.T) {
-	h := newHarness(t, "")
-	owner := h.join("owner-agent", "read", "propose")
-	worker := h.join("worker-agent", "read", "checkout")
-	taskID, hid := owner.mcp.createTask(t, map[string]any{"summary": "poll me"})
+	h := apitest.New(t, roomtest.Options{}, nil)
+	owner := h.Join("owner-agent", "read", "propose")
+	worker := h.Join("worker-agent", "read", "checkout")
+	taskID, hid := owner.MCP.CreateTask(t, map[string]any{"summary": "poll me"})
 	poll := func(t *testing.T, want string, wantKey bool) {
 		t.Helper()
 		for range 3 { // the first poll fills the memo, the next ones send it
-			got := owner.ext.taskGet(t, taskID)
+			got := owner.Ext.TaskGet(t, taskID)
 			if got["status"] != want {
 				t.Fatalf("status %v, want %s: %v", got["status"], want, got)
 			}
@@ -26,10 +29,10 @@ func TestTasksGet_APollAfterAChangeSeesTheChange(t *testing.T) {
 		}
 	}
 	t.Run("working before anything happens", func(t *testing.T) { poll(t, "working", false) })
-	worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
-	worker.mcp.toolOK(t, "handoff_request_input", map[string]any{"handoff_id": hid, "requests": []any{
+	worker.MCP.ToolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
+	worker.MCP.ToolOK(t, "handoff_request_input", map[string]any{"handoff_id": hid, "requests": []any{
 		map[string]any{"key": "tone", "message": "Formal or casual?"}}})
 	t.Run("input_required after the question", func(t *testing.T) { poll(t, "input_required", true) })
-	wantAck(t, owner.ext.taskCall(t, "tasks/cancel", taskID, nil))
+	roomtest.WantAck(t, owner.Ext.TaskCall(t, "tasks/cancel", taskID, nil))
 	t.Run("cancelled after tasks/cancel", func(t *testing.T) { poll(t, "cancelled", false) })
 }

@@ -1,4 +1,4 @@
-package httpapi
+package mcp_test
 
 // The room's board as an MCP App at the door: what a client declaring
 // io.modelcontextprotocol/ui (with the MCP App MIME type) is shown on a
@@ -15,6 +15,8 @@ import (
 
 	"github.com/commonroom/ce/httpapi/mcpapp"
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
+	"github.com/commonroom/ce/internal/roomtest/apitest"
 )
 
 // uiMeta is a conforming _meta whose capabilities carry ext as the MCP Apps
@@ -31,15 +33,15 @@ func uiMeta(ext any) map[string]any {
 var declaredUI = uiMeta(map[string]any{"mimeTypes": []string{mcpapp.MimeType}})
 
 // uiTool calls a tool with meta and returns the result.
-func uiTool(t *testing.T, c *mcpClient, meta any, name string, args any) map[string]any {
+func uiTool(t *testing.T, c *roomtest.MCP, meta any, name string, args any) map[string]any {
 	t.Helper()
-	return wantResult(t, c.do(t, mcpReq{Method: "tools/call", Params: map[string]any{"name": name, "arguments": args}, Meta: meta}))
+	return roomtest.WantResult(t, c.Do(t, mcptest.Request{Method: "tools/call", Params: map[string]any{"name": name, "arguments": args}, Meta: meta}))
 }
 
 // toolsByName is tools/list's answer by tool name.
-func toolsByName(t *testing.T, c *mcpClient, meta any) map[string]map[string]any {
+func toolsByName(t *testing.T, c *roomtest.MCP, meta any) map[string]map[string]any {
 	t.Helper()
-	res := wantResult(t, c.do(t, mcpReq{Method: "tools/list", Meta: meta}))
+	res := roomtest.WantResult(t, c.Do(t, mcptest.Request{Method: "tools/list", Meta: meta}))
 	out := map[string]map[string]any{}
 	for _, x := range res["tools"].([]any) {
 		m := x.(map[string]any)
@@ -49,26 +51,26 @@ func toolsByName(t *testing.T, c *mcpClient, meta any) map[string]map[string]any
 }
 
 func TestMCPAppBoard(t *testing.T) {
-	h := newHarness(t, threeSections("A trip.", "To be written.", "Step one."))
-	owner := h.join("owner", "read", "propose")
-	worker := h.join("worker", "read", "checkout")
-	approver := h.join("approver", "read", "approve")
-	blind := h.join("blind", "observe")
+	h := apitest.New(t, roomtest.Options{Content: threeSections("A trip.", "To be written.", "Step one.")}, nil)
+	owner := h.Join("owner", "read", "propose")
+	worker := h.Join("worker", "read", "checkout")
+	approver := h.Join("approver", "read", "approve")
+	blind := h.Join("blind", "observe")
 
 	hostile := `<script>alert(1)</script><img src=x onerror=alert(2)> [x](javascript:alert(3))`
-	created := owner.mcp.toolOK(t, "handoff_create", map[string]any{"summary": "book the hut " + hostile})
-	hid, _ := jsonAt(created, "handoff", "handoff_id").(string)
-	worker.mcp.toolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
-	worker.mcp.toolOK(t, "handoff_complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "booked " + hostile}})
-	base := int64(owner.mcp.toolOK(t, "workspace_status", nil)["version"].(float64))
-	prop := owner.mcp.toolOK(t, "workspace_propose", map[string]any{"target": "Goals", "base_version": base, "summary": "goals " + hostile,
+	created := owner.MCP.ToolOK(t, "handoff_create", map[string]any{"summary": "book the hut " + hostile})
+	hid, _ := roomtest.JSONAt(created, "handoff", "handoff_id").(string)
+	worker.MCP.ToolOK(t, "handoff_accept", map[string]any{"handoff_id": hid})
+	worker.MCP.ToolOK(t, "handoff_complete", map[string]any{"handoff_id": hid, "result": map[string]any{"text": "booked " + hostile}})
+	base := int64(owner.MCP.ToolOK(t, "workspace_status", nil)["version"].(float64))
+	prop := owner.MCP.ToolOK(t, "workspace_propose", map[string]any{"target": "Goals", "base_version": base, "summary": "goals " + hostile,
 		"change": map[string]any{"section": "Goals", "content": "## Goals\n\nWalk " + hostile + "\n\n"}})
 	pid, _ := prop["proposal_id"].(string)
 	if hid == "" || pid == "" {
 		t.Fatalf("setup: handoff %v, proposal %v", created, prop)
 	}
 
-	plain := toolsByName(t, approver.mcp, nil)
+	plain := toolsByName(t, approver.MCP, nil)
 
 	t.Run("a client that does not declare the extension sees no _meta.ui and no app-only tool", func(t *testing.T) {
 		for name, tool := range plain {
@@ -83,22 +85,22 @@ func TestMCPAppBoard(t *testing.T) {
 
 	t.Run("a declaration without the MCP App MIME type is not one: the catalog is unchanged", func(t *testing.T) {
 		for _, ext := range []any{map[string]any{}, map[string]any{"mimeTypes": []string{"text/html"}}, map[string]any{"mimeTypes": "text/html;profile=mcp-app"}, true, "yes"} {
-			if got := toolsByName(t, approver.mcp, uiMeta(ext)); !reflect.DeepEqual(got, plain) {
+			if got := toolsByName(t, approver.MCP, uiMeta(ext)); !reflect.DeepEqual(got, plain) {
 				t.Errorf("extension entry %v changed tools/list", ext)
 			}
 		}
 	})
 
 	t.Run("a declaring client sees the board linked from the inbox and proposals, and the app-only board tool", func(t *testing.T) {
-		got := toolsByName(t, approver.mcp, declaredUI)
+		got := toolsByName(t, approver.MCP, declaredUI)
 		for name, tool := range got {
 			want := plain[name]
 			switch {
 			case slices.Contains(mcpapp.LinkedTools, name):
-				if jsonAt(tool, "_meta", "ui", "resourceUri") != mcpapp.BoardURI {
+				if roomtest.JSONAt(tool, "_meta", "ui", "resourceUri") != mcpapp.BoardURI {
 					t.Errorf("%s: _meta = %v, want ui.resourceUri %s", name, tool["_meta"], mcpapp.BoardURI)
 				}
-				if v := jsonAt(tool, "_meta", "ui", "visibility"); v != nil {
+				if v := roomtest.JSONAt(tool, "_meta", "ui", "visibility"); v != nil {
 					t.Errorf("%s: visibility %v, want none (model and app)", name, v)
 				}
 				delete(tool, "_meta")
@@ -106,10 +108,10 @@ func TestMCPAppBoard(t *testing.T) {
 					t.Errorf("%s differs beyond _meta: %v, want %v", name, tool, want)
 				}
 			case name == mcpapp.BoardTool:
-				if jsonAt(tool, "_meta", "ui", "resourceUri") != mcpapp.BoardURI || !reflect.DeepEqual(jsonAt(tool, "_meta", "ui", "visibility"), []any{"app"}) {
+				if roomtest.JSONAt(tool, "_meta", "ui", "resourceUri") != mcpapp.BoardURI || !reflect.DeepEqual(roomtest.JSONAt(tool, "_meta", "ui", "visibility"), []any{"app"}) {
 					t.Errorf("%s: _meta = %v, want the board, visibility [app]", name, tool["_meta"])
 				}
-				if jsonAt(tool, "annotations", "readOnlyHint") != true || jsonAt(tool, "inputSchema", "type") != "object" {
+				if roomtest.JSONAt(tool, "annotations", "readOnlyHint") != true || roomtest.JSONAt(tool, "inputSchema", "type") != "object" {
 					t.Errorf("%s: %v", name, tool)
 				}
 			default:
@@ -126,7 +128,7 @@ func TestMCPAppBoard(t *testing.T) {
 	t.Run("resources/list names the board only for a declaring client", func(t *testing.T) {
 		uris := func(meta any) []string {
 			var out []string
-			for _, r := range wantResult(t, approver.mcp.do(t, mcpReq{Method: "resources/list", Meta: meta}))["resources"].([]any) {
+			for _, r := range roomtest.WantResult(t, approver.MCP.Do(t, mcptest.Request{Method: "resources/list", Meta: meta}))["resources"].([]any) {
 				out = append(out, r.(map[string]any)["uri"].(string))
 				if r.(map[string]any)["uri"] == mcpapp.BoardURI && r.(map[string]any)["mimeType"] != mcpapp.MimeType {
 					t.Errorf("board listed as %v", r)
@@ -143,12 +145,12 @@ func TestMCPAppBoard(t *testing.T) {
 	})
 
 	t.Run("resources/read of the board is its HTML and strict CSP for a declaring client", func(t *testing.T) {
-		res := wantResult(t, approver.mcp.do(t, mcpReq{Method: "resources/read", Params: map[string]any{"uri": mcpapp.BoardURI}, Meta: declaredUI}))
+		res := roomtest.WantResult(t, approver.MCP.Do(t, mcptest.Request{Method: "resources/read", Params: map[string]any{"uri": mcpapp.BoardURI}, Meta: declaredUI}))
 		c := res["contents"].([]any)[0].(map[string]any)
 		if c["uri"] != mcpapp.BoardURI || c["mimeType"] != mcpapp.MimeType || c["text"] != mcpapp.HTML() {
 			t.Fatalf("content: uri %v mimeType %v, text %d bytes", c["uri"], c["mimeType"], len(c["text"].(string)))
 		}
-		csp, _ := jsonAt(c, "_meta", "ui", "csp").(map[string]any)
+		csp, _ := roomtest.JSONAt(c, "_meta", "ui", "csp").(map[string]any)
 		for _, k := range []string{"connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"} {
 			if v, ok := csp[k].([]any); !ok || len(v) != 0 {
 				t.Errorf("csp.%s = %v, want []", k, csp[k])
@@ -158,7 +160,7 @@ func TestMCPAppBoard(t *testing.T) {
 
 	t.Run("resources/read of the board is not found for a client that does not declare", func(t *testing.T) {
 		for _, meta := range []any{nil, uiMeta(map[string]any{})} {
-			e := wantRPCError(t, approver.mcp.do(t, mcpReq{Method: "resources/read", Params: map[string]any{"uri": mcpapp.BoardURI}, Meta: meta}), http.StatusOK, mcptest.CodeInvalidParams)
+			e := roomtest.WantRPCError(t, approver.MCP.Do(t, mcptest.Request{Method: "resources/read", Params: map[string]any{"uri": mcpapp.BoardURI}, Meta: meta}), http.StatusOK, mcptest.CodeInvalidParams)
 			if e["message"] != "resource not found" {
 				t.Errorf("error %v, want resource not found", e)
 			}
@@ -166,73 +168,73 @@ func TestMCPAppBoard(t *testing.T) {
 	})
 
 	t.Run("the app-only tool is an unknown tool to a client that does not declare, as a made-up name is", func(t *testing.T) {
-		before := h.snapshot()
-		e := wantRPCError(t, approver.mcp.do(t, mcpReq{Method: "tools/call", Params: map[string]any{"name": mcpapp.BoardTool}}), http.StatusOK, mcptest.CodeInvalidParams)
-		other := wantRPCError(t, approver.mcp.do(t, mcpReq{Method: "tools/call", Params: map[string]any{"name": "no_such_tool"}}), http.StatusOK, mcptest.CodeInvalidParams)
+		before := h.Snapshot()
+		e := roomtest.WantRPCError(t, approver.MCP.Do(t, mcptest.Request{Method: "tools/call", Params: map[string]any{"name": mcpapp.BoardTool}}), http.StatusOK, mcptest.CodeInvalidParams)
+		other := roomtest.WantRPCError(t, approver.MCP.Do(t, mcptest.Request{Method: "tools/call", Params: map[string]any{"name": "no_such_tool"}}), http.StatusOK, mcptest.CodeInvalidParams)
 		if e["message"] != "unknown tool: "+mcpapp.BoardTool || !reflect.DeepEqual(e["data"], map[string]any{"name": mcpapp.BoardTool}) ||
 			!strings.HasPrefix(other["message"].(string), "unknown tool: ") {
 			t.Errorf("refusal %v (a made-up name: %v)", e, other)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("the board shows the session's inbox, results and pending proposals with diffs, text as stored", func(t *testing.T) {
-		res := uiTool(t, approver.mcp, declaredUI, mcpapp.BoardTool, map[string]any{})
+		res := uiTool(t, approver.MCP, declaredUI, mcpapp.BoardTool, map[string]any{})
 		if res["isError"] != false {
 			t.Fatalf("board: %v", res)
 		}
 		sc := res["structuredContent"].(map[string]any)
-		checkTextBlock(t, mcpapp.BoardTool, res, sc)
-		if jsonAt(sc, "me", "participant_id") != approver.ParticipantID || !reflect.DeepEqual(jsonAt(sc, "me", "capabilities"), []any{"read", "approve"}) {
+		roomtest.CheckTextBlock(t, mcpapp.BoardTool, res, sc)
+		if roomtest.JSONAt(sc, "me", "participant_id") != approver.ParticipantID || !reflect.DeepEqual(roomtest.JSONAt(sc, "me", "capabilities"), []any{"read", "approve"}) {
 			t.Errorf("me = %v", sc["me"])
 		}
 		hs := sc["handoffs"].([]any)
-		if len(hs) != 1 || jsonAt(hs[0], "handoff_id") != hid || jsonAt(hs[0], "status") != "result_ready" || jsonAt(hs[0], "result", "text") != "booked "+hostile {
+		if len(hs) != 1 || roomtest.JSONAt(hs[0], "handoff_id") != hid || roomtest.JSONAt(hs[0], "status") != "result_ready" || roomtest.JSONAt(hs[0], "result", "text") != "booked "+hostile {
 			t.Errorf("handoffs = %v", hs)
 		}
 		ps := sc["proposals"].([]any)
-		if len(ps) != 1 || jsonAt(ps[0], "proposal_id") != pid || jsonAt(ps[0], "summary") != "goals "+hostile ||
-			!strings.Contains(jsonAt(ps[0], "diff", "diff").(string), "+Walk "+hostile) || jsonAt(ps[0], "diff", "added") == float64(0) {
+		if len(ps) != 1 || roomtest.JSONAt(ps[0], "proposal_id") != pid || roomtest.JSONAt(ps[0], "summary") != "goals "+hostile ||
+			!strings.Contains(roomtest.JSONAt(ps[0], "diff", "diff").(string), "+Walk "+hostile) || roomtest.JSONAt(ps[0], "diff", "added") == float64(0) {
 			t.Errorf("proposals = %v", ps)
 		}
 	})
 
 	t.Run("a session without read is refused the board and its HTML", func(t *testing.T) {
-		res := uiTool(t, blind.mcp, declaredUI, mcpapp.BoardTool, map[string]any{})
-		if res["isError"] != true || jsonAt(res, "structuredContent", "error") != "permission_denied" {
+		res := uiTool(t, blind.MCP, declaredUI, mcpapp.BoardTool, map[string]any{})
+		if res["isError"] != true || roomtest.JSONAt(res, "structuredContent", "error") != "permission_denied" {
 			t.Errorf("board for observe-only: %v", res)
 		}
-		wantRPCError(t, blind.mcp.do(t, mcpReq{Method: "resources/read", Params: map[string]any{"uri": mcpapp.BoardURI}, Meta: declaredUI}), http.StatusOK, -31003)
+		roomtest.WantRPCError(t, blind.MCP.Do(t, mcptest.Request{Method: "resources/read", Params: map[string]any{"uri": mcpapp.BoardURI}, Meta: declaredUI}), http.StatusOK, -31003)
 	})
 
 	t.Run("bad arguments to the board are refused as a tool error and change nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		for _, args := range []any{"all", []any{1}, 7} {
-			res := uiTool(t, approver.mcp, declaredUI, mcpapp.BoardTool, args)
-			if res["isError"] != true || jsonAt(res, "structuredContent", "error") != "invalid_request" {
+			res := uiTool(t, approver.MCP, declaredUI, mcpapp.BoardTool, args)
+			if res["isError"] != true || roomtest.JSONAt(res, "structuredContent", "error") != "invalid_request" {
 				t.Errorf("arguments %v: %v", args, res)
 			}
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("the view's Approve runs with the session's capabilities: refused without approve, done with it", func(t *testing.T) {
-		before := h.snapshot()
-		res := uiTool(t, owner.mcp, declaredUI, "handoff_approve", map[string]any{"handoff_id": hid})
-		if res["isError"] != true || jsonAt(res, "structuredContent", "error") != "permission_denied" {
+		before := h.Snapshot()
+		res := uiTool(t, owner.MCP, declaredUI, "handoff_approve", map[string]any{"handoff_id": hid})
+		if res["isError"] != true || roomtest.JSONAt(res, "structuredContent", "error") != "permission_denied" {
 			t.Fatalf("approve by the owner (no approve): %v", res)
 		}
-		h.assertUnchanged(t, before)
-		if res := uiTool(t, approver.mcp, declaredUI, "handoff_approve", map[string]any{"handoff_id": hid}); res["isError"] != false {
+		h.AssertUnchanged(t, before)
+		if res := uiTool(t, approver.MCP, declaredUI, "handoff_approve", map[string]any{"handoff_id": hid}); res["isError"] != false {
 			t.Fatalf("approve by the approver: %v", res)
 		}
-		if got := owner.mcp.toolOK(t, "handoff_get", map[string]any{"handoff_id": hid}); got["status"] != "approved" || got["decided_by"] != approver.ParticipantID {
+		if got := owner.MCP.ToolOK(t, "handoff_get", map[string]any{"handoff_id": hid}); got["status"] != "approved" || got["decided_by"] != approver.ParticipantID {
 			t.Errorf("after approve: %v", got)
 		}
-		if res := uiTool(t, approver.mcp, declaredUI, "workspace_review", map[string]any{"proposal_id": pid, "approve": false}); res["isError"] != false {
+		if res := uiTool(t, approver.MCP, declaredUI, "workspace_review", map[string]any{"proposal_id": pid, "approve": false}); res["isError"] != false {
 			t.Fatalf("reject the proposal: %v", res)
 		}
-		board := uiTool(t, approver.mcp, declaredUI, mcpapp.BoardTool, nil)["structuredContent"].(map[string]any)
+		board := uiTool(t, approver.MCP, declaredUI, mcpapp.BoardTool, nil)["structuredContent"].(map[string]any)
 		if ps := board["proposals"].([]any); len(ps) != 0 {
 			t.Errorf("a rejected proposal is still pending on the board: %v", ps)
 		}
@@ -242,10 +244,10 @@ func TestMCPAppBoard(t *testing.T) {
 // The extension entry is read per request: the same session, declaring it
 // on one request and not on the next, is answered each time as declared.
 func TestMCPAppIsPerRequest(t *testing.T) {
-	h := newHarness(t, threeSections("A trip.", "To be written.", "Step one."))
-	p := h.join("p", "read")
+	h := apitest.New(t, roomtest.Options{Content: threeSections("A trip.", "To be written.", "Step one.")}, nil)
+	p := h.Join("p", "read")
 	for i, meta := range []any{declaredUI, nil, declaredUI, uiMeta(json.RawMessage(`null`))} {
-		_, listed := toolsByName(t, p.mcp, meta)[mcpapp.BoardTool]
+		_, listed := toolsByName(t, p.MCP, meta)[mcpapp.BoardTool]
 		if want := i%2 == 0; listed != want {
 			t.Errorf("request %d: board tool listed %v, want %v", i, listed, want)
 		}

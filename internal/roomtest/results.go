@@ -1,0 +1,43 @@
+package roomtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// WantCaching checks a result's caching hints: ttlMs an integer >= 0,
+// cacheScope public or private. Both the MCP door's tests and the
+// cross-door tests (a resource read twice) check them.
+func WantCaching(t testing.TB, res map[string]any) {
+	t.Helper()
+	ttl, ok := res["ttlMs"].(float64)
+	if !ok || ttl < 0 || ttl != float64(int64(ttl)) {
+		t.Errorf("ttlMs = %v (%T), want an integer >= 0", res["ttlMs"], res["ttlMs"])
+	}
+	if s := res["cacheScope"]; s != "public" && s != "private" {
+		t.Errorf("cacheScope = %v, want public or private", s)
+	}
+}
+
+// JSONText is v as compact JSON, for failure messages (fmt's form when v
+// does not encode).
+func JSONText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// WantUnauthorized checks a 401 with the code and a Bearer challenge: what
+// every door answers a request without a valid session.
+func WantUnauthorized(t testing.TB, r Response, code string) {
+	t.Helper()
+	WantError(t, r, http.StatusUnauthorized, code)
+	if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer") {
+		t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", ch)
+	}
+}
