@@ -5,7 +5,7 @@ package httpapi
 // tasks/get|update|cancel, resources/read, resources/subscribe,
 // subscriptions/listen with a taskId, and every HTTP route either listener
 // serves (the operations table's and the hand-wired ones) — with the capability it needs and the party
-// rule it applies (spec/domain.md §1.4–1.6, D1–D4, D12, D15, D17, D23). For the
+// rule it applies (ARCHITECTURE.md D1–D4, D12, D15, D17, D23, D35). For the
 // operations table's rows the capability is the table's own (tableCaps) and
 // the route and tool rows are built from it; what the table cannot say (the
 // party rule, the record, the input) is written here once per operation. Each
@@ -475,8 +475,8 @@ func authFor(op *matrixOp, w *caller, l listener) string {
 	return ""
 }
 
-// expectFor computes the answer from the rules of spec/domain.md §1.5, D1–D4,
-// D12, D15, D17 and D23.
+// expectFor computes the answer from the rules of ARCHITECTURE.md D1–D4,
+// D12, D15, D17, D23 and D35.
 func expectFor(op *matrixOp, w *caller, role callerRole, l listener) expectation {
 	allow := expectation{Allow: true}
 	deny := func(code, required string) expectation { return expectation{Code: code, Required: required} }

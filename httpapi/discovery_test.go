@@ -1,6 +1,6 @@
 package httpapi
 
-// The discovery documents (spec/domain.md §2.1, §6.3): public, well formed,
+// The discovery documents (the operations table, ARCHITECTURE.md §8 and D35): public, well formed,
 // and true: every advertised operation is a registered route enforcing the
 // advertised capability, every /workspace and /session route is advertised,
 // and every tool the skill names is in the MCP catalog.

@@ -1,7 +1,7 @@
 package httpapi
 
-// End-to-end tests of the document's front doors (spec/domain.md §1.7, §1.8,
-// §2.1, D24): leases, proposals, review and commit over HTTP, the same round
+// End-to-end tests of the document's front doors (ARCHITECTURE.md §2 and
+// D24): leases, proposals, review and commit over HTTP, the same round
 // trip over MCP tools, the remaining reads, every refusal with its code and
 // no row changed, and notifications/resources/updated after a commit. A real
 // room (file and SQLite sidecar in t.TempDir()) behind real listeners on

@@ -2,8 +2,8 @@ package httpapi
 
 // End-to-end tests of subscriptions/listen over real HTTP on 127.0.0.1: a
 // real room, its hub, and the front door, read by an SSE client that parses
-// data: lines. The rules are spec/mcp-2026-07-28.md §4 and §5.8, DESIGN §6
-// and spec/domain.md D17–D19. Absence of a frame is never proven by waiting:
+// data: lines. The rules are the MCP 2026-07-28 listen rules, DESIGN §6
+// and ARCHITECTURE.md D17–D19. Absence of a frame is never proven by waiting:
 // a later change that must be delivered is sent, and the order checked.
 
 import (

@@ -1,6 +1,6 @@
 package httpapi
 
-// GET /workspace/observe (spec/domain.md §1.9, §2.1): the room's events as
+// GET /workspace/observe (ARCHITECTURE.md D2, D13): the room's events as
 // server-sent events, frames notifications/commonroom/event, with an
 // optional backlog after since_event_id. The live part starts before the
 // backlog is read, so an event committed in between may be sent twice (the
