@@ -231,7 +231,7 @@ func TestFlow_MCPHandoffLifecycle(t *testing.T) {
 			"requests": []any{map[string]any{"key": "q", "message": "still wanted?"}}})
 		roomtest.WantAck(t, owner.Ext.TaskCall(t, "tasks/cancel", tid2, nil))
 		// Read the sidecar right after the ack: no waiting, nothing eventual.
-		if s, _ := taskRow(t, h, tid2); s != "cancelled" {
+		if s, _ := h.TaskRow(t, tid2); s != "cancelled" {
 			t.Errorf("task row = %s, want cancelled", s)
 		}
 		if s := h.Status(t, "handoff", hid2); s != "cancelled" {
