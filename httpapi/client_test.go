@@ -127,9 +127,7 @@ func (c *mcpClient) createTask(t testing.TB, args map[string]any) (taskID, hando
 // (the MCP door's tests use the same ones).
 var (
 	jsonAt    = roomtest.JSONAt
-	withKey   = roomtest.WithKey
 	hasKey    = roomtest.HasKey
-	generic   = roomtest.Generic
 	stringsOf = roomtest.StringsOf
 	str       = roomtest.Str
 	num       = roomtest.Num

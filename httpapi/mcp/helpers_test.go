@@ -47,18 +47,6 @@ func rawPOST(t testing.TB, hostport string, headerLines []string, body []byte) r
 	return roomtest.DecodeMCP(t, r.Status, r.Header, r.Raw)
 }
 
-// The kit's decoded-JSON helpers under the short names these tests use.
-var (
-	withKey    = roomtest.WithKey
-	withoutKey = roomtest.WithoutKey
-	hasKey     = roomtest.HasKey
-	generic    = roomtest.Generic
-	stringsOf  = roomtest.StringsOf
-	str        = roomtest.Str
-	num        = roomtest.Num
-	httpTwin   = roomtest.HTTPTwin
-)
-
 // hostPort is a test server's host:port.
 func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
 
