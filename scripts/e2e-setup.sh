@@ -2,7 +2,7 @@
 # need before a test runs, in one place so both install and check the same
 # way. Sourced, not run:
 #
-#   . "$root/scripts/e2e-setup.sh"
+#   root=REPOSITORY; . "$root/scripts/e2e-setup.sh"
 #   e2e_setup NAME PACKAGE...
 #
 #   e2e_room                 a temp dir $work, scripts/room.sh, cleanup on exit
@@ -14,7 +14,14 @@
 # browser is ever downloaded), requires Node.js 20 or newer, runs `npm ci`
 # in $e2e from the committed lock unless node_modules already holds exactly
 # the locked version of every PACKAGE, and prints the versions used. NAME
-# prefixes its error messages. It reads $root, $e2e and $chromium.
+# prefixes its error messages.
+
+# What every run shares: the test directory, the browser ($CE_E2E_CHROMIUM
+# or Debian's), where screenshots go, and when the run started.
+e2e="$root/e2e"
+chromium="${CE_E2E_CHROMIUM:-/usr/bin/chromium}"
+export CE_E2E_ARTIFACTS="${CE_E2E_ARTIFACTS:-$e2e/artifacts}"
+start=$(date +%s)
 
 e2e_setup() {
   local name="$1" pkg locked installed stale="" versions

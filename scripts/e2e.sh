@@ -15,13 +15,9 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-e2e="$root/e2e"
-chromium="${CE_E2E_CHROMIUM:-/usr/bin/chromium}"
-export CE_E2E_ARTIFACTS="${CE_E2E_ARTIFACTS:-$e2e/artifacts}"
-start=$(date +%s)
+. "$root/scripts/e2e-setup.sh" # sets e2e, chromium, CE_E2E_ARTIFACTS, start
 
 # --- what the test needs ------------------------------------------------------
-. "$root/scripts/e2e-setup.sh"
 e2e_setup e2e playwright-core
 
 # --- the room -------------------------------------------------------------------
