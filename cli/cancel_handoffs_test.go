@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/commonroom/ce/internal/roomtest"
 )
 
 // shareRoom serves a room (with extra serve flags) where a flooder and a
@@ -44,19 +46,8 @@ func (r *shareRoom) create(t *testing.T, g joinGrant, summary string) (int, stri
 	if err := json.Unmarshal(body, &m); err != nil {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	id, _ := mapGet(m, "handoff", "handoff_id").(string)
+	id, _ := roomtest.JSONAt(m, "handoff", "handoff_id").(string)
 	return code, id, m
-}
-
-func mapGet(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
 }
 
 // fill has g create n handoffs, all of which must succeed.

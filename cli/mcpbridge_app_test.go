@@ -12,6 +12,7 @@ import (
 
 	"github.com/commonroom/ce/httpapi/mcpapp"
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 )
 
 func TestMCPBridgeApp(t *testing.T) {
@@ -30,19 +31,19 @@ func TestMCPBridgeApp(t *testing.T) {
 		for _, x := range b.oldOK(2, "tools/list", nil)["tools"].([]any) {
 			tools[x.(map[string]any)["name"].(string)] = x.(map[string]any)
 		}
-		if got := jsonPath(tools["handoff_list"], "_meta", "ui", "resourceUri"); got != mcpapp.BoardURI {
+		if got := roomtest.JSONAt(tools["handoff_list"], "_meta", "ui", "resourceUri"); got != mcpapp.BoardURI {
 			t.Errorf("handoff_list _meta: %v", tools["handoff_list"]["_meta"])
 		}
-		if got := jsonPath(tools[mcpapp.BoardTool], "_meta", "ui", "visibility"); len(asSlice(got)) != 1 || asSlice(got)[0] != "app" {
+		if got := roomtest.JSONAt(tools[mcpapp.BoardTool], "_meta", "ui", "visibility"); len(asSlice(got)) != 1 || asSlice(got)[0] != "app" {
 			t.Errorf("%s: %v", mcpapp.BoardTool, tools[mcpapp.BoardTool])
 		}
 		read := b.oldOK(3, "resources/read", map[string]any{"uri": mcpapp.BoardURI})
 		c := asSlice(read["contents"])[0].(map[string]any)
-		if c["mimeType"] != mcpapp.MimeType || c["text"] != mcpapp.HTML() || jsonPath(c, "_meta", "ui", "csp") == nil {
-			t.Errorf("resources/read of the board: mimeType %v, csp %v", c["mimeType"], jsonPath(c, "_meta", "ui", "csp"))
+		if c["mimeType"] != mcpapp.MimeType || c["text"] != mcpapp.HTML() || roomtest.JSONAt(c, "_meta", "ui", "csp") == nil {
+			t.Errorf("resources/read of the board: mimeType %v, csp %v", c["mimeType"], roomtest.JSONAt(c, "_meta", "ui", "csp"))
 		}
 		board := b.oldTool(4, mcpapp.BoardTool, map[string]any{})
-		if id, _ := jsonPath(board, "me", "participant_id").(string); !strings.HasPrefix(id, "participant_") {
+		if id, _ := roomtest.JSONAt(board, "me", "participant_id").(string); !strings.HasPrefix(id, "participant_") {
 			t.Errorf("board: %v", board)
 		}
 	})
@@ -56,7 +57,7 @@ func TestMCPBridgeApp(t *testing.T) {
 		}
 		b.send(string(line))
 		l := b.answerTo("1", nil)
-		if l.Error != nil || jsonPath(asSlice(l.Result["contents"])[0], "mimeType") != mcpapp.MimeType {
+		if l.Error != nil || roomtest.JSONAt(asSlice(l.Result["contents"])[0], "mimeType") != mcpapp.MimeType {
 			t.Errorf("resources/read of the board: %s", l.raw)
 		}
 		b.request(2, "resources/read", map[string]any{"uri": mcpapp.BoardURI}) // Tasks only: no board
@@ -85,18 +86,6 @@ func TestMCPBridgeApp(t *testing.T) {
 			t.Errorf("board read without the extension: %s", l.raw)
 		}
 	})
-}
-
-// jsonPath walks nested objects by key (nil when a step is missing).
-func jsonPath(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
 }
 
 func asSlice(v any) []any { s, _ := v.([]any); return s }

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/transport/tailscale/tailnettest"
 )
 
@@ -87,7 +88,7 @@ func TestTailnetFloodLeavesRoomForOtherNodes(t *testing.T) {
 	figs.add("the stranger's flood: %d connections answered 200, %d refused or closed before an answer", flood.served.Load(), flood.failed.Load())
 
 	code, body := ownerDo(t, file, "GET", "/debug/metrics", nil)
-	in, _ := mapGet(body, "connections", "ingress").(map[string]any)
+	in, _ := roomtest.JSONAt(body, "connections", "ingress").(map[string]any)
 	figs.add("connections.ingress after the flood: %v", in)
 
 	// The flood shares the tailnet's relay and this machine's two cores

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/room"
 	"github.com/commonroom/ce/transport/tailscale/tailnettest"
 )
@@ -373,7 +374,7 @@ func TestTailnetEndToEnd(t *testing.T) {
 		task = createTask(t, c, local, token, "check the plan")
 		stream := listenTasks(t, local, token, task.taskID)
 		ack := stream.next(t, "notifications/subscriptions/acknowledged")
-		if ids, _ := mapGet(ack.Params, "notifications", "taskIds").([]any); len(ids) != 1 || ids[0] != task.taskID {
+		if ids, _ := roomtest.JSONAt(ack.Params, "notifications", "taskIds").([]any); len(ids) != 1 || ids[0] != task.taskID {
 			t.Fatalf("listen acknowledged %v", ack.Params)
 		}
 

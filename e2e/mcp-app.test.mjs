@@ -27,15 +27,14 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { chromium } from 'playwright-core';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { RESOURCE_MIME_TYPE } from '@modelcontextprotocol/ext-apps/app-bridge';
 import { Agent, HANDOFF_META } from './lib/mcp.mjs';
+import { UI_TIMEOUT, artifacts, captureProblems, envJSON, eventually, launchPersistent, orderedSteps } from './lib/browser.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const env = (name) => {
@@ -43,18 +42,13 @@ const env = (name) => {
   if (!v) throw new Error(`${name} is not set: run this through scripts/e2e-app.sh`);
   return v;
 };
-const readJSON = (name) => JSON.parse(fs.readFileSync(env(name), 'utf8'));
+const readJSON = (name) => envJSON(name, 'scripts/e2e-app.sh');
 
 const UI_EXT = 'io.modelcontextprotocol/ui';
 const banner = readJSON('CE_E2E_BANNER');
 const owner = new Agent('owner', banner.mcp_url, readJSON('CE_E2E_OWNER'));
 const worker = new Agent('worker', banner.mcp_url, readJSON('CE_E2E_WORKER'));
 const approverInvite = readJSON('CE_E2E_APPROVER_INVITE').uri;
-const artifacts = process.env.CE_E2E_ARTIFACTS || path.join(here, 'artifacts');
-const browserPath = process.env.CE_E2E_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const UI_TIMEOUT = 10_000;
 
 // What the room's people write: script, raw HTML and a javascript: link,
 // which the view must show as text and never run or follow.
@@ -62,9 +56,8 @@ const HOSTILE = '<script>window.__pwned=1;alert(1)</script><img src=x onerror="w
 
 let context;
 let page;
-let userDataDir;
+let closeBrowser;
 let approver; // { client, id }
-let failed = false;
 const dialogs = [];
 const pageProblems = [];
 const requests = []; // every request the browser made
@@ -78,43 +71,14 @@ let hostServer; // serves the host page (127.0.0.1) and its sandbox proxy (local
 let hostURL;
 let sandboxURL;
 
-function step(name, fn) {
-  it(name, async (t) => {
-    if (failed) {
-      t.skip('an earlier step failed');
-      return;
-    }
-    try {
-      await fn(t);
-    } catch (e) {
-      failed = true;
-      if (page) await page.screenshot({ path: path.join(artifacts, 'mcp-app-failure.png'), fullPage: true }).catch(() => {});
-      throw e;
-    }
-  });
-}
-
-async function eventually(what, fn, timeout = UI_TIMEOUT) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+// step is one ordered test: skipped once an earlier one failed.
+const step = orderedSteps(() => [[page, 'mcp-app-failure.png']]);
 
 const view = () => page.frameLocator('#sandbox').frameLocator('iframe[name="view"]');
 const boardCalls = () => relayed.filter(([m, n]) => m === 'tools/call' && n === 'workspace_board').length;
 
 describe('MCP App: the room board in a host', { concurrency: false }, () => {
   before(async () => {
-    fs.mkdirSync(artifacts, { recursive: true });
     // The approver: the SDK client over `ce mcp`, declaring MCP Apps.
     const client = new Client({ name: 'ce-e2e-app-host', version: '1.0.0' }, {
       capabilities: { extensions: { [UI_EXT]: { mimeTypes: [RESOURCE_MIME_TYPE] } } },
@@ -144,16 +108,11 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
     hostURL = `http://127.0.0.1:${port}/host.html`;
     sandboxURL = `http://localhost:${port}/sandbox.html`;
 
-    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ce-e2e-app-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: browserPath, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1000, height: 800 },
-    });
-    page = context.pages()[0] || await context.newPage();
+    ({ context, page, close: closeBrowser } = await launchPersistent('ce-e2e-app-chromium-', { viewport: { width: 1000, height: 800 } }));
     page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
-    page.on('pageerror', (e) => pageProblems.push(e.message));
     // A CSP violation in the view (an inline script or style that its
     // hashes do not allow, say) is reported on the console as an error.
-    page.on('console', (m) => { if (m.type() === 'error') pageProblems.push(`console: ${m.text()}`); });
+    captureProblems(page, pageProblems);
     context.on('request', (r) => requests.push({ url: r.url(), frame: r.frame().name() }));
     await page.exposeBinding('mcpRelay', async (_source, method, params) => {
       relayed.push([method, params && params.name]);
@@ -164,10 +123,9 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
   });
 
   after(async () => {
-    if (context) await context.close();
+    if (closeBrowser) await closeBrowser();
     if (hostServer) hostServer.close();
     if (approver) await approver.client.close().catch(() => {});
-    if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
   });
 
   step('the room has a result waiting for approval and a pending proposal, both carrying hostile text', async () => {

@@ -17,73 +17,29 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { Agent, HANDOFF_META, join } from './lib/mcp.mjs';
+import { UI_TIMEOUT, artifacts, captureProblems, envJSON, eventually, launchPersistent, orderedSteps } from './lib/browser.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const readJSON = (name) => {
-  const p = process.env[name];
-  if (!p) throw new Error(`${name} is not set: run this through scripts/e2e.sh`);
-  return JSON.parse(fs.readFileSync(p, 'utf8'));
-};
+const readJSON = (name) => envJSON(name, 'scripts/e2e.sh');
 
 const banner = readJSON('CE_E2E_BANNER');
 const alice = new Agent('alice', banner.mcp_url, readJSON('CE_E2E_ALICE'));
 const bob = new Agent('bob', banner.mcp_url, readJSON('CE_E2E_BOB'));
 const extraInvite = readJSON('CE_E2E_INVITE');
-const artifacts = process.env.CE_E2E_ARTIFACTS || path.join(here, 'artifacts');
-const browserPath = process.env.CE_E2E_CHROMIUM || '/usr/bin/chromium';
 const ownerOrigin = new URL(banner.owner_url).origin;
 const ingressOrigin = new URL(banner.ingress_url).origin;
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const UI_TIMEOUT = 10_000;
-
 let context;
 let page;
-let userDataDir;
-let failed = false;
+let closeBrowser;
 const consoleProblems = [];
 const roomReads = []; // times of GET /workspace/room from the page
 const debugRequests = []; // the page must never need /debug (operator only)
 let evil; // the tiny second local server (another site)
 
 // step is one ordered test: skipped once an earlier one failed.
-function step(name, fn) {
-  it(name, async (t) => {
-    if (failed) {
-      t.skip('an earlier step failed');
-      return;
-    }
-    try {
-      await fn(t);
-    } catch (e) {
-      failed = true;
-      if (page) await page.screenshot({ path: path.join(artifacts, 'failure.png'), fullPage: true }).catch(() => {});
-      throw e;
-    }
-  });
-}
-
-// eventually polls fn until it returns a truthy value.
-async function eventually(what, fn, timeout = UI_TIMEOUT) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const step = orderedSteps(() => [[page, 'failure.png']]);
 
 async function bearer(agent, method, route, body) {
   const res = await fetch(banner.ingress_url + route, {
@@ -110,20 +66,13 @@ let dave; // a session grant, ended from the page
 
 describe('owner page', { concurrency: false }, () => {
   before(async () => {
-    fs.mkdirSync(artifacts, { recursive: true });
-    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ce-e2e-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: browserPath,
-      headless: true,
-      args: CHROMIUM_ARGS,
+    ({ context, page, close: closeBrowser } = await launchPersistent('ce-e2e-chromium-', {
       viewport: { width: 1280, height: 900 },
       locale: 'en-GB',
       timezoneId: 'UTC',
-    });
+    }));
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: ownerOrigin });
-    page = context.pages()[0] || await context.newPage();
-    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleProblems.push(`${m.type()}: ${m.text()}`); });
-    page.on('pageerror', (e) => consoleProblems.push(`pageerror: ${e.message}`));
+    captureProblems(page, consoleProblems, { types: ['error', 'warning'] });
     page.on('request', (r) => { if (r.url() === `${ownerOrigin}/workspace/room`) roomReads.push(Date.now()); });
     context.on('request', (r) => { if (new URL(r.url()).pathname.startsWith('/debug')) debugRequests.push(r.url()); });
 
@@ -137,9 +86,8 @@ describe('owner page', { concurrency: false }, () => {
   });
 
   after(async () => {
-    if (context) await context.close();
+    if (closeBrowser) await closeBrowser();
     if (evil) evil.close();
-    if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
   });
 
   step('the URL `ce serve` printed opens the page: the key becomes an HttpOnly SameSite=Strict cookie', async () => {

@@ -18,71 +18,27 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { UI_TIMEOUT, artifacts, captureProblems, envJSON, eventually, launch, orderedSteps } from './lib/browser.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const readJSON = (name) => {
-  const p = process.env[name];
-  if (!p) throw new Error(`${name} is not set: run this through scripts/e2e.sh`);
-  return JSON.parse(fs.readFileSync(p, 'utf8'));
-};
+const readJSON = (name) => envJSON(name, 'scripts/e2e.sh');
 
 const banner = readJSON('CE_E2E_P_BANNER');
 const writer = readJSON('CE_E2E_P_WRITER');
 const approver = readJSON('CE_E2E_P_APPROVER');
 const reader = readJSON('CE_E2E_P_READER');
 const helper = readJSON('CE_E2E_P_HELPER');
-const artifacts = process.env.CE_E2E_ARTIFACTS || path.join(here, 'artifacts');
-const browserPath = process.env.CE_E2E_CHROMIUM || '/usr/bin/chromium';
 const ingressOrigin = new URL(banner.ingress_url).origin;
 const ownerOrigin = new URL(banner.owner_url).origin;
 const cookieName = `commonroom_page_${banner.workspace_id}`;
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const UI_TIMEOUT = 10_000;
-
 let browser;
 const people = {}; // name -> { context, page }
-let failed = false;
 const consoleProblems = [];
 
-function step(name, fn) {
-  it(name, async (t) => {
-    if (failed) {
-      t.skip('an earlier step failed');
-      return;
-    }
-    try {
-      await fn(t);
-    } catch (e) {
-      failed = true;
-      for (const [who, p] of Object.entries(people)) {
-        await p.page.screenshot({ path: path.join(artifacts, `participant-failure-${who}.png`), fullPage: true }).catch(() => {});
-      }
-      throw e;
-    }
-  });
-}
-
-async function eventually(what, fn, timeout = UI_TIMEOUT) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+// step is one ordered test: skipped once an earlier one failed; a failure
+// leaves a screenshot of every person's page.
+const step = orderedSteps(() => Object.entries(people).map(([who, p]) => [p.page, `participant-failure-${who}.png`]));
 
 // api is a bearer request to the ingress, as an agent would make it.
 async function api(grant, method, route, body) {
@@ -98,8 +54,7 @@ async function api(grant, method, route, body) {
 async function open(name, grant) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: 'en-GB', timezoneId: 'UTC' });
   const page = await context.newPage();
-  page.on('console', (m) => { if (m.type() === 'error') consoleProblems.push(`${name}: ${m.text()}`); });
-  page.on('pageerror', (e) => consoleProblems.push(`${name}: pageerror: ${e.message}`));
+  captureProblems(page, consoleProblems, { label: `${name}: ` });
   page.on('dialog', (d) => d.dismiss());
   people[name] = { context, page };
   const res = await page.goto(grant.page_url);
@@ -121,8 +76,7 @@ let proposalID;
 
 describe('participant page', { concurrency: false }, () => {
   before(async () => {
-    fs.mkdirSync(artifacts, { recursive: true });
-    browser = await chromium.launch({ executablePath: browserPath, headless: true, args: CHROMIUM_ARGS });
+    browser = await launch();
   });
 
   after(async () => {

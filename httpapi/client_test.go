@@ -123,72 +123,16 @@ func (c *mcpClient) createTask(t testing.TB, args map[string]any) (taskID, hando
 	return c.CreateTask(t, args)
 }
 
-// jsonAt walks a decoded JSON value by keys; nil when a step is missing.
-var jsonAt = roomtest.JSONAt
-
-// withKey is a copy of m with k set to v.
-func withKey(m map[string]any, k string, v any) map[string]any {
-	out := make(map[string]any, len(m)+1)
-	for a, b := range m {
-		out[a] = b
-	}
-	out[k] = v
-	return out
-}
-
-// hasKey reports whether any object anywhere inside v has key k.
-func hasKey(v any, k string) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		for kk, vv := range x {
-			if kk == k || hasKey(vv, k) {
-				return true
-			}
-		}
-	case []any:
-		for _, vv := range x {
-			if hasKey(vv, k) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// generic round-trips v through JSON into generic values, so Go structs and
-// decoded answers compare with reflect.DeepEqual.
-func generic(t testing.TB, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// taskRow reads a task's status and last update from the sidecar.
-func (h *roomHarness) taskRow(t testing.TB, taskID string) (status string, updated int64) {
-	t.Helper()
-	if err := h.Store.Reader.QueryRow(`SELECT status, last_updated_at FROM tasks WHERE task_id = ?`, taskID).Scan(&status, &updated); err != nil {
-		t.Fatalf("task %s: %v", taskID, err)
-	}
-	return status, updated
-}
-
-// stringsOf turns a decoded []any of strings into []string.
-func stringsOf(v any) []string {
-	var out []string
-	list, _ := v.([]any)
-	for _, x := range list {
-		s, _ := x.(string)
-		out = append(out, s)
-	}
-	return out
-}
+// The kit's decoded-JSON helpers under the short names these tests use
+// (the MCP door's tests use the same ones).
+var (
+	jsonAt    = roomtest.JSONAt
+	hasKey    = roomtest.HasKey
+	stringsOf = roomtest.StringsOf
+	str       = roomtest.Str
+	num       = roomtest.Num
+	httpTwin  = roomtest.HTTPTwin
+)
 
 // tool is a tool of the door's catalog as tools/list shows it.
 type tool = mcp.Tool

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // TestStreamedEncodingKeepsTheBytes: sendJSON encodes straight into the
@@ -16,32 +18,7 @@ import (
 // error answer. (The MCP door's writeRPCResult has the same test in
 // httpapi/mcp.)
 func TestStreamedEncodingKeepsTheBytes(t *testing.T) {
-	type rec struct {
-		ID      string            `json:"id"`
-		Content string            `json:"content,omitempty"`
-		Ptr     *int              `json:"ptr"`
-		Tags    map[string]string `json:"tags"`
-	}
-	one := 1
-	many := make([]rec, 3000) // more than one streamed chunk
-	for i := range many {
-		many[i] = rec{ID: strings.Repeat("<&>", i%7), Content: strings.Repeat("é\u2028", i%50), Tags: map[string]string{"b": "2", "a": "1"}}
-	}
-	values := []any{
-		map[string]any{"a": "<b>&</b>", "n": 1, "s": []string{"x", "€😀"}},
-		[]int{},
-		[]int(nil),
-		[]int{1, 2, 3},
-		[]byte("bytes are base64"),
-		[]*rec{{ID: "<x>", Ptr: &one}, nil, {}},
-		[]any{"<", 1, nil, map[string]any{"z": []string{"&"}}},
-		many,
-		strings.Repeat("<long>", 100_000),
-		struct {
-			Content string `json:"content"`
-		}{"\u2028 \"quoted\" \\ \n"},
-	}
-	for i, v := range values {
+	for i, v := range mcptest.EncodingSamples() {
 		t.Run("HTTP answer "+string(rune('A'+i))+" is json.Marshal and a newline", func(t *testing.T) {
 			w := httptest.NewRecorder()
 			sendJSON(w, http.StatusTeapot, v)

@@ -86,19 +86,19 @@ func handoffAt(stage string, extra map[string]any) func(t testing.TB, s *roomtes
 
 // withHandoff is a body holding the handoff Before made, and more.
 func withHandoff(more map[string]any) func(s *roomtest.Setup) any {
-	return func(s *roomtest.Setup) any {
-		out := map[string]any{"handoff_id": s.Vars["handoff"]}
-		for k, v := range more {
-			out[k] = v
-		}
-		return out
-	}
+	return withVar("handoff_id", "handoff", more)
 }
 
 // withTask is a body holding the task Before made, and more.
 func withTask(more map[string]any) func(s *roomtest.Setup) any {
+	return withVar("task_id", "task", more)
+}
+
+// withVar is a body holding field set to the id Before saved as name, and
+// more.
+func withVar(field, name string, more map[string]any) func(s *roomtest.Setup) any {
 	return func(s *roomtest.Setup) any {
-		out := map[string]any{"task_id": s.Vars["task"]}
+		out := map[string]any{field: s.Vars[name]}
 		for k, v := range more {
 			out[k] = v
 		}

@@ -16,18 +16,6 @@ import (
 	"github.com/commonroom/ce/internal/mcptest"
 )
 
-// httpTwin is what GET /workspace/task must equal: the tasks/get result
-// without resultType and without serverInfo in _meta.
-func httpTwin(t testing.TB, res map[string]any) map[string]any {
-	t.Helper()
-	out := generic(t, res).(map[string]any)
-	delete(out, "resultType")
-	if meta, ok := out["_meta"].(map[string]any); ok {
-		delete(meta, mcptest.MetaServerInfo)
-	}
-	return out
-}
-
 // TestFlow_HandoffOverHTTP is one handoff's life at the plain door, end to
 // end: created, read, accepted, asked, answered, completed, approved, its
 // events; a second rejected, a third cancelled. Each step's task is checked

@@ -18,10 +18,8 @@ package httpapi
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -117,10 +115,8 @@ func (h *roomHarness) restart() { h.t.Helper(); h.Restart() }
 func (h *roomHarness) ownerURL(path string) string   { return h.OwnerURL(path) }
 func (h *roomHarness) ingressURL(path string) string { return h.IngressURL(path) }
 
-// port returns a test server's port as text.
-func serverPort(s *httptest.Server) string {
-	return fmt.Sprint(s.Listener.Addr().(*net.TCPAddr).Port)
-}
+// serverPort is a test server's port as text (the kit's).
+var serverPort = roomtest.ServerPort
 
 // apiResp is a finished HTTP exchange.
 type apiResp = roomtest.Response

@@ -145,17 +145,3 @@ func (h *roomHarness) maxEvent(t testing.TB) int64 {
 	t.Helper()
 	return int64(h.count(`SELECT coalesce(max(event_id), 0) FROM events`))
 }
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-// num reads a decoded JSON number (-1 when v is not one).
-func num(v any) int64 {
-	f, ok := v.(float64)
-	if !ok {
-		return -1
-	}
-	return int64(f)
-}

@@ -186,14 +186,14 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 			t.Fatalf("answer %s, want the 3 live handoffs %v", r.Body, want)
 		}
 		for _, x := range live {
-			if st, _ := h.taskRow(t, x.TaskID); st != room.TaskCancelled || h.status(t, "handoff", x.HandoffID) != room.HandoffCancelled {
+			if st, _ := h.TaskRow(t, x.TaskID); st != room.TaskCancelled || h.status(t, "handoff", x.HandoffID) != room.HandoffCancelled {
 				t.Fatalf("%s: task %s handoff %s, want both cancelled", x.HandoffID, st, h.status(t, "handoff", x.HandoffID))
 			}
 		}
-		if st, _ := h.taskRow(t, done.TaskID); st != room.TaskCompleted || h.status(t, "handoff", done.HandoffID) != room.HandoffResultReady {
+		if st, _ := h.TaskRow(t, done.TaskID); st != room.TaskCompleted || h.status(t, "handoff", done.HandoffID) != room.HandoffResultReady {
 			t.Fatal("the result waiting for a decision was touched")
 		}
-		if st, _ := h.taskRow(t, theirs.TaskID); st != room.TaskWorking || h.status(t, "handoff", theirs.HandoffID) != room.HandoffOpen {
+		if st, _ := h.TaskRow(t, theirs.TaskID); st != room.TaskWorking || h.status(t, "handoff", theirs.HandoffID) != room.HandoffOpen {
 			t.Fatal("someone else's handoff was touched")
 		}
 		var got []string

@@ -15,50 +15,17 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-e2e="$root/e2e"
-chromium="${CE_E2E_CHROMIUM:-/usr/bin/chromium}"
-export CE_E2E_ARTIFACTS="${CE_E2E_ARTIFACTS:-$e2e/artifacts}"
-start=$(date +%s)
+. "$root/scripts/e2e-setup.sh" # sets e2e, chromium, CE_E2E_ARTIFACTS, start
 
 # --- what the test needs ------------------------------------------------------
-if [ ! -x "$chromium" ]; then
-  echo "installing Debian's chromium"
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "e2e: $chromium is missing and this is not root; install it with: apt-get install -y chromium" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq chromium >/dev/null
-fi
-if ! command -v node >/dev/null || ! node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)'; then
-  echo "e2e: Node.js 20 or newer is needed (found: $(node --version 2>/dev/null || echo none))" >&2
-  exit 1
-fi
-# playwright-core never downloads a browser on install; say so anyway.
-export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
-# npm ci from the committed lock, unless node_modules already holds exactly it.
-locked="$(node -p "require('$e2e/package-lock.json').packages['node_modules/playwright-core'].version")"
-installed="$(node -p "try { require('$e2e/node_modules/playwright-core/package.json').version } catch { '' }")"
-if [ "$locked" != "$installed" ]; then
-  (cd "$e2e" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-echo "node $(node --version), $("$chromium" --version 2>/dev/null | head -1), playwright-core $(node -p "require('$e2e/node_modules/playwright-core/package.json').version")"
+e2e_setup e2e playwright-core
 
 # --- the room -------------------------------------------------------------------
-work="$(mktemp -d)"
-. "$root/scripts/room.sh"
-cleanup() {
-  room_stop
-  if [ -n "${CE_E2E_KEEP:-}" ]; then mkdir -p "$CE_E2E_KEEP" && cp "$work"/*.json "$work"/*.log "$CE_E2E_KEEP"/ 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+e2e_room
 
 room_build "$root" "$work"
 printf '# Trip plan\n\nA weekend away, planned together.\n\n## Goals\n\nTo be written.\n\n## Plan\n\nStep one.\n' >"$work/trip.md"
 room_start e2e "$work/ce" "$work/trip.md" "$work/banner.json" "$work/serve.log" --name host
-field() { node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.stdout.write(String(o[process.argv[2]]))' "$1" "$2"; }
 ingress="$(field "$work/banner.json" ingress_url)"
 
 # Two agents over HTTP: the banner's invitation admits one; the second joins
@@ -70,15 +37,8 @@ node "$e2e/join.mjs" "$ingress" "$(field "$work/invite.json" uri)" bob >"$work/b
 
 export CE_E2E_BANNER="$work/banner.json" CE_E2E_ALICE="$work/alice.json" CE_E2E_BOB="$work/bob.json" \
   CE_E2E_INVITE="$work/invite.json" CE_E2E_CHROMIUM="$chromium" CE_E2E_DOC="$work/trip.md"
-mkdir -p "$CE_E2E_ARTIFACTS"
-set +e
-(cd "$e2e" && timeout 240 node --test --test-reporter=spec --test-timeout=120000 owner-page.test.mjs)
-rc=$?
-set -e
-if [ $rc -ne 0 ]; then
-  echo "--- ce serve log (last 40 lines)"
-  tail -40 "$work/serve.log" || true
-fi
+rc=0
+e2e_run 240 owner-page.test.mjs "$work/serve.log" || rc=$?
 
 # --- a participant's page (issue 28) -------------------------------------------
 # A room of its own, whose document carries script, raw HTML and a
@@ -109,14 +69,6 @@ for who in writer:read,propose,checkout approver:read,observe,approve reader:rea
 done
 export CE_E2E_P_BANNER="$work/p-banner.json" CE_E2E_P_WRITER="$work/p-writer.json" \
   CE_E2E_P_APPROVER="$work/p-approver.json" CE_E2E_P_READER="$work/p-reader.json" CE_E2E_P_HELPER="$work/p-helper.json"
-set +e
-(cd "$e2e" && timeout 180 node --test --test-reporter=spec --test-timeout=120000 participant-page.test.mjs)
-prc=$?
-set -e
-if [ $prc -ne 0 ]; then
-  echo "--- ce serve log of the participant room (last 40 lines)"
-  tail -40 "$work/p-serve.log" || true
-  rc=$prc
-fi
+e2e_run 180 participant-page.test.mjs "$work/p-serve.log" || rc=$?
 echo "e2e: $(($(date +%s) - start)) s; screenshots in $CE_E2E_ARTIFACTS"
 exit $rc

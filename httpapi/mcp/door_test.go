@@ -33,7 +33,7 @@ func tasksCaps() map[string]any {
 func wantMissingTasks(t testing.TB, r roomtest.MCPResponse) {
 	t.Helper()
 	e := roomtest.WantRPCError(t, r, http.StatusBadRequest, mcptest.CodeMissingCapability)
-	want := map[string]any{"requiredCapabilities": generic(t, tasksCaps())}
+	want := map[string]any{"requiredCapabilities": roomtest.Generic(t, tasksCaps())}
 	if !reflect.DeepEqual(e["data"], any(want)) {
 		t.Errorf("data = %v, want %v", e["data"], want)
 	}
@@ -287,7 +287,7 @@ func wantUnsupported(requested string) func(t *testing.T, r roomtest.MCPResponse
 	return func(t *testing.T, r roomtest.MCPResponse) {
 		t.Helper()
 		data, _ := roomtest.JSONAt(r.Body, "error", "data").(map[string]any)
-		if got := stringsOf(data["supported"]); !slices.Equal(got, []string{mcptest.Version}) {
+		if got := roomtest.StringsOf(data["supported"]); !slices.Equal(got, []string{mcptest.Version}) {
 			t.Errorf("data.supported = %v, want [%s]", data["supported"], mcptest.Version)
 		}
 		if data["requested"] != requested {
@@ -416,7 +416,7 @@ func TestMCPDiscover(t *testing.T) {
 	res := roomtest.WantResult(t, h.MCP("", false).Do(t, mcptest.Request{Method: "server/discover", NoAuth: true}))
 
 	t.Run("supportedVersions is exactly 2026-07-28", func(t *testing.T) {
-		if got := stringsOf(res["supportedVersions"]); !slices.Equal(got, []string{mcptest.Version}) {
+		if got := roomtest.StringsOf(res["supportedVersions"]); !slices.Equal(got, []string{mcptest.Version}) {
 			t.Errorf("supportedVersions = %v", res["supportedVersions"])
 		}
 	})
@@ -435,7 +435,7 @@ func TestMCPDiscover(t *testing.T) {
 		}
 	})
 	t.Run("no listChanged anywhere", func(t *testing.T) {
-		if hasKey(res, "listChanged") {
+		if roomtest.HasKey(res, "listChanged") {
 			t.Errorf("listChanged advertised: %v", res)
 		}
 	})
@@ -496,7 +496,7 @@ func TestMCPToolsCatalog(t *testing.T) {
 			if schema["type"] != "object" {
 				t.Errorf("inputSchema.type = %v, want object", schema["type"])
 			}
-			if tl["execution"] != nil || hasKey(tl, "taskSupport") {
+			if tl["execution"] != nil || roomtest.HasKey(tl, "taskSupport") {
 				t.Errorf("a 2025-11-25 execution.taskSupport field: %v", tl)
 			}
 		})
@@ -625,7 +625,7 @@ func TestFlow_EveryToolOnce(t *testing.T) {
 		}
 
 		// The document: lease, propose, review, commit, and the reads of what changed.
-		base := num(st["version"])
+		base := roomtest.Num(st["version"])
 		lease := ok(worker.MCP, "workspace_checkout", map[string]any{"target": "Goals"})
 		leaseID, _ := lease["lease_id"].(string)
 		if leaseID == "" || lease["target"] != "Idea/Goals" {
@@ -652,10 +652,10 @@ func TestFlow_EveryToolOnce(t *testing.T) {
 		if rv := ok(approver.MCP, "workspace_review", map[string]any{"proposal_id": pid, "approve": true}); rv["status"] != "approved" {
 			t.Errorf("workspace_review = %v", rv)
 		}
-		if cm := ok(committer.MCP, "workspace_commit", map[string]any{"proposal_id": pid}); num(cm["version"]) != base+1 {
+		if cm := ok(committer.MCP, "workspace_commit", map[string]any{"proposal_id": pid}); roomtest.Num(cm["version"]) != base+1 {
 			t.Errorf("workspace_commit = %v", cm)
 		}
-		if df := ok(owner.MCP, "workspace_diff", map[string]any{"base_version": base}); !strings.Contains(str(df["diff"]), "+ship it on Friday") {
+		if df := ok(owner.MCP, "workspace_diff", map[string]any{"base_version": base}); !strings.Contains(roomtest.Str(df["diff"]), "+ship it on Friday") {
 			t.Errorf("workspace_diff = %v", df)
 		}
 		if cs, _ := ok(owner.MCP, "workspace_changes_since", map[string]any{"version": base})["changes"].([]any); len(cs) != 1 {
@@ -927,6 +927,17 @@ func TestMCPIdempotentCreate(t *testing.T) {
 			t.Errorf("two participants share task %s", t1)
 		}
 	})
+	// replayAnswers: at a limit, a create with a key already used still
+	// answers (the same task both times) and changes nothing.
+	replayAnswers := func(t *testing.T, at string, before roomtest.Snapshot) {
+		t.Helper()
+		t1, _ := owner.MCP.CreateTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
+		t2, _ := owner.MCP.CreateTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
+		if t1 != t2 {
+			t.Errorf("replays at the %s disagree: %s %s", at, t1, t2)
+		}
+		h.AssertUnchanged(t, before)
+	}
 	t.Run("at the participant's share a new create is isError limit_exceeded and a replay still answers", func(t *testing.T) {
 		share := h.Eng.Limits.MaxTasksPerParticipant
 		for i := 0; h.Count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required') AND owner_id = '`+owner.ParticipantID+`'`) < share; i++ {
@@ -941,12 +952,7 @@ func TestMCPIdempotentCreate(t *testing.T) {
 			t.Errorf("refusal %v, want scope participant, limit and count %d", sc, share)
 		}
 		h.AssertUnchanged(t, before)
-		t1, _ := owner.MCP.CreateTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
-		t2, _ := owner.MCP.CreateTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
-		if t1 != t2 {
-			t.Errorf("replays at the share disagree: %s %s", t1, t2)
-		}
-		h.AssertUnchanged(t, before)
+		replayAnswers(t, "share", before)
 	})
 	t.Run("at the 32-task cap a new create is isError limit_exceeded and a replay still answers", func(t *testing.T) {
 		for i := 0; h.Count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
@@ -967,12 +973,7 @@ func TestMCPIdempotentCreate(t *testing.T) {
 			t.Errorf("refusal %v, want scope room, limit and count 32", sc)
 		}
 		h.AssertUnchanged(t, before)
-		t1, _ := owner.MCP.CreateTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
-		t2, _ := owner.MCP.CreateTask(t, map[string]any{"summary": "once", "idempotency_key": "k-ext"})
-		if t1 != t2 {
-			t.Errorf("replays at the cap disagree: %s %s", t1, t2)
-		}
-		h.AssertUnchanged(t, before)
+		replayAnswers(t, "cap", before)
 	})
 }
 

@@ -79,7 +79,7 @@ func TestFlow_MCPHandoffLifecycle(t *testing.T) {
 			"count": map[string]any{"method": "elicitation/create", "params": map[string]any{"mode": "form", "message": "How many bullets?",
 				"requestedSchema": schema}},
 		}
-		if !reflect.DeepEqual(generic(t, reqs), generic(t, want)) {
+		if !reflect.DeepEqual(roomtest.Generic(t, reqs), roomtest.Generic(t, want)) {
 			t.Errorf("inputRequests = %v\nwant %v", reqs, want)
 		}
 	})
@@ -123,7 +123,7 @@ func TestFlow_MCPHandoffLifecycle(t *testing.T) {
 			}
 			answers[key] = roomtest.JSONAt(in, "response")
 		}
-		want := generic(t, map[string]any{"tone": toneAnswer, "count": countAnswer})
+		want := roomtest.Generic(t, map[string]any{"tone": toneAnswer, "count": countAnswer})
 		if !reflect.DeepEqual(any(answers), want) {
 			t.Errorf("answers = %v, want %v", answers, want)
 		}
@@ -231,7 +231,7 @@ func TestFlow_MCPHandoffLifecycle(t *testing.T) {
 			"requests": []any{map[string]any{"key": "q", "message": "still wanted?"}}})
 		roomtest.WantAck(t, owner.Ext.TaskCall(t, "tasks/cancel", tid2, nil))
 		// Read the sidecar right after the ack: no waiting, nothing eventual.
-		if s, _ := taskRow(t, h, tid2); s != "cancelled" {
+		if s, _ := h.TaskRow(t, tid2); s != "cancelled" {
 			t.Errorf("task row = %s, want cancelled", s)
 		}
 		if s := h.Status(t, "handoff", hid2); s != "cancelled" {
@@ -281,8 +281,8 @@ func TestFlow_MCPHandoffLifecycle(t *testing.T) {
 				extra["inputResponses"] = map[string]any{"tone": toneAnswer}
 			}
 			before := h.Snapshot()
-			foreign := outsider.Ext.Do(t, mcptest.Request{Method: m, ID: "same", Params: withKey(extra, "taskId", taskID)})
-			unknown := outsider.Ext.Do(t, mcptest.Request{Method: m, ID: "same", Params: withKey(extra, "taskId", "task_00000000000000000000000000000000")})
+			foreign := outsider.Ext.Do(t, mcptest.Request{Method: m, ID: "same", Params: roomtest.WithKey(extra, "taskId", taskID)})
+			unknown := outsider.Ext.Do(t, mcptest.Request{Method: m, ID: "same", Params: roomtest.WithKey(extra, "taskId", "task_00000000000000000000000000000000")})
 			h.AssertUnchanged(t, before)
 			fe := roomtest.WantRPCError(t, foreign, http.StatusOK, mcptest.CodeInvalidParams)
 			ue := roomtest.WantRPCError(t, unknown, http.StatusOK, mcptest.CodeInvalidParams)
@@ -336,7 +336,7 @@ func TestMCPTaskExpiry(t *testing.T) {
 				t.Errorf("a failed task carries %q", k)
 			}
 		}
-		if twin := obj2(t, h, admin, taskID); !reflect.DeepEqual(any(twin), any(httpTwin(t, got))) {
+		if twin := obj2(t, h, admin, taskID); !reflect.DeepEqual(any(twin), any(roomtest.HTTPTwin(t, got))) {
 			t.Errorf("GET /workspace/task %v differs from tasks/get %v", twin, got)
 		}
 	})

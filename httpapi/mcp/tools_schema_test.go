@@ -42,7 +42,7 @@ func validValue(s map[string]any) any {
 	case "object":
 		out := map[string]any{}
 		props, _ := s["properties"].(map[string]any)
-		for _, r := range stringsOf(s["required"]) {
+		for _, r := range roomtest.StringsOf(s["required"]) {
 			out[r] = validValue(props[r].(map[string]any))
 		}
 		return out
@@ -102,7 +102,7 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 		t.Run(tl.Name, func(t *testing.T) {
 			rs := resolveSchema(t, tl.Input)
 			props, _ := tl.Input["properties"].(map[string]any)
-			required := stringsOf(tl.Input["required"])
+			required := roomtest.StringsOf(tl.Input["required"])
 			if tl.Input["type"] != "object" || tl.Input["additionalProperties"] != false {
 				t.Fatalf("schema = %v, want an object without additional properties", tl.Input)
 			}
@@ -115,7 +115,7 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 			}
 			for name, raw := range props {
 				p := raw.(map[string]any)
-				args := withKey(base, name, validValue(p))
+				args := roomtest.WithKey(base, name, validValue(p))
 				if err := rs.Validate(args); err != nil {
 					t.Errorf("%s: the schema refuses its own type: %v", name, err)
 				}
@@ -127,7 +127,7 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 				} else if got[name] == nil {
 					t.Errorf("%s: the decoder does not read this property", name)
 				}
-				bad := withKey(base, name, wrongValue(p))
+				bad := roomtest.WithKey(base, name, wrongValue(p))
 				if rs.Validate(bad) == nil {
 					t.Errorf("%s: the schema takes %v for a %v", name, bad[name], p["type"])
 				}
@@ -151,11 +151,11 @@ func TestToolSchemasMatchTheDecoder(t *testing.T) {
 				if _, ok := props[r]; !ok {
 					t.Errorf("required %q is not a property", r)
 				}
-				if rs.Validate(withoutKey(base, r)) == nil {
+				if rs.Validate(roomtest.WithoutKey(base, r)) == nil {
 					t.Errorf("the schema takes the arguments without required %q", r)
 				}
 			}
-			unknown := withKey(base, "no_such_field", "x")
+			unknown := roomtest.WithKey(base, "no_such_field", "x")
 			if rs.Validate(unknown) == nil {
 				t.Errorf("the schema takes an unknown property")
 			}
@@ -194,7 +194,7 @@ func TestToolRequiredFieldsAreRequired(t *testing.T) {
 
 func callEmpty(t *testing.T, c *roomtest.MCP, tl mcp.Tool, exceptions map[string]bool) {
 	t.Run(tl.Name, func(t *testing.T) {
-		required := stringsOf(tl.Input["required"])
+		required := roomtest.StringsOf(tl.Input["required"])
 		want, named := exceptions[tl.Name]
 		if !named {
 			want = len(required) > 0

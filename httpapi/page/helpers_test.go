@@ -1,15 +1,8 @@
 package page_test
 
-import (
-	"fmt"
-	"net"
-	"net/http/httptest"
-)
+import "github.com/commonroom/ce/internal/roomtest"
 
-// ownerCookie is the owner page's cookie as a browser sees it.
-const ownerCookie = "commonroom_owner"
+// The kit's names for what the page's tests share with the other doors'.
+const ownerCookie = roomtest.OwnerCookie
 
-// serverPort is a test server's port as text.
-func serverPort(s *httptest.Server) string {
-	return fmt.Sprint(s.Listener.Addr().(*net.TCPAddr).Port)
-}
+var serverPort = roomtest.ServerPort

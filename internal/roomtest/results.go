@@ -3,7 +3,9 @@ package roomtest
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -40,4 +42,15 @@ func WantUnauthorized(t testing.TB, r Response, code string) {
 	if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer") {
 		t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", ch)
 	}
+}
+
+// OwnerCookie is the owner page's cookie name as a browser sees it: the
+// page's tests set it, and every other door's tests check it is refused as
+// a credential.
+const OwnerCookie = "commonroom_owner"
+
+// ServerPort is a test server's port as text, for building the Origin or
+// Host a browser on another name of the same server would send.
+func ServerPort(s *httptest.Server) string {
+	return fmt.Sprint(s.Listener.Addr().(*net.TCPAddr).Port)
 }

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
+
+	"github.com/commonroom/ce/internal/mcptest"
 )
 
 // TestStreamedResultKeepsTheBytes: WriteResult encodes straight into the
@@ -15,31 +16,7 @@ import (
 // result that cannot be encoded: TestWriteRPCResult. The plain routes'
 // sendJSON has the same test in httpapi.)
 func TestStreamedResultKeepsTheBytes(t *testing.T) {
-	type rec struct {
-		ID      string            `json:"id"`
-		Content string            `json:"content,omitempty"`
-		Ptr     *int              `json:"ptr"`
-		Tags    map[string]string `json:"tags"`
-	}
-	one := 1
-	many := make([]rec, 3000) // a large result
-	for i := range many {
-		many[i] = rec{ID: strings.Repeat("<&>", i%7), Content: strings.Repeat("é\u2028", i%50), Tags: map[string]string{"b": "2", "a": "1"}}
-	}
-	for i, v := range []any{
-		map[string]any{"a": "<b>&</b>", "n": 1, "s": []string{"x", "€😀"}},
-		[]int{},
-		[]int(nil),
-		[]int{1, 2, 3},
-		[]byte("bytes are base64"),
-		[]*rec{{ID: "<x>", Ptr: &one}, nil, {}},
-		[]any{"<", 1, nil, map[string]any{"z": []string{"&"}}},
-		many,
-		strings.Repeat("<long>", 100_000),
-		struct {
-			Content string `json:"content"`
-		}{"\u2028 \"quoted\" \\ \n"},
-	} {
+	for i, v := range mcptest.EncodingSamples() {
 		t.Run("MCP result "+string(rune('A'+i))+" is MarshalJSON of the envelope", func(t *testing.T) {
 			w := httptest.NewRecorder()
 			WriteResult(w, json.RawMessage(`7`), v)
