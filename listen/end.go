@@ -11,10 +11,9 @@ import "sync/atomic"
 // endLocked removes s from every index and tells its stream why it ended.
 // The first reason wins; it reports whether this call was the one that ended s.
 func (h *Hub) endLocked(s *Subscription, why EndReason) bool {
-	if s.ended {
+	if s.endedLocked() {
 		return false
 	}
-	s.ended = true
 	s.reason = why
 	if s.timer != nil {
 		s.timer.Stop()
