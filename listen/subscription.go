@@ -102,11 +102,7 @@ func (s *Subscription) Topics() []string {
 // that registered but could not start the stream, or that abandons it. A
 // running Serve returns EndUnsubscribed promptly.
 func (s *Subscription) Close() {
-	h := s.h
-	h.mu.Lock()
-	won := h.endLocked(s, EndUnsubscribed)
-	h.mu.Unlock()
-	if won {
+	if won, _ := s.h.endFromStream(s, EndUnsubscribed); won {
 		s.abortWrite()
 	}
 }
