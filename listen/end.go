@@ -54,7 +54,8 @@ func (h *Hub) clientGone(s *Subscription) EndReason {
 }
 
 // endFromStream ends s for why unless it has ended already, and says what
-// the stream's writer reports.
+// the stream's writer reports. drop, clientGone and
+// Subscription.Close end through it; the graceful ends call endLocked.
 func (h *Hub) endFromStream(s *Subscription, why EndReason) (won bool, reported EndReason) {
 	h.mu.Lock()
 	won = h.endLocked(s, why)
