@@ -11,10 +11,9 @@ import "sync/atomic"
 // endLocked removes s from every index and tells its stream why it ended.
 // The first reason wins; it reports whether this call was the one that ended s.
 func (h *Hub) endLocked(s *Subscription, why EndReason) bool {
-	if s.ended {
+	if s.endedLocked() {
 		return false
 	}
-	s.ended = true
 	s.reason = why
 	if s.timer != nil {
 		s.timer.Stop()
@@ -55,7 +54,8 @@ func (h *Hub) clientGone(s *Subscription) EndReason {
 }
 
 // endFromStream ends s for why unless it has ended already, and says what
-// the stream's writer reports.
+// the stream's writer reports. drop, clientGone and
+// Subscription.Close end through it; the graceful ends call endLocked.
 func (h *Hub) endFromStream(s *Subscription, why EndReason) (won bool, reported EndReason) {
 	h.mu.Lock()
 	won = h.endLocked(s, why)

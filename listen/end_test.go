@@ -20,6 +20,20 @@ func TestEachEndReasonHasItsCounter(t *testing.T) {
 		{"a client gone is a disconnect", EndClientGone, Stats{Disconnected: 1}},
 		{"an abandoned stream is a disconnect", EndUnsubscribed, Stats{Disconnected: 1}},
 	}
+	// A reason added later must get a row: without one it would fall to
+	// count's default unnoticed.
+	listed := map[EndReason]bool{}
+	for _, tt := range tests {
+		listed[tt.why] = true
+	}
+	for why := EndCancelled; why <= EndWriteFailed; why++ {
+		if !listed[why] {
+			t.Errorf("%v has no row", why)
+		}
+	}
+	if EndReason(EndWriteFailed+1).String() != "unknown" {
+		t.Errorf("a reason after EndWriteFailed exists: extend this table and the loop above")
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var c counters

@@ -55,7 +55,7 @@ func TestOnSessionEnd(t *testing.T) {
 				log1.add(sess)
 				if sess == "a" {
 					h.mu.Lock()
-					streamEndedFirst = append(streamEndedFirst, s.ended)
+					streamEndedFirst = append(streamEndedFirst, s.endedLocked())
 					h.mu.Unlock()
 				}
 			})

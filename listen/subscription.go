@@ -20,11 +20,10 @@ type Subscription struct {
 	fast      atomic.Pointer[fastWriter]
 	runFrames // its frames of the run being fanned out (merge.go)
 
-	// Guarded by h.mu. reason is written before done is closed, so after
-	// <-done it may be read without the lock.
+	// Guarded by h.mu. reason is set (non-zero) when the stream ends,
+	// before done is closed, so after <-done it may be read without the lock.
 	topics     []string // sorted, unique
-	ended      bool
-	cancelling bool // a Cancel for it is queued
+	cancelling bool     // a Cancel for it is queued
 	reason     EndReason
 	// Set at Subscribe and then only read: SubscribeRequest.Filter, and
 	// Until in Unix ns (0: none) with its timer.
@@ -70,7 +69,7 @@ func (s *Subscription) SetTopics(topics []string) {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s.ended {
+	if s.endedLocked() {
 		return
 	}
 	var added, removed []string
@@ -89,6 +88,9 @@ func (s *Subscription) SetTopics(topics []string) {
 	s.topics = next
 }
 
+// endedLocked reports whether s has ended (under h.mu): it has a reason.
+func (s *Subscription) endedLocked() bool { return s.reason != 0 }
+
 // Topics returns the current filter, so a caller can grow it with SetTopics.
 func (s *Subscription) Topics() []string {
 	s.h.mu.Lock()
@@ -100,11 +102,7 @@ func (s *Subscription) Topics() []string {
 // that registered but could not start the stream, or that abandons it. A
 // running Serve returns EndUnsubscribed promptly.
 func (s *Subscription) Close() {
-	h := s.h
-	h.mu.Lock()
-	won := h.endLocked(s, EndUnsubscribed)
-	h.mu.Unlock()
-	if won {
+	if won, _ := s.h.endFromStream(s, EndUnsubscribed); won {
 		s.abortWrite()
 	}
 }

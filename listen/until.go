@@ -8,7 +8,7 @@ import "time"
 // is left.
 func (h *Hub) untilReached(s *Subscription) {
 	h.mu.Lock()
-	if s.ended || s.expiring {
+	if s.endedLocked() || s.expiring {
 		h.mu.Unlock()
 		return
 	}
