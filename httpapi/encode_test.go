@@ -15,8 +15,9 @@ import (
 // response (a list element by element); what a client receives is byte for
 // byte what json.Marshal (HTML-escaped, for the HTTP routes) produces, with
 // one newline after it. A value that cannot be encoded is still a clean
-// error answer. (The MCP door's writeRPCResult has the same test in
-// httpapi/mcp.)
+// error answer. (The MCP door's encoder, rpc.WriteResult, is not
+// HTML-escaped and has its own test: TestStreamedResultKeepsTheBytes in
+// httpapi/mcp/internal/rpc.)
 func TestStreamedEncodingKeepsTheBytes(t *testing.T) {
 	for i, v := range mcptest.EncodingSamples() {
 		t.Run("HTTP answer "+string(rune('A'+i))+" is json.Marshal and a newline", func(t *testing.T) {

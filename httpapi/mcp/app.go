@@ -26,9 +26,9 @@ const (
 	boardProposals = 20
 )
 
-// AppTools are the app-only tools: a host lets the view call them and
+// appTools are the app-only tools: a host lets the view call them and
 // never offers them to the model (visibility ["app"]).
-func AppTools() []Tool {
+func appTools() []Tool {
 	return []Tool{{
 		Name:  mcpapp.BoardTool,
 		Title: "The room's board",

@@ -79,7 +79,7 @@ type Handler struct {
 	limits  room.Limits
 	version string
 	tools   []Tool
-	// appTools are the app-only tools (AppTools): listed and callable only
+	// appTools are the app-only tools (app.go): listed and callable only
 	// for a request that declared MCP Apps.
 	appTools []Tool
 	// toolNames interns the tools' names (tools/call's name, as sent).
@@ -115,7 +115,7 @@ func New(cfg Config) *Handler {
 		panic("mcp: Config.Principal, ReadBody and Allow are required")
 	}
 	h := &Handler{room: cfg.Room, eng: cfg.Room.Engine(), hub: cfg.Hub, log: cfg.Logger,
-		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(), appTools: AppTools(),
+		limits: cfg.Room.Engine().Limits, version: cfg.Version, tools: Tools(), appTools: appTools(),
 		principal: cfg.Principal, readBody: cfg.ReadBody, allow: cfg.Allow, beforeSubscribe: cfg.BeforeSubscribe, note: cfg.Note}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

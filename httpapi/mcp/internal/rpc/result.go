@@ -75,12 +75,12 @@ func htmlUnsafe(b []byte) bool {
 // way WriteResult encodes a result. The answer is encoded once into a
 // pooled buffer and both copies are made from it.
 func ToolResult(meta []byte, out any) (Raw, error) {
-	res, err := AppendToolResult(nil, meta, out)
+	res, err := appendToolResult(nil, meta, out)
 	return Raw(res), err
 }
 
-// AppendToolResult appends ToolResult's bytes to dst.
-func AppendToolResult(dst, meta []byte, out any) ([]byte, error) {
+// appendToolResult appends ToolResult's bytes to dst.
+func appendToolResult(dst, meta []byte, out any) ([]byte, error) {
 	b := getEncBuf()
 	defer putEncBuf(b)
 	if err := b.enc.Encode(out); err != nil {
@@ -192,7 +192,7 @@ func (p *FramePool) ToolResult(id json.RawMessage, meta []byte, out any) (f *Fra
 		f.release()
 		return nil, false, nil
 	}
-	if f.b, err = AppendToolResult(f.b, meta, out); err != nil {
+	if f.b, err = appendToolResult(f.b, meta, out); err != nil {
 		f.release()
 		return nil, true, err
 	}
