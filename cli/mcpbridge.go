@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/commonroom/ce/httpapi/present"
 	"github.com/commonroom/ce/transport"
 )
 
@@ -32,8 +33,8 @@ const (
 // mcpProtocolVersion is the header the bridge sends when the host's
 // request carries no version in params._meta: the room then answers the
 // missing _meta itself (-32602) instead of a header mismatch the host never
-// caused.
-const mcpProtocolVersion = "2026-07-28"
+// caused. It is the room's own version, named once in present.
+const mcpProtocolVersion = present.ProtocolVersion
 
 // Bounds of the bridge.
 const (

@@ -39,7 +39,7 @@ const (
 	metaVersionKey = "io.modelcontextprotocol/protocolVersion"
 	metaCapsKey    = "io.modelcontextprotocol/clientCapabilities"
 	metaInfoKey    = "io.modelcontextprotocol/clientInfo"
-	tasksExtension = "io.modelcontextprotocol/tasks"
+	tasksExtension = present.TasksExtension
 	serverInfoKey  = "io.modelcontextprotocol/serverInfo"
 )
 
