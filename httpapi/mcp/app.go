@@ -96,20 +96,6 @@ func (h *Handler) readBoard(c *call, args json.RawMessage) (any, error) {
 	})
 }
 
-// runAppTool answers a call of an app-only tool as tools/call answers any
-// tool: its answer as text and structured content, or its failure.
-func (h *Handler) runAppTool(c *call, t Tool, args json.RawMessage) (any, *rpc.Error) {
-	out, err := t.app(h, c, args)
-	if err != nil {
-		return h.toolFailure(c, err)
-	}
-	res, err := h.toolResult(out)
-	if err != nil {
-		return nil, h.rpcErrorOf(room.Internal(err))
-	}
-	return res, nil
-}
-
 // boardResource is the board as resources/list lists it.
 func boardResource() map[string]any {
 	return map[string]any{

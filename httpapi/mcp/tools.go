@@ -148,14 +148,20 @@ func (h *Handler) toolsCall(c *call) (any, *rpc.Error) {
 		return nil, rpc.InvalidParams("unknown tool: "+name, map[string]any{"name": name})
 	}
 	c.tool = t.Name
+	var (
+		out  any
+		memo *actor.Memo
+		err  error
+	)
 	if t.app != nil {
-		return h.runAppTool(c, t, args)
+		out, err = t.app(h, c, args)
+	} else {
+		// The arguments are one valid JSON value: a slice of the body the
+		// envelope checked with json.Valid. The decoder captures the two
+		// values it needs (capturing t would move it to the heap).
+		free := t.numberFree
+		out, memo, err = t.Op.RunMemo(c.ctx, h.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
 	}
-	// The arguments are one valid JSON value: a slice of the body the
-	// envelope checked with json.Valid. The decoder captures the two
-	// values it needs (capturing t would move it to the heap).
-	free := t.numberFree
-	out, memo, err := t.Op.RunMemo(c.ctx, h.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
 	if err != nil {
 		return h.toolFailure(c, err)
 	}
