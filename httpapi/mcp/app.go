@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"encoding/json"
-	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
@@ -106,14 +105,4 @@ func boardResource() map[string]any {
 		"mimeType":    mcpapp.MimeType,
 		"_meta":       mcpapp.ResourceMeta(),
 	}
-}
-
-// readBoardResource is resources/read of the board: the HTML view, for a
-// session that may read the room.
-func (h *Handler) readBoardResource(c *call) (any, *rpc.Error) {
-	if err := c.p.Require(room.CapRead); err != nil {
-		return nil, h.rpcErrorOf(err)
-	}
-	content := map[string]any{"uri": mcpapp.BoardURI, "mimeType": mcpapp.MimeType, "text": mcpapp.HTML(), "_meta": mcpapp.ResourceMeta()}
-	return h.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
 }
