@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"encoding/json"
-	"github.com/commonroom/ce/httpapi/mcp/internal/rpc"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
@@ -96,20 +95,6 @@ func (h *Handler) readBoard(c *call, args json.RawMessage) (any, error) {
 	})
 }
 
-// runAppTool answers a call of an app-only tool as tools/call answers any
-// tool: its answer as text and structured content, or its failure.
-func (h *Handler) runAppTool(c *call, t Tool, args json.RawMessage) (any, *rpc.Error) {
-	out, err := t.app(h, c, args)
-	if err != nil {
-		return h.toolFailure(c, err)
-	}
-	res, err := h.toolResult(out)
-	if err != nil {
-		return nil, h.rpcErrorOf(room.Internal(err))
-	}
-	return res, nil
-}
-
 // boardResource is the board as resources/list lists it.
 func boardResource() map[string]any {
 	return map[string]any{
@@ -120,14 +105,4 @@ func boardResource() map[string]any {
 		"mimeType":    mcpapp.MimeType,
 		"_meta":       mcpapp.ResourceMeta(),
 	}
-}
-
-// readBoardResource is resources/read of the board: the HTML view, for a
-// session that may read the room.
-func (h *Handler) readBoardResource(c *call) (any, *rpc.Error) {
-	if err := c.p.Require(room.CapRead); err != nil {
-		return nil, h.rpcErrorOf(err)
-	}
-	content := map[string]any{"uri": mcpapp.BoardURI, "mimeType": mcpapp.MimeType, "text": mcpapp.HTML(), "_meta": mcpapp.ResourceMeta()}
-	return h.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
 }

@@ -76,14 +76,10 @@ func (h *Handler) resourcesRead(c *call) (any, *rpc.Error) {
 		return nil, e
 	}
 	if in.URI == mcpapp.BoardURI && c.req.Meta.UI {
-		return h.readBoardResource(c)
+		return h.readFixed(c, map[string]any{"uri": mcpapp.BoardURI, "mimeType": mcpapp.MimeType, "text": mcpapp.HTML(), "_meta": mcpapp.ResourceMeta()})
 	}
 	if in.URI == skill.URI {
-		if err := c.p.Require(room.CapRead); err != nil {
-			return nil, h.rpcErrorOf(err)
-		}
-		content := map[string]any{"uri": skill.URI, "mimeType": "text/markdown", "text": skill.Text()}
-		return h.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
+		return h.readFixed(c, map[string]any{"uri": skill.URI, "mimeType": "text/markdown", "text": skill.Text()})
 	}
 	section, ok := h.eng.SectionFromURI(in.URI)
 	if !ok || len(in.URI) > h.limits.MaxResourceURIChars {
@@ -101,4 +97,14 @@ func (h *Handler) resourcesRead(c *call) (any, *rpc.Error) {
 	content := map[string]any{"uri": in.URI, "mimeType": "text/markdown", "text": res.Content,
 		"_meta": map[string]any{"commonroom/version": res.Version, "commonroom/truncated": res.Truncated}}
 	return h.complete(cacheable(map[string]any{"contents": []any{content}}, 0, "private")), nil
+}
+
+// readFixed is resources/read of a resource this door holds as it was
+// built (the agent guide, the board's view): for a session that may read
+// the room, cacheable for an hour.
+func (h *Handler) readFixed(c *call, content map[string]any) (any, *rpc.Error) {
+	if err := c.p.Require(room.CapRead); err != nil {
+		return nil, h.rpcErrorOf(err)
+	}
+	return h.complete(cacheable(map[string]any{"contents": []any{content}}, 3_600_000, "private")), nil
 }

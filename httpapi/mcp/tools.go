@@ -117,8 +117,12 @@ func (h *Handler) toolsList(c *call) (any, *rpc.Error) {
 	if in.Cursor != nil && *in.Cursor != "" {
 		return nil, rpc.InvalidParams("invalid cursor", nil)
 	}
-	list := make([]map[string]any, 0, len(h.tools)+len(h.appTools))
-	for _, t := range h.tools {
+	tools := h.tools
+	if c.req.Meta.UI {
+		tools = slices.Concat(h.tools, h.appTools)
+	}
+	list := make([]map[string]any, 0, len(tools))
+	for _, t := range tools {
 		entry := map[string]any{
 			"name": t.Name, "title": t.Title, "description": t.Description, "inputSchema": t.Input,
 			"annotations": map[string]any{"title": t.Title, "readOnlyHint": t.ReadOnly, "openWorldHint": false},
@@ -127,15 +131,6 @@ func (h *Handler) toolsList(c *call) (any, *rpc.Error) {
 			entry["_meta"] = t.uiMeta
 		}
 		list = append(list, entry)
-	}
-	if c.req.Meta.UI {
-		for _, t := range h.appTools {
-			list = append(list, map[string]any{
-				"name": t.Name, "title": t.Title, "description": t.Description, "inputSchema": t.Input,
-				"annotations": map[string]any{"title": t.Title, "readOnlyHint": t.ReadOnly, "openWorldHint": false},
-				"_meta":       t.uiMeta,
-			})
-		}
 	}
 	return h.complete(cacheable(map[string]any{"tools": list}, 3_600_000, "public")), nil
 }
@@ -153,14 +148,20 @@ func (h *Handler) toolsCall(c *call) (any, *rpc.Error) {
 		return nil, rpc.InvalidParams("unknown tool: "+name, map[string]any{"name": name})
 	}
 	c.tool = t.Name
+	var (
+		out  any
+		memo *actor.Memo
+		err  error
+	)
 	if t.app != nil {
-		return h.runAppTool(c, t, args)
+		out, err = t.app(h, c, args)
+	} else {
+		// The arguments are one valid JSON value: a slice of the body the
+		// envelope checked with json.Valid. The decoder captures the two
+		// values it needs (capturing t would move it to the heap).
+		free := t.numberFree
+		out, memo, err = t.Op.RunMemo(c.ctx, h.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
 	}
-	// The arguments are one valid JSON value: a slice of the body the
-	// envelope checked with json.Valid. The decoder captures the two
-	// values it needs (capturing t would move it to the heap).
-	free := t.numberFree
-	out, memo, err := t.Op.RunMemo(c.ctx, h.opEnv(), c.p, func(v any) error { return wirejson.DecodeValidArgs(args, v, free) })
 	if err != nil {
 		return h.toolFailure(c, err)
 	}
