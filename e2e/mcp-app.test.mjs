@@ -86,7 +86,10 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
     });
     const state = path.join(env('CE_E2E_STATE_DIR'), 'approver.json');
     await client.connect(new StdioClientTransport({ command: env('CE_BIN'), args: ['mcp', approverInvite, '--name', 'approver', '--state', state], stderr: 'inherit' }));
-    approver = { client };
+    // ce mcp joined and wrote its session to the state file: the approver's
+    // participant id, which the Approve step pins.
+    approver = { client, id: JSON.parse(fs.readFileSync(state, 'utf8')).participant_id };
+    assert.match(approver.id, /^participant_/);
 
     // The test host: its page and script on one origin, the sandbox proxy
     // on another (the same port by another name), as a web host must.
@@ -227,9 +230,7 @@ describe('MCP App: the room board in a host', { concurrency: false }, () => {
       const x = await owner.handoffGet(handoffID);
       return x.status === 'approved' ? x : null;
     });
-    assert.match(h.decided_by, /^participant_/);
-    assert.notEqual(h.decided_by, owner.id);
-    assert.notEqual(h.decided_by, worker.id);
+    assert.equal(h.decided_by, approver.id, 'decided by the session the host relayed the click on');
     assert.deepEqual(relayed.filter(([m, n]) => n === 'handoff_approve'), [['tools/call', 'handoff_approve']]);
     await eventually('the view to show it done', async () => (await view().locator('#status').textContent()) === 'Approve: done.');
     assert.equal(await view().locator(`#waiting article[data-handoff-id="${handoffID}"]`).count(), 0, 'the approved result left "Waiting for you"');
