@@ -265,7 +265,7 @@ func (s *Server) newSessionPage(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, err)
 		return
 	}
-	key := s.sessionPages.mint(sha256.Sum256([]byte(token)), p.SessionRef)
+	key := s.sessionPages.mint([32]byte(room.HashSecret(token)), p.SessionRef)
 	sendJSON(w, http.StatusOK, map[string]string{"key": key, "path": "/?key="})
 }
 
