@@ -104,7 +104,11 @@ func TestJoinPrintsPageLink(t *testing.T) {
 		}
 		r := mustCE(t, dir, nil, "page", "--url", ingress, "--token-file", f)
 		if !strings.HasPrefix(r.stdout, "Page:    "+ingress+"/?key=") {
-			t.Errorf("stdout %q", r.stdout)
+			t.Fatalf("stdout %q", r.stdout)
+		}
+		link := strings.Fields(strings.TrimPrefix(r.stdout, "Page:"))[0]
+		if code, ck := openPage(t, link); code != http.StatusSeeOther || ck == nil {
+			t.Errorf("open %q: %d", link, code)
 		}
 	})
 	for _, tc := range []struct {

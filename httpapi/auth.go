@@ -89,11 +89,21 @@ func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) 
 }
 
 func (s *Server) sessionPrincipal(ctx context.Context, token string) (room.Principal, error) {
-	if p, ok, err := s.eng.CachedPrincipal(token); ok {
+	var hash []byte // none for no token: AuthenticateHash refuses it as Authenticate does
+	if token != "" {
+		hash = room.HashSecret(token)
+	}
+	return s.sessionPrincipalHash(ctx, hash)
+}
+
+// sessionPrincipalHash authenticates a session by its token's hash: the
+// bearer token's path, and a participant page cookie's (grantPrincipal).
+func (s *Server) sessionPrincipalHash(ctx context.Context, hash []byte) (room.Principal, error) {
+	if p, ok, err := s.eng.CachedPrincipalHash(hash); ok {
 		return p, err
 	}
 	return actor.Read(ctx, s.room, func(q room.Querier) (room.Principal, error) {
-		return s.eng.Authenticate(ctx, q, token)
+		return s.eng.AuthenticateHash(ctx, q, hash)
 	})
 }
 

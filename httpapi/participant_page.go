@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/room"
 )
 
@@ -201,13 +200,7 @@ func (sp *sessionPages) size() (keys, cookies int) {
 // bearer token's own path; a session that no longer authenticates takes
 // its keys and cookies with it.
 func (s *Server) grantPrincipal(ctx context.Context, g pageGrant) (room.Principal, error) {
-	h := g.tokenHash[:]
-	p, ok, err := s.eng.CachedPrincipalHash(h)
-	if !ok {
-		p, err = actor.Read(ctx, s.room, func(q room.Querier) (room.Principal, error) {
-			return s.eng.AuthenticateHash(ctx, q, h)
-		})
-	}
+	p, err := s.sessionPrincipalHash(ctx, g.tokenHash[:])
 	if err != nil {
 		if room.ErrorKind(err) == room.KindUnauthorized || room.ErrorKind(err) == room.KindSessionExpired {
 			s.sessionPages.forget(g.sessionRef)
@@ -265,7 +258,7 @@ func (s *Server) newSessionPage(w http.ResponseWriter, r *http.Request) {
 		s.sendError(w, r, err)
 		return
 	}
-	key := s.sessionPages.mint(sha256.Sum256([]byte(token)), p.SessionRef)
+	key := s.sessionPages.mint([32]byte(room.HashSecret(token)), p.SessionRef)
 	sendJSON(w, http.StatusOK, map[string]string{"key": key, "path": "/?key="})
 }
 

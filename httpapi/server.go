@@ -171,20 +171,19 @@ func (s *Server) routes(l listener) http.Handler {
 	r.Use(s.hostGuard(l))
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	// The one page door, mounted with the listener's credential store: the
+	// owner's on the owner listener, a participant's on the ingress.
+	pg, index := s.page, http.HandlerFunc(s.page.Index)
 	if l == ownerListener {
-		r.Get("/", s.page.Index)
-		r.Get("/page/page.css", s.page.Asset)
-		r.Get("/page/page.js", s.page.Asset)
-		r.Get("/page/favicon.svg", s.page.Asset)
-		r.Get("/page/document", s.page.Document)
 		r.Post("/session/page", s.sessionPageElsewhere)
 	} else {
-		r.Get("/", s.ingressPage)
-		r.Get("/page/page.css", s.participantPage.Asset)
-		r.Get("/page/page.js", s.participantPage.Asset)
-		r.Get("/page/favicon.svg", s.participantPage.Asset)
-		r.Get("/page/document", s.participantPage.Document)
+		pg, index = s.participantPage, s.ingressPage
 	}
+	r.Get("/", index)
+	r.Get("/page/page.css", pg.Asset)
+	r.Get("/page/page.js", pg.Asset)
+	r.Get("/page/favicon.svg", pg.Asset)
+	r.Get("/page/document", pg.Document)
 	r.Post("/session/join", s.join)
 	r.Post("/session/join/challenge", s.joinChallenge)
 	r.Get("/.well-known/agent-workspace", s.wellKnown)
