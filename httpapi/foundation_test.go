@@ -801,11 +801,7 @@ func TestReads(t *testing.T) {
 func TestHistoryPages(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent", "read")
-	get := func(t *testing.T, path string) apiResp {
-		t.Helper()
-		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
-	}
-	r := get(t, "/workspace/history")
+	r := h.get(t, agent.SessionToken, "/workspace/history")
 	wantOK(t, r)
 	var hist room.History
 	r.Into(t, &hist)
@@ -825,7 +821,7 @@ func TestHistoryPages(t *testing.T) {
 		t.Errorf("history lacks oldest_event_id")
 	}
 	since := all[1].ID
-	r = get(t, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
+	r = h.get(t, agent.SessionToken, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
 	wantOK(t, r)
 	var asc room.History
 	r.Into(t, &asc)
@@ -837,7 +833,7 @@ func TestHistoryPages(t *testing.T) {
 			t.Errorf("since: event %d = %d, want %d (ascending)", i, ev.ID, all[i+2].ID)
 		}
 	}
-	r = get(t, "/workspace/history?limit=2")
+	r = h.get(t, agent.SessionToken, "/workspace/history?limit=2")
 	wantOK(t, r)
 	r.Into(t, &hist)
 	if len(hist.Events) != 2 || hist.Events[0].ID != all[len(all)-1].ID {
@@ -850,16 +846,12 @@ func TestHistoryPages(t *testing.T) {
 func TestOutOfBandEdit(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent", "read")
-	get := func(t *testing.T, path string) apiResp {
-		t.Helper()
-		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
-	}
 	versions := h.count(`SELECT count(*) FROM versions`)
 	edited := "# Idea\n\nhello world, edited by hand\n\n## Goals\n\nship it today\n"
 	if err := os.WriteFile(h.Doc, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := get(t, "/workspace/read")
+	r := h.get(t, agent.SessionToken, "/workspace/read")
 	wantOK(t, r)
 	var rr room.ReadResult
 	r.Into(t, &rr)
@@ -884,11 +876,11 @@ func TestOutOfBandEdit(t *testing.T) {
 		t.Errorf("change.committed payload = %s", evs[0].Raw)
 	}
 	// Reading again does not record the same edit twice.
-	wantOK(t, get(t, "/workspace/status"))
+	wantOK(t, h.get(t, agent.SessionToken, "/workspace/status"))
 	if n := h.count(`SELECT count(*) FROM versions`); n != versions+1 {
 		t.Errorf("%d versions after a second read, want %d", n, versions+1)
 	}
-	r = get(t, "/workspace/read?section=Goals")
+	r = h.get(t, agent.SessionToken, "/workspace/read?section=Goals")
 	wantOK(t, r)
 	r.Into(t, &rr)
 	if rr.Content != "## Goals\n\nship it today\n" {
