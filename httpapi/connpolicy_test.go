@@ -100,7 +100,7 @@ func (r *rawConn) stillOpen() bool {
 // operator.
 func connMetrics(t testing.TB, h *roomHarness, which string) ConnStats {
 	t.Helper()
-	r := h.do("GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+	r := h.do("GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil)
 	wantOK(t, r)
 	var m struct {
 		Connections map[string]ConnStats `json:"connections"`

@@ -391,7 +391,7 @@ func TestDocumentCommitRace(t *testing.T) {
 			for i := range 2 {
 				wg.Go(func() {
 					<-start
-					r, err := h.send("POST", h.ingressURL("/workspace/commit"), tokens[i], map[string]any{"proposal_id": ids[i]})
+					r, err := h.send("POST", h.IngressURL("/workspace/commit"), tokens[i], map[string]any{"proposal_id": ids[i]})
 					if err != nil {
 						r = apiResp{Status: -1, Body: []byte(err.Error())}
 					}
@@ -741,17 +741,17 @@ func TestDocumentBadInput(t *testing.T) {
 			if method == "" {
 				method = "POST"
 			}
-			url, token := h.ingressURL(tc.path), d.author.SessionToken
+			url, token := h.IngressURL(tc.path), d.author.SessionToken
 			switch tc.who {
 			case reviewer:
 				token = d.reviewer.SessionToken
 			case reader:
 				token = d.reader.SessionToken
 			case operator:
-				url, token = h.ownerURL(tc.path), h.OpToken
+				url, token = h.OwnerURL(tc.path), h.OpToken
 			}
 			before := h.snapshot()
-			m := wantError(t, h.doT(t, method, url, token, tc.body), tc.status, tc.code)
+			m := wantError(t, h.Do(t, method, url, token, tc.body), tc.status, tc.code)
 			if tc.field != "" && m["field"] != tc.field {
 				t.Errorf("field = %v, want %q; body %v", m["field"], tc.field, m)
 			}

@@ -30,11 +30,11 @@ func TestFlow_HandoffOverHTTP(t *testing.T) {
 	tok := func(p party) string { return p.SessionToken }
 	post := func(t *testing.T, p party, path string, body any) apiResp {
 		t.Helper()
-		return h.doT(t, "POST", h.ingressURL(path), tok(p), body)
+		return h.Do(t, "POST", h.IngressURL(path), tok(p), body)
 	}
 	get := func(t *testing.T, p party, path string, q url.Values) apiResp {
 		t.Helper()
-		return h.doT(t, "GET", h.ingressURL(path+"?"+q.Encode()), tok(p), nil)
+		return h.Do(t, "GET", h.IngressURL(path+"?"+q.Encode()), tok(p), nil)
 	}
 	obj := func(t *testing.T, r apiResp) map[string]any {
 		t.Helper()

@@ -142,7 +142,7 @@ func twinDoors(h *roomHarness) []twinDoor {
 		{name: "http",
 			call: func(t *testing.T, p party, tool string, args map[string]any) (string, map[string]any) {
 				t.Helper()
-				r := h.doT(t, "POST", h.ingressURL(routes[tool]), p.SessionToken, args)
+				r := h.Do(t, "POST", h.IngressURL(routes[tool]), p.SessionToken, args)
 				m := r.JSON(t)
 				if r.Status == http.StatusOK {
 					return "", m
@@ -156,10 +156,10 @@ func twinDoors(h *roomHarness) []twinDoor {
 			proto: func(t *testing.T, p party, tool string, x room.Handoff, responses map[string]any) {
 				t.Helper()
 				if tool == "handoff_cancel" {
-					wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/task/cancel"), p.SessionToken, map[string]any{"task_id": x.TaskID}))
+					wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/task/cancel"), p.SessionToken, map[string]any{"task_id": x.TaskID}))
 					return
 				}
-				wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/task/update"), p.SessionToken,
+				wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/task/update"), p.SessionToken,
 					map[string]any{"task_id": x.TaskID, "input_responses": responses}))
 			}},
 	}
@@ -433,7 +433,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 	for _, c := range httpCases {
 		t.Run("http/"+c.name, func(t *testing.T) {
 			before := h.snapshot()
-			m := wantError(t, h.doT(t, "POST", h.ingressURL(c.path), c.token, c.body), c.status, c.code)
+			m := wantError(t, h.Do(t, "POST", h.IngressURL(c.path), c.token, c.body), c.status, c.code)
 			if c.field != "" && m["field"] != c.field {
 				t.Errorf("field %v, want %s", m["field"], c.field)
 			}

@@ -104,16 +104,9 @@ func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness 
 
 func localListener(t testing.TB) net.Listener { return roomtest.Listener(t) }
 
-// stop closes the listeners (waiting for requests in flight), the hub, the
-// actor and the store. It is idempotent.
-func (h *roomHarness) stop() { h.Stop() }
-
 // restart closes everything and opens the same files again (new listeners,
 // new engine and actor, same clock, logs and operator token).
 func (h *roomHarness) restart() { h.t.Helper(); h.Restart() }
-
-func (h *roomHarness) ownerURL(path string) string   { return h.OwnerURL(path) }
-func (h *roomHarness) ingressURL(path string) string { return h.IngressURL(path) }
 
 // serverPort is a test server's port as text (the kit's).
 var serverPort = roomtest.ServerPort
@@ -140,20 +133,10 @@ func (h *roomHarness) do(method, url, token string, body any, opts ...reqOpt) ap
 	return h.Do(h.t, method, url, token, body, opts...)
 }
 
-// doT is do reporting to t (for subtests and goroutines that must not call
-// Fatal on the parent).
-func (h *roomHarness) doT(t testing.TB, method, url, token string, body any, opts ...reqOpt) apiResp {
-	t.Helper()
-	return h.Do(t, method, url, token, body, opts...)
-}
-
 // send is do returning the transport error instead of failing the test.
 func (h *roomHarness) send(method, url, token string, body any, opts ...reqOpt) (apiResp, error) {
 	return h.Send(method, url, token, body, opts...)
 }
-
-// errorBodies returns every error body the harness has received.
-func (h *roomHarness) errorBodies() []string { return h.ErrorBodies() }
 
 // inviteGrant is the answer to POST /workspace/invite.
 type inviteGrant = mcptest.Invitation
@@ -174,7 +157,7 @@ func (h *roomHarness) inviteCaps(caps ...string) inviteGrant {
 // joinRaw posts body to /session/join on the ingress listener.
 func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
 	h.t.Helper()
-	return h.do("POST", h.ingressURL("/session/join"), "", body, opts...)
+	return h.do("POST", h.IngressURL("/session/join"), "", body, opts...)
 }
 
 // redeem is join with an invitation the test made itself: it redeems invite
@@ -404,5 +387,5 @@ func threeSections(idea, goals, plan string) string {
 	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"
 }
 
-// noteError keeps the body of an error answer (status >= 400) for errorBodies.
+// noteError keeps the body of an error answer (status >= 400) for ErrorBodies.
 func (h *roomHarness) noteError(r mcptest.Response) { h.NoteError(r) }

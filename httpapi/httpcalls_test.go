@@ -41,19 +41,19 @@ func newCastRoom(t *testing.T) *castRoom {
 // post sends a JSON body to path on the ingress listener as token.
 func (h *roomHarness) post(t testing.TB, token, path string, body any) apiResp {
 	t.Helper()
-	return h.doT(t, "POST", h.ingressURL(path), token, body)
+	return h.Do(t, "POST", h.IngressURL(path), token, body)
 }
 
 // get reads path (with its query) on the ingress listener as token.
 func (h *roomHarness) get(t testing.TB, token, path string) apiResp {
 	t.Helper()
-	return h.doT(t, "GET", h.ingressURL(path), token, nil)
+	return h.Do(t, "GET", h.IngressURL(path), token, nil)
 }
 
 // operator posts to the owner listener with the operator credential.
 func (h *roomHarness) operator(t testing.TB, path string, body any) apiResp {
 	t.Helper()
-	return h.doT(t, "POST", h.ownerURL(path), h.OpToken, body)
+	return h.Do(t, "POST", h.OwnerURL(path), h.OpToken, body)
 }
 
 // okJSON requires a 200 JSON object and returns it.

@@ -80,13 +80,13 @@ func TestJoin(t *testing.T) {
 				t.Errorf("name, kind = %q, %q; want %q, agent", s.Name, s.Kind, want)
 			}
 
-			st := h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil)
+			st := h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil)
 			wantOK(t, st)
 			if got := st.JSON(t)["workspace_id"]; got != h.Eng.WorkspaceID {
 				t.Errorf("status with the new token: workspace_id = %v", got)
 			}
 			// The session holds what the invitation granted, no more: no invite.
-			wantError(t, h.do("GET", h.ingressURL("/workspace/invites"), s.SessionToken, nil), 403, "permission_denied")
+			wantError(t, h.do("GET", h.IngressURL("/workspace/invites"), s.SessionToken, nil), 403, "permission_denied")
 
 			if n := h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, g.InviteID); n != 1 {
 				t.Errorf("used_count = %d, want 1", n)
@@ -172,7 +172,7 @@ func TestJoinRefusals(t *testing.T) {
 			}},
 		{name: "revoked invitation is invitation_revoked", status: 403, code: "invitation_revoked",
 			prep: func(s setup) {
-				wantOK(s.h.t, s.h.do("POST", s.h.ownerURL("/workspace/invite/revoke"), s.h.OpToken, map[string]any{"invite_id": s.g.InviteID}))
+				wantOK(s.h.t, s.h.do("POST", s.h.OwnerURL("/workspace/invite/revoke"), s.h.OpToken, map[string]any{"invite_id": s.g.InviteID}))
 			},
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "expired invitation is invitation_expired", status: 403, code: "invitation_expired",
@@ -189,7 +189,7 @@ func TestJoinRefusals(t *testing.T) {
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "revoked and expired invitation is invitation_revoked (revocation checked first)", status: 403, code: "invitation_revoked",
 			prep: func(s setup) {
-				wantOK(s.h.t, s.h.do("POST", s.h.ownerURL("/workspace/invite/revoke"), s.h.OpToken, map[string]any{"token": s.g.Token}))
+				wantOK(s.h.t, s.h.do("POST", s.h.OwnerURL("/workspace/invite/revoke"), s.h.OpToken, map[string]any{"token": s.g.Token}))
 				s.h.Clock.Advance(2 * time.Hour)
 				s.h.sweep()
 			},
@@ -384,7 +384,7 @@ func TestJoinConcurrent(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						<-start
-						r, err := h.send("POST", h.ingressURL("/session/join"), "",
+						r, err := h.send("POST", h.IngressURL("/session/join"), "",
 							map[string]any{"invite": g.URI, "name": fmt.Sprintf("racer-%d-%d", round, i)})
 						results[i] = result{r, err}
 					}()
@@ -466,7 +466,7 @@ func TestJoinSessionCap(t *testing.T) {
 		h.assertUnchanged(t, before)
 	})
 	t.Run("after one session leaves the unspent invitation admits", func(t *testing.T) {
-		wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), first.SessionToken, nil))
+		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), first.SessionToken, nil))
 		h.redeem(one.URI, "late")
 		if n := h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, one.InviteID); n != 1 {
 			t.Errorf("used_count = %d, want 1", n)

@@ -608,7 +608,7 @@ func TestListenThousandStreams(t *testing.T) {
 		stopped := make(chan struct{})
 		go func() {
 			defer close(stopped)
-			h.stop()
+			h.Stop()
 		}()
 		select {
 		case <-stopped:
@@ -688,7 +688,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 			slices.Sort(keys)
 			// The HTTP twin of handoff_request_input: the same engine call,
 			// with a body and an answer of one copy of the question each.
-			wantOK(t, h.do("POST", h.ingressURL("/workspace/handoff/request_input"), a.SessionToken, map[string]any{
+			wantOK(t, h.do("POST", h.IngressURL("/workspace/handoff/request_input"), a.SessionToken, map[string]any{
 				"handoff_id": xs[i%jobs].HandoffID,
 				"requests":   []any{map[string]any{"key": fmt.Sprintf("q%d", i/jobs), "message": question}}}))
 			deliver(t, taskChange{xs[i%jobs].TaskID, room.TaskInputRequired, strings.Join(keys, ",")})
@@ -932,7 +932,7 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		s1, _ := h.listen(t, c, l.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		s2, _ := h.listen(t, c, l.SessionToken, `"two"`, map[string]any{"resourceSubscriptions": doc(h)}, false)
 		sk, _ := h.listen(t, c, k.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
-		wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), l.SessionToken, map[string]any{}))
+		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), l.SessionToken, map[string]any{}))
 		s1.expectFinal(t)
 		s2.expectFinal(t)
 		h.editFile(t, k.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))

@@ -26,7 +26,7 @@ import (
 // with the owner page's cookie, as the page's EventSource does.
 func (h *roomHarness) observeCookie(t testing.TB, cookie *http.Cookie, query string) (*stream, apiResp) {
 	t.Helper()
-	return h.observeAt(t, h.ownerURL("/workspace/observe"), "", query, "owner page observe "+query, withCookie(cookie))
+	return h.observeAt(t, h.OwnerURL("/workspace/observe"), "", query, "owner page observe "+query, withCookie(cookie))
 }
 
 // untilInvite reads s until the frame of invite.created naming id, and
@@ -56,15 +56,15 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 		end    func(t *testing.T, h *roomHarness, o opened)
 	}{
 		{name: "a session the host ends with the operator token ends its stream", end: func(t *testing.T, h *roomHarness, o opened) {
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": o.victim.SessionRef}))
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": o.victim.SessionRef}))
 		}},
 		{name: "a participant the owner page's button ends ends its stream", end: func(t *testing.T, h *roomHarness, o opened) {
 			_, cookie := h.pageCookie(t)
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), "", map[string]any{"participant_id": o.victim.ParticipantID},
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), "", map[string]any{"participant_id": o.victim.ParticipantID},
 				withCookie(cookie), withHeader("Origin", h.Owner.URL)))
 		}},
 		{name: "a participant that leaves ends its stream", end: func(t *testing.T, h *roomHarness, o opened) {
-			wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), o.victim.SessionToken, nil))
+			wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), o.victim.SessionToken, nil))
 		}},
 		{name: "a session idle for its whole window ends its stream at the sweep", end: func(t *testing.T, h *roomHarness, o opened) {
 			h.Clock.Advance(8 * time.Hour)
@@ -76,7 +76,7 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 				for range 2 {
 					h.Clock.Advance(80 * time.Minute)
 					h.sweep()
-					wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), o.victim.SessionToken, nil))
+					wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), o.victim.SessionToken, nil))
 				}
 				h.Clock.Advance(20 * time.Minute) // three hours since it was issued, 20 minutes since its last use
 				h.sweep()
@@ -155,10 +155,10 @@ func TestObserve_ASessionEndedWhileItsStreamOpensGetsNoStream(t *testing.T) {
 		end  func(h *roomHarness, victim party) apiResp
 	}{
 		{"ended by the host", func(h *roomHarness, victim party) apiResp {
-			return h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
+			return h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
 		}},
 		{"left", func(h *roomHarness, victim party) apiResp {
-			return h.do("POST", h.ingressURL("/workspace/leave"), victim.SessionToken, nil)
+			return h.do("POST", h.IngressURL("/workspace/leave"), victim.SessionToken, nil)
 		}},
 	} {
 		t.Run(tc.name+": the stream is refused or ends, and carries nothing after", func(t *testing.T) {
@@ -303,7 +303,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 	}
 	history := func(t *testing.T, p party) ([]byte, []byte) {
 		t.Helper()
-		r := h.do("GET", h.ingressURL(fmt.Sprintf("/workspace/history?since_event_id=%d&limit=200", start)), p.SessionToken, nil)
+		r := h.do("GET", h.IngressURL(fmt.Sprintf("/workspace/history?since_event_id=%d&limit=200", start)), p.SessionToken, nil)
 		wantOK(t, r)
 		res := p.mcp.call(t, "tools/call", map[string]any{"name": "workspace_history", "arguments": map[string]any{"since_event_id": start, "limit": 200}})
 		if res.Status != http.StatusOK || res.Result == nil || res.Result["isError"] == true {
@@ -325,9 +325,9 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 		})
 	}
 	t.Run("handoff_events answers a third participant handoff_not_found, as an unknown handoff", func(t *testing.T) {
-		r := h.do("GET", h.ingressURL("/workspace/handoff/events?handoff_id="+sc.x.HandoffID), sc.third.SessionToken, nil)
+		r := h.do("GET", h.IngressURL("/workspace/handoff/events?handoff_id="+sc.x.HandoffID), sc.third.SessionToken, nil)
 		wantError(t, r, http.StatusNotFound, "handoff_not_found")
-		wantOK(t, h.do("GET", h.ingressURL("/workspace/handoff/events?handoff_id="+sc.x.HandoffID), sc.worker.SessionToken, nil))
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/handoff/events?handoff_id="+sc.x.HandoffID), sc.worker.SessionToken, nil))
 	})
 	t.Run("a page of the history holds limit events the caller may see unless it is the last", func(t *testing.T) {
 		var pages []int
@@ -340,7 +340,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 				Oldest int64 `json:"oldest_event_id"`
 				Newest int64 `json:"newest_event_id"`
 			}
-			r := h.do("GET", h.ingressURL(fmt.Sprintf("/workspace/history?since_event_id=%d&limit=2", since)), sc.third.SessionToken, nil)
+			r := h.do("GET", h.IngressURL(fmt.Sprintf("/workspace/history?since_event_id=%d&limit=2", since)), sc.third.SessionToken, nil)
 			wantOK(t, r)
 			r.Into(t, &got)
 			sc.wantNames(t, "a page of the history", r.Body, false)
@@ -372,7 +372,7 @@ func TestMCPStreamOfASessionEndedWhileItOpensIsRefused(t *testing.T) {
 			var ended apiResp
 			h.API.beforeSubscribe = func() {
 				h.API.beforeSubscribe = nil
-				ended = h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
+				ended = h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
 			}
 			var s *stream
 			var r *mcpResp

@@ -26,7 +26,7 @@ func TestReadPaging(t *testing.T) {
 			for k, v := range args {
 				q.Set(k, fmt.Sprint(v))
 			}
-			r := h.do("GET", h.ingressURL("/workspace/read?"+q.Encode()), s.SessionToken, nil)
+			r := h.do("GET", h.IngressURL("/workspace/read?"+q.Encode()), s.SessionToken, nil)
 			m := r.JSON(t)
 			if r.Status != http.StatusOK {
 				code, _ := m["error"].(string)
@@ -83,7 +83,7 @@ func TestReadPaging(t *testing.T) {
 		}
 	}
 	t.Run("GET /workspace/read: an offset that is not a number is invalid_request", func(t *testing.T) {
-		r := h.do("GET", h.ingressURL("/workspace/read?offset=ten"), s.SessionToken, nil)
+		r := h.do("GET", h.IngressURL("/workspace/read?offset=ten"), s.SessionToken, nil)
 		if m := wantError(t, r, http.StatusBadRequest, "invalid_request"); m["field"] != "offset" {
 			t.Errorf("field = %v, want offset", m["field"])
 		}

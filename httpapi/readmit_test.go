@@ -13,7 +13,7 @@ import (
 func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent")
-	created := h.do("POST", h.ingressURL("/workspace/handoff"), agent.SessionToken,
+	created := h.do("POST", h.IngressURL("/workspace/handoff"), agent.SessionToken,
 		map[string]any{"summary": "write the goals", "idempotency_key": "k-readmit"})
 	wantOK(t, created)
 	hid, _ := jsonAt(created.JSON(t), "handoff", "handoff_id").(string)
@@ -22,9 +22,9 @@ func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 		t.Fatalf("create: %s", created.Body)
 	}
 	// The host cuts the old session off; a later invitation brings it back.
-	wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": agent.SessionRef}))
+	wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": agent.SessionRef}))
 
-	r := h.do("POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{"participant_id": agent.ParticipantID})
+	r := h.do("POST", h.OwnerURL("/workspace/invite"), h.OpToken, map[string]any{"participant_id": agent.ParticipantID})
 	wantOK(t, r)
 	var inv struct {
 		URI           string   `json:"uri"`
@@ -49,7 +49,7 @@ func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 	if task["taskId"] != taskID {
 		t.Errorf("tasks/get of its own task = %v", task)
 	}
-	again := h.do("POST", h.ingressURL("/workspace/handoff"), back.SessionToken,
+	again := h.do("POST", h.IngressURL("/workspace/handoff"), back.SessionToken,
 		map[string]any{"summary": "write the goals", "idempotency_key": "k-readmit"})
 	wantOK(t, again)
 	if m := again.JSON(t); m["replayed"] != true || jsonAt(m, "handoff", "handoff_id") != hid {
@@ -99,9 +99,9 @@ func TestReadmit_RefusedAtEveryDoor(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run("HTTP: "+tc.name, func(t *testing.T) {
-			url := h.ingressURL("/workspace/invite")
+			url := h.IngressURL("/workspace/invite")
 			if tc.owner {
-				url = h.ownerURL("/workspace/invite")
+				url = h.OwnerURL("/workspace/invite")
 			}
 			before := h.snapshot()
 			m := wantError(t, h.do("POST", url, tc.token, tc.body), tc.status, tc.code)

@@ -34,7 +34,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 		if key != "" {
 			body["idempotency_key"] = key
 		}
-		return h.do("POST", h.ingressURL("/workspace/handoff"), token, body)
+		return h.do("POST", h.IngressURL("/workspace/handoff"), token, body)
 	}
 	first := create(flooder.SessionToken, "keyed", "retry-me")
 	wantOK(t, first)
@@ -77,7 +77,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 	t.Run("another participant and the host still create", func(t *testing.T) {
 		wantOK(t, create(other.SessionToken, "mine", ""))
 		for range share + 1 { // the operator acts as the host, who has no share
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "host work"}))
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "host work"}))
 		}
 	})
 	t.Run("the room's cap of 32 still holds: then the host is refused with scope room", func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 		}
 		late := h.join("late", "read", "propose")
 		before := h.snapshot()
-		body := wantError(t, h.do("POST", h.ownerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "over"}),
+		body := wantError(t, h.do("POST", h.OwnerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "over"}),
 			http.StatusTooManyRequests, "limit_exceeded")
 		wantShareRefusal(t, body, "room", 32, 32)
 		wantShareRefusal(t, wantError(t, create(late.SessionToken, "over", ""), http.StatusTooManyRequests, "limit_exceeded"), "room", 32, 32)
@@ -133,13 +133,13 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 	t.Run("non-admins are refused with required admin and nothing changes", func(t *testing.T) {
 		before := h.snapshot()
 		for _, tok := range []string{flooder.SessionToken, worker.SessionToken, other.SessionToken} {
-			body := wantError(t, h.do("POST", h.ingressURL(route), tok, map[string]any{"participant_id": flooder.ParticipantID}),
+			body := wantError(t, h.do("POST", h.IngressURL(route), tok, map[string]any{"participant_id": flooder.ParticipantID}),
 				http.StatusForbidden, "permission_denied")
 			if body["required"] != "admin" {
 				t.Fatalf("required = %v, want admin", body["required"])
 			}
 		}
-		wantError(t, h.do("POST", h.ingressURL(route), "", map[string]any{"participant_id": flooder.ParticipantID}),
+		wantError(t, h.do("POST", h.IngressURL(route), "", map[string]any{"participant_id": flooder.ParticipantID}),
 			http.StatusUnauthorized, "unauthorized")
 		h.assertUnchanged(t, before)
 	})
@@ -159,7 +159,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 			{"an oversized id, not echoed", map[string]any{"participant_id": huge}, http.StatusBadRequest, "invalid_request"},
 			{"an unknown participant", map[string]any{"participant_id": "participant_0000000000000000"}, http.StatusNotFound, "not_found"},
 		} {
-			r := h.do("POST", h.ingressURL(route), moderator.SessionToken, tc.body)
+			r := h.do("POST", h.IngressURL(route), moderator.SessionToken, tc.body)
 			body := wantError(t, r, tc.status, tc.code)
 			if len(r.Body) > 1024 {
 				t.Errorf("%s: a %d-byte answer echoes the input", tc.name, len(r.Body))
@@ -178,7 +178,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 	}
 	t.Run("an admin session clears exactly that participant's live handoffs", func(t *testing.T) {
 		events := len(h.events(""))
-		r := h.do("POST", h.ingressURL(route), moderator.SessionToken, map[string]any{"participant_id": flooder.ParticipantID})
+		r := h.do("POST", h.IngressURL(route), moderator.SessionToken, map[string]any{"participant_id": flooder.ParticipantID})
 		wantOK(t, r)
 		r.Into(t, &cleared)
 		want := []string{open.HandoffID, accepted.HandoffID, asking.HandoffID}
@@ -226,12 +226,12 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 		for range share {
 			h.newTask(t, flooder.SessionToken, "again")
 		}
-		r := h.do("POST", h.ownerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
+		r := h.do("POST", h.OwnerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
 		wantOK(t, r)
 		if n := r.JSON(t)["cancelled"]; n != float64(share) {
 			t.Fatalf("the operator's clear cancelled %v, want %d", n, share)
 		}
-		r = h.do("POST", h.ownerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
+		r = h.do("POST", h.OwnerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
 		wantOK(t, r)
 		if b := r.JSON(t); b["cancelled"] != float64(0) || len(b["handoff_ids"].([]any)) != 0 {
 			t.Fatalf("a clear with nothing live: %s", r.Body)
