@@ -1296,7 +1296,7 @@ func indistinguishable(t *testing.T, m *matrix, who *caller) {
 		})
 	}
 	t.Run("the foreign records did not change", func(t *testing.T) {
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 

@@ -256,7 +256,7 @@ func TestDiscoveryCapabilitiesAreEnforced(t *testing.T) {
 			if m["required"] != op.Capability {
 				t.Errorf("required = %v, want %s", m["required"], op.Capability)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	if checked < 20 {

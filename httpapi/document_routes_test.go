@@ -64,7 +64,7 @@ func TestDocumentLeases(t *testing.T) {
 				if m["lease_id"] != leaseID || m["region"] != "Idea/Goals" {
 					t.Errorf("lease_id, region = %v, %v; want %s, Idea/Goals", m["lease_id"], m["region"], leaseID)
 				}
-				h.assertUnchanged(t, before)
+				h.AssertUnchanged(t, before)
 			})
 		}
 	})
@@ -86,13 +86,13 @@ func TestDocumentLeases(t *testing.T) {
 		before := h.snapshot()
 		wantError(t, h.post(t, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID, "minutes": 5}),
 			http.StatusTooManyRequests, "limit_exceeded")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("renew by someone else is 403 permission_denied and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
 		wantError(t, h.post(t, d.other.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("release by someone else without admin is 403 permission_denied", func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestDocumentLeases(t *testing.T) {
 		if m["lease_id"] != leaseID {
 			t.Errorf("lease_id = %v", m["lease_id"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("the holder releases: ok, gone from the list, and again is a no-op", func(t *testing.T) {
@@ -118,7 +118,7 @@ func TestDocumentLeases(t *testing.T) {
 		}
 		before := h.snapshot()
 		wantOK(t, h.post(t, d.author.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("renew of a released lease is 409 lease_conflict and changes nothing", func(t *testing.T) {
@@ -127,7 +127,7 @@ func TestDocumentLeases(t *testing.T) {
 		if m["lease_id"] != leaseID {
 			t.Errorf("lease_id = %v", m["lease_id"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	for _, tc := range []struct {
@@ -181,7 +181,7 @@ func TestDocumentLeases(t *testing.T) {
 		if m["required"] != "checkout" {
 			t.Errorf("required = %v", m["required"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -226,7 +226,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if m["required"] != "approve" {
 			t.Errorf("required = %v", m["required"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("review with approve moves it to approved", func(t *testing.T) {
@@ -234,7 +234,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if !reflect.DeepEqual(r, map[string]any{"proposal_id": pid, "reviewer_id": d.reviewer.ParticipantID, "status": "approved"}) {
 			t.Errorf("review = %v", r)
 		}
-		if s := h.status(t, "proposal", pid); s != "approved" {
+		if s := h.Status(t, "proposal", pid); s != "approved" {
 			t.Errorf("status = %s", s)
 		}
 		if evs := h.events("proposal.approved"); len(evs) != 1 || evs[0].Payload["reviewer_id"] != d.reviewer.ParticipantID {
@@ -250,7 +250,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if m["required"] != "commit" {
 			t.Errorf("required = %v", m["required"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("commit of the approved proposal writes the file and bumps the version", func(t *testing.T) {
@@ -276,10 +276,10 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if pc := h.events("proposal.committed"); len(pc) != 1 || pc[0].Payload["proposal_id"] != pid || num(pc[0].Payload["version"]) != 2 {
 			t.Errorf("proposal.committed = %v", pc)
 		}
-		if s := h.status(t, "proposal", pid); s != "committed" {
+		if s := h.Status(t, "proposal", pid); s != "committed" {
 			t.Errorf("status = %s", s)
 		}
-		if s := h.status(t, "proposal", bystander); s != "superseded" {
+		if s := h.Status(t, "proposal", bystander); s != "superseded" {
 			t.Errorf("the pending bystander is %s, want superseded by the commit", s)
 		}
 	})
@@ -315,7 +315,7 @@ func TestDocumentRawCommit(t *testing.T) {
 		if m["required"] != "admin" {
 			t.Errorf("required = %v", m["required"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 		if h.fileText(t) != harnessDoc {
 			t.Errorf("the file changed")
 		}
@@ -365,7 +365,7 @@ func TestDocumentRawCommit(t *testing.T) {
 		if ch, _ := m["changes"].([]any); len(ch) != 2 || num(jsonAt(ch[0], "version")) != 3 || num(jsonAt(ch[1], "version")) != 4 {
 			t.Errorf("changes = %v, want versions 3 and 4", m["changes"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -428,10 +428,10 @@ func TestDocumentCommitRace(t *testing.T) {
 			if ch, _ := m["changes"].([]any); len(ch) != 1 || num(jsonAt(ch[0], "version")) != base+1 {
 				t.Errorf("changes = %v, want the winner's version", m["changes"])
 			}
-			if s := h.status(t, "proposal", ids[winner]); s != "committed" {
+			if s := h.Status(t, "proposal", ids[winner]); s != "committed" {
 				t.Errorf("winner's proposal is %s", s)
 			}
-			if s := h.status(t, "proposal", ids[loser]); s != "conflicted" {
+			if s := h.Status(t, "proposal", ids[loser]); s != "conflicted" {
 				t.Errorf("loser's proposal is %s, want conflicted", s)
 			}
 			if v := h.newestVersion(t); v != base+1 {
@@ -760,7 +760,7 @@ func TestDocumentBadInput(t *testing.T) {
 					t.Errorf("%s = %v, want %v", k, m[k], v)
 				}
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 			if h.fileText(t) != harnessDoc {
 				t.Errorf("the file changed")
 			}
@@ -768,7 +768,7 @@ func TestDocumentBadInput(t *testing.T) {
 	}
 	t.Run("the states the refusals left alone", func(t *testing.T) {
 		for id, want := range map[string]string{pendingID: "pending", approvedID: "approved", rejectedID: "rejected"} {
-			if s := h.status(t, "proposal", id); s != want {
+			if s := h.Status(t, "proposal", id); s != want {
 				t.Errorf("%s is %s, want %s", id, s, want)
 			}
 		}
@@ -830,7 +830,7 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 		if r := author.toolOK(t, "workspace_release", map[string]any{"lease_id": lease["lease_id"]}); r["status"] != "ok" {
 			t.Errorf("release = %v", r)
 		}
-		if s := h.status(t, "proposal", pid); s != "committed" {
+		if s := h.Status(t, "proposal", pid); s != "committed" {
 			t.Errorf("proposal is %s", s)
 		}
 		// The HTTP view agrees with what the tools did.
@@ -860,7 +860,7 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 		if ch, _ := sc["changes"].([]any); len(ch) != 1 || num(jsonAt(ch[0], "version")) != base+1 {
 			t.Errorf("changes = %v", sc["changes"])
 		}
-		if s := h.status(t, "proposal", ids[1]); s != "conflicted" {
+		if s := h.Status(t, "proposal", ids[1]); s != "conflicted" {
 			t.Errorf("proposal is %s, want conflicted", s)
 		}
 	})

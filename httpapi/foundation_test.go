@@ -75,7 +75,7 @@ func TestBearerAuthRefused(t *testing.T) {
 			wantUnauthorized(t, h.Do(t, "POST", h.IngressURL(rt.Path), "garbage", `{"broken":`), "unauthorized")
 		}
 	})
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 }
 
 // TestBearerAuthExpiredSession: a session idle for its 8 hours is refused
@@ -137,7 +137,7 @@ func TestOperatorToken(t *testing.T) {
 		for _, rt := range workspaceRoutes {
 			wantUnauthorized(t, h.Do(t, rt.Method, h.IngressURL(rt.Path), h.OpToken, rt.Body), "unauthorized")
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("lowercase bearer scheme is accepted", func(t *testing.T) {
 		wantOK(t, h.Do(t, "GET", h.OwnerURL("/workspace/status"), "", nil, withHeader("Authorization", "bearer "+h.OpToken)))
@@ -186,7 +186,7 @@ func TestCapabilities(t *testing.T) {
 			}
 		})
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 
 	allowed := []struct {
 		name  string
@@ -280,7 +280,7 @@ func TestHostAndOrigin(t *testing.T) {
 			})
 		}
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 
 	accepted := []struct {
 		name string
@@ -548,7 +548,7 @@ func TestInvitations(t *testing.T) {
 		before := h.snapshot()
 		wantOK(t, h.Do(t, "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID}))
 		wantOK(t, h.Do(t, "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": g.Token}))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 		wantError(t, h.joinRaw(map[string]any{"invite": g.URI}), 403, "invitation_revoked")
 	})
 
@@ -990,7 +990,7 @@ func TestLeave(t *testing.T) {
 	t.Run("leaving again with the dead token is 401 and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
 		wantUnauthorized(t, h.Do(t, "POST", h.IngressURL("/workspace/leave"), s.SessionToken, nil), "unauthorized")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -1004,7 +1004,7 @@ func TestLeaveOperator(t *testing.T) {
 	if r.Status == http.StatusOK {
 		t.Errorf("operator leave answered 200 %s; want a refusal (there is no session to end)", r.Body)
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 	if n := h.count(`SELECT count(*) FROM participants WHERE participant_id = ? AND left_at IS NULL`, h.Eng.HostID); n != 1 {
 		t.Errorf("the host participant left")
 	}

@@ -30,7 +30,7 @@ func TestHandoffListLimitRefusedBothWays(t *testing.T) {
 			if m["field"] != "limit" || m["limit"] != float64(max) || !strings.Contains(fmt.Sprint(m["message"]), fmt.Sprintf("1 to %d", max)) {
 				t.Errorf("the refusal does not name the field and the maximum: %v", m)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 		t.Run("MCP_"+tc.name, func(t *testing.T) {
 			sc := p.mcp.toolErr(t, "handoff_list", map[string]any{"limit": tc.limit}, "invalid_request")

@@ -56,7 +56,7 @@ func TestFlow_HandoffOverHTTP(t *testing.T) {
 		t.Helper()
 		before := h.snapshot()
 		body := wantError(t, call(), status, code)
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 		return body
 	}
 
@@ -191,11 +191,11 @@ func TestFlow_HandoffOverHTTP(t *testing.T) {
 		if tk := twinTask(t, owner, t3); tk["status"] != "cancelled" {
 			t.Errorf("task = %v", tk)
 		}
-		if s := h.status(t, "handoff", h3); s != "cancelled" {
+		if s := h.Status(t, "handoff", h3); s != "cancelled" {
 			t.Errorf("handoff = %s", s)
 		}
 		before := h.snapshot()
 		obj(t, post(t, owner, "/workspace/task/cancel", map[string]any{"task_id": t3}))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }

@@ -240,7 +240,7 @@ func TestHandoffCancelTool(t *testing.T) {
 					if body["handoff_id"] != tool.HandoffID {
 						t.Errorf("handoff_id = %v, want %s", body["handoff_id"], tool.HandoffID)
 					}
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 					return
 				}
 				if body["cancelled"] != c.wantCancelled || jsonAt(body, "handoff", "status") != c.wantStatus ||
@@ -248,7 +248,7 @@ func TestHandoffCancelTool(t *testing.T) {
 					t.Errorf("answer %v, want cancelled %v and status %s", body, c.wantCancelled, c.wantStatus)
 				}
 				if !c.wantCancelled {
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 				}
 				sameAsProtocol(t, h, door, cast.by(c.caller), "handoff_cancel", tool, proto, nil, mark, body, c.wantEvents)
 			})
@@ -321,7 +321,7 @@ func TestHandoffAnswerTool(t *testing.T) {
 					if c.wantField != "" && body["field"] != c.wantField {
 						t.Errorf("field = %v, want %s", body["field"], c.wantField)
 					}
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 					return
 				}
 				if g, i := jsonText(body["answered_keys"]), jsonText(body["ignored_keys"]); g != c.wantAnswered || i != c.wantIgnored {
@@ -331,7 +331,7 @@ func TestHandoffAnswerTool(t *testing.T) {
 					t.Errorf("task_status %v, want %s", s, c.wantTask)
 				}
 				if c.wantAnswered == `[]` {
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 				}
 				sameAsProtocol(t, h, door, cast.by(c.caller), "handoff_answer", tool, proto, c.responses, mark, body, c.wantEvents)
 			})
@@ -385,7 +385,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 			if c.wantField != "" && sc["field"] != c.wantField {
 				t.Errorf("field %v, want %s", sc["field"], c.wantField)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	t.Run("mcp/malformed JSON is -32700", func(t *testing.T) {
@@ -395,7 +395,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 		if r.Status != http.StatusBadRequest || r.Error == nil {
 			t.Fatalf("status %d, body %s", r.Status, r.Raw)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("mcp/an oversized body is 413", func(t *testing.T) {
 		before := h.snapshot()
@@ -405,7 +405,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 		if r.Status != http.StatusRequestEntityTooLarge {
 			t.Fatalf("status %d, want 413: %.200s", r.Status, r.Raw)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	httpCases := []struct {
@@ -437,7 +437,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 			if c.field != "" && m["field"] != c.field {
 				t.Errorf("field %v, want %s", m["field"], c.field)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 }

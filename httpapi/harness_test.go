@@ -222,22 +222,10 @@ func (h *roomHarness) queryRows(t testing.TB, query string, args ...any) (cols [
 // snapshot reads every table: row counts and a digest of all values.
 func (h *roomHarness) snapshot() dbSnapshot { h.t.Helper(); return h.Snapshot() }
 
-// assertUnchanged fails t when any row of any table changed since before.
-func (h *roomHarness) assertUnchanged(t testing.TB, before dbSnapshot) {
-	t.Helper()
-	h.AssertUnchanged(t, before)
-}
-
 // count runs a count query on the read pool.
 func (h *roomHarness) count(query string, args ...any) int {
 	h.t.Helper()
 	return h.Count(query, args...)
-}
-
-// status reads the status column of one proposal or handoff row.
-func (h *roomHarness) status(t testing.TB, kind, id string) string {
-	t.Helper()
-	return h.Status(t, kind, id)
 }
 
 // eventRow is one row of the events table.

@@ -907,7 +907,7 @@ func TestHostileDNSRebinding(t *testing.T) {
 			wantError(t, r, http.StatusForbidden, "permission_denied")
 		}
 	})
-	t.Run("nothing changed", func(t *testing.T) { h.assertUnchanged(t, before) })
+	t.Run("nothing changed", func(t *testing.T) { h.AssertUnchanged(t, before) })
 }
 
 // ---- secrets ----
@@ -1245,7 +1245,7 @@ func TestHostileSlowBody(t *testing.T) {
 			if !bytes.Contains(got, []byte(" 400 ")) && len(got) != 0 {
 				t.Errorf("a trickled body was answered %q, want 400 or a closed connection", got)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 			r, err := http.Get("http://" + addr + "/healthz")
 			if err != nil || r.StatusCode != 200 {
 				t.Fatalf("the server stopped serving: %v %v", err, r)

@@ -282,7 +282,7 @@ func TestJoinRefusals(t *testing.T) {
 			if strings.Contains(string(r.Body), s.g.Token) {
 				t.Errorf("error body echoes the invitation secret: %s", r.Body)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 }
@@ -348,7 +348,7 @@ func TestJoinBodyLimitBoundary(t *testing.T) {
 		g := h.createInvite(nil)
 		before := h.snapshot()
 		wantError(t, h.joinRaw(exact(g.URI, 1)), 413, "limit_exceeded")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -455,7 +455,7 @@ func TestJoinSessionCap(t *testing.T) {
 	t.Run("33rd join is 429 limit_exceeded and spends nothing", func(t *testing.T) {
 		before := h.snapshot()
 		wantError(t, h.joinRaw(map[string]any{"invite": one.URI, "name": "late"}), 429, "limit_exceeded")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 		if n := h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, one.InviteID); n != 0 {
 			t.Errorf("used_count = %d after a refused join, want 0", n)
 		}
@@ -463,7 +463,7 @@ func TestJoinSessionCap(t *testing.T) {
 	t.Run("unlimited invitation is refused at the cap too", func(t *testing.T) {
 		before := h.snapshot()
 		wantError(t, h.joinRaw(map[string]any{"invite": many.URI, "name": "late"}), 429, "limit_exceeded")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("after one session leaves the unspent invitation admits", func(t *testing.T) {
 		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), first.SessionToken, nil))

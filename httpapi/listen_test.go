@@ -93,7 +93,7 @@ func TestListenValidation(t *testing.T) {
 		if st := h.Hub.Stats(); st.Subscribers != 0 {
 			t.Errorf("hub has %d subscribers after only refused listens", st.Subscribers)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("listen is answered 200 text/event-stream, acknowledgement first", func(t *testing.T) {

@@ -129,7 +129,7 @@ func TestObserveNeedsObserve(t *testing.T) {
 			if tc.code == "permission_denied" && m["required"] != "observe" {
 				t.Errorf("required = %v, want observe", m["required"])
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	t.Run("a session with observe gets a text/event-stream", func(t *testing.T) {

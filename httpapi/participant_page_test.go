@@ -271,7 +271,7 @@ func TestParticipantPageCrossOriginWrites(t *testing.T) {
 				opts = append(opts, withOrigin(origin))
 			}
 			wantError(t, h.Do(t, "POST", h.IngressURL("/workspace/checkout"), "", body, opts...), http.StatusForbidden, "permission_denied")
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	t.Run("the page's own origin: leased", func(t *testing.T) {
@@ -327,7 +327,7 @@ func TestParticipantPageReadOnly(t *testing.T) {
 		t.Run(w.path+": refused, nothing changed", func(t *testing.T) {
 			before := h.snapshot()
 			wantError(t, h.Do(t, "POST", h.IngressURL(w.path), "", w.body, withCookie(c), withOrigin(h.Ingress.URL)), http.StatusForbidden, "permission_denied")
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 }

@@ -319,7 +319,7 @@ func TestProposeNamesItsScopeOneWay(t *testing.T) {
 					if code != "invalid_request" || m["field"] != "change.section" || !strings.Contains(str(m["message"]), c.wantFix) {
 						t.Fatalf("answer %v, want invalid_request on change.section saying %q", m, c.wantFix)
 					}
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 					return
 				}
 				if code != "" || m["scope"] != c.wantScope {

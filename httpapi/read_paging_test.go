@@ -78,7 +78,7 @@ func TestReadPaging(t *testing.T) {
 				if p := door.read(t, map[string]any{"section": "Goals", "offset": tc.offset}); p.errCode != "invalid_request" {
 					t.Fatalf("got %+v, want invalid_request", p)
 				}
-				h.assertUnchanged(t, before)
+				h.AssertUnchanged(t, before)
 			})
 		}
 	}

@@ -61,7 +61,7 @@ func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 	t.Run("used_twice_is_refused", func(t *testing.T) {
 		before := h.snapshot()
 		wantError(t, h.joinRaw(map[string]any{"invite": inv.URI}), 403, "invitation_redeemed")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("an_admin_re_admits_through_workspace_invite", func(t *testing.T) {
 		admin := h.join("moderator", "admin")
@@ -108,14 +108,14 @@ func TestReadmit_RefusedAtEveryDoor(t *testing.T) {
 			if m["field"] != tc.field {
 				t.Errorf("field = %v, want %s", m["field"], tc.field)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	t.Run("MCP: a_non_admin_asking_for_participant_id", func(t *testing.T) {
 		before := h.snapshot()
 		res := inviter.mcp.tool(t, "workspace_invite", map[string]any{"participant_id": pid})
 		wantToolError(t, res, "permission_denied", "participant_id")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP: a_participant_that_left", func(t *testing.T) {
 		gone := h.join("gone")
@@ -124,6 +124,6 @@ func TestReadmit_RefusedAtEveryDoor(t *testing.T) {
 		before := h.snapshot()
 		res := admin.mcp.tool(t, "workspace_invite", map[string]any{"participant_id": gone.ParticipantID})
 		wantToolError(t, res, "invalid_request", "participant_id")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }

@@ -36,14 +36,14 @@ func TestStorageShareRefusalAtBothDoors(t *testing.T) {
 		before := h.snapshot()
 		r = h.Do(t, "POST", h.IngressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big})
 		wantShape(t, wantError(t, r, http.StatusTooManyRequests, "limit_exceeded"))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP answers an isError result with the same body", func(t *testing.T) {
 		p := h.join("mcp-flooder", "read", "propose")
 		p.mcp.toolOK(t, "handoff_create", map[string]any{"summary": big})
 		before := h.snapshot()
 		wantShape(t, p.mcp.toolErr(t, "handoff_create", map[string]any{"summary": big}, "limit_exceeded"))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("a proposal counts too", func(t *testing.T) {
 		p := h.join("proposer", "read", "propose")

@@ -69,5 +69,5 @@ func TestReviewRoutes(t *testing.T) {
 			wantError(t, h.Do(t, "GET", h.IngressURL(tc.path), a.SessionToken, nil), tc.status, tc.code)
 		})
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 }

@@ -98,7 +98,7 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 		if b := r.JSON(t); len(stringsOf(b["ended_sessions"])) != 0 {
 			t.Errorf("answer = %s", r.Body)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -146,7 +146,7 @@ func TestEndSessionRoute_RefusalsChangeNothing(t *testing.T) {
 			if tc.code == "permission_denied" && (m["required"] != nil) != (tc.required != "") {
 				t.Errorf("required = %v, want %q", m["required"], tc.required)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), victim.SessionToken, nil))
@@ -169,7 +169,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 		if string(foreign.Body) != string(unknown.Body) || foreign.Status != unknown.Status {
 			t.Errorf("foreign %d %s, unknown %d %s", foreign.Status, foreign.Body, unknown.Status, unknown.Body)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("end_sessions of the wrong type is 400", func(t *testing.T) {
 		before := h.snapshot()
@@ -177,7 +177,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 		if m["field"] != "end_sessions" {
 			t.Errorf("field = %v", m["field"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	r := h.do("POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": inv.InviteID, "end_sessions": true})
 	wantOK(t, r)
@@ -216,7 +216,7 @@ func TestJoin_PerInvitationCapOverHTTP(t *testing.T) {
 	if m["limit"] != float64(8) {
 		t.Errorf("limit = %v", m["limit"])
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 	h.redeem(h.createInvite(nil).URI, "newcomer")
 	wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": gs[0].SessionRef}))
 	h.redeem(many.URI, "ninth")
@@ -281,7 +281,7 @@ func TestInvitations_ScopedToTheirCreatorOverHTTP(t *testing.T) {
 		if string(r.Body) != string(unknown.Body) {
 			t.Errorf("foreign %s, unknown %s", r.Body, unknown.Body)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	}
 	wantOK(t, h.do("POST", h.IngressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": mine}))
 	wantOK(t, h.do("POST", h.IngressURL("/workspace/invite/revoke"), admin.SessionToken, map[string]any{"invite_id": theirs}))
@@ -347,7 +347,7 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 				if status != 400 || m["error"] != "invalid_request" || m["field"] != b.field {
 					t.Fatalf("%d %v, want 400 invalid_request naming %s", status, m, b.field)
 				}
-				h.assertUnchanged(t, before)
+				h.AssertUnchanged(t, before)
 			})
 		}
 	}
@@ -362,21 +362,21 @@ func TestValueErrors_Are400NotLimits(t *testing.T) {
 		if m["field"] != "expires_in_minutes" || m["limit"] != float64(10080) {
 			t.Errorf("body = %v", m)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP workspace_invite expires_in_minutes", func(t *testing.T) {
 		before := h.snapshot()
 		wantToolError(t, inviter.mcp.tool(t, "workspace_invite",
 			map[string]any{"capabilities": []string{"read"}, "expires_in_minutes": 20000}),
 			"invalid_request", "expires_in_minutes")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP workspace_checkout minutes", func(t *testing.T) {
 		before := h.snapshot()
 		wantToolError(t, inviter.mcp.tool(t, "workspace_checkout",
 			map[string]any{"target": "Goals", "minutes": 121}),
 			"invalid_request", "minutes")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("a type error names the field, not the decoder's path", func(t *testing.T) {
 		m := wantError(t, h.do("POST", h.OwnerURL("/workspace/invite"), h.OpToken, `{"max_uses": "two"}`), 400, "invalid_request")

@@ -49,7 +49,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 		if body["room_limit"] != float64(32) {
 			t.Fatalf("room_limit %v, want 32", body["room_limit"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP: the ninth is isError limit_exceeded with scope participant", func(t *testing.T) {
 		before := h.snapshot()
@@ -64,7 +64,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 			}
 			wantShareRefusal(t, sc, "participant", share, share)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("an idempotent retry at the share is answered with the original", func(t *testing.T) {
 		again := create(flooder.SessionToken, "keyed", "retry-me")
@@ -98,7 +98,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 			http.StatusTooManyRequests, "limit_exceeded")
 		wantShareRefusal(t, body, "room", 32, 32)
 		wantShareRefusal(t, wantError(t, create(late.SessionToken, "over", ""), http.StatusTooManyRequests, "limit_exceeded"), "room", 32, 32)
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -141,7 +141,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 		}
 		wantError(t, h.do("POST", h.IngressURL(route), "", map[string]any{"participant_id": flooder.ParticipantID}),
 			http.StatusUnauthorized, "unauthorized")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("bad input gets a clear error and changes nothing", func(t *testing.T) {
 		before := h.snapshot()
@@ -168,7 +168,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 				t.Errorf("%s: %v does not name the participant", tc.name, body)
 			}
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	var cleared struct {
@@ -186,14 +186,14 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 			t.Fatalf("answer %s, want the 3 live handoffs %v", r.Body, want)
 		}
 		for _, x := range live {
-			if st, _ := h.TaskRow(t, x.TaskID); st != room.TaskCancelled || h.status(t, "handoff", x.HandoffID) != room.HandoffCancelled {
-				t.Fatalf("%s: task %s handoff %s, want both cancelled", x.HandoffID, st, h.status(t, "handoff", x.HandoffID))
+			if st, _ := h.TaskRow(t, x.TaskID); st != room.TaskCancelled || h.Status(t, "handoff", x.HandoffID) != room.HandoffCancelled {
+				t.Fatalf("%s: task %s handoff %s, want both cancelled", x.HandoffID, st, h.Status(t, "handoff", x.HandoffID))
 			}
 		}
-		if st, _ := h.TaskRow(t, done.TaskID); st != room.TaskCompleted || h.status(t, "handoff", done.HandoffID) != room.HandoffResultReady {
+		if st, _ := h.TaskRow(t, done.TaskID); st != room.TaskCompleted || h.Status(t, "handoff", done.HandoffID) != room.HandoffResultReady {
 			t.Fatal("the result waiting for a decision was touched")
 		}
-		if st, _ := h.TaskRow(t, theirs.TaskID); st != room.TaskWorking || h.status(t, "handoff", theirs.HandoffID) != room.HandoffOpen {
+		if st, _ := h.TaskRow(t, theirs.TaskID); st != room.TaskWorking || h.Status(t, "handoff", theirs.HandoffID) != room.HandoffOpen {
 			t.Fatal("someone else's handoff was touched")
 		}
 		var got []string
