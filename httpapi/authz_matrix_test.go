@@ -1191,8 +1191,8 @@ func indistinguishable(t *testing.T, m *matrix, who *caller) {
 	var foreign records
 	m.handoff(t, &foreign, m.A, roleThird, fixInput) // owner A, assignee B: who is no party
 	unknownTask, unknownHandoff := randomID("task"), randomID("handoff")
-	h.sweep() // flush last_seen now, so the snapshot compares only what the calls could change
-	before := h.snapshot()
+	h.Sweep() // flush last_seen now, so the snapshot compares only what the calls could change
+	before := h.Snapshot()
 	mcp := newMCPClient(h, who.Token, true)
 	surfaces := []struct {
 		name string

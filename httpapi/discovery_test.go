@@ -251,7 +251,7 @@ func TestDiscoveryCapabilitiesAreEnforced(t *testing.T) {
 					body = b
 				}
 			}
-			before := h.snapshot()
+			before := h.Snapshot()
 			m := wantError(t, h.Do(t, method, url, without[op.Capability].SessionToken, body), http.StatusForbidden, "permission_denied")
 			if m["required"] != op.Capability {
 				t.Errorf("required = %v, want %s", m["required"], op.Capability)

@@ -45,10 +45,10 @@ func TestDocumentLeases(t *testing.T) {
 				t.Errorf("checkout %q: expires_at = %v, want now + 20 min", spelling, again["expires_at"])
 			}
 		}
-		if n := h.count(`SELECT count(*) FROM leases WHERE released_at IS NULL`); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM leases WHERE released_at IS NULL`); n != 1 {
 			t.Errorf("%d live lease rows, want 1", n)
 		}
-		if n := len(h.events("lease.acquired")); n != 4 {
+		if n := len(h.Events("lease.acquired")); n != 4 {
 			t.Errorf("%d lease.acquired events, want 4 (acquire + 3 renewals)", n)
 		}
 	})
@@ -59,7 +59,7 @@ func TestDocumentLeases(t *testing.T) {
 	t.Run("another participant gets 409 lease_conflict with lease_id and region", func(t *testing.T) {
 		for _, target := range []string{"Goals", "section:Goals", "Idea/Goals", "Idea", "workspace", "*"} {
 			t.Run(target, func(t *testing.T) {
-				before := h.snapshot()
+				before := h.Snapshot()
 				m := wantError(t, h.post(t, d.other.SessionToken, "/workspace/checkout", map[string]any{"target": target}), http.StatusConflict, "lease_conflict")
 				if m["lease_id"] != leaseID || m["region"] != "Idea/Goals" {
 					t.Errorf("lease_id, region = %v, %v; want %s, Idea/Goals", m["lease_id"], m["region"], leaseID)
@@ -83,20 +83,20 @@ func TestDocumentLeases(t *testing.T) {
 		if r["lease_id"] != leaseID || r["expires_at"] != wire(acquired.Add(120*time.Minute)) {
 			t.Errorf("renew = %v, want expires_at %s", r, wire(acquired.Add(120*time.Minute)))
 		}
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantError(t, h.post(t, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID, "minutes": 5}),
 			http.StatusTooManyRequests, "limit_exceeded")
 		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("renew by someone else is 403 permission_denied and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantError(t, h.post(t, d.other.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
 		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("release by someone else without admin is 403 permission_denied", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.other.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
 		if m["lease_id"] != leaseID {
 			t.Errorf("lease_id = %v", m["lease_id"])
@@ -112,17 +112,17 @@ func TestDocumentLeases(t *testing.T) {
 		if ls := okList(t, h.get(t, d.reader.SessionToken, "/workspace/leases")); len(ls) != 0 {
 			t.Errorf("leases after release = %v", ls)
 		}
-		evs := h.events("lease.released")
+		evs := h.Events("lease.released")
 		if len(evs) == 0 || evs[len(evs)-1].Payload["lease_id"] != leaseID || evs[len(evs)-1].Payload["reason"] != "released" {
 			t.Errorf("lease.released events = %v", evs)
 		}
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantOK(t, h.post(t, d.author.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}))
 		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("renew of a released lease is 409 lease_conflict and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusConflict, "lease_conflict")
 		if m["lease_id"] != leaseID {
 			t.Errorf("lease_id = %v", m["lease_id"])
@@ -147,12 +147,12 @@ func TestDocumentLeases(t *testing.T) {
 				r = h.post(t, admin.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]})
 			}
 			wantOK(t, r)
-			evs := h.events("lease.released")
+			evs := h.Events("lease.released")
 			last := evs[len(evs)-1]
 			if last.Payload["lease_id"] != l["lease_id"] || last.Payload["reason"] != "admin" {
 				t.Errorf("last lease.released = %v, want reason admin for %v", last.Payload, l["lease_id"])
 			}
-			if n := h.count(`SELECT count(*) FROM leases WHERE released_at IS NULL`); n != 0 {
+			if n := h.Count(`SELECT count(*) FROM leases WHERE released_at IS NULL`); n != 0 {
 				t.Errorf("%d live leases after the release", n)
 			}
 		})
@@ -161,8 +161,8 @@ func TestDocumentLeases(t *testing.T) {
 	t.Run("an expired lease no longer conflicts once swept", func(t *testing.T) {
 		l := h.checkout(t, d.author.SessionToken, "Plan")
 		h.Clock.Advance(16 * time.Minute)
-		h.sweep()
-		evs := h.events("lease.expired")
+		h.Sweep()
+		evs := h.Events("lease.expired")
 		if len(evs) == 0 || evs[len(evs)-1].Payload["lease_id"] != l["lease_id"] {
 			t.Fatalf("lease.expired events = %v, want one for %v", evs, l["lease_id"])
 		}
@@ -176,7 +176,7 @@ func TestDocumentLeases(t *testing.T) {
 	})
 
 	t.Run("checkout without the checkout capability is 403", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.reader.SessionToken, "/workspace/checkout", map[string]any{"target": "Goals"}), http.StatusForbidden, "permission_denied")
 		if m["required"] != "checkout" {
 			t.Errorf("required = %v", m["required"])
@@ -204,7 +204,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if p["participant_id"] != d.author.ParticipantID || p["workspace_id"] != h.Eng.WorkspaceID || num(p["base_version"]) != 1 {
 			t.Errorf("propose = %v", p)
 		}
-		evs := h.events("proposal.created")
+		evs := h.Events("proposal.created")
 		if len(evs) != 1 || evs[0].Payload["proposal_id"] != pid {
 			t.Errorf("proposal.created events = %v", evs)
 		}
@@ -220,7 +220,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 	}
 
 	t.Run("review without approve is 403 and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/proposal/review", map[string]any{"proposal_id": pid, "approve": true}),
 			http.StatusForbidden, "permission_denied")
 		if m["required"] != "approve" {
@@ -237,7 +237,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if s := h.Status(t, "proposal", pid); s != "approved" {
 			t.Errorf("status = %s", s)
 		}
-		if evs := h.events("proposal.approved"); len(evs) != 1 || evs[0].Payload["reviewer_id"] != d.reviewer.ParticipantID {
+		if evs := h.Events("proposal.approved"); len(evs) != 1 || evs[0].Payload["reviewer_id"] != d.reviewer.ParticipantID {
 			t.Errorf("proposal.approved events = %v", evs)
 		}
 	})
@@ -245,7 +245,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 	var bystander string
 	t.Run("commit without the commit capability is 403", func(t *testing.T) {
 		bystander = str(h.propose(t, d.other.SessionToken, 1, "Plan", "## Plan\n\nstep zero\n")["proposal_id"])
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.commit(t, d.reviewer.SessionToken, pid), http.StatusForbidden, "permission_denied")
 		if m["required"] != "commit" {
 			t.Errorf("required = %v", m["required"])
@@ -268,12 +268,12 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if num(st["version"]) != 2 {
 			t.Errorf("status version = %v", st["version"])
 		}
-		cc := h.events("change.committed")
+		cc := h.Events("change.committed")
 		last := cc[len(cc)-1]
 		if num(last.Payload["version"]) != 2 || last.Payload["participant_id"] != d.author.ParticipantID {
 			t.Errorf("change.committed = %v", last.Payload)
 		}
-		if pc := h.events("proposal.committed"); len(pc) != 1 || pc[0].Payload["proposal_id"] != pid || num(pc[0].Payload["version"]) != 2 {
+		if pc := h.Events("proposal.committed"); len(pc) != 1 || pc[0].Payload["proposal_id"] != pid || num(pc[0].Payload["version"]) != 2 {
 			t.Errorf("proposal.committed = %v", pc)
 		}
 		if s := h.Status(t, "proposal", pid); s != "committed" {
@@ -308,7 +308,7 @@ func TestDocumentRawCommit(t *testing.T) {
 	h := d.h
 
 	t.Run("a non-admin session is refused with 403 and nothing changes", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/commit",
 			map[string]any{"base_version": 1, "summary": "sneak", "content": "# Mine\n"}),
 			http.StatusForbidden, "permission_denied")
@@ -329,7 +329,7 @@ func TestDocumentRawCommit(t *testing.T) {
 		if got := h.fileText(t); got != "# Idea\n\nhost text\n\n## Goals\n\nmore\n" {
 			t.Errorf("file = %q", got)
 		}
-		if cc := h.events("change.committed"); num(cc[len(cc)-1].Payload["version"]) != 2 {
+		if cc := h.Events("change.committed"); num(cc[len(cc)-1].Payload["version"]) != 2 {
 			t.Errorf("change.committed = %v", cc[len(cc)-1].Payload)
 		}
 	})
@@ -353,7 +353,7 @@ func TestDocumentRawCommit(t *testing.T) {
 	})
 
 	t.Run("a stale raw commit is 409 stale_version and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.operator(t, "/workspace/commit", map[string]any{"base_version": 2, "summary": "late", "content": "# Late\n"}),
 			http.StatusConflict, "stale_version")
 		if num(m["current_version"]) != 4 || num(m["base_version"]) != 2 {
@@ -440,7 +440,7 @@ func TestDocumentCommitRace(t *testing.T) {
 			if got := h.fileText(t); !strings.Contains(got, texts[winner]) || strings.Contains(got, texts[loser]) {
 				t.Errorf("file = %q, want the winner's text only", got)
 			}
-			evs := h.events("proposal.conflicted")
+			evs := h.Events("proposal.conflicted")
 			if len(evs) == 0 || evs[len(evs)-1].Payload["proposal_id"] != ids[loser] {
 				t.Errorf("proposal.conflicted = %v", evs)
 			}
@@ -750,7 +750,7 @@ func TestDocumentBadInput(t *testing.T) {
 			case operator:
 				url, token = h.OwnerURL(tc.path), h.OpToken
 			}
-			before := h.snapshot()
+			before := h.Snapshot()
 			m := wantError(t, h.Do(t, method, url, token, tc.body), tc.status, tc.code)
 			if tc.field != "" && m["field"] != tc.field {
 				t.Errorf("field = %v, want %q; body %v", m["field"], tc.field, m)

@@ -123,7 +123,7 @@ func TestJoinRecordsTheTransportItCameThrough(t *testing.T) {
 	rp := strconv.Itoa(relayPort)
 	join := func(t *testing.T, base, name string, opts ...reqOpt) sessionGrant {
 		t.Helper()
-		r := h.Do(t, "POST", base+"/session/join", "", map[string]any{"invite": h.inviteCaps("read").URI, "name": name, "transport": "claimed-by-client"}, opts...)
+		r := h.Do(t, "POST", base+"/session/join", "", map[string]any{"invite": h.InviteCaps("read").URI, "name": name, "transport": "claimed-by-client"}, opts...)
 		wantOK(t, r)
 		var g sessionGrant
 		r.Into(t, &g)

@@ -44,7 +44,7 @@ func TestBearerAuthRefused(t *testing.T) {
 		{"token of a session that left is unauthorized", withHeader("Authorization", "Bearer "+left.SessionToken), "unauthorized", "both"},
 		{"operator token on the ingress listener is unauthorized", withHeader("Authorization", "Bearer "+h.OpToken), "unauthorized", "ingress"},
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, c := range creds {
 		t.Run(c.name, func(t *testing.T) {
 			bases := []struct{ name, url string }{{"ingress", h.Ingress.URL}, {"owner", h.Owner.URL}}
@@ -108,14 +108,14 @@ func TestBearerAuthExpiredSession(t *testing.T) {
 		}
 	}
 	t.Run("at expiry, before the sweep, every route is session_expired", check)
-	h.sweep()
+	h.Sweep()
 	t.Run("after the sweep every route is session_expired", check)
 	t.Run("the sweep ended the session once with session.expired", func(t *testing.T) {
-		evs := h.events("session.expired")
+		evs := h.Events("session.expired")
 		if len(evs) != 1 || evs[0].Payload["session_ref"] != s.SessionRef {
 			t.Errorf("session.expired events = %+v, want one for %s", evs, s.SessionRef)
 		}
-		if n := h.count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'expired'`, s.SessionRef); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'expired'`, s.SessionRef); n != 1 {
 			t.Errorf("session not ended as expired")
 		}
 	})
@@ -133,7 +133,7 @@ func TestOperatorToken(t *testing.T) {
 		}
 	})
 	t.Run("ingress listener refuses it on every route", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		for _, rt := range workspaceRoutes {
 			wantUnauthorized(t, h.Do(t, rt.Method, h.IngressURL(rt.Path), h.OpToken, rt.Body), "unauthorized")
 		}
@@ -154,7 +154,7 @@ func TestCapabilities(t *testing.T) {
 	inviter := h.join("inviter", "read", "invite")
 	admin := h.join("admin", "admin")
 	blind := h.join("blind", "observe") // no read
-	target := h.createInvite(nil)
+	target := h.Invite(nil)
 
 	denied := []struct {
 		name, method, path, token string
@@ -177,7 +177,7 @@ func TestCapabilities(t *testing.T) {
 			required                  string
 		}{"no read capability: GET " + p, "GET", p, blind.SessionToken, nil, "read"})
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, d := range denied {
 		t.Run(d.name+" is 403 permission_denied", func(t *testing.T) {
 			m := wantError(t, h.Do(t, d.method, h.IngressURL(d.path), d.token, d.body), http.StatusForbidden, "permission_denied")
@@ -219,7 +219,7 @@ func TestCapabilities(t *testing.T) {
 func TestHostAndOrigin(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.join("agent", "read")
-	g := h.createInvite(nil)
+	g := h.Invite(nil)
 	type target struct {
 		name, base, port, token string
 	}
@@ -254,7 +254,7 @@ func TestHostAndOrigin(t *testing.T) {
 			return map[string]any{"invite": g.URI, "name": "rebound"}
 		}},
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, ref := range refused {
 		for _, tg := range targets {
 			t.Run(ref.name+" on "+tg.name+" is 403", func(t *testing.T) {
@@ -315,14 +315,14 @@ func TestHostAndOrigin(t *testing.T) {
 // only), not in the sidecar files, not in logs, not in error bodies.
 func TestSecretsNeverStored(t *testing.T) {
 	h := newHarness(t, "")
-	inv := h.createInvite(map[string]any{"capabilities": []string{"read", "invite"}, "max_uses": 1})
+	inv := h.Invite(map[string]any{"capabilities": []string{"read", "invite"}, "max_uses": 1})
 	s := h.redeem(inv.URI, "agent")
 	inv2R := h.do("POST", h.IngressURL("/workspace/invite"), s.SessionToken, map[string]any{"capabilities": []string{"read"}})
 	wantOK(t, inv2R)
 	var inv2 inviteGrant
 	inv2R.Into(t, &inv2)
 	s2 := h.redeem(inv2.Token, "second")
-	revoked := h.createInvite(nil)
+	revoked := h.Invite(nil)
 	wantOK(t, h.do("POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": revoked.Token}))
 	pageKey := h.API.NewPageKey()
 	page := h.do("GET", h.OwnerURL("/?key="+url.QueryEscape(pageKey)), "", nil)
@@ -366,7 +366,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	}
 
 	t.Run("no secret in any event payload", func(t *testing.T) {
-		for _, ev := range h.events("") {
+		for _, ev := range h.Events("") {
 			for _, sec := range secrets {
 				if strings.Contains(ev.Raw, sec.value) {
 					t.Errorf("event %d %s holds the %s: %s", ev.ID, ev.Type, sec.name, ev.Raw)
@@ -490,7 +490,7 @@ func TestInvitations(t *testing.T) {
 		if hint["type"] != "loopback" || fmt.Sprint(hint["port"]) != serverPort(h.Ingress) {
 			t.Errorf("URI transport hint = %v, want loopback to the ingress port %s", hint, serverPort(h.Ingress))
 		}
-		evs := h.events("invite.created")
+		evs := h.Events("invite.created")
 		last := evs[len(evs)-1]
 		if last.Payload["invite_id"] != g.InviteID || last.Payload["max_uses"] != float64(1) || last.Payload["expires_at"] != g.ExpiresAt {
 			t.Errorf("invite.created payload = %s", last.Raw)
@@ -498,7 +498,7 @@ func TestInvitations(t *testing.T) {
 	})
 
 	t.Run("listing shows handles only", func(t *testing.T) {
-		g := h.createInvite(map[string]any{"capabilities": []string{"read"}, "target": "Goals"})
+		g := h.Invite(map[string]any{"capabilities": []string{"read"}, "target": "Goals"})
 		r := h.Do(t, "GET", h.OwnerURL("/workspace/invites"), h.OpToken, nil)
 		wantOK(t, r)
 		var list []map[string]any
@@ -531,21 +531,21 @@ func TestInvitations(t *testing.T) {
 	})
 
 	t.Run("revoke by invite_id, then again changes nothing", func(t *testing.T) {
-		g := h.createInvite(nil)
-		n0 := len(h.events("invite.revoked"))
+		g := h.Invite(nil)
+		n0 := len(h.Events("invite.revoked"))
 		r := h.Do(t, "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID})
 		wantOK(t, r)
 		if r.JSON(t)["status"] != "ok" {
 			t.Errorf("revoke answer = %s", r.Body)
 		}
-		evs := h.events("invite.revoked")
+		evs := h.Events("invite.revoked")
 		if len(evs) != n0+1 || evs[len(evs)-1].Payload["invite_id"] != g.InviteID {
 			t.Fatalf("invite.revoked events = %+v, want one more for %s", evs, g.InviteID)
 		}
-		if n := h.count(`SELECT count(*) FROM invites WHERE invite_id = ? AND revoked_at IS NOT NULL`, g.InviteID); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM invites WHERE invite_id = ? AND revoked_at IS NOT NULL`, g.InviteID); n != 1 {
 			t.Errorf("revoked_at not set")
 		}
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantOK(t, h.Do(t, "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID}))
 		wantOK(t, h.Do(t, "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": g.Token}))
 		h.AssertUnchanged(t, before)
@@ -558,9 +558,9 @@ func TestInvitations(t *testing.T) {
 		gr := h.Do(t, "POST", h.IngressURL("/workspace/invite"), inviter.SessionToken, map[string]any{"capabilities": []string{"read"}})
 		wantOK(t, gr)
 		gr.Into(t, &g)
-		n0 := len(h.events("invite.revoked"))
+		n0 := len(h.Events("invite.revoked"))
 		wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"token": g.Token}))
-		evs := h.events("invite.revoked")
+		evs := h.Events("invite.revoked")
 		if len(evs) != n0+1 || evs[len(evs)-1].Payload["invite_id"] != g.InviteID {
 			t.Fatalf("invite.revoked events = %+v, want one more for %s", evs, g.InviteID)
 		}
@@ -656,7 +656,7 @@ func TestInvitationListingOrder(t *testing.T) {
 			var want []any
 			for range 8 {
 				h.Clock.Advance(tc.tick)
-				want = append([]any{h.createInvite(nil).InviteID}, want...)
+				want = append([]any{h.Invite(nil).InviteID}, want...)
 			}
 			r := h.Do(t, "GET", h.OwnerURL("/workspace/invites"), h.OpToken, nil)
 			wantOK(t, r)
@@ -805,7 +805,7 @@ func TestHistoryPages(t *testing.T) {
 	wantOK(t, r)
 	var hist room.History
 	r.Into(t, &hist)
-	all := h.events("")
+	all := h.Events("")
 	if len(hist.Events) != len(all) || len(all) < 4 {
 		t.Fatalf("history has %d events, the ring %d", len(hist.Events), len(all))
 	}
@@ -846,7 +846,7 @@ func TestHistoryPages(t *testing.T) {
 func TestOutOfBandEdit(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent", "read")
-	versions := h.count(`SELECT count(*) FROM versions`)
+	versions := h.Count(`SELECT count(*) FROM versions`)
 	edited := "# Idea\n\nhello world, edited by hand\n\n## Goals\n\nship it today\n"
 	if err := os.WriteFile(h.Doc, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
@@ -867,7 +867,7 @@ func TestOutOfBandEdit(t *testing.T) {
 	if summary != "external substrate edit" || source != "external" || pid != nil {
 		t.Errorf("new version: summary %q source %q participant %v", summary, source, pid)
 	}
-	evs := h.events("change.committed")
+	evs := h.Events("change.committed")
 	if len(evs) != 1 {
 		t.Fatalf("change.committed events = %d, want 1", len(evs))
 	}
@@ -877,7 +877,7 @@ func TestOutOfBandEdit(t *testing.T) {
 	}
 	// Reading again does not record the same edit twice.
 	wantOK(t, h.get(t, agent.SessionToken, "/workspace/status"))
-	if n := h.count(`SELECT count(*) FROM versions`); n != versions+1 {
+	if n := h.Count(`SELECT count(*) FROM versions`); n != versions+1 {
 		t.Errorf("%d versions after a second read, want %d", n, versions+1)
 	}
 	r = h.get(t, agent.SessionToken, "/workspace/read?section=Goals")
@@ -909,7 +909,7 @@ func TestParticipants(t *testing.T) {
 			var tokens []string
 			for i := range 8 {
 				h.Clock.Advance(tc.tick)
-				g := h.inviteCaps("read")
+				g := h.InviteCaps("read")
 				r := h.joinRaw(map[string]any{"invite": g.URI, "name": fmt.Sprintf("agent-%d", i), "transport": fmt.Sprintf("plugin-%d", i)})
 				wantOK(t, r)
 				var s sessionGrant
@@ -961,11 +961,11 @@ func TestLeave(t *testing.T) {
 		}
 	})
 	t.Run("participant.left is written once", func(t *testing.T) {
-		evs := h.events("participant.left")
+		evs := h.Events("participant.left")
 		if len(evs) != 1 || evs[0].Payload["participant_id"] != s.ParticipantID {
 			t.Errorf("participant.left events = %+v", evs)
 		}
-		if n := h.count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'left' AND ended_at IS NOT NULL`, s.SessionRef); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'left' AND ended_at IS NOT NULL`, s.SessionRef); n != 1 {
 			t.Errorf("session not ended with reason left")
 		}
 	})
@@ -988,7 +988,7 @@ func TestLeave(t *testing.T) {
 		}
 	})
 	t.Run("leaving again with the dead token is 401 and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantUnauthorized(t, h.Do(t, "POST", h.IngressURL("/workspace/leave"), s.SessionToken, nil), "unauthorized")
 		h.AssertUnchanged(t, before)
 	})
@@ -999,20 +999,20 @@ func TestLeave(t *testing.T) {
 // second host would be created on the next start).
 func TestLeaveOperator(t *testing.T) {
 	h := newHarness(t, "")
-	before := h.snapshot()
+	before := h.Snapshot()
 	r := h.do("POST", h.OwnerURL("/workspace/leave"), h.OpToken, nil)
 	if r.Status == http.StatusOK {
 		t.Errorf("operator leave answered 200 %s; want a refusal (there is no session to end)", r.Body)
 	}
 	h.AssertUnchanged(t, before)
-	if n := h.count(`SELECT count(*) FROM participants WHERE participant_id = ? AND left_at IS NULL`, h.Eng.HostID); n != 1 {
+	if n := h.Count(`SELECT count(*) FROM participants WHERE participant_id = ? AND left_at IS NULL`, h.Eng.HostID); n != 1 {
 		t.Errorf("the host participant left")
 	}
 	host := h.Eng.HostID
-	h.restart()
-	if h.Eng.HostID != host || h.count(`SELECT count(*) FROM participants WHERE is_host = 1`) != 1 {
+	h.Restart()
+	if h.Eng.HostID != host || h.Count(`SELECT count(*) FROM participants WHERE is_host = 1`) != 1 {
 		t.Errorf("after restart host %s (was %s), %d host rows; want the same single host",
-			h.Eng.HostID, host, h.count(`SELECT count(*) FROM participants WHERE is_host = 1`))
+			h.Eng.HostID, host, h.Count(`SELECT count(*) FROM participants WHERE is_host = 1`))
 	}
 }
 
@@ -1128,14 +1128,14 @@ func TestOwnerPageKey(t *testing.T) {
 func TestRestart(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.join("agent", "read", "invite")
-	pending := h.createInvite(map[string]any{"capabilities": []string{"read"}})
+	pending := h.Invite(map[string]any{"capabilities": []string{"read"}})
 	ws, host := h.Eng.WorkspaceID, h.Eng.HostID
 	partsBefore := h.do("GET", h.IngressURL("/workspace/participants"), s.SessionToken, nil)
 	wantOK(t, partsBefore)
-	evBefore := h.events("")
+	evBefore := h.Events("")
 	oldOwner, oldIngress := h.Owner.URL, h.Ingress.URL
 
-	h.restart()
+	h.Restart()
 
 	if h.Owner.URL == oldOwner && h.Ingress.URL == oldIngress {
 		t.Logf("listeners reused the same ports")
@@ -1170,7 +1170,7 @@ func TestRestart(t *testing.T) {
 		}
 	})
 	t.Run("events kept", func(t *testing.T) {
-		after := h.events("")
+		after := h.Events("")
 		if len(after) < len(evBefore) {
 			t.Fatalf("%d events after restart, %d before", len(after), len(evBefore))
 		}

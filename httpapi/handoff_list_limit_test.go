@@ -24,7 +24,7 @@ func TestHandoffListLimitRefusedBothWays(t *testing.T) {
 		{"a_billion_is_refused", 1_000_000_000},
 	} {
 		t.Run("HTTP_"+tc.name, func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			r := h.get(t, p.SessionToken, fmt.Sprintf("/workspace/handoffs?limit=%d", tc.limit))
 			m := wantError(t, r, http.StatusBadRequest, "invalid_request")
 			if m["field"] != "limit" || m["limit"] != float64(max) || !strings.Contains(fmt.Sprint(m["message"]), fmt.Sprintf("1 to %d", max)) {

@@ -54,7 +54,7 @@ func TestFlow_HandoffOverHTTP(t *testing.T) {
 	// failing runs a call that must fail with status and code and change no row.
 	failing := func(t *testing.T, status int, code string, call func() apiResp) map[string]any {
 		t.Helper()
-		before := h.snapshot()
+		before := h.Snapshot()
 		body := wantError(t, call(), status, code)
 		h.AssertUnchanged(t, before)
 		return body
@@ -194,7 +194,7 @@ func TestFlow_HandoffOverHTTP(t *testing.T) {
 		if s := h.Status(t, "handoff", h3); s != "cancelled" {
 			t.Errorf("handoff = %s", s)
 		}
-		before := h.snapshot()
+		before := h.Snapshot()
 		obj(t, post(t, owner, "/workspace/task/cancel", map[string]any{"task_id": t3}))
 		h.AssertUnchanged(t, before)
 	})

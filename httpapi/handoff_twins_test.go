@@ -96,7 +96,7 @@ func twinRows(t *testing.T, h *roomHarness, x room.Handoff) string {
 func twinEvents(h *roomHarness, after int64, x room.Handoff) []string {
 	var out []string
 	r := strings.NewReplacer(x.HandoffID, "HANDOFF", x.TaskID, "TASK")
-	for _, ev := range h.events("") {
+	for _, ev := range h.Events("") {
 		if ev.ID > after && ev.Payload["handoff_id"] == x.HandoffID {
 			out = append(out, ev.Type+" "+r.Replace(ev.Raw))
 		}
@@ -105,7 +105,7 @@ func twinEvents(h *roomHarness, after int64, x room.Handoff) []string {
 }
 
 func lastEvent(h *roomHarness) int64 {
-	return int64(h.count(`SELECT coalesce(max(event_id), 0) FROM events`))
+	return int64(h.Count(`SELECT coalesce(max(event_id), 0) FROM events`))
 }
 
 // twinDoor is one front door of the twins: call runs the tool twin as p and
@@ -231,7 +231,7 @@ func TestHandoffCancelTool(t *testing.T) {
 		for _, c := range cases {
 			t.Run(door.name+"/"+c.name, func(t *testing.T) {
 				tool, proto := twinPair(t, h, cast, c.state)
-				before, mark := h.snapshot(), lastEvent(h)
+				before, mark := h.Snapshot(), lastEvent(h)
 				code, body := door.call(t, cast.by(c.caller), "handoff_cancel", map[string]any{"handoff_id": tool.HandoffID})
 				if code != c.wantCode {
 					t.Fatalf("error %q, want %q: %v", code, c.wantCode, body)
@@ -311,7 +311,7 @@ func TestHandoffAnswerTool(t *testing.T) {
 		for _, c := range cases {
 			t.Run(door.name+"/"+c.name, func(t *testing.T) {
 				tool, proto := twinPair(t, h, cast, c.state)
-				before, mark := h.snapshot(), lastEvent(h)
+				before, mark := h.Snapshot(), lastEvent(h)
 				code, body := door.call(t, cast.by(c.caller), "handoff_answer",
 					map[string]any{"handoff_id": tool.HandoffID, "input_responses": c.responses})
 				if code != c.wantCode {
@@ -376,7 +376,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 	}
 	for _, c := range mcpCases {
 		t.Run("mcp/"+c.name, func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			res := wantResult(t, c.who.mcp.call(t, "tools/call", map[string]any{"name": c.tool, "arguments": c.args}))
 			sc, _ := res["structuredContent"].(map[string]any)
 			if res["isError"] != true || sc["error"] != c.wantCode {
@@ -389,7 +389,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 		})
 	}
 	t.Run("mcp/malformed JSON is -32700", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		r := cast.owner.mcp.do(t, mcpReq{Method: "tools/call", Raw: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"handoff_cancel",`,
 			Set: map[string]string{"Mcp-Name": "handoff_cancel"}})
 		if r.Status != http.StatusBadRequest || r.Error == nil {
@@ -398,7 +398,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 		h.AssertUnchanged(t, before)
 	})
 	t.Run("mcp/an oversized body is 413", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		r := cast.owner.mcp.do(t, mcpReq{Method: "tools/call", Set: map[string]string{"Mcp-Name": "handoff_answer"},
 			Raw: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"handoff_answer","arguments":{"handoff_id":"` + live.HandoffID +
 				`","input_responses":{"q1":{"action":"accept","content":{"answer":"` + strings.Repeat("a", 1<<20) + `"}}}}}}`})
@@ -432,7 +432,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 	}
 	for _, c := range httpCases {
 		t.Run("http/"+c.name, func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			m := wantError(t, h.Do(t, "POST", h.IngressURL(c.path), c.token, c.body), c.status, c.code)
 			if c.field != "" && m["field"] != c.field {
 				t.Errorf("field %v, want %s", m["field"], c.field)

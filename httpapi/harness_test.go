@@ -61,7 +61,7 @@ type roomHarness struct {
 // newHarness opens a room around a fresh file holding content (harnessDoc
 // when empty) and serves it; everything is closed by t.Cleanup. An options
 // value (at most one) chooses the room's limits, the hub's configuration, a
-// publication gate or tmpfs; restart keeps them.
+// publication gate or tmpfs; Restart keeps them.
 func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness {
 	t.Helper()
 	if len(opts) > 1 {
@@ -104,10 +104,6 @@ func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness 
 
 func localListener(t testing.TB) net.Listener { return roomtest.Listener(t) }
 
-// restart closes everything and opens the same files again (new listeners,
-// new engine and actor, same clock, logs and operator token).
-func (h *roomHarness) restart() { h.t.Helper(); h.Restart() }
-
 // serverPort is a test server's port as text (the kit's).
 var serverPort = roomtest.ServerPort
 
@@ -143,16 +139,6 @@ type inviteGrant = mcptest.Invitation
 
 // sessionGrant is the answer to POST /session/join.
 type sessionGrant = mcptest.Session
-
-// createInvite asks the owner listener, as the operator, for an invitation.
-// in is the request body (nil: {}).
-func (h *roomHarness) createInvite(in map[string]any) inviteGrant { h.t.Helper(); return h.Invite(in) }
-
-// inviteCaps creates a one-use invitation granting caps.
-func (h *roomHarness) inviteCaps(caps ...string) inviteGrant {
-	h.t.Helper()
-	return h.InviteCaps(caps...)
-}
 
 // joinRaw posts body to /session/join on the ingress listener.
 func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
@@ -219,23 +205,8 @@ func (h *roomHarness) queryRows(t testing.TB, query string, args ...any) (cols [
 	return h.QueryRows(t, query, args...)
 }
 
-// snapshot reads every table: row counts and a digest of all values.
-func (h *roomHarness) snapshot() dbSnapshot { h.t.Helper(); return h.Snapshot() }
-
-// count runs a count query on the read pool.
-func (h *roomHarness) count(query string, args ...any) int {
-	h.t.Helper()
-	return h.Count(query, args...)
-}
-
 // eventRow is one row of the events table.
 type eventRow = roomtest.EventRow
-
-// events returns the event rows of type typ ("" for all), oldest first.
-func (h *roomHarness) events(typ string) []eventRow { h.t.Helper(); return h.Events(typ) }
-
-// sweep applies the time-based rules now, as the sweeper would.
-func (h *roomHarness) sweep() { h.t.Helper(); h.Sweep() }
 
 // wire formats a time as the API does.
 func wire(t time.Time) string { return room.WireTime(t.UnixMilli()) }

@@ -108,8 +108,8 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 		{"100,000 distinct keys", manyKeys(false), false, nil},
 		{"one key repeated 100,000 times", manyKeys(true), false, nil},
 	}
-	h.sweep()
-	before := h.snapshot()
+	h.Sweep()
+	before := h.Snapshot()
 	for _, rt := range postRoutes(t, h) {
 		for _, b := range bodies {
 			t.Run(rt.Path+": "+b.name, func(t *testing.T) {
@@ -170,7 +170,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 	t.Run("the server keeps serving, nothing changed, nothing panicked", func(t *testing.T) {
 		wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), star.SessionToken, nil))
 		newMCPClient(h, star.SessionToken, false).toolOK(t, "workspace_status", map[string]any{})
-		after := h.snapshot()
+		after := h.Snapshot()
 		// Only the leave route may have changed rows: it ended the sessions
 		// made for it. Everything else must be as it was.
 		for _, d := range before.Diff(after) {
@@ -179,7 +179,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 				t.Errorf("changed: %s", d)
 			}
 		}
-		if n := h.count(`SELECT count(*) FROM handoffs`) + h.count(`SELECT count(*) FROM proposals`) + h.count(`SELECT count(*) FROM leases`); n != 0 {
+		if n := h.Count(`SELECT count(*) FROM handoffs`) + h.Count(`SELECT count(*) FROM proposals`) + h.Count(`SELECT count(*) FROM leases`); n != 0 {
 			t.Errorf("%d records were created from hostile bodies", n)
 		}
 		if strings.Contains(h.Logs.String(), "panic") {
@@ -868,8 +868,8 @@ func TestHostileDNSRebinding(t *testing.T) {
 		{"evil Origin", func(string) []reqOpt { return []reqOpt{withHeader("Origin", "http://evil.example")} }},
 		{"null Origin", func(string) []reqOpt { return []reqOpt{withHeader("Origin", "null")} }},
 	}
-	h.sweep()
-	before := h.snapshot()
+	h.Sweep()
+	before := h.Snapshot()
 	for _, l := range []struct {
 		name, base, token, port string
 		handler                 http.Handler
@@ -1218,7 +1218,7 @@ func TestHostileSlowBody(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	addr := ln.Addr().String()
-	before := h.snapshot()
+	before := h.Snapshot()
 
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {

@@ -127,7 +127,7 @@ func (h *roomHarness) commit(t testing.TB, token, proposalID string) apiResp {
 // newestVersion is the newest version in the sidecar.
 func (h *roomHarness) newestVersion(t testing.TB) int64 {
 	t.Helper()
-	return int64(h.count(`SELECT max(version) FROM versions`))
+	return int64(h.Count(`SELECT max(version) FROM versions`))
 }
 
 // fileText is the document's text on disk.
@@ -143,5 +143,5 @@ func (h *roomHarness) fileText(t testing.TB) string {
 // maxEvent is the newest event id in the sidecar (0 when empty).
 func (h *roomHarness) maxEvent(t testing.TB) int64 {
 	t.Helper()
-	return int64(h.count(`SELECT coalesce(max(event_id), 0) FROM events`))
+	return int64(h.Count(`SELECT coalesce(max(event_id), 0) FROM events`))
 }

@@ -75,7 +75,7 @@ func (c *provenClient) join(t *testing.T, name string) sessionGrant {
 }
 
 func (h *roomHarness) usedCount(inviteID string) int {
-	return h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, inviteID)
+	return h.Count(`SELECT used_count FROM invites WHERE invite_id = ?`, inviteID)
 }
 
 // TestProvenJoinOverHTTP: what the ingress admits and refuses in the proven
@@ -165,7 +165,7 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "")
-			g := h.createInvite(map[string]any{"max_uses": 2})
+			g := h.Invite(map[string]any{"max_uses": 2})
 			tc.run(t, h, g, newProvenClient(t, h, g.URI))
 		})
 	}
@@ -176,7 +176,7 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 // and the room's answers hold no clear session token.
 func TestProvenJoin_NeitherStepCarriesTheSecret(t *testing.T) {
 	h := newHarness(t, "")
-	g := h.createInvite(nil)
+	g := h.Invite(nil)
 	c := newProvenClient(t, h, g.URI)
 	tr := room.JoinTranscript{WorkspaceID: c.inv.WorkspaceID, InviteID: c.inv.InviteID, ClientNonce: room.NewJoinNonce()}
 	first := map[string]any{"invite_id": tr.InviteID, "client_nonce": tr.ClientNonce}

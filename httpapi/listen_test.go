@@ -27,7 +27,7 @@ func TestListenValidation(t *testing.T) {
 	c := streamClient()
 	o := h.join("owner", "read", "propose")
 	own := h.newTask(t, o.SessionToken, "write the intro")
-	before := h.snapshot()
+	before := h.Snapshot()
 
 	t.Run("taskIds without the tasks extension is 400 -32021 before any lookup, no stream", func(t *testing.T) {
 		for _, ids := range [][]string{{own.TaskID}, {"task_00000000000000000000000000000000"}} {
@@ -441,7 +441,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 		}
 		fs = append(fs, follower{s, ids(x.idx...)})
 	}
-	firstEvent := h.count(`SELECT COALESCE(MAX(event_id), 0) FROM events`)
+	firstEvent := h.Count(`SELECT COALESCE(MAX(event_id), 0) FROM events`)
 
 	// Three writers change the three tasks at once, many times in a row.
 	const rounds = 12
@@ -953,7 +953,7 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		lt := h.join("late", "read")
 		sl, _ := h.listen(t, c, lt.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		h.Clock.Advance(4*time.Hour + time.Minute) // past the early session's 8 idle hours
-		h.sweep()
+		h.Sweep()
 		se.expectFinal(t)
 		h.editFile(t, lt.SessionToken, threeSections("hello later", "ship it\nsoon", "step one"))
 		sl.expectRes(t, h.Eng.DocumentURI())

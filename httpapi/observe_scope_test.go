@@ -68,18 +68,18 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 		}},
 		{name: "a session idle for its whole window ends its stream at the sweep", end: func(t *testing.T, h *roomHarness, o opened) {
 			h.Clock.Advance(8 * time.Hour)
-			h.sweep()
+			h.Sweep()
 		}},
 		{name: "a session in use that reaches its lifetime ends its stream at the sweep",
 			opts: harnessOpts{Limits: func(l *room.Limits) { l.SessionMaxLifetime = 3 * time.Hour }},
 			end: func(t *testing.T, h *roomHarness, o opened) {
 				for range 2 {
 					h.Clock.Advance(80 * time.Minute)
-					h.sweep()
+					h.Sweep()
 					wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), o.victim.SessionToken, nil))
 				}
 				h.Clock.Advance(20 * time.Minute) // three hours since it was issued, 20 minutes since its last use
-				h.sweep()
+				h.Sweep()
 			}},
 		{name: "the owner page's stream ends when its cookie expires", cookie: true, end: func(t *testing.T, h *roomHarness, o opened) {
 			h.Clock.Advance(ownerCookieLife)
@@ -100,11 +100,11 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 				t.Fatalf("observe: %d %s", r.Status, r.Body)
 			}
 			// The stream is live: an event before the end arrives.
-			untilInvite(t, o.s, h.inviteCaps("read").InviteID)
+			untilInvite(t, o.s, h.InviteCaps("read").InviteID)
 			before := h.Hub.Stats()
 
 			tc.end(t, h, o)
-			after := h.inviteCaps("read").InviteID
+			after := h.InviteCaps("read").InviteID
 			rest := o.s.end(t) // fails unless the server ends the stream within frameWait
 			for _, f := range append(parseFrames(o.s.Frames()), rest...) {
 				if strings.Contains(string(f.Data), after) {
@@ -139,7 +139,7 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 			t.Fatalf("observe: %d %s", r.Status, r.Body)
 		}
 		h.Clock.Advance(ownerCookieLife - time.Minute)
-		untilInvite(t, s, h.inviteCaps("read").InviteID)
+		untilInvite(t, s, h.InviteCaps("read").InviteID)
 		if s.Ended() {
 			t.Fatal("the stream ended before its cookie expired")
 		}
@@ -175,7 +175,7 @@ func TestObserve_ASessionEndedWhileItsStreamOpensGetsNoStream(t *testing.T) {
 				wantUnauthorized(t, r, "unauthorized")
 				return
 			}
-			after := h.inviteCaps("read").InviteID
+			after := h.InviteCaps("read").InviteID
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			rest, err := s.endCtx(ctx)
@@ -271,7 +271,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 	watchers = append(watchers, watcher{"the host (owner page)", hostStream, true})
 	start := h.maxEvent(t)
 	lease := sc.lifecycle(t)
-	marker := h.inviteCaps("read").InviteID
+	marker := h.InviteCaps("read").InviteID
 
 	for _, w := range watchers {
 		t.Run(fmt.Sprintf("the live stream of %s shows the handoff: %v", w.name, w.shown), func(t *testing.T) {
@@ -296,7 +296,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 		}
 		defer s.close()
 		var raw []byte
-		for _, f := range untilInvite(t, s, h.inviteCaps("read").InviteID) {
+		for _, f := range untilInvite(t, s, h.InviteCaps("read").InviteID) {
 			raw = append(raw, f.Data...)
 		}
 		return raw

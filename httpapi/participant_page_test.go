@@ -265,7 +265,7 @@ func TestParticipantPageCrossOriginWrites(t *testing.T) {
 		"https, same authority":       "https://" + strings.TrimPrefix(h.Ingress.URL, "http://"),
 	} {
 		t.Run(name+": refused, nothing changed", func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			opts := []reqOpt{withCookie(c)}
 			if origin != "" {
 				opts = append(opts, withOrigin(origin))
@@ -276,7 +276,7 @@ func TestParticipantPageCrossOriginWrites(t *testing.T) {
 	}
 	t.Run("the page's own origin: leased", func(t *testing.T) {
 		wantOK(t, h.do("POST", h.IngressURL("/workspace/checkout"), "", body, withCookie(c), withOrigin(h.Ingress.URL)))
-		if n := h.count(`SELECT COUNT(*) FROM leases WHERE participant_id = ?`, alice.ParticipantID); n != 1 {
+		if n := h.Count(`SELECT COUNT(*) FROM leases WHERE participant_id = ?`, alice.ParticipantID); n != 1 {
 			t.Errorf("leases of alice = %d", n)
 		}
 	})
@@ -325,7 +325,7 @@ func TestParticipantPageReadOnly(t *testing.T) {
 	}
 	for _, w := range writes {
 		t.Run(w.path+": refused, nothing changed", func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			wantError(t, h.Do(t, "POST", h.IngressURL(w.path), "", w.body, withCookie(c), withOrigin(h.Ingress.URL)), http.StatusForbidden, "permission_denied")
 			h.AssertUnchanged(t, before)
 		})
@@ -428,7 +428,7 @@ func TestParticipantPageCaps(t *testing.T) {
 // page once, and nothing on the wire carries it in clear.
 func TestParticipantPageKeyFromTheProvenJoin(t *testing.T) {
 	h := newHarness(t, "")
-	g := h.inviteCaps("read", "observe", "propose")
+	g := h.InviteCaps("read", "observe", "propose")
 	c := newProvenClient(t, h, g.URI)
 	tr := c.challenge(t)
 	body := c.second(tr, "ann")
@@ -459,7 +459,7 @@ func TestParticipantPageKeyFromTheProvenJoin(t *testing.T) {
 
 	t.Run("without page: none sealed, none kept", func(t *testing.T) {
 		keysBefore, _ := h.API.sessionPages.size()
-		g := h.inviteCaps("read")
+		g := h.InviteCaps("read")
 		c := newProvenClient(t, h, g.URI)
 		r := h.joinRaw(c.second(c.challenge(t), "bo"))
 		wantOK(t, r)

@@ -313,7 +313,7 @@ func TestProposeNamesItsScopeOneWay(t *testing.T) {
 	for _, door := range doors {
 		for _, c := range cases {
 			t.Run(door.name+"/"+c.name, func(t *testing.T) {
-				before := h.snapshot()
+				before := h.Snapshot()
 				code, m := door.propose(t, body(c.target, c.section))
 				if c.wantScope == "" {
 					if code != "invalid_request" || m["field"] != "change.section" || !strings.Contains(str(m["message"]), c.wantFix) {

@@ -74,7 +74,7 @@ func TestReadPaging(t *testing.T) {
 			offset any
 		}{{"negative", -1}, {"past the end", len(goals) + 1}} {
 			t.Run(door.name+": an offset "+tc.name+" is invalid_request", func(t *testing.T) {
-				before := h.snapshot()
+				before := h.Snapshot()
 				if p := door.read(t, map[string]any{"section": "Goals", "offset": tc.offset}); p.errCode != "invalid_request" {
 					t.Fatalf("got %+v, want invalid_request", p)
 				}

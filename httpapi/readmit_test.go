@@ -37,12 +37,12 @@ func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 	if inv.ParticipantID != agent.ParticipantID || len(inv.Capabilities) != len(agent.Capabilities) {
 		t.Fatalf("invitation = %s", r.Body)
 	}
-	participants := h.count(`SELECT count(*) FROM participants`)
+	participants := h.Count(`SELECT count(*) FROM participants`)
 	back := h.redeem(inv.URI, "a new name")
 	if back.ParticipantID != agent.ParticipantID || back.SessionRef == agent.SessionRef {
 		t.Fatalf("joined as %s (%s), want %s with a new session", back.ParticipantID, back.SessionRef, agent.ParticipantID)
 	}
-	if got := h.count(`SELECT count(*) FROM participants`); got != participants {
+	if got := h.Count(`SELECT count(*) FROM participants`); got != participants {
 		t.Errorf("participants %d -> %d", participants, got)
 	}
 	task := back.ext.ok(t, "tasks/get", map[string]any{"taskId": taskID})
@@ -55,11 +55,11 @@ func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 	if m := again.JSON(t); m["replayed"] != true || jsonAt(m, "handoff", "handoff_id") != hid {
 		t.Errorf("the retry with its key = %s, want the original %s replayed", again.Body, hid)
 	}
-	if n := h.count(`SELECT count(*) FROM handoffs`); n != 1 {
+	if n := h.Count(`SELECT count(*) FROM handoffs`); n != 1 {
 		t.Errorf("%d handoffs, want 1", n)
 	}
 	t.Run("used_twice_is_refused", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantError(t, h.joinRaw(map[string]any{"invite": inv.URI}), 403, "invitation_redeemed")
 		h.AssertUnchanged(t, before)
 	})
@@ -103,7 +103,7 @@ func TestReadmit_RefusedAtEveryDoor(t *testing.T) {
 			if tc.owner {
 				url = h.OwnerURL("/workspace/invite")
 			}
-			before := h.snapshot()
+			before := h.Snapshot()
 			m := wantError(t, h.do("POST", url, tc.token, tc.body), tc.status, tc.code)
 			if m["field"] != tc.field {
 				t.Errorf("field = %v, want %s", m["field"], tc.field)
@@ -112,7 +112,7 @@ func TestReadmit_RefusedAtEveryDoor(t *testing.T) {
 		})
 	}
 	t.Run("MCP: a_non_admin_asking_for_participant_id", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		res := inviter.mcp.tool(t, "workspace_invite", map[string]any{"participant_id": pid})
 		wantToolError(t, res, "permission_denied", "participant_id")
 		h.AssertUnchanged(t, before)
@@ -121,7 +121,7 @@ func TestReadmit_RefusedAtEveryDoor(t *testing.T) {
 		gone := h.join("gone")
 		gone.mcp.toolOK(t, "workspace_leave", nil)
 		admin := h.join("moderator", "admin")
-		before := h.snapshot()
+		before := h.Snapshot()
 		res := admin.mcp.tool(t, "workspace_invite", map[string]any{"participant_id": gone.ParticipantID})
 		wantToolError(t, res, "invalid_request", "participant_id")
 		h.AssertUnchanged(t, before)

@@ -33,7 +33,7 @@ func TestStorageShareRefusalAtBothDoors(t *testing.T) {
 		p := h.join("http-flooder", "read", "propose")
 		r := h.Do(t, "POST", h.IngressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big})
 		wantOK(t, r)
-		before := h.snapshot()
+		before := h.Snapshot()
 		r = h.Do(t, "POST", h.IngressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big})
 		wantShape(t, wantError(t, r, http.StatusTooManyRequests, "limit_exceeded"))
 		h.AssertUnchanged(t, before)
@@ -41,7 +41,7 @@ func TestStorageShareRefusalAtBothDoors(t *testing.T) {
 	t.Run("MCP answers an isError result with the same body", func(t *testing.T) {
 		p := h.join("mcp-flooder", "read", "propose")
 		p.mcp.toolOK(t, "handoff_create", map[string]any{"summary": big})
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantShape(t, p.mcp.toolErr(t, "handoff_create", map[string]any{"summary": big}, "limit_exceeded"))
 		h.AssertUnchanged(t, before)
 	})

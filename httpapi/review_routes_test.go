@@ -52,7 +52,7 @@ func TestReviewRoutes(t *testing.T) {
 		t.Fatalf("waiting = %+v", w)
 	}
 
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, tc := range []struct {
 		name, path string
 		status     int

@@ -62,7 +62,7 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), keeper.SessionToken, nil))
 	h.editFile(t, keeper.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
 	keep.expectRes(t, h.Eng.DocumentURI())
-	evs := h.events("session.ended")
+	evs := h.Events("session.ended")
 	if last := evs[len(evs)-1]; last.Payload["reason"] != "ended_by_host" || last.Payload["session_ref"] != victim.SessionRef {
 		t.Errorf("session.ended = %s", last.Raw)
 	}
@@ -79,7 +79,7 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 			t.Errorf("answer = %s", r.Body)
 		}
 		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), other.SessionToken, nil), "unauthorized")
-		evs := h.events("session.ended")
+		evs := h.Events("session.ended")
 		if last := evs[len(evs)-1]; last.Payload["reason"] != "ended_by_admin" {
 			t.Errorf("session.ended = %s", last.Raw)
 		}
@@ -92,7 +92,7 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), other.SessionToken, nil), "unauthorized")
 	})
 	t.Run("ending again answers ok and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		r := h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
 		wantOK(t, r)
 		if b := r.JSON(t); len(stringsOf(b["ended_sessions"])) != 0 {
@@ -138,7 +138,7 @@ func TestEndSessionRoute_RefusalsChangeNothing(t *testing.T) {
 			if tc.owner {
 				url = h.OwnerURL("/workspace/session/end")
 			}
-			before := h.snapshot()
+			before := h.Snapshot()
 			m := wantError(t, h.do("POST", url, tc.token, tc.body, tc.opts...), tc.status, tc.code)
 			if tc.field != "" && m["field"] != tc.field {
 				t.Errorf("field = %v, want %s", m["field"], tc.field)
@@ -155,14 +155,14 @@ func TestEndSessionRoute_RefusalsChangeNothing(t *testing.T) {
 func TestRevokeRoute_EndSessions(t *testing.T) {
 	h := newHarness(t, "")
 	c := streamClient()
-	inv := h.createInvite(map[string]any{"capabilities": []string{"read"}, "max_uses": 2})
+	inv := h.Invite(map[string]any{"capabilities": []string{"read"}, "max_uses": 2})
 	a, b := h.redeem(inv.URI, "a"), h.redeem(inv.URI, "b")
 	keeper := h.join("keeper", "read")
 	stream, _ := h.listen(t, c, a.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 	inviter := h.join("inviter", "read", "invite")
 
 	t.Run("another's invitation answers as an unknown one and nothing ends", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		foreign := h.do("POST", h.IngressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"invite_id": inv.InviteID, "end_sessions": true})
 		unknown := h.do("POST", h.IngressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"invite_id": "invite_0000000000000000", "end_sessions": true})
 		wantError(t, foreign, 401, "unauthorized")
@@ -172,7 +172,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 		h.AssertUnchanged(t, before)
 	})
 	t.Run("end_sessions of the wrong type is 400", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.do("POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, `{"invite_id": "`+inv.InviteID+`", "end_sessions": "yes"}`), 400, "invalid_request")
 		if m["field"] != "end_sessions" {
 			t.Errorf("field = %v", m["field"])
@@ -189,14 +189,14 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 	}
 	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), keeper.SessionToken, nil))
-	for _, ev := range h.events("session.ended") {
+	for _, ev := range h.Events("session.ended") {
 		if ev.Payload["reason"] != "invite_revoked" {
 			t.Errorf("session.ended = %s", ev.Raw)
 		}
 	}
 
 	t.Run("a restart does not bring them back", func(t *testing.T) {
-		h.restart()
+		h.Restart()
 		for _, s := range []party{a, b} {
 			wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 		}
@@ -206,18 +206,18 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 
 func TestJoin_PerInvitationCapOverHTTP(t *testing.T) {
 	h := newHarness(t, "")
-	many := h.createInvite(map[string]any{"max_uses": 0})
+	many := h.Invite(map[string]any{"max_uses": 0})
 	var gs []party
 	for i := range 8 {
 		gs = append(gs, h.redeem(many.URI, "bot"+string(rune('a'+i))))
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	m := wantError(t, h.joinRaw(map[string]any{"invite": many.URI, "name": "ninth"}), 429, "limit_exceeded")
 	if m["limit"] != float64(8) {
 		t.Errorf("limit = %v", m["limit"])
 	}
 	h.AssertUnchanged(t, before)
-	h.redeem(h.createInvite(nil).URI, "newcomer")
+	h.redeem(h.Invite(nil).URI, "newcomer")
 	wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": gs[0].SessionRef}))
 	h.redeem(many.URI, "ninth")
 	t.Run("the listing shows its live sessions against its cap", func(t *testing.T) {
@@ -244,7 +244,7 @@ func TestInvitations_ScopedToTheirCreatorOverHTTP(t *testing.T) {
 		wantOK(t, r)
 		return r.JSON(t)["invite_id"].(string)
 	}
-	mine, theirs, hosts := mint(a.SessionToken), mint(b.SessionToken), h.createInvite(nil).InviteID
+	mine, theirs, hosts := mint(a.SessionToken), mint(b.SessionToken), h.Invite(nil).InviteID
 	ids := func(r apiResp) []string {
 		t.Helper()
 		wantOK(t, r)
@@ -275,7 +275,7 @@ func TestInvitations_ScopedToTheirCreatorOverHTTP(t *testing.T) {
 	}
 	unknown := h.do("POST", h.IngressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": "invite_0000000000000000"})
 	for _, id := range []string{theirs, hosts} {
-		before := h.snapshot()
+		before := h.Snapshot()
 		r := h.do("POST", h.IngressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": id})
 		wantError(t, r, 401, "unauthorized")
 		if string(r.Body) != string(unknown.Body) {
@@ -336,7 +336,7 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 	for _, d := range doors {
 		for _, b := range bodies {
 			t.Run(d.name+": "+b.name, func(t *testing.T) {
-				before := h.snapshot()
+				before := h.Snapshot()
 				status, m := d.send(b.body)
 				if b.field == "" {
 					if status != 200 || !slices.Equal(stringsOf(m["capabilities"]), agentSet) {
@@ -357,7 +357,7 @@ func TestValueErrors_Are400NotLimits(t *testing.T) {
 	h := newHarness(t, "")
 	inviter := h.join("inviter", "read", "invite", "checkout")
 	t.Run("HTTP expires_in_minutes names the field and the limit", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.do("POST", h.OwnerURL("/workspace/invite"), h.OpToken, map[string]any{"expires_in_minutes": 10081}), 400, "invalid_request")
 		if m["field"] != "expires_in_minutes" || m["limit"] != float64(10080) {
 			t.Errorf("body = %v", m)
@@ -365,14 +365,14 @@ func TestValueErrors_Are400NotLimits(t *testing.T) {
 		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP workspace_invite expires_in_minutes", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantToolError(t, inviter.mcp.tool(t, "workspace_invite",
 			map[string]any{"capabilities": []string{"read"}, "expires_in_minutes": 20000}),
 			"invalid_request", "expires_in_minutes")
 		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP workspace_checkout minutes", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantToolError(t, inviter.mcp.tool(t, "workspace_checkout",
 			map[string]any{"target": "Goals", "minutes": 121}),
 			"invalid_request", "minutes")

@@ -139,7 +139,7 @@ func TestLegacySubscriptionsEndWithSession(t *testing.T) {
 		}},
 		{"expiry drops them", func(t *testing.T, h *roomHarness, p party) {
 			h.Clock.Advance(h.Eng.Limits.SessionDefault + time.Minute)
-			h.sweep()
+			h.Sweep()
 		}},
 		{"the host ending the session drops them", func(t *testing.T, h *roomHarness, p party) {
 			wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": p.SessionRef}))

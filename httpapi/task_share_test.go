@@ -43,7 +43,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 	}
 
 	t.Run("HTTP: the ninth is 429 limit_exceeded with scope participant and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		body := wantError(t, create(flooder.SessionToken, "one too many", ""), http.StatusTooManyRequests, "limit_exceeded")
 		wantShareRefusal(t, body, "participant", share, share)
 		if body["room_limit"] != float64(32) {
@@ -52,7 +52,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP: the ninth is isError limit_exceeded with scope participant", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		for _, tasks := range []bool{false, true} {
 			res := newMCPClient(h, flooder.SessionToken,
 				tasks).ok(t, "tools/call", map[string]any{"name": "handoff_create",
@@ -81,19 +81,19 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 		}
 	})
 	t.Run("the room's cap of 32 still holds: then the host is refused with scope room", func(t *testing.T) {
-		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
+		for i := 0; h.Count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
 			if i > 40 {
 				t.Fatal("the active-task count does not grow")
 			}
 			p := h.join("filler", "read", "propose")
 			for range share {
-				if h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32 {
+				if h.Count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32 {
 					wantOK(t, create(p.SessionToken, "filler", ""))
 				}
 			}
 		}
 		late := h.join("late", "read", "propose")
-		before := h.snapshot()
+		before := h.Snapshot()
 		body := wantError(t, h.do("POST", h.OwnerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "over"}),
 			http.StatusTooManyRequests, "limit_exceeded")
 		wantShareRefusal(t, body, "room", 32, 32)
@@ -131,7 +131,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 	so, _ := h.listen(t, c, other.SessionToken, "10", map[string]any{"taskIds": []string{theirs.TaskID}}, true)
 
 	t.Run("non-admins are refused with required admin and nothing changes", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		for _, tok := range []string{flooder.SessionToken, worker.SessionToken, other.SessionToken} {
 			body := wantError(t, h.do("POST", h.IngressURL(route), tok, map[string]any{"participant_id": flooder.ParticipantID}),
 				http.StatusForbidden, "permission_denied")
@@ -144,7 +144,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 		h.AssertUnchanged(t, before)
 	})
 	t.Run("bad input gets a clear error and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		huge := strings.Repeat("p", 200<<10)
 		for _, tc := range []struct {
 			name   string
@@ -177,7 +177,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 		HandoffIDs    []string `json:"handoff_ids"`
 	}
 	t.Run("an admin session clears exactly that participant's live handoffs", func(t *testing.T) {
-		events := len(h.events(""))
+		events := len(h.Events(""))
 		r := h.do("POST", h.IngressURL(route), moderator.SessionToken, map[string]any{"participant_id": flooder.ParticipantID})
 		wantOK(t, r)
 		r.Into(t, &cleared)
@@ -197,7 +197,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 			t.Fatal("someone else's handoff was touched")
 		}
 		var got []string
-		for _, ev := range h.events("")[events:] {
+		for _, ev := range h.Events("")[events:] {
 			if ev.Actor == nil || *ev.Actor != moderator.ParticipantID || ev.Payload["reason"] != "requested" {
 				t.Fatalf("event %s %s: want actor %s, reason requested", ev.Type, ev.Raw, moderator.ParticipantID)
 			}
