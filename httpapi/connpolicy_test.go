@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -330,7 +331,7 @@ func TestConnPeerShare(t *testing.T) {
 	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.MaxConns, c.MaxConnsPerPeer = capN, share }})
 	tok := h.join("agent", agentCaps...).SessionToken
 	idleConns(t, h)
-	ln := &namedPeers{Listener: localListener(t)}
+	ln := &namedPeers{Listener: roomtest.Listener(t)}
 	srv := NewHTTPServer(h.API.IngressHandler(), h.Log)
 	go srv.Serve(h.API.IngressListener(ln))
 	t.Cleanup(func() { srv.Close() })

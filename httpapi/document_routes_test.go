@@ -391,7 +391,7 @@ func TestDocumentCommitRace(t *testing.T) {
 			for i := range 2 {
 				wg.Go(func() {
 					<-start
-					r, err := h.send("POST", h.IngressURL("/workspace/commit"), tokens[i], map[string]any{"proposal_id": ids[i]})
+					r, err := h.Send("POST", h.IngressURL("/workspace/commit"), tokens[i], map[string]any{"proposal_id": ids[i]})
 					if err != nil {
 						r = apiResp{Status: -1, Body: []byte(err.Error())}
 					}

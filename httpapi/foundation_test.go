@@ -376,7 +376,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	})
 	t.Run("no secret in any column of any table", func(t *testing.T) {
 		for _, table := range sidecarTables {
-			cols, rows := h.queryRows(t, "SELECT * FROM "+table)
+			cols, rows := h.QueryRows(t, "SELECT * FROM "+table)
 			for _, vals := range rows {
 				for i, v := range vals {
 					var text string

@@ -83,7 +83,7 @@ func twinRows(t *testing.T, h *roomHarness, x room.Handoff) string {
 	var b strings.Builder
 	for _, q := range []string{`SELECT * FROM handoffs WHERE handoff_id = ?1`, `SELECT * FROM tasks WHERE task_id = ?2`,
 		`SELECT * FROM task_inputs WHERE task_id = ?2 ORDER BY request_key`} {
-		_, rows := h.queryRows(t, q, x.HandoffID, x.TaskID)
+		_, rows := h.QueryRows(t, q, x.HandoffID, x.TaskID)
 		for _, vals := range rows {
 			fmt.Fprintf(&b, "%v\n", vals)
 		}

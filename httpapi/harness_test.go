@@ -102,8 +102,6 @@ func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness 
 	return h
 }
 
-func localListener(t testing.TB) net.Listener { return roomtest.Listener(t) }
-
 // serverPort is a test server's port as text (the kit's).
 var serverPort = roomtest.ServerPort
 
@@ -127,11 +125,6 @@ func withOrigin(o string) reqOpt { return withHeader("Origin", o) }
 func (h *roomHarness) do(method, url, token string, body any, opts ...reqOpt) apiResp {
 	h.t.Helper()
 	return h.Do(h.t, method, url, token, body, opts...)
-}
-
-// send is do returning the transport error instead of failing the test.
-func (h *roomHarness) send(method, url, token string, body any, opts ...reqOpt) (apiResp, error) {
-	return h.Send(method, url, token, body, opts...)
 }
 
 // inviteGrant is the answer to POST /workspace/invite.
@@ -199,11 +192,6 @@ var wantOK = roomtest.WantOK
 var sidecarTables = roomtest.SidecarTables
 
 type dbSnapshot = roomtest.Snapshot
-
-func (h *roomHarness) queryRows(t testing.TB, query string, args ...any) (cols []string, rows [][]any) {
-	t.Helper()
-	return h.QueryRows(t, query, args...)
-}
 
 // eventRow is one row of the events table.
 type eventRow = roomtest.EventRow

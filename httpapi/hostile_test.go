@@ -32,6 +32,7 @@ import (
 
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -125,7 +126,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 					body = io.MultiReader(bytes.NewReader(b.body)) // no length: sent chunked
 				}
 				start := time.Now()
-				r, err := h.send("POST", base+rt.Path, token, body, withHeader("Accept", "application/json, text/event-stream"))
+				r, err := h.Send("POST", base+rt.Path, token, body, withHeader("Accept", "application/json, text/event-stream"))
 				if err != nil {
 					t.Fatalf("the server did not answer: %v", err)
 				}
@@ -537,7 +538,7 @@ func TestHostileSlowClients(t *testing.T) {
 	}{{"owner", h.API.OwnerHandler()}, {"ingress", h.API.IngressHandler()}} {
 		srv := NewHTTPServer(l.handler, h.Log)
 		srv.ReadHeaderTimeout, srv.IdleTimeout = headerTimeout, idleTimeout
-		ln := localListener(t)
+		ln := roomtest.Listener(t)
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
 		addr := ln.Addr().String()
@@ -1214,7 +1215,7 @@ func TestHostileSlowBody(t *testing.T) {
 	h := newHarness(t, "")
 	api := New(Config{Room: h.Room, Hub: h.Hub, BodyReadTimeout: bodyTimeout})
 	srv := &http.Server{Handler: api.IngressHandler()}
-	ln := localListener(t)
+	ln := roomtest.Listener(t)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	addr := ln.Addr().String()

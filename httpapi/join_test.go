@@ -384,7 +384,7 @@ func TestJoinConcurrent(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						<-start
-						r, err := h.send("POST", h.IngressURL("/session/join"), "",
+						r, err := h.Send("POST", h.IngressURL("/session/join"), "",
 							map[string]any{"invite": g.URI, "name": fmt.Sprintf("racer-%d-%d", round, i)})
 						results[i] = result{r, err}
 					}()

@@ -277,7 +277,7 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 			wg.Go(func() {
 				<-begin
 				for range pairs {
-					r1, err := h.send("POST", h.IngressURL("/workspace/checkout"), writer.SessionToken, map[string]any{"target": "Plan"})
+					r1, err := h.Send("POST", h.IngressURL("/workspace/checkout"), writer.SessionToken, map[string]any{"target": "Plan"})
 					if err != nil || r1.Status != http.StatusOK {
 						errs.Errorf("checkout: %v %d %s", err, r1.Status, r1.Body)
 						return
@@ -289,7 +289,7 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 						errs.Errorf("checkout answer: %v", err)
 						return
 					}
-					r2, err := h.send("POST", h.IngressURL("/workspace/release"), writer.SessionToken, map[string]any{"lease_id": l.LeaseID})
+					r2, err := h.Send("POST", h.IngressURL("/workspace/release"), writer.SessionToken, map[string]any{"lease_id": l.LeaseID})
 					if err != nil || r2.Status != http.StatusOK {
 						errs.Errorf("release: %v %d %s", err, r2.Status, r2.Body)
 						return

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -339,7 +340,7 @@ func (h *roomHarness) serveMetrics(t testing.TB) string {
 	t.Helper()
 	s := httptest.NewUnstartedServer(h.API.MetricsHandler())
 	s.Listener.Close()
-	s.Listener = h.API.MetricsListener(localListener(t))
+	s.Listener = h.API.MetricsListener(roomtest.Listener(t))
 	s.Config = NewHTTPServer(h.API.MetricsHandler(), h.Log)
 	s.Start()
 	t.Cleanup(s.Close)
