@@ -1191,8 +1191,8 @@ func indistinguishable(t *testing.T, m *matrix, who *caller) {
 	var foreign records
 	m.handoff(t, &foreign, m.A, roleThird, fixInput) // owner A, assignee B: who is no party
 	unknownTask, unknownHandoff := randomID("task"), randomID("handoff")
-	h.sweep() // flush last_seen now, so the snapshot compares only what the calls could change
-	before := h.snapshot()
+	h.Sweep() // flush last_seen now, so the snapshot compares only what the calls could change
+	before := h.Snapshot()
 	mcp := newMCPClient(h, who.Token, true)
 	surfaces := []struct {
 		name string
@@ -1216,7 +1216,7 @@ func indistinguishable(t *testing.T, m *matrix, who *caller) {
 			name string
 			ask  func(id string) (int, string)
 		}{name, func(id string) (int, string) {
-			u := h.ingressURL(path)
+			u := h.IngressURL(path)
 			var b any
 			if method == "GET" {
 				u += "?task_id=" + url.QueryEscape(id)
@@ -1252,7 +1252,7 @@ func indistinguishable(t *testing.T, m *matrix, who *caller) {
 	t.Run("handoff_get and GET /workspace/handoff", func(t *testing.T) {
 		ask := func(id string) (string, string) {
 			r := mcp.do(t, mcpReq{ID: 42, Method: "tools/call", Params: map[string]any{"name": "handoff_get", "arguments": map[string]any{"handoff_id": id}}})
-			hr := h.do("GET", h.ingressURL("/workspace/handoff?handoff_id="+url.QueryEscape(id)), who.Token, nil)
+			hr := h.do("GET", h.IngressURL("/workspace/handoff?handoff_id="+url.QueryEscape(id)), who.Token, nil)
 			return fmt.Sprintf("%d %s", r.Status, r.Raw), fmt.Sprintf("%d %s", hr.Status, hr.Body)
 		}
 		um, uh := ask(unknownHandoff)
@@ -1281,7 +1281,7 @@ func indistinguishable(t *testing.T, m *matrix, who *caller) {
 		t.Run(twin.tool+" and POST "+twin.path, func(t *testing.T) {
 			ask := func(id string) (string, string) {
 				r := mcp.do(t, mcpReq{ID: 43, Method: "tools/call", Params: map[string]any{"name": twin.tool, "arguments": twin.args(id)}})
-				hr := h.do("POST", h.ingressURL(twin.path), who.Token, twin.args(id))
+				hr := h.do("POST", h.IngressURL(twin.path), who.Token, twin.args(id))
 				return strings.ReplaceAll(fmt.Sprintf("%d %s", r.Status, r.Raw), id, "<id>"),
 					strings.ReplaceAll(fmt.Sprintf("%d %s", hr.Status, hr.Body), id, "<id>")
 			}
@@ -1296,7 +1296,7 @@ func indistinguishable(t *testing.T, m *matrix, who *caller) {
 		})
 	}
 	t.Run("the foreign records did not change", func(t *testing.T) {
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 

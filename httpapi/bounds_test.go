@@ -168,7 +168,7 @@ func TestBoundsAbsoluteFormRefused(t *testing.T) {
 		}
 	}
 	t.Run("origin-form requests are served", func(t *testing.T) {
-		wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil))
 	})
 }
 
@@ -232,7 +232,7 @@ func TestBoundsConnectionCap(t *testing.T) {
 	}
 	t.Run("refusals are counted in /debug/metrics", func(t *testing.T) {
 		idleConns(t, h)
-		r := h.do("GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+		r := h.do("GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil)
 		wantOK(t, r)
 		var m struct {
 			Connections map[string]ConnStats `json:"connections"`

@@ -49,7 +49,7 @@ func TestBoundsUnreadResponseClosedAfterWriteDeadline(t *testing.T) {
 	// A first, small read parses the document, so the stalled one below
 	// starts writing at once. (Reading the whole 12 MB here would itself
 	// race the 500 ms write deadline on a loaded machine.)
-	wantOK(t, h.do("GET", h.ingressURL("/workspace/read?max_bytes=64"), s.SessionToken, nil))
+	wantOK(t, h.do("GET", h.IngressURL("/workspace/read?max_bytes=64"), s.SessionToken, nil))
 	idleConns(t, h)
 
 	c := dialSmallWindow(t, h.Ingress.URL)
@@ -70,6 +70,6 @@ func TestBoundsUnreadResponseClosedAfterWriteDeadline(t *testing.T) {
 		t.Errorf("the whole answer (%d bytes) arrived; the test did not stall the server", len(got))
 	}
 	t.Run("the room still answers", func(t *testing.T) {
-		wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil))
 	})
 }

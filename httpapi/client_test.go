@@ -41,7 +41,7 @@ func newMCPClient(h *roomHarness, token string, tasks bool) *mcpClient {
 }
 
 func wrapMCP(h *roomHarness, token string, k *roomtest.MCP) *mcpClient {
-	return &mcpClient{MCP: k, h: h, url: h.ingressURL("/mcp"), token: token, mc: k.Client()}
+	return &mcpClient{MCP: k, h: h, url: h.IngressURL("/mcp"), token: token, mc: k.Client()}
 }
 
 // withTasks is the same session declaring (or not) the Tasks extension.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -100,7 +101,7 @@ func (r *rawConn) stillOpen() bool {
 // operator.
 func connMetrics(t testing.TB, h *roomHarness, which string) ConnStats {
 	t.Helper()
-	r := h.do("GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+	r := h.do("GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil)
 	wantOK(t, r)
 	var m struct {
 		Connections map[string]ConnStats `json:"connections"`
@@ -330,7 +331,7 @@ func TestConnPeerShare(t *testing.T) {
 	h := newHarness(t, "", harnessOpts{Server: func(c *Config) { c.MaxConns, c.MaxConnsPerPeer = capN, share }})
 	tok := h.join("agent", agentCaps...).SessionToken
 	idleConns(t, h)
-	ln := &namedPeers{Listener: localListener(t)}
+	ln := &namedPeers{Listener: roomtest.Listener(t)}
 	srv := NewHTTPServer(h.API.IngressHandler(), h.Log)
 	go srv.Serve(h.API.IngressListener(ln))
 	t.Cleanup(func() { srv.Close() })

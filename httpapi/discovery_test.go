@@ -34,7 +34,7 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 				{"/skills/commonroom", "text/markdown"},
 			} {
 				t.Run(tc.path+" answers 200 without a bearer", func(t *testing.T) {
-					r := h.doT(t, "GET", base.url+tc.path, "", nil)
+					r := h.Do(t, "GET", base.url+tc.path, "", nil)
 					if r.Status != http.StatusOK {
 						t.Fatalf("status %d: %s", r.Status, r.Body)
 					}
@@ -52,7 +52,7 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 	}
 
 	t.Run("agent-workspace names the room, its documents, operations, workflow and errors", func(t *testing.T) {
-		m := okJSON(t, h.do("GET", h.ingressURL("/.well-known/agent-workspace"), "", nil))
+		m := okJSON(t, h.do("GET", h.IngressURL("/.well-known/agent-workspace"), "", nil))
 		if m["protocol"] != "commonroom" || m["protocol_version"] != "1" || m["workspace_id"] != h.Eng.WorkspaceID || m["name"] != h.Eng.Name {
 			t.Errorf("identity = %v", m)
 		}
@@ -81,7 +81,7 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 	})
 
 	t.Run("protocol lists every operation with its route and capability", func(t *testing.T) {
-		m := okJSON(t, h.do("GET", h.ingressURL("/protocol"), "", nil))
+		m := okJSON(t, h.do("GET", h.IngressURL("/protocol"), "", nil))
 		if m["protocol"] != "commonroom" || m["version"] != "1" {
 			t.Errorf("protocol = %v", m)
 		}
@@ -124,13 +124,13 @@ func TestDiscoveryDocumentsArePublic(t *testing.T) {
 	})
 
 	t.Run("skills lists the commonroom skill at a path that serves it", func(t *testing.T) {
-		m := okJSON(t, h.do("GET", h.ingressURL("/skills"), "", nil))
+		m := okJSON(t, h.do("GET", h.IngressURL("/skills"), "", nil))
 		list, _ := m["skills"].([]any)
 		if len(list) != 1 || jsonAt(list[0], "name") != "commonroom" || str(jsonAt(list[0], "description")) == "" {
 			t.Fatalf("skills = %v", m)
 		}
 		path := str(jsonAt(list[0], "path"))
-		r := h.do("GET", h.ingressURL(path), "", nil)
+		r := h.do("GET", h.IngressURL(path), "", nil)
 		if r.Status != http.StatusOK || string(r.Body) != skillText {
 			t.Errorf("GET %s = %d, want the skill text", path, r.Status)
 		}
@@ -235,7 +235,7 @@ func TestDiscoveryCapabilitiesAreEnforced(t *testing.T) {
 		checked++
 		t.Run(op.Name+" without "+op.Capability+" is 403 naming it", func(t *testing.T) {
 			method, path, _ := strings.Cut(op.HTTP, " ")
-			url := h.ingressURL(path)
+			url := h.IngressURL(path)
 			var body any
 			switch b := bodies[path].(type) {
 			case string:
@@ -251,12 +251,12 @@ func TestDiscoveryCapabilitiesAreEnforced(t *testing.T) {
 					body = b
 				}
 			}
-			before := h.snapshot()
-			m := wantError(t, h.doT(t, method, url, without[op.Capability].SessionToken, body), http.StatusForbidden, "permission_denied")
+			before := h.Snapshot()
+			m := wantError(t, h.Do(t, method, url, without[op.Capability].SessionToken, body), http.StatusForbidden, "permission_denied")
 			if m["required"] != op.Capability {
 				t.Errorf("required = %v, want %s", m["required"], op.Capability)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	if checked < 20 {

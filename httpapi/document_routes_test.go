@@ -45,10 +45,10 @@ func TestDocumentLeases(t *testing.T) {
 				t.Errorf("checkout %q: expires_at = %v, want now + 20 min", spelling, again["expires_at"])
 			}
 		}
-		if n := h.count(`SELECT count(*) FROM leases WHERE released_at IS NULL`); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM leases WHERE released_at IS NULL`); n != 1 {
 			t.Errorf("%d live lease rows, want 1", n)
 		}
-		if n := len(h.events("lease.acquired")); n != 4 {
+		if n := len(h.Events("lease.acquired")); n != 4 {
 			t.Errorf("%d lease.acquired events, want 4 (acquire + 3 renewals)", n)
 		}
 	})
@@ -59,12 +59,12 @@ func TestDocumentLeases(t *testing.T) {
 	t.Run("another participant gets 409 lease_conflict with lease_id and region", func(t *testing.T) {
 		for _, target := range []string{"Goals", "section:Goals", "Idea/Goals", "Idea", "workspace", "*"} {
 			t.Run(target, func(t *testing.T) {
-				before := h.snapshot()
+				before := h.Snapshot()
 				m := wantError(t, h.post(t, d.other.SessionToken, "/workspace/checkout", map[string]any{"target": target}), http.StatusConflict, "lease_conflict")
 				if m["lease_id"] != leaseID || m["region"] != "Idea/Goals" {
 					t.Errorf("lease_id, region = %v, %v; want %s, Idea/Goals", m["lease_id"], m["region"], leaseID)
 				}
-				h.assertUnchanged(t, before)
+				h.AssertUnchanged(t, before)
 			})
 		}
 	})
@@ -83,25 +83,25 @@ func TestDocumentLeases(t *testing.T) {
 		if r["lease_id"] != leaseID || r["expires_at"] != wire(acquired.Add(120*time.Minute)) {
 			t.Errorf("renew = %v, want expires_at %s", r, wire(acquired.Add(120*time.Minute)))
 		}
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantError(t, h.post(t, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID, "minutes": 5}),
 			http.StatusTooManyRequests, "limit_exceeded")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("renew by someone else is 403 permission_denied and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantError(t, h.post(t, d.other.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("release by someone else without admin is 403 permission_denied", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.other.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}), http.StatusForbidden, "permission_denied")
 		if m["lease_id"] != leaseID {
 			t.Errorf("lease_id = %v", m["lease_id"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("the holder releases: ok, gone from the list, and again is a no-op", func(t *testing.T) {
@@ -112,22 +112,22 @@ func TestDocumentLeases(t *testing.T) {
 		if ls := okList(t, h.get(t, d.reader.SessionToken, "/workspace/leases")); len(ls) != 0 {
 			t.Errorf("leases after release = %v", ls)
 		}
-		evs := h.events("lease.released")
+		evs := h.Events("lease.released")
 		if len(evs) == 0 || evs[len(evs)-1].Payload["lease_id"] != leaseID || evs[len(evs)-1].Payload["reason"] != "released" {
 			t.Errorf("lease.released events = %v", evs)
 		}
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantOK(t, h.post(t, d.author.SessionToken, "/workspace/release", map[string]any{"lease_id": leaseID}))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("renew of a released lease is 409 lease_conflict and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/renew", map[string]any{"lease_id": leaseID}), http.StatusConflict, "lease_conflict")
 		if m["lease_id"] != leaseID {
 			t.Errorf("lease_id = %v", m["lease_id"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	for _, tc := range []struct {
@@ -147,12 +147,12 @@ func TestDocumentLeases(t *testing.T) {
 				r = h.post(t, admin.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]})
 			}
 			wantOK(t, r)
-			evs := h.events("lease.released")
+			evs := h.Events("lease.released")
 			last := evs[len(evs)-1]
 			if last.Payload["lease_id"] != l["lease_id"] || last.Payload["reason"] != "admin" {
 				t.Errorf("last lease.released = %v, want reason admin for %v", last.Payload, l["lease_id"])
 			}
-			if n := h.count(`SELECT count(*) FROM leases WHERE released_at IS NULL`); n != 0 {
+			if n := h.Count(`SELECT count(*) FROM leases WHERE released_at IS NULL`); n != 0 {
 				t.Errorf("%d live leases after the release", n)
 			}
 		})
@@ -161,8 +161,8 @@ func TestDocumentLeases(t *testing.T) {
 	t.Run("an expired lease no longer conflicts once swept", func(t *testing.T) {
 		l := h.checkout(t, d.author.SessionToken, "Plan")
 		h.Clock.Advance(16 * time.Minute)
-		h.sweep()
-		evs := h.events("lease.expired")
+		h.Sweep()
+		evs := h.Events("lease.expired")
 		if len(evs) == 0 || evs[len(evs)-1].Payload["lease_id"] != l["lease_id"] {
 			t.Fatalf("lease.expired events = %v, want one for %v", evs, l["lease_id"])
 		}
@@ -176,12 +176,12 @@ func TestDocumentLeases(t *testing.T) {
 	})
 
 	t.Run("checkout without the checkout capability is 403", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.reader.SessionToken, "/workspace/checkout", map[string]any{"target": "Goals"}), http.StatusForbidden, "permission_denied")
 		if m["required"] != "checkout" {
 			t.Errorf("required = %v", m["required"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -204,7 +204,7 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if p["participant_id"] != d.author.ParticipantID || p["workspace_id"] != h.Eng.WorkspaceID || num(p["base_version"]) != 1 {
 			t.Errorf("propose = %v", p)
 		}
-		evs := h.events("proposal.created")
+		evs := h.Events("proposal.created")
 		if len(evs) != 1 || evs[0].Payload["proposal_id"] != pid {
 			t.Errorf("proposal.created events = %v", evs)
 		}
@@ -220,13 +220,13 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 	}
 
 	t.Run("review without approve is 403 and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/proposal/review", map[string]any{"proposal_id": pid, "approve": true}),
 			http.StatusForbidden, "permission_denied")
 		if m["required"] != "approve" {
 			t.Errorf("required = %v", m["required"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("review with approve moves it to approved", func(t *testing.T) {
@@ -234,10 +234,10 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if !reflect.DeepEqual(r, map[string]any{"proposal_id": pid, "reviewer_id": d.reviewer.ParticipantID, "status": "approved"}) {
 			t.Errorf("review = %v", r)
 		}
-		if s := h.status(t, "proposal", pid); s != "approved" {
+		if s := h.Status(t, "proposal", pid); s != "approved" {
 			t.Errorf("status = %s", s)
 		}
-		if evs := h.events("proposal.approved"); len(evs) != 1 || evs[0].Payload["reviewer_id"] != d.reviewer.ParticipantID {
+		if evs := h.Events("proposal.approved"); len(evs) != 1 || evs[0].Payload["reviewer_id"] != d.reviewer.ParticipantID {
 			t.Errorf("proposal.approved events = %v", evs)
 		}
 	})
@@ -245,12 +245,12 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 	var bystander string
 	t.Run("commit without the commit capability is 403", func(t *testing.T) {
 		bystander = str(h.propose(t, d.other.SessionToken, 1, "Plan", "## Plan\n\nstep zero\n")["proposal_id"])
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.commit(t, d.reviewer.SessionToken, pid), http.StatusForbidden, "permission_denied")
 		if m["required"] != "commit" {
 			t.Errorf("required = %v", m["required"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("commit of the approved proposal writes the file and bumps the version", func(t *testing.T) {
@@ -268,18 +268,18 @@ func TestDocumentProposeReviewCommit(t *testing.T) {
 		if num(st["version"]) != 2 {
 			t.Errorf("status version = %v", st["version"])
 		}
-		cc := h.events("change.committed")
+		cc := h.Events("change.committed")
 		last := cc[len(cc)-1]
 		if num(last.Payload["version"]) != 2 || last.Payload["participant_id"] != d.author.ParticipantID {
 			t.Errorf("change.committed = %v", last.Payload)
 		}
-		if pc := h.events("proposal.committed"); len(pc) != 1 || pc[0].Payload["proposal_id"] != pid || num(pc[0].Payload["version"]) != 2 {
+		if pc := h.Events("proposal.committed"); len(pc) != 1 || pc[0].Payload["proposal_id"] != pid || num(pc[0].Payload["version"]) != 2 {
 			t.Errorf("proposal.committed = %v", pc)
 		}
-		if s := h.status(t, "proposal", pid); s != "committed" {
+		if s := h.Status(t, "proposal", pid); s != "committed" {
 			t.Errorf("status = %s", s)
 		}
-		if s := h.status(t, "proposal", bystander); s != "superseded" {
+		if s := h.Status(t, "proposal", bystander); s != "superseded" {
 			t.Errorf("the pending bystander is %s, want superseded by the commit", s)
 		}
 	})
@@ -308,14 +308,14 @@ func TestDocumentRawCommit(t *testing.T) {
 	h := d.h
 
 	t.Run("a non-admin session is refused with 403 and nothing changes", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.post(t, d.author.SessionToken, "/workspace/commit",
 			map[string]any{"base_version": 1, "summary": "sneak", "content": "# Mine\n"}),
 			http.StatusForbidden, "permission_denied")
 		if m["required"] != "admin" {
 			t.Errorf("required = %v", m["required"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 		if h.fileText(t) != harnessDoc {
 			t.Errorf("the file changed")
 		}
@@ -329,7 +329,7 @@ func TestDocumentRawCommit(t *testing.T) {
 		if got := h.fileText(t); got != "# Idea\n\nhost text\n\n## Goals\n\nmore\n" {
 			t.Errorf("file = %q", got)
 		}
-		if cc := h.events("change.committed"); num(cc[len(cc)-1].Payload["version"]) != 2 {
+		if cc := h.Events("change.committed"); num(cc[len(cc)-1].Payload["version"]) != 2 {
 			t.Errorf("change.committed = %v", cc[len(cc)-1].Payload)
 		}
 	})
@@ -353,7 +353,7 @@ func TestDocumentRawCommit(t *testing.T) {
 	})
 
 	t.Run("a stale raw commit is 409 stale_version and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		m := wantError(t, h.operator(t, "/workspace/commit", map[string]any{"base_version": 2, "summary": "late", "content": "# Late\n"}),
 			http.StatusConflict, "stale_version")
 		if num(m["current_version"]) != 4 || num(m["base_version"]) != 2 {
@@ -365,7 +365,7 @@ func TestDocumentRawCommit(t *testing.T) {
 		if ch, _ := m["changes"].([]any); len(ch) != 2 || num(jsonAt(ch[0], "version")) != 3 || num(jsonAt(ch[1], "version")) != 4 {
 			t.Errorf("changes = %v, want versions 3 and 4", m["changes"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -391,7 +391,7 @@ func TestDocumentCommitRace(t *testing.T) {
 			for i := range 2 {
 				wg.Go(func() {
 					<-start
-					r, err := h.send("POST", h.ingressURL("/workspace/commit"), tokens[i], map[string]any{"proposal_id": ids[i]})
+					r, err := h.Send("POST", h.IngressURL("/workspace/commit"), tokens[i], map[string]any{"proposal_id": ids[i]})
 					if err != nil {
 						r = apiResp{Status: -1, Body: []byte(err.Error())}
 					}
@@ -428,10 +428,10 @@ func TestDocumentCommitRace(t *testing.T) {
 			if ch, _ := m["changes"].([]any); len(ch) != 1 || num(jsonAt(ch[0], "version")) != base+1 {
 				t.Errorf("changes = %v, want the winner's version", m["changes"])
 			}
-			if s := h.status(t, "proposal", ids[winner]); s != "committed" {
+			if s := h.Status(t, "proposal", ids[winner]); s != "committed" {
 				t.Errorf("winner's proposal is %s", s)
 			}
-			if s := h.status(t, "proposal", ids[loser]); s != "conflicted" {
+			if s := h.Status(t, "proposal", ids[loser]); s != "conflicted" {
 				t.Errorf("loser's proposal is %s, want conflicted", s)
 			}
 			if v := h.newestVersion(t); v != base+1 {
@@ -440,7 +440,7 @@ func TestDocumentCommitRace(t *testing.T) {
 			if got := h.fileText(t); !strings.Contains(got, texts[winner]) || strings.Contains(got, texts[loser]) {
 				t.Errorf("file = %q, want the winner's text only", got)
 			}
-			evs := h.events("proposal.conflicted")
+			evs := h.Events("proposal.conflicted")
 			if len(evs) == 0 || evs[len(evs)-1].Payload["proposal_id"] != ids[loser] {
 				t.Errorf("proposal.conflicted = %v", evs)
 			}
@@ -741,17 +741,17 @@ func TestDocumentBadInput(t *testing.T) {
 			if method == "" {
 				method = "POST"
 			}
-			url, token := h.ingressURL(tc.path), d.author.SessionToken
+			url, token := h.IngressURL(tc.path), d.author.SessionToken
 			switch tc.who {
 			case reviewer:
 				token = d.reviewer.SessionToken
 			case reader:
 				token = d.reader.SessionToken
 			case operator:
-				url, token = h.ownerURL(tc.path), h.OpToken
+				url, token = h.OwnerURL(tc.path), h.OpToken
 			}
-			before := h.snapshot()
-			m := wantError(t, h.doT(t, method, url, token, tc.body), tc.status, tc.code)
+			before := h.Snapshot()
+			m := wantError(t, h.Do(t, method, url, token, tc.body), tc.status, tc.code)
 			if tc.field != "" && m["field"] != tc.field {
 				t.Errorf("field = %v, want %q; body %v", m["field"], tc.field, m)
 			}
@@ -760,7 +760,7 @@ func TestDocumentBadInput(t *testing.T) {
 					t.Errorf("%s = %v, want %v", k, m[k], v)
 				}
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 			if h.fileText(t) != harnessDoc {
 				t.Errorf("the file changed")
 			}
@@ -768,7 +768,7 @@ func TestDocumentBadInput(t *testing.T) {
 	}
 	t.Run("the states the refusals left alone", func(t *testing.T) {
 		for id, want := range map[string]string{pendingID: "pending", approvedID: "approved", rejectedID: "rejected"} {
-			if s := h.status(t, "proposal", id); s != want {
+			if s := h.Status(t, "proposal", id); s != want {
 				t.Errorf("%s is %s, want %s", id, s, want)
 			}
 		}
@@ -830,7 +830,7 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 		if r := author.toolOK(t, "workspace_release", map[string]any{"lease_id": lease["lease_id"]}); r["status"] != "ok" {
 			t.Errorf("release = %v", r)
 		}
-		if s := h.status(t, "proposal", pid); s != "committed" {
+		if s := h.Status(t, "proposal", pid); s != "committed" {
 			t.Errorf("proposal is %s", s)
 		}
 		// The HTTP view agrees with what the tools did.
@@ -860,7 +860,7 @@ func TestDocumentMCPRoundTrip(t *testing.T) {
 		if ch, _ := sc["changes"].([]any); len(ch) != 1 || num(jsonAt(ch[0], "version")) != base+1 {
 			t.Errorf("changes = %v", sc["changes"])
 		}
-		if s := h.status(t, "proposal", ids[1]); s != "conflicted" {
+		if s := h.Status(t, "proposal", ids[1]); s != "conflicted" {
 			t.Errorf("proposal is %s, want conflicted", s)
 		}
 	})

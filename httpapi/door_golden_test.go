@@ -47,7 +47,7 @@ func TestDoorAnswersAreAsRecorded(t *testing.T) {
 	ids := newIDNumbering()
 	send := func(name, method, path, token string, headers map[string]string, body string) string {
 		t.Helper()
-		req, err := http.NewRequest(method, h.ingressURL(path), strings.NewReader(body))
+		req, err := http.NewRequest(method, h.IngressURL(path), strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func TestErrorsDoNotEchoLongInput(t *testing.T) {
 		}
 	}
 	t.Run("GET /workspace/read with a 900 KB section: invalid_request, small", func(t *testing.T) {
-		r := h.do("GET", h.ingressURL("/workspace/read?section="+huge), s.SessionToken, nil)
+		r := h.do("GET", h.IngressURL("/workspace/read?section="+huge), s.SessionToken, nil)
 		wantError(t, r, http.StatusBadRequest, "invalid_request")
 		small(t, "GET /workspace/read", r.Body)
 	})
@@ -65,7 +65,7 @@ func TestErrorsDoNotEchoLongInput(t *testing.T) {
 		}
 	})
 	t.Run("the longest selector allowed still gets invalid_region", func(t *testing.T) {
-		r := h.do("GET", h.ingressURL("/workspace/read?section="+strings.Repeat("y", room.MaxSelectorBytes)), s.SessionToken, nil)
+		r := h.do("GET", h.IngressURL("/workspace/read?section="+strings.Repeat("y", room.MaxSelectorBytes)), s.SessionToken, nil)
 		wantError(t, r, http.StatusBadRequest, "invalid_region")
 		small(t, "GET /workspace/read", r.Body)
 	})

@@ -49,7 +49,7 @@ func TestExposedHostGuard(t *testing.T) {
 
 	status := func(t *testing.T, base, token string, opts ...reqOpt) apiResp {
 		t.Helper()
-		return h.doT(t, "GET", base+"/workspace/status", token, nil, opts...)
+		return h.Do(t, "GET", base+"/workspace/status", token, nil, opts...)
 	}
 	t.Run("the ingress accepts every exposed name and loopback", func(t *testing.T) {
 		for _, host := range goodHosts {
@@ -97,7 +97,7 @@ func TestExposedHostGuard(t *testing.T) {
 				continue
 			}
 			for _, path := range []string{"/workspace/status", "/", "/debug/metrics"} {
-				r := h.doT(t, "GET", h.Owner.URL+path, h.OpToken, nil, withHost(host))
+				r := h.Do(t, "GET", h.Owner.URL+path, h.OpToken, nil, withHost(host))
 				wantError(t, r, http.StatusForbidden, "permission_denied")
 			}
 		}
@@ -123,7 +123,7 @@ func TestJoinRecordsTheTransportItCameThrough(t *testing.T) {
 	rp := strconv.Itoa(relayPort)
 	join := func(t *testing.T, base, name string, opts ...reqOpt) sessionGrant {
 		t.Helper()
-		r := h.doT(t, "POST", base+"/session/join", "", map[string]any{"invite": h.inviteCaps("read").URI, "name": name, "transport": "claimed-by-client"}, opts...)
+		r := h.Do(t, "POST", base+"/session/join", "", map[string]any{"invite": h.InviteCaps("read").URI, "name": name, "transport": "claimed-by-client"}, opts...)
 		wantOK(t, r)
 		var g sessionGrant
 		r.Into(t, &g)
@@ -154,7 +154,7 @@ func TestJoinRecordsTheTransportItCameThrough(t *testing.T) {
 	}
 	t.Run("participants and diagnostics show it", func(t *testing.T) {
 		var ps []map[string]any
-		r := h.do("GET", h.ownerURL("/workspace/participants"), h.OpToken, nil)
+		r := h.do("GET", h.OwnerURL("/workspace/participants"), h.OpToken, nil)
 		wantOK(t, r)
 		r.Into(t, &ps)
 		seen := 0
@@ -170,7 +170,7 @@ func TestJoinRecordsTheTransportItCameThrough(t *testing.T) {
 			t.Fatalf("saw %d of %d joiners in %v", seen, len(cases), ps)
 		}
 		var d room.Diagnostics
-		r = h.do("GET", h.ownerURL("/workspace/diagnostics"), h.OpToken, nil)
+		r = h.do("GET", h.OwnerURL("/workspace/diagnostics"), h.OpToken, nil)
 		wantOK(t, r)
 		r.Into(t, &d)
 		n := 0
@@ -193,20 +193,20 @@ func TestDiagnosticsDescribeTheTransport(t *testing.T) {
 	agent := h.join("agent", "read")
 	want := "exec:relay (private, encrypted) " + relayName + ":8443"
 	var d room.Diagnostics
-	r := h.do("GET", h.ownerURL("/workspace/diagnostics"), h.OpToken, nil)
+	r := h.do("GET", h.OwnerURL("/workspace/diagnostics"), h.OpToken, nil)
 	wantOK(t, r)
 	r.Into(t, &d)
 	if d.Listener.Describe != want || d.Listener.Type != "exec:relay" || !d.Listener.Encrypted {
 		t.Errorf("host: %+v", d.Listener)
 	}
-	r = h.do("GET", h.ingressURL("/workspace/diagnostics"), agent.SessionToken, nil)
+	r = h.do("GET", h.IngressURL("/workspace/diagnostics"), agent.SessionToken, nil)
 	wantOK(t, r)
 	r.Into(t, &d)
 	if d.Listener.Describe != "exec:relay (private, encrypted)" || strings.Contains(string(r.Body), relayName) || strings.Contains(string(r.Body), "8443") {
 		t.Errorf("participant: %s", r.Body)
 	}
 	_, cookie := h.pageCookie(t)
-	page := h.do("GET", h.ownerURL("/"), "", nil, withCookie(cookie))
+	page := h.do("GET", h.OwnerURL("/"), "", nil, withCookie(cookie))
 	wantOK(t, page)
 	if !strings.Contains(string(page.Body), `<p id="connection">`+want+`</p>`) {
 		t.Errorf("the owner page's Connection line is not %q", want)

@@ -88,13 +88,13 @@ func (h *roomHarness) fixtureInvite(t testing.TB, caps ...string) room.InviteGra
 // the cookie.
 func (h *roomHarness) pageCookie(t testing.TB) (string, *http.Cookie) {
 	t.Helper()
-	r := h.do("POST", h.ownerURL("/owner/key"), h.OpToken, map[string]any{})
+	r := h.do("POST", h.OwnerURL("/owner/key"), h.OpToken, map[string]any{})
 	wantOK(t, r)
 	key, _ := r.JSON(t)["key"].(string)
 	if key == "" {
 		t.Fatalf("POST /owner/key gave no key: %s", r.Body)
 	}
-	r = h.do("GET", h.ownerURL("/?key="+key), "", nil)
+	r = h.do("GET", h.OwnerURL("/?key="+key), "", nil)
 	if r.Status != http.StatusSeeOther {
 		t.Fatalf("page key exchange: %d %s", r.Status, r.Body)
 	}

@@ -25,7 +25,7 @@ var wantUnauthorized = roomtest.WantUnauthorized
 func TestBearerAuthRefused(t *testing.T) {
 	h := newHarness(t, "")
 	left := h.join("leaver", "read")
-	wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), left.SessionToken, nil))
+	wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), left.SessionToken, nil))
 	live := h.join("live", "read")
 
 	creds := []struct {
@@ -44,7 +44,7 @@ func TestBearerAuthRefused(t *testing.T) {
 		{"token of a session that left is unauthorized", withHeader("Authorization", "Bearer "+left.SessionToken), "unauthorized", "both"},
 		{"operator token on the ingress listener is unauthorized", withHeader("Authorization", "Bearer "+h.OpToken), "unauthorized", "ingress"},
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, c := range creds {
 		t.Run(c.name, func(t *testing.T) {
 			bases := []struct{ name, url string }{{"ingress", h.Ingress.URL}, {"owner", h.Owner.URL}}
@@ -57,7 +57,7 @@ func TestBearerAuthRefused(t *testing.T) {
 					if c.opt != nil {
 						opts = append(opts, c.opt)
 					}
-					r := h.doT(t, rt.Method, base.url+rt.Path, "", rt.Body, opts...)
+					r := h.Do(t, rt.Method, base.url+rt.Path, "", rt.Body, opts...)
 					if r.Status != http.StatusUnauthorized {
 						t.Errorf("%s %s %s: status %d, want 401; body %s", base.name, rt.Method, rt.Path, r.Status, r.Body)
 						continue
@@ -72,10 +72,10 @@ func TestBearerAuthRefused(t *testing.T) {
 			if rt.Method != "POST" {
 				continue
 			}
-			wantUnauthorized(t, h.doT(t, "POST", h.ingressURL(rt.Path), "garbage", `{"broken":`), "unauthorized")
+			wantUnauthorized(t, h.Do(t, "POST", h.IngressURL(rt.Path), "garbage", `{"broken":`), "unauthorized")
 		}
 	})
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 }
 
 // TestBearerAuthExpiredSession: a session idle for its 8 hours is refused
@@ -84,21 +84,21 @@ func TestBearerAuthRefused(t *testing.T) {
 func TestBearerAuthExpiredSession(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.join("agent", "read", "invite")
-	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil))
 
 	h.Clock.Advance(8*time.Hour - time.Millisecond)
 	t.Run("one millisecond before expiry the session works", func(t *testing.T) {
-		wantOK(t, h.doT(t, "GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+		wantOK(t, h.Do(t, "GET", h.IngressURL("/workspace/status"), s.SessionToken, nil))
 	})
 	h.Clock.Advance(time.Millisecond)
 	t.Run("that use slid the expiry past the first 8 hours", func(t *testing.T) {
-		wantOK(t, h.doT(t, "GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+		wantOK(t, h.Do(t, "GET", h.IngressURL("/workspace/status"), s.SessionToken, nil))
 	})
 	h.Clock.Advance(8 * time.Hour) // idle for the whole window since that last use
 	check := func(t *testing.T) {
 		for _, base := range []string{h.Ingress.URL, h.Owner.URL} {
 			for _, rt := range workspaceRoutes {
-				r := h.doT(t, rt.Method, base+rt.Path, s.SessionToken, rt.Body)
+				r := h.Do(t, rt.Method, base+rt.Path, s.SessionToken, rt.Body)
 				if r.Status != http.StatusUnauthorized {
 					t.Errorf("%s %s%s: status %d, want 401; body %s", rt.Method, base, rt.Path, r.Status, r.Body)
 					continue
@@ -108,14 +108,14 @@ func TestBearerAuthExpiredSession(t *testing.T) {
 		}
 	}
 	t.Run("at expiry, before the sweep, every route is session_expired", check)
-	h.sweep()
+	h.Sweep()
 	t.Run("after the sweep every route is session_expired", check)
 	t.Run("the sweep ended the session once with session.expired", func(t *testing.T) {
-		evs := h.events("session.expired")
+		evs := h.Events("session.expired")
 		if len(evs) != 1 || evs[0].Payload["session_ref"] != s.SessionRef {
 			t.Errorf("session.expired events = %+v, want one for %s", evs, s.SessionRef)
 		}
-		if n := h.count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'expired'`, s.SessionRef); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'expired'`, s.SessionRef); n != 1 {
 			t.Errorf("session not ended as expired")
 		}
 	})
@@ -129,18 +129,18 @@ func TestOperatorToken(t *testing.T) {
 			if rt.Path == "/workspace/leave" || rt.Path == "/workspace/invite/revoke" || rt.Path == "/workspace/session/end" {
 				continue
 			}
-			wantOK(t, h.doT(t, rt.Method, h.ownerURL(rt.Path), h.OpToken, rt.Body))
+			wantOK(t, h.Do(t, rt.Method, h.OwnerURL(rt.Path), h.OpToken, rt.Body))
 		}
 	})
 	t.Run("ingress listener refuses it on every route", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		for _, rt := range workspaceRoutes {
-			wantUnauthorized(t, h.doT(t, rt.Method, h.ingressURL(rt.Path), h.OpToken, rt.Body), "unauthorized")
+			wantUnauthorized(t, h.Do(t, rt.Method, h.IngressURL(rt.Path), h.OpToken, rt.Body), "unauthorized")
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("lowercase bearer scheme is accepted", func(t *testing.T) {
-		wantOK(t, h.doT(t, "GET", h.ownerURL("/workspace/status"), "", nil, withHeader("Authorization", "bearer "+h.OpToken)))
+		wantOK(t, h.Do(t, "GET", h.OwnerURL("/workspace/status"), "", nil, withHeader("Authorization", "bearer "+h.OpToken)))
 	})
 }
 
@@ -154,7 +154,7 @@ func TestCapabilities(t *testing.T) {
 	inviter := h.join("inviter", "read", "invite")
 	admin := h.join("admin", "admin")
 	blind := h.join("blind", "observe") // no read
-	target := h.createInvite(nil)
+	target := h.Invite(nil)
 
 	denied := []struct {
 		name, method, path, token string
@@ -177,16 +177,16 @@ func TestCapabilities(t *testing.T) {
 			required                  string
 		}{"no read capability: GET " + p, "GET", p, blind.SessionToken, nil, "read"})
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, d := range denied {
 		t.Run(d.name+" is 403 permission_denied", func(t *testing.T) {
-			m := wantError(t, h.doT(t, d.method, h.ingressURL(d.path), d.token, d.body), http.StatusForbidden, "permission_denied")
+			m := wantError(t, h.Do(t, d.method, h.IngressURL(d.path), d.token, d.body), http.StatusForbidden, "permission_denied")
 			if m["required"] != d.required {
 				t.Errorf("required = %v, want %q", m["required"], d.required)
 			}
 		})
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 
 	allowed := []struct {
 		name  string
@@ -200,7 +200,7 @@ func TestCapabilities(t *testing.T) {
 	}
 	for _, a := range allowed {
 		t.Run(a.name, func(t *testing.T) {
-			r := h.doT(t, "POST", h.ingressURL("/workspace/invite"), a.token, a.body)
+			r := h.Do(t, "POST", h.IngressURL("/workspace/invite"), a.token, a.body)
 			wantOK(t, r)
 			var g inviteGrant
 			r.Into(t, &g)
@@ -210,7 +210,7 @@ func TestCapabilities(t *testing.T) {
 		})
 	}
 	t.Run("observe-only session may still leave", func(t *testing.T) {
-		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/leave"), blind.SessionToken, nil))
+		wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/leave"), blind.SessionToken, nil))
 	})
 }
 
@@ -219,7 +219,7 @@ func TestCapabilities(t *testing.T) {
 func TestHostAndOrigin(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.join("agent", "read")
-	g := h.createInvite(nil)
+	g := h.Invite(nil)
 	type target struct {
 		name, base, port, token string
 	}
@@ -254,7 +254,7 @@ func TestHostAndOrigin(t *testing.T) {
 			return map[string]any{"invite": g.URI, "name": "rebound"}
 		}},
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, ref := range refused {
 		for _, tg := range targets {
 			t.Run(ref.name+" on "+tg.name+" is 403", func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestHostAndOrigin(t *testing.T) {
 					if rq.body != nil {
 						body = rq.body()
 					}
-					r := h.doT(t, rq.method, tg.base+rq.path, token, body, ref.opts(tg)...)
+					r := h.Do(t, rq.method, tg.base+rq.path, token, body, ref.opts(tg)...)
 					if r.Status != http.StatusForbidden {
 						t.Errorf("%s: status %d, want 403; body %s", rq.name, r.Status, r.Body)
 					} else if m := r.JSON(t); m["error"] != "permission_denied" {
@@ -280,7 +280,7 @@ func TestHostAndOrigin(t *testing.T) {
 			})
 		}
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 
 	accepted := []struct {
 		name string
@@ -300,8 +300,8 @@ func TestHostAndOrigin(t *testing.T) {
 	for _, acc := range accepted {
 		for _, tg := range targets {
 			t.Run(acc.name+" on "+tg.name+" is accepted", func(t *testing.T) {
-				wantOK(t, h.doT(t, "GET", tg.base+"/healthz", "", nil, acc.opts(tg)...))
-				wantOK(t, h.doT(t, "GET", tg.base+"/workspace/status", tg.token, nil, acc.opts(tg)...))
+				wantOK(t, h.Do(t, "GET", tg.base+"/healthz", "", nil, acc.opts(tg)...))
+				wantOK(t, h.Do(t, "GET", tg.base+"/workspace/status", tg.token, nil, acc.opts(tg)...))
 			})
 		}
 	}
@@ -315,17 +315,17 @@ func TestHostAndOrigin(t *testing.T) {
 // only), not in the sidecar files, not in logs, not in error bodies.
 func TestSecretsNeverStored(t *testing.T) {
 	h := newHarness(t, "")
-	inv := h.createInvite(map[string]any{"capabilities": []string{"read", "invite"}, "max_uses": 1})
+	inv := h.Invite(map[string]any{"capabilities": []string{"read", "invite"}, "max_uses": 1})
 	s := h.redeem(inv.URI, "agent")
-	inv2R := h.do("POST", h.ingressURL("/workspace/invite"), s.SessionToken, map[string]any{"capabilities": []string{"read"}})
+	inv2R := h.do("POST", h.IngressURL("/workspace/invite"), s.SessionToken, map[string]any{"capabilities": []string{"read"}})
 	wantOK(t, inv2R)
 	var inv2 inviteGrant
 	inv2R.Into(t, &inv2)
 	s2 := h.redeem(inv2.Token, "second")
-	revoked := h.createInvite(nil)
-	wantOK(t, h.do("POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": revoked.Token}))
+	revoked := h.Invite(nil)
+	wantOK(t, h.do("POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": revoked.Token}))
 	pageKey := h.API.NewPageKey()
-	page := h.do("GET", h.ownerURL("/?key="+url.QueryEscape(pageKey)), "", nil)
+	page := h.do("GET", h.OwnerURL("/?key="+url.QueryEscape(pageKey)), "", nil)
 	var cookie string
 	for _, c := range (&http.Response{Header: page.Header}).Cookies() {
 		cookie = c.Value
@@ -338,12 +338,12 @@ func TestSecretsNeverStored(t *testing.T) {
 	wantError(t, h.joinRaw(`{"invite": "`+s.SessionToken+`"`), 400, "invalid_request")
 	wantError(t, h.joinRaw(map[string]any{"invite": s.SessionToken + "x"}), 401, "unauthorized")
 	wantError(t, h.joinRaw(map[string]any{"invite": strings.Replace(string(invitePayload(t, inv.URI)), `"version":"1"`, `"version":"9"`, 1)}), 400, "unsupported_version")
-	wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), h.OpToken, nil), "unauthorized")
-	wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), inv.Token, nil), "unauthorized")
-	wantError(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), s.SessionToken, map[string]any{"token": s.SessionToken}), 401, "unauthorized")
-	wantError(t, h.do("GET", h.ingressURL("/workspace/read?section="+url.QueryEscape(s2.SessionToken)), s.SessionToken, nil), 400, "invalid_region")
-	wantError(t, h.do("GET", h.ingressURL("/workspace/summary?max_lines="+url.QueryEscape(s2.SessionToken)), s.SessionToken, nil), 400, "invalid_request")
-	h.do("GET", h.ownerURL("/?key="+url.QueryEscape(pageKey)), "", nil) // reused key: 403
+	wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), h.OpToken, nil), "unauthorized")
+	wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), inv.Token, nil), "unauthorized")
+	wantError(t, h.do("POST", h.IngressURL("/workspace/invite/revoke"), s.SessionToken, map[string]any{"token": s.SessionToken}), 401, "unauthorized")
+	wantError(t, h.do("GET", h.IngressURL("/workspace/read?section="+url.QueryEscape(s2.SessionToken)), s.SessionToken, nil), 400, "invalid_region")
+	wantError(t, h.do("GET", h.IngressURL("/workspace/summary?max_lines="+url.QueryEscape(s2.SessionToken)), s.SessionToken, nil), 400, "invalid_request")
+	h.do("GET", h.OwnerURL("/?key="+url.QueryEscape(pageKey)), "", nil) // reused key: 403
 
 	type secret struct{ name, value string }
 	secrets := []secret{
@@ -366,7 +366,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	}
 
 	t.Run("no secret in any event payload", func(t *testing.T) {
-		for _, ev := range h.events("") {
+		for _, ev := range h.Events("") {
 			for _, sec := range secrets {
 				if strings.Contains(ev.Raw, sec.value) {
 					t.Errorf("event %d %s holds the %s: %s", ev.ID, ev.Type, sec.name, ev.Raw)
@@ -376,7 +376,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	})
 	t.Run("no secret in any column of any table", func(t *testing.T) {
 		for _, table := range sidecarTables {
-			cols, rows := h.queryRows(t, "SELECT * FROM "+table)
+			cols, rows := h.QueryRows(t, "SELECT * FROM "+table)
 			for _, vals := range rows {
 				for i, v := range vals {
 					var text string
@@ -442,7 +442,7 @@ func TestSecretsNeverStored(t *testing.T) {
 		}
 	})
 	t.Run("no secret in any error body", func(t *testing.T) {
-		bodies := h.errorBodies()
+		bodies := h.ErrorBodies()
 		if len(bodies) < 10 {
 			t.Fatalf("only %d error bodies recorded", len(bodies))
 		}
@@ -462,7 +462,7 @@ func TestInvitations(t *testing.T) {
 	now := h.Clock.Now()
 
 	t.Run("defaults are 60 minutes, one use, the agent set", func(t *testing.T) {
-		r := h.doT(t, "POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{})
+		r := h.Do(t, "POST", h.OwnerURL("/workspace/invite"), h.OpToken, map[string]any{})
 		wantOK(t, r)
 		var g inviteGrant
 		r.Into(t, &g)
@@ -490,7 +490,7 @@ func TestInvitations(t *testing.T) {
 		if hint["type"] != "loopback" || fmt.Sprint(hint["port"]) != serverPort(h.Ingress) {
 			t.Errorf("URI transport hint = %v, want loopback to the ingress port %s", hint, serverPort(h.Ingress))
 		}
-		evs := h.events("invite.created")
+		evs := h.Events("invite.created")
 		last := evs[len(evs)-1]
 		if last.Payload["invite_id"] != g.InviteID || last.Payload["max_uses"] != float64(1) || last.Payload["expires_at"] != g.ExpiresAt {
 			t.Errorf("invite.created payload = %s", last.Raw)
@@ -498,8 +498,8 @@ func TestInvitations(t *testing.T) {
 	})
 
 	t.Run("listing shows handles only", func(t *testing.T) {
-		g := h.createInvite(map[string]any{"capabilities": []string{"read"}, "target": "Goals"})
-		r := h.doT(t, "GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)
+		g := h.Invite(map[string]any{"capabilities": []string{"read"}, "target": "Goals"})
+		r := h.Do(t, "GET", h.OwnerURL("/workspace/invites"), h.OpToken, nil)
 		wantOK(t, r)
 		var list []map[string]any
 		r.Into(t, &list)
@@ -531,36 +531,36 @@ func TestInvitations(t *testing.T) {
 	})
 
 	t.Run("revoke by invite_id, then again changes nothing", func(t *testing.T) {
-		g := h.createInvite(nil)
-		n0 := len(h.events("invite.revoked"))
-		r := h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID})
+		g := h.Invite(nil)
+		n0 := len(h.Events("invite.revoked"))
+		r := h.Do(t, "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID})
 		wantOK(t, r)
 		if r.JSON(t)["status"] != "ok" {
 			t.Errorf("revoke answer = %s", r.Body)
 		}
-		evs := h.events("invite.revoked")
+		evs := h.Events("invite.revoked")
 		if len(evs) != n0+1 || evs[len(evs)-1].Payload["invite_id"] != g.InviteID {
 			t.Fatalf("invite.revoked events = %+v, want one more for %s", evs, g.InviteID)
 		}
-		if n := h.count(`SELECT count(*) FROM invites WHERE invite_id = ? AND revoked_at IS NOT NULL`, g.InviteID); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM invites WHERE invite_id = ? AND revoked_at IS NOT NULL`, g.InviteID); n != 1 {
 			t.Errorf("revoked_at not set")
 		}
-		before := h.snapshot()
-		wantOK(t, h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID}))
-		wantOK(t, h.doT(t, "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": g.Token}))
-		h.assertUnchanged(t, before)
+		before := h.Snapshot()
+		wantOK(t, h.Do(t, "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": g.InviteID}))
+		wantOK(t, h.Do(t, "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": g.Token}))
+		h.AssertUnchanged(t, before)
 		wantError(t, h.joinRaw(map[string]any{"invite": g.URI}), 403, "invitation_revoked")
 	})
 
 	t.Run("revoke by token, by a session holding invite, of its own invitation", func(t *testing.T) {
 		inviter := h.join("inviter", "read", "invite")
 		var g inviteGrant
-		gr := h.doT(t, "POST", h.ingressURL("/workspace/invite"), inviter.SessionToken, map[string]any{"capabilities": []string{"read"}})
+		gr := h.Do(t, "POST", h.IngressURL("/workspace/invite"), inviter.SessionToken, map[string]any{"capabilities": []string{"read"}})
 		wantOK(t, gr)
 		gr.Into(t, &g)
-		n0 := len(h.events("invite.revoked"))
-		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"token": g.Token}))
-		evs := h.events("invite.revoked")
+		n0 := len(h.Events("invite.revoked"))
+		wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"token": g.Token}))
+		evs := h.Events("invite.revoked")
 		if len(evs) != n0+1 || evs[len(evs)-1].Payload["invite_id"] != g.InviteID {
 			t.Fatalf("invite.revoked events = %+v, want one more for %s", evs, g.InviteID)
 		}
@@ -656,9 +656,9 @@ func TestInvitationListingOrder(t *testing.T) {
 			var want []any
 			for range 8 {
 				h.Clock.Advance(tc.tick)
-				want = append([]any{h.createInvite(nil).InviteID}, want...)
+				want = append([]any{h.Invite(nil).InviteID}, want...)
 			}
-			r := h.doT(t, "GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)
+			r := h.Do(t, "GET", h.OwnerURL("/workspace/invites"), h.OpToken, nil)
 			wantOK(t, r)
 			var list []map[string]any
 			r.Into(t, &list)
@@ -801,15 +801,11 @@ func TestReads(t *testing.T) {
 func TestHistoryPages(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent", "read")
-	get := func(t *testing.T, path string) apiResp {
-		t.Helper()
-		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
-	}
-	r := get(t, "/workspace/history")
+	r := h.get(t, agent.SessionToken, "/workspace/history")
 	wantOK(t, r)
 	var hist room.History
 	r.Into(t, &hist)
-	all := h.events("")
+	all := h.Events("")
 	if len(hist.Events) != len(all) || len(all) < 4 {
 		t.Fatalf("history has %d events, the ring %d", len(hist.Events), len(all))
 	}
@@ -825,7 +821,7 @@ func TestHistoryPages(t *testing.T) {
 		t.Errorf("history lacks oldest_event_id")
 	}
 	since := all[1].ID
-	r = get(t, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
+	r = h.get(t, agent.SessionToken, fmt.Sprintf("/workspace/history?since_event_id=%d", since))
 	wantOK(t, r)
 	var asc room.History
 	r.Into(t, &asc)
@@ -837,7 +833,7 @@ func TestHistoryPages(t *testing.T) {
 			t.Errorf("since: event %d = %d, want %d (ascending)", i, ev.ID, all[i+2].ID)
 		}
 	}
-	r = get(t, "/workspace/history?limit=2")
+	r = h.get(t, agent.SessionToken, "/workspace/history?limit=2")
 	wantOK(t, r)
 	r.Into(t, &hist)
 	if len(hist.Events) != 2 || hist.Events[0].ID != all[len(all)-1].ID {
@@ -850,16 +846,12 @@ func TestHistoryPages(t *testing.T) {
 func TestOutOfBandEdit(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent", "read")
-	get := func(t *testing.T, path string) apiResp {
-		t.Helper()
-		return h.doT(t, "GET", h.ingressURL(path), agent.SessionToken, nil)
-	}
-	versions := h.count(`SELECT count(*) FROM versions`)
+	versions := h.Count(`SELECT count(*) FROM versions`)
 	edited := "# Idea\n\nhello world, edited by hand\n\n## Goals\n\nship it today\n"
 	if err := os.WriteFile(h.Doc, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := get(t, "/workspace/read")
+	r := h.get(t, agent.SessionToken, "/workspace/read")
 	wantOK(t, r)
 	var rr room.ReadResult
 	r.Into(t, &rr)
@@ -875,7 +867,7 @@ func TestOutOfBandEdit(t *testing.T) {
 	if summary != "external substrate edit" || source != "external" || pid != nil {
 		t.Errorf("new version: summary %q source %q participant %v", summary, source, pid)
 	}
-	evs := h.events("change.committed")
+	evs := h.Events("change.committed")
 	if len(evs) != 1 {
 		t.Fatalf("change.committed events = %d, want 1", len(evs))
 	}
@@ -884,11 +876,11 @@ func TestOutOfBandEdit(t *testing.T) {
 		t.Errorf("change.committed payload = %s", evs[0].Raw)
 	}
 	// Reading again does not record the same edit twice.
-	wantOK(t, get(t, "/workspace/status"))
-	if n := h.count(`SELECT count(*) FROM versions`); n != versions+1 {
+	wantOK(t, h.get(t, agent.SessionToken, "/workspace/status"))
+	if n := h.Count(`SELECT count(*) FROM versions`); n != versions+1 {
 		t.Errorf("%d versions after a second read, want %d", n, versions+1)
 	}
-	r = get(t, "/workspace/read?section=Goals")
+	r = h.get(t, agent.SessionToken, "/workspace/read?section=Goals")
 	wantOK(t, r)
 	r.Into(t, &rr)
 	if rr.Content != "## Goals\n\nship it today\n" {
@@ -917,7 +909,7 @@ func TestParticipants(t *testing.T) {
 			var tokens []string
 			for i := range 8 {
 				h.Clock.Advance(tc.tick)
-				g := h.inviteCaps("read")
+				g := h.InviteCaps("read")
 				r := h.joinRaw(map[string]any{"invite": g.URI, "name": fmt.Sprintf("agent-%d", i), "transport": fmt.Sprintf("plugin-%d", i)})
 				wantOK(t, r)
 				var s sessionGrant
@@ -925,7 +917,7 @@ func TestParticipants(t *testing.T) {
 				want = append(want, s.ParticipantID)
 				tokens = append(tokens, s.SessionToken)
 			}
-			r := h.doT(t, "GET", h.ingressURL("/workspace/participants"), tokens[0], nil)
+			r := h.Do(t, "GET", h.IngressURL("/workspace/participants"), tokens[0], nil)
 			wantOK(t, r)
 			var ps []map[string]any
 			r.Into(t, &ps)
@@ -958,27 +950,27 @@ func TestLeave(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.join("agent", "read")
 	other := h.join("other", "read")
-	r := h.do("POST", h.ingressURL("/workspace/leave"), s.SessionToken, nil)
+	r := h.do("POST", h.IngressURL("/workspace/leave"), s.SessionToken, nil)
 	wantOK(t, r)
 	if r.JSON(t)["status"] != "ok" {
 		t.Errorf("leave answer = %s", r.Body)
 	}
 	t.Run("the token is refused afterwards", func(t *testing.T) {
 		for _, base := range []string{h.Ingress.URL, h.Owner.URL} {
-			wantUnauthorized(t, h.doT(t, "GET", base+"/workspace/status", s.SessionToken, nil), "unauthorized")
+			wantUnauthorized(t, h.Do(t, "GET", base+"/workspace/status", s.SessionToken, nil), "unauthorized")
 		}
 	})
 	t.Run("participant.left is written once", func(t *testing.T) {
-		evs := h.events("participant.left")
+		evs := h.Events("participant.left")
 		if len(evs) != 1 || evs[0].Payload["participant_id"] != s.ParticipantID {
 			t.Errorf("participant.left events = %+v", evs)
 		}
-		if n := h.count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'left' AND ended_at IS NOT NULL`, s.SessionRef); n != 1 {
+		if n := h.Count(`SELECT count(*) FROM sessions WHERE session_ref = ? AND end_reason = 'left' AND ended_at IS NOT NULL`, s.SessionRef); n != 1 {
 			t.Errorf("session not ended with reason left")
 		}
 	})
 	t.Run("the participant is gone from the listing", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ingressURL("/workspace/participants"), other.SessionToken, nil)
+		r := h.Do(t, "GET", h.IngressURL("/workspace/participants"), other.SessionToken, nil)
 		wantOK(t, r)
 		var ps []map[string]any
 		r.Into(t, &ps)
@@ -990,15 +982,15 @@ func TestLeave(t *testing.T) {
 		if len(ps) != 2 {
 			t.Errorf("participants = %s, want host and other", r.Body)
 		}
-		st := h.doT(t, "GET", h.ingressURL("/workspace/status"), other.SessionToken, nil)
+		st := h.Do(t, "GET", h.IngressURL("/workspace/status"), other.SessionToken, nil)
 		if st.JSON(t)["participants"] != float64(2) {
 			t.Errorf("status participants = %v, want 2", st.JSON(t)["participants"])
 		}
 	})
 	t.Run("leaving again with the dead token is 401 and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
-		wantUnauthorized(t, h.doT(t, "POST", h.ingressURL("/workspace/leave"), s.SessionToken, nil), "unauthorized")
-		h.assertUnchanged(t, before)
+		before := h.Snapshot()
+		wantUnauthorized(t, h.Do(t, "POST", h.IngressURL("/workspace/leave"), s.SessionToken, nil), "unauthorized")
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -1007,20 +999,20 @@ func TestLeave(t *testing.T) {
 // second host would be created on the next start).
 func TestLeaveOperator(t *testing.T) {
 	h := newHarness(t, "")
-	before := h.snapshot()
-	r := h.do("POST", h.ownerURL("/workspace/leave"), h.OpToken, nil)
+	before := h.Snapshot()
+	r := h.do("POST", h.OwnerURL("/workspace/leave"), h.OpToken, nil)
 	if r.Status == http.StatusOK {
 		t.Errorf("operator leave answered 200 %s; want a refusal (there is no session to end)", r.Body)
 	}
-	h.assertUnchanged(t, before)
-	if n := h.count(`SELECT count(*) FROM participants WHERE participant_id = ? AND left_at IS NULL`, h.Eng.HostID); n != 1 {
+	h.AssertUnchanged(t, before)
+	if n := h.Count(`SELECT count(*) FROM participants WHERE participant_id = ? AND left_at IS NULL`, h.Eng.HostID); n != 1 {
 		t.Errorf("the host participant left")
 	}
 	host := h.Eng.HostID
-	h.restart()
-	if h.Eng.HostID != host || h.count(`SELECT count(*) FROM participants WHERE is_host = 1`) != 1 {
+	h.Restart()
+	if h.Eng.HostID != host || h.Count(`SELECT count(*) FROM participants WHERE is_host = 1`) != 1 {
 		t.Errorf("after restart host %s (was %s), %d host rows; want the same single host",
-			h.Eng.HostID, host, h.count(`SELECT count(*) FROM participants WHERE is_host = 1`))
+			h.Eng.HostID, host, h.Count(`SELECT count(*) FROM participants WHERE is_host = 1`))
 	}
 }
 
@@ -1042,7 +1034,7 @@ func TestOwnerPageKey(t *testing.T) {
 		// The ingress's page keys are participants' (issue 28): an owner key
 		// is unknown there, refused like any spent one.
 		for path, status := range map[string]int{"/": http.StatusOK, "/?key=" + url.QueryEscape(key): http.StatusForbidden, "/?key=garbage": http.StatusForbidden} {
-			r := h.doT(t, "GET", h.ingressURL(path), "", nil)
+			r := h.Do(t, "GET", h.IngressURL(path), "", nil)
 			if r.Status != status {
 				t.Errorf("ingress GET %s: %d, want %d", path, r.Status, status)
 			}
@@ -1053,7 +1045,7 @@ func TestOwnerPageKey(t *testing.T) {
 	})
 	var cookie *http.Cookie
 	t.Run("owner exchanges the key for a strict HttpOnly cookie and redirects", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil)
+		r := h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(key)), "", nil)
 		if r.Status != http.StatusSeeOther && r.Status != http.StatusFound {
 			t.Fatalf("status = %d, want a redirect", r.Status)
 		}
@@ -1073,7 +1065,7 @@ func TestOwnerPageKey(t *testing.T) {
 			t.Skip("no cookie") // the previous subtest already failed
 		}
 		h.join(`<script>alert(1)</script>`, "read")
-		r := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: cookie.Value}))
+		r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: cookie.Value}))
 		wantOK(t, r)
 		if !strings.Contains(string(r.Body), "<h1>idea</h1>") {
 			t.Errorf("page = %s", r.Body)
@@ -1083,22 +1075,22 @@ func TestOwnerPageKey(t *testing.T) {
 		}
 	})
 	t.Run("the same key a second time is 403", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil)
+		r := h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(key)), "", nil)
 		if r.Status != http.StatusForbidden || cookieOf(r) != nil {
 			t.Errorf("second use: %d cookie %v", r.Status, cookieOf(r))
 		}
 	})
 	t.Run("an unknown key is 403", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ownerURL("/?key=nope"), "", nil)
+		r := h.Do(t, "GET", h.OwnerURL("/?key=nope"), "", nil)
 		if r.Status != http.StatusForbidden || cookieOf(r) != nil {
 			t.Errorf("unknown key: %d", r.Status)
 		}
 	})
 	t.Run("the page without a cookie is 401", func(t *testing.T) {
-		if r := h.doT(t, "GET", h.ownerURL("/"), "", nil); r.Status != http.StatusUnauthorized {
+		if r := h.Do(t, "GET", h.OwnerURL("/"), "", nil); r.Status != http.StatusUnauthorized {
 			t.Errorf("status = %d, want 401", r.Status)
 		}
-		r := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: "forged"}))
+		r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: "forged"}))
 		if r.Status != http.StatusUnauthorized {
 			t.Errorf("forged cookie: status = %d, want 401", r.Status)
 		}
@@ -1108,12 +1100,12 @@ func TestOwnerPageKey(t *testing.T) {
 			t.Fatal("the key exchange set no cookie")
 		}
 		c := &http.Cookie{Name: ownerCookie, Value: cookie.Value}
-		if r := h.doT(t, "GET", h.ownerURL("/workspace/status"), "", nil, withCookie(c)); r.Status != http.StatusOK {
+		if r := h.Do(t, "GET", h.OwnerURL("/workspace/status"), "", nil, withCookie(c)); r.Status != http.StatusOK {
 			t.Errorf("owner listener with the cookie: status %d, want 200", r.Status)
 		}
-		wantUnauthorized(t, h.doT(t, "GET", h.ingressURL("/workspace/status"), "", nil, withCookie(c)), "unauthorized")
-		wantUnauthorized(t, h.doT(t, "GET", h.ownerURL("/workspace/status"), c.Value, nil), "unauthorized")
-		mcp := h.doT(t, "POST", h.ownerURL("/mcp"), "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+		wantUnauthorized(t, h.Do(t, "GET", h.IngressURL("/workspace/status"), "", nil, withCookie(c)), "unauthorized")
+		wantUnauthorized(t, h.Do(t, "GET", h.OwnerURL("/workspace/status"), c.Value, nil), "unauthorized")
+		mcp := h.Do(t, "POST", h.OwnerURL("/mcp"), "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list",
 			"params": map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 				"io.modelcontextprotocol/clientCapabilities": map[string]any{}}}},
 			withCookie(c), withHeader("MCP-Protocol-Version", "2026-07-28"), withHeader("Mcp-Method", "tools/list"))
@@ -1123,8 +1115,8 @@ func TestOwnerPageKey(t *testing.T) {
 	})
 	t.Run("a key shown to the ingress is still unspent on the owner", func(t *testing.T) {
 		k := h.API.NewPageKey()
-		h.doT(t, "GET", h.ingressURL("/?key="+url.QueryEscape(k)), "", nil)
-		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(k)), "", nil)
+		h.Do(t, "GET", h.IngressURL("/?key="+url.QueryEscape(k)), "", nil)
+		r := h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(k)), "", nil)
 		if r.Status != http.StatusSeeOther || cookieOf(r) == nil {
 			t.Errorf("owner after ingress: %d, cookie %v", r.Status, cookieOf(r))
 		}
@@ -1136,14 +1128,14 @@ func TestOwnerPageKey(t *testing.T) {
 func TestRestart(t *testing.T) {
 	h := newHarness(t, "")
 	s := h.join("agent", "read", "invite")
-	pending := h.createInvite(map[string]any{"capabilities": []string{"read"}})
+	pending := h.Invite(map[string]any{"capabilities": []string{"read"}})
 	ws, host := h.Eng.WorkspaceID, h.Eng.HostID
-	partsBefore := h.do("GET", h.ingressURL("/workspace/participants"), s.SessionToken, nil)
+	partsBefore := h.do("GET", h.IngressURL("/workspace/participants"), s.SessionToken, nil)
 	wantOK(t, partsBefore)
-	evBefore := h.events("")
+	evBefore := h.Events("")
 	oldOwner, oldIngress := h.Owner.URL, h.Ingress.URL
 
-	h.restart()
+	h.Restart()
 
 	if h.Owner.URL == oldOwner && h.Ingress.URL == oldIngress {
 		t.Logf("listeners reused the same ports")
@@ -1154,14 +1146,14 @@ func TestRestart(t *testing.T) {
 		}
 	})
 	t.Run("a session issued before the restart still works", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ingressURL("/workspace/status"), s.SessionToken, nil)
+		r := h.Do(t, "GET", h.IngressURL("/workspace/status"), s.SessionToken, nil)
 		wantOK(t, r)
 		if r.JSON(t)["workspace_id"] != ws {
 			t.Errorf("status workspace_id = %v", r.JSON(t)["workspace_id"])
 		}
 	})
 	t.Run("participants kept", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ingressURL("/workspace/participants"), s.SessionToken, nil)
+		r := h.Do(t, "GET", h.IngressURL("/workspace/participants"), s.SessionToken, nil)
 		wantOK(t, r)
 		var a, b []map[string]any
 		partsBefore.Into(t, &a)
@@ -1178,7 +1170,7 @@ func TestRestart(t *testing.T) {
 		}
 	})
 	t.Run("events kept", func(t *testing.T) {
-		after := h.events("")
+		after := h.Events("")
 		if len(after) < len(evBefore) {
 			t.Fatalf("%d events after restart, %d before", len(after), len(evBefore))
 		}
@@ -1197,7 +1189,7 @@ func TestRestart(t *testing.T) {
 	t.Run("the old operator page keys do not survive", func(t *testing.T) {
 		// Keys live in memory only; a restart hands out fresh ones.
 		k := h.API.NewPageKey()
-		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(k)), "", nil)
+		r := h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(k)), "", nil)
 		if r.Status != http.StatusSeeOther {
 			t.Errorf("fresh key after restart: %d", r.Status)
 		}

@@ -24,7 +24,7 @@ import (
 func guideTexts(t *testing.T, h *roomHarness, c *mcpClient) map[string]string {
 	t.Helper()
 	out := map[string]string{
-		"SKILL.md":     string(h.doT(t, "GET", h.ingressURL("/skills/commonroom"), "", nil).Body),
+		"SKILL.md":     string(h.Do(t, "GET", h.IngressURL("/skills/commonroom"), "", nil).Body),
 		"instructions": str(c.ok(t, "server/discover", nil)["instructions"]),
 	}
 	contents, _ := c.ok(t, "resources/read", map[string]any{"uri": skill.URI})["contents"].([]any)

@@ -24,13 +24,13 @@ func TestHandoffListLimitRefusedBothWays(t *testing.T) {
 		{"a_billion_is_refused", 1_000_000_000},
 	} {
 		t.Run("HTTP_"+tc.name, func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			r := h.get(t, p.SessionToken, fmt.Sprintf("/workspace/handoffs?limit=%d", tc.limit))
 			m := wantError(t, r, http.StatusBadRequest, "invalid_request")
 			if m["field"] != "limit" || m["limit"] != float64(max) || !strings.Contains(fmt.Sprint(m["message"]), fmt.Sprintf("1 to %d", max)) {
 				t.Errorf("the refusal does not name the field and the maximum: %v", m)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 		t.Run("MCP_"+tc.name, func(t *testing.T) {
 			sc := p.mcp.toolErr(t, "handoff_list", map[string]any{"limit": tc.limit}, "invalid_request")

@@ -30,11 +30,11 @@ func TestFlow_HandoffOverHTTP(t *testing.T) {
 	tok := func(p party) string { return p.SessionToken }
 	post := func(t *testing.T, p party, path string, body any) apiResp {
 		t.Helper()
-		return h.doT(t, "POST", h.ingressURL(path), tok(p), body)
+		return h.Do(t, "POST", h.IngressURL(path), tok(p), body)
 	}
 	get := func(t *testing.T, p party, path string, q url.Values) apiResp {
 		t.Helper()
-		return h.doT(t, "GET", h.ingressURL(path+"?"+q.Encode()), tok(p), nil)
+		return h.Do(t, "GET", h.IngressURL(path+"?"+q.Encode()), tok(p), nil)
 	}
 	obj := func(t *testing.T, r apiResp) map[string]any {
 		t.Helper()
@@ -54,9 +54,9 @@ func TestFlow_HandoffOverHTTP(t *testing.T) {
 	// failing runs a call that must fail with status and code and change no row.
 	failing := func(t *testing.T, status int, code string, call func() apiResp) map[string]any {
 		t.Helper()
-		before := h.snapshot()
+		before := h.Snapshot()
 		body := wantError(t, call(), status, code)
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 		return body
 	}
 
@@ -191,11 +191,11 @@ func TestFlow_HandoffOverHTTP(t *testing.T) {
 		if tk := twinTask(t, owner, t3); tk["status"] != "cancelled" {
 			t.Errorf("task = %v", tk)
 		}
-		if s := h.status(t, "handoff", h3); s != "cancelled" {
+		if s := h.Status(t, "handoff", h3); s != "cancelled" {
 			t.Errorf("handoff = %s", s)
 		}
-		before := h.snapshot()
+		before := h.Snapshot()
 		obj(t, post(t, owner, "/workspace/task/cancel", map[string]any{"task_id": t3}))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }

@@ -83,7 +83,7 @@ func twinRows(t *testing.T, h *roomHarness, x room.Handoff) string {
 	var b strings.Builder
 	for _, q := range []string{`SELECT * FROM handoffs WHERE handoff_id = ?1`, `SELECT * FROM tasks WHERE task_id = ?2`,
 		`SELECT * FROM task_inputs WHERE task_id = ?2 ORDER BY request_key`} {
-		_, rows := h.queryRows(t, q, x.HandoffID, x.TaskID)
+		_, rows := h.QueryRows(t, q, x.HandoffID, x.TaskID)
 		for _, vals := range rows {
 			fmt.Fprintf(&b, "%v\n", vals)
 		}
@@ -96,7 +96,7 @@ func twinRows(t *testing.T, h *roomHarness, x room.Handoff) string {
 func twinEvents(h *roomHarness, after int64, x room.Handoff) []string {
 	var out []string
 	r := strings.NewReplacer(x.HandoffID, "HANDOFF", x.TaskID, "TASK")
-	for _, ev := range h.events("") {
+	for _, ev := range h.Events("") {
 		if ev.ID > after && ev.Payload["handoff_id"] == x.HandoffID {
 			out = append(out, ev.Type+" "+r.Replace(ev.Raw))
 		}
@@ -105,7 +105,7 @@ func twinEvents(h *roomHarness, after int64, x room.Handoff) []string {
 }
 
 func lastEvent(h *roomHarness) int64 {
-	return int64(h.count(`SELECT coalesce(max(event_id), 0) FROM events`))
+	return int64(h.Count(`SELECT coalesce(max(event_id), 0) FROM events`))
 }
 
 // twinDoor is one front door of the twins: call runs the tool twin as p and
@@ -142,7 +142,7 @@ func twinDoors(h *roomHarness) []twinDoor {
 		{name: "http",
 			call: func(t *testing.T, p party, tool string, args map[string]any) (string, map[string]any) {
 				t.Helper()
-				r := h.doT(t, "POST", h.ingressURL(routes[tool]), p.SessionToken, args)
+				r := h.Do(t, "POST", h.IngressURL(routes[tool]), p.SessionToken, args)
 				m := r.JSON(t)
 				if r.Status == http.StatusOK {
 					return "", m
@@ -156,10 +156,10 @@ func twinDoors(h *roomHarness) []twinDoor {
 			proto: func(t *testing.T, p party, tool string, x room.Handoff, responses map[string]any) {
 				t.Helper()
 				if tool == "handoff_cancel" {
-					wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/task/cancel"), p.SessionToken, map[string]any{"task_id": x.TaskID}))
+					wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/task/cancel"), p.SessionToken, map[string]any{"task_id": x.TaskID}))
 					return
 				}
-				wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/task/update"), p.SessionToken,
+				wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/task/update"), p.SessionToken,
 					map[string]any{"task_id": x.TaskID, "input_responses": responses}))
 			}},
 	}
@@ -231,7 +231,7 @@ func TestHandoffCancelTool(t *testing.T) {
 		for _, c := range cases {
 			t.Run(door.name+"/"+c.name, func(t *testing.T) {
 				tool, proto := twinPair(t, h, cast, c.state)
-				before, mark := h.snapshot(), lastEvent(h)
+				before, mark := h.Snapshot(), lastEvent(h)
 				code, body := door.call(t, cast.by(c.caller), "handoff_cancel", map[string]any{"handoff_id": tool.HandoffID})
 				if code != c.wantCode {
 					t.Fatalf("error %q, want %q: %v", code, c.wantCode, body)
@@ -240,7 +240,7 @@ func TestHandoffCancelTool(t *testing.T) {
 					if body["handoff_id"] != tool.HandoffID {
 						t.Errorf("handoff_id = %v, want %s", body["handoff_id"], tool.HandoffID)
 					}
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 					return
 				}
 				if body["cancelled"] != c.wantCancelled || jsonAt(body, "handoff", "status") != c.wantStatus ||
@@ -248,7 +248,7 @@ func TestHandoffCancelTool(t *testing.T) {
 					t.Errorf("answer %v, want cancelled %v and status %s", body, c.wantCancelled, c.wantStatus)
 				}
 				if !c.wantCancelled {
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 				}
 				sameAsProtocol(t, h, door, cast.by(c.caller), "handoff_cancel", tool, proto, nil, mark, body, c.wantEvents)
 			})
@@ -311,7 +311,7 @@ func TestHandoffAnswerTool(t *testing.T) {
 		for _, c := range cases {
 			t.Run(door.name+"/"+c.name, func(t *testing.T) {
 				tool, proto := twinPair(t, h, cast, c.state)
-				before, mark := h.snapshot(), lastEvent(h)
+				before, mark := h.Snapshot(), lastEvent(h)
 				code, body := door.call(t, cast.by(c.caller), "handoff_answer",
 					map[string]any{"handoff_id": tool.HandoffID, "input_responses": c.responses})
 				if code != c.wantCode {
@@ -321,7 +321,7 @@ func TestHandoffAnswerTool(t *testing.T) {
 					if c.wantField != "" && body["field"] != c.wantField {
 						t.Errorf("field = %v, want %s", body["field"], c.wantField)
 					}
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 					return
 				}
 				if g, i := jsonText(body["answered_keys"]), jsonText(body["ignored_keys"]); g != c.wantAnswered || i != c.wantIgnored {
@@ -331,7 +331,7 @@ func TestHandoffAnswerTool(t *testing.T) {
 					t.Errorf("task_status %v, want %s", s, c.wantTask)
 				}
 				if c.wantAnswered == `[]` {
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 				}
 				sameAsProtocol(t, h, door, cast.by(c.caller), "handoff_answer", tool, proto, c.responses, mark, body, c.wantEvents)
 			})
@@ -376,7 +376,7 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 	}
 	for _, c := range mcpCases {
 		t.Run("mcp/"+c.name, func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			res := wantResult(t, c.who.mcp.call(t, "tools/call", map[string]any{"name": c.tool, "arguments": c.args}))
 			sc, _ := res["structuredContent"].(map[string]any)
 			if res["isError"] != true || sc["error"] != c.wantCode {
@@ -385,27 +385,27 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 			if c.wantField != "" && sc["field"] != c.wantField {
 				t.Errorf("field %v, want %s", sc["field"], c.wantField)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	t.Run("mcp/malformed JSON is -32700", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		r := cast.owner.mcp.do(t, mcpReq{Method: "tools/call", Raw: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"handoff_cancel",`,
 			Set: map[string]string{"Mcp-Name": "handoff_cancel"}})
 		if r.Status != http.StatusBadRequest || r.Error == nil {
 			t.Fatalf("status %d, body %s", r.Status, r.Raw)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("mcp/an oversized body is 413", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		r := cast.owner.mcp.do(t, mcpReq{Method: "tools/call", Set: map[string]string{"Mcp-Name": "handoff_answer"},
 			Raw: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"handoff_answer","arguments":{"handoff_id":"` + live.HandoffID +
 				`","input_responses":{"q1":{"action":"accept","content":{"answer":"` + strings.Repeat("a", 1<<20) + `"}}}}}}`})
 		if r.Status != http.StatusRequestEntityTooLarge {
 			t.Fatalf("status %d, want 413: %.200s", r.Status, r.Raw)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	httpCases := []struct {
@@ -432,12 +432,12 @@ func TestHandoffTwinsBadInput(t *testing.T) {
 	}
 	for _, c := range httpCases {
 		t.Run("http/"+c.name, func(t *testing.T) {
-			before := h.snapshot()
-			m := wantError(t, h.doT(t, "POST", h.ingressURL(c.path), c.token, c.body), c.status, c.code)
+			before := h.Snapshot()
+			m := wantError(t, h.Do(t, "POST", h.IngressURL(c.path), c.token, c.body), c.status, c.code)
 			if c.field != "" && m["field"] != c.field {
 				t.Errorf("field %v, want %s", m["field"], c.field)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 }

@@ -20,7 +20,7 @@ func TestHandoffGet_CachedAnswersFollowCommitsAndReaders(t *testing.T) {
 	_, hid := owner.mcp.createTask(t, map[string]any{"summary": "cache me", "assignee": worker.ParticipantID})
 	get := func(p party) map[string]any { return p.mcp.toolOK(t, "handoff_get", map[string]any{"handoff_id": hid}) }
 	plain := func(p party) apiResp {
-		return h.doT(t, http.MethodGet, h.ingressURL("/workspace/handoff?handoff_id="+hid), p.SessionToken, nil)
+		return h.Do(t, http.MethodGet, h.IngressURL("/workspace/handoff?handoff_id="+hid), p.SessionToken, nil)
 	}
 	t.Run("open, read twice on both doors", func(t *testing.T) {
 		for range 2 {

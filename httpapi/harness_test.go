@@ -61,7 +61,7 @@ type roomHarness struct {
 // newHarness opens a room around a fresh file holding content (harnessDoc
 // when empty) and serves it; everything is closed by t.Cleanup. An options
 // value (at most one) chooses the room's limits, the hub's configuration, a
-// publication gate or tmpfs; restart keeps them.
+// publication gate or tmpfs; Restart keeps them.
 func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness {
 	t.Helper()
 	if len(opts) > 1 {
@@ -102,19 +102,6 @@ func newHarness(t testing.TB, content string, opts ...harnessOpts) *roomHarness 
 	return h
 }
 
-func localListener(t testing.TB) net.Listener { return roomtest.Listener(t) }
-
-// stop closes the listeners (waiting for requests in flight), the hub, the
-// actor and the store. It is idempotent.
-func (h *roomHarness) stop() { h.Stop() }
-
-// restart closes everything and opens the same files again (new listeners,
-// new engine and actor, same clock, logs and operator token).
-func (h *roomHarness) restart() { h.t.Helper(); h.Restart() }
-
-func (h *roomHarness) ownerURL(path string) string   { return h.OwnerURL(path) }
-func (h *roomHarness) ingressURL(path string) string { return h.IngressURL(path) }
-
 // serverPort is a test server's port as text (the kit's).
 var serverPort = roomtest.ServerPort
 
@@ -140,41 +127,16 @@ func (h *roomHarness) do(method, url, token string, body any, opts ...reqOpt) ap
 	return h.Do(h.t, method, url, token, body, opts...)
 }
 
-// doT is do reporting to t (for subtests and goroutines that must not call
-// Fatal on the parent).
-func (h *roomHarness) doT(t testing.TB, method, url, token string, body any, opts ...reqOpt) apiResp {
-	t.Helper()
-	return h.Do(t, method, url, token, body, opts...)
-}
-
-// send is do returning the transport error instead of failing the test.
-func (h *roomHarness) send(method, url, token string, body any, opts ...reqOpt) (apiResp, error) {
-	return h.Send(method, url, token, body, opts...)
-}
-
-// errorBodies returns every error body the harness has received.
-func (h *roomHarness) errorBodies() []string { return h.ErrorBodies() }
-
 // inviteGrant is the answer to POST /workspace/invite.
 type inviteGrant = mcptest.Invitation
 
 // sessionGrant is the answer to POST /session/join.
 type sessionGrant = mcptest.Session
 
-// createInvite asks the owner listener, as the operator, for an invitation.
-// in is the request body (nil: {}).
-func (h *roomHarness) createInvite(in map[string]any) inviteGrant { h.t.Helper(); return h.Invite(in) }
-
-// inviteCaps creates a one-use invitation granting caps.
-func (h *roomHarness) inviteCaps(caps ...string) inviteGrant {
-	h.t.Helper()
-	return h.InviteCaps(caps...)
-}
-
 // joinRaw posts body to /session/join on the ingress listener.
 func (h *roomHarness) joinRaw(body any, opts ...reqOpt) apiResp {
 	h.t.Helper()
-	return h.do("POST", h.ingressURL("/session/join"), "", body, opts...)
+	return h.do("POST", h.IngressURL("/session/join"), "", body, opts...)
 }
 
 // redeem is join with an invitation the test made itself: it redeems invite
@@ -231,40 +193,8 @@ var sidecarTables = roomtest.SidecarTables
 
 type dbSnapshot = roomtest.Snapshot
 
-func (h *roomHarness) queryRows(t testing.TB, query string, args ...any) (cols []string, rows [][]any) {
-	t.Helper()
-	return h.QueryRows(t, query, args...)
-}
-
-// snapshot reads every table: row counts and a digest of all values.
-func (h *roomHarness) snapshot() dbSnapshot { h.t.Helper(); return h.Snapshot() }
-
-// assertUnchanged fails t when any row of any table changed since before.
-func (h *roomHarness) assertUnchanged(t testing.TB, before dbSnapshot) {
-	t.Helper()
-	h.AssertUnchanged(t, before)
-}
-
-// count runs a count query on the read pool.
-func (h *roomHarness) count(query string, args ...any) int {
-	h.t.Helper()
-	return h.Count(query, args...)
-}
-
-// status reads the status column of one proposal or handoff row.
-func (h *roomHarness) status(t testing.TB, kind, id string) string {
-	t.Helper()
-	return h.Status(t, kind, id)
-}
-
 // eventRow is one row of the events table.
 type eventRow = roomtest.EventRow
-
-// events returns the event rows of type typ ("" for all), oldest first.
-func (h *roomHarness) events(typ string) []eventRow { h.t.Helper(); return h.Events(typ) }
-
-// sweep applies the time-based rules now, as the sweeper would.
-func (h *roomHarness) sweep() { h.t.Helper(); h.Sweep() }
 
 // wire formats a time as the API does.
 func wire(t time.Time) string { return room.WireTime(t.UnixMilli()) }
@@ -404,5 +334,5 @@ func threeSections(idea, goals, plan string) string {
 	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"
 }
 
-// noteError keeps the body of an error answer (status >= 400) for errorBodies.
+// noteError keeps the body of an error answer (status >= 400) for ErrorBodies.
 func (h *roomHarness) noteError(r mcptest.Response) { h.NoteError(r) }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/listen"
 	"github.com/commonroom/ce/room"
 )
@@ -108,8 +109,8 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 		{"100,000 distinct keys", manyKeys(false), false, nil},
 		{"one key repeated 100,000 times", manyKeys(true), false, nil},
 	}
-	h.sweep()
-	before := h.snapshot()
+	h.Sweep()
+	before := h.Snapshot()
 	for _, rt := range postRoutes(t, h) {
 		for _, b := range bodies {
 			t.Run(rt.Path+": "+b.name, func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 					body = io.MultiReader(bytes.NewReader(b.body)) // no length: sent chunked
 				}
 				start := time.Now()
-				r, err := h.send("POST", base+rt.Path, token, body, withHeader("Accept", "application/json, text/event-stream"))
+				r, err := h.Send("POST", base+rt.Path, token, body, withHeader("Accept", "application/json, text/event-stream"))
 				if err != nil {
 					t.Fatalf("the server did not answer: %v", err)
 				}
@@ -168,9 +169,9 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 		}
 	}
 	t.Run("the server keeps serving, nothing changed, nothing panicked", func(t *testing.T) {
-		wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), star.SessionToken, nil))
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), star.SessionToken, nil))
 		newMCPClient(h, star.SessionToken, false).toolOK(t, "workspace_status", map[string]any{})
-		after := h.snapshot()
+		after := h.Snapshot()
 		// Only the leave route may have changed rows: it ended the sessions
 		// made for it. Everything else must be as it was.
 		for _, d := range before.Diff(after) {
@@ -179,7 +180,7 @@ func TestHostileDeepAndHugeJSON(t *testing.T) {
 				t.Errorf("changed: %s", d)
 			}
 		}
-		if n := h.count(`SELECT count(*) FROM handoffs`) + h.count(`SELECT count(*) FROM proposals`) + h.count(`SELECT count(*) FROM leases`); n != 0 {
+		if n := h.Count(`SELECT count(*) FROM handoffs`) + h.Count(`SELECT count(*) FROM proposals`) + h.Count(`SELECT count(*) FROM leases`); n != 0 {
 			t.Errorf("%d records were created from hostile bodies", n)
 		}
 		if strings.Contains(h.Logs.String(), "panic") {
@@ -370,7 +371,7 @@ func TestHostileLongStrings(t *testing.T) {
 			if p, ok := twin[tl.Name]; ok {
 				t.Run("POST "+p+" "+strings.Join(path, "."), func(t *testing.T) {
 					args := setAt(base(t, tl.Name), tl.Input, path, longText)
-					r := h.do("POST", h.ingressURL(p), star.SessionToken, args)
+					r := h.do("POST", h.IngressURL(p), star.SessionToken, args)
 					if r.Status >= 500 {
 						t.Fatalf("%d %.400s", r.Status, r.Body)
 					}
@@ -413,29 +414,29 @@ func TestHostileLongStrings(t *testing.T) {
 			return restOutcome(t, r)
 		}},
 		{"POST /workspace/invite/revoke invite_id", func(t *testing.T) (bool, string, []byte) {
-			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), star.SessionToken, map[string]any{"invite_id": longText}))
+			return restOutcome(t, h.do("POST", h.IngressURL("/workspace/invite/revoke"), star.SessionToken, map[string]any{"invite_id": longText}))
 		}},
 		{"POST /workspace/invite/revoke token", func(t *testing.T) (bool, string, []byte) {
-			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), star.SessionToken, map[string]any{"token": longText}))
+			return restOutcome(t, h.do("POST", h.IngressURL("/workspace/invite/revoke"), star.SessionToken, map[string]any{"token": longText}))
 		}},
 		{"POST /workspace/session/end session_ref", func(t *testing.T) (bool, string, []byte) {
-			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/session/end"), star.SessionToken, map[string]any{"session_ref": longText}))
+			return restOutcome(t, h.do("POST", h.IngressURL("/workspace/session/end"), star.SessionToken, map[string]any{"session_ref": longText}))
 		}},
 		{"POST /workspace/session/end participant_id", func(t *testing.T) (bool, string, []byte) {
-			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/session/end"), star.SessionToken, map[string]any{"participant_id": longText}))
+			return restOutcome(t, h.do("POST", h.IngressURL("/workspace/session/end"), star.SessionToken, map[string]any{"participant_id": longText}))
 		}},
 		{"POST /workspace/task/update task_id", func(t *testing.T) (bool, string, []byte) {
-			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/task/update"), star.SessionToken, map[string]any{"task_id": longText}))
+			return restOutcome(t, h.do("POST", h.IngressURL("/workspace/task/update"), star.SessionToken, map[string]any{"task_id": longText}))
 		}},
 		{"POST /workspace/task/update input_responses", func(t *testing.T) (bool, string, []byte) {
-			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/task/update"), star.SessionToken, map[string]any{
+			return restOutcome(t, h.do("POST", h.IngressURL("/workspace/task/update"), star.SessionToken, map[string]any{
 				"task_id": tasks.TaskID, "input_responses": map[string]any{"k": map[string]any{"action": "accept", "content": map[string]any{"answer": longText}}}}))
 		}},
 		{"POST /workspace/task/cancel task_id", func(t *testing.T) (bool, string, []byte) {
-			return restOutcome(t, h.do("POST", h.ingressURL("/workspace/task/cancel"), star.SessionToken, map[string]any{"task_id": longText}))
+			return restOutcome(t, h.do("POST", h.IngressURL("/workspace/task/cancel"), star.SessionToken, map[string]any{"task_id": longText}))
 		}},
 		{"GET /workspace/task task_id", func(t *testing.T) (bool, string, []byte) {
-			return restOutcome(t, h.do("GET", h.ingressURL("/workspace/task?task_id="+longText[:4000]), star.SessionToken, nil))
+			return restOutcome(t, h.do("GET", h.IngressURL("/workspace/task?task_id="+longText[:4000]), star.SessionToken, nil))
 		}},
 		{"tasks/get taskId (and Mcp-Name)", func(t *testing.T) (bool, string, []byte) {
 			r := star.ext.taskCall(t, "tasks/get", longText, nil)
@@ -479,7 +480,7 @@ func TestHostileLongStrings(t *testing.T) {
 	slices.Sort(names)
 	t.Logf("fields that took a %d-byte string (the rest were refused with a clear error): %v", len(longText), names)
 	t.Logf("the largest refusal was %d bytes (%s); %d refusals echo the text back: %v", largest, largestAt, len(echoes), echoes)
-	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), star.SessionToken, nil))
+	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), star.SessionToken, nil))
 	if strings.Contains(h.Logs.String(), "panic") {
 		t.Errorf("a handler panicked")
 	}
@@ -537,7 +538,7 @@ func TestHostileSlowClients(t *testing.T) {
 	}{{"owner", h.API.OwnerHandler()}, {"ingress", h.API.IngressHandler()}} {
 		srv := NewHTTPServer(l.handler, h.Log)
 		srv.ReadHeaderTimeout, srv.IdleTimeout = headerTimeout, idleTimeout
-		ln := localListener(t)
+		ln := roomtest.Listener(t)
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
 		addr := ln.Addr().String()
@@ -649,7 +650,7 @@ func TestHostileStreamsPerSession(t *testing.T) {
 			return h.legacyGet(t, c, token, "text/event-stream")
 		default:
 			ctx, cancel := context.WithCancel(context.Background())
-			req, _ := http.NewRequestWithContext(ctx, "GET", h.ingressURL("/workspace/observe"), nil)
+			req, _ := http.NewRequestWithContext(ctx, "GET", h.IngressURL("/workspace/observe"), nil)
 			req.Header.Set("Authorization", "Bearer "+token)
 			return openStream(t, c, req, cancel, "observe")
 		}
@@ -708,7 +709,7 @@ func TestHostileRateLimit(t *testing.T) {
 	a := h.join("a", "read")
 	b := h.join("b", "read")
 	status := func(p party) apiResp {
-		return h.do("GET", h.ingressURL("/workspace/status"), p.SessionToken, nil)
+		return h.do("GET", h.IngressURL("/workspace/status"), p.SessionToken, nil)
 	}
 	for i := range perMinute {
 		if r := status(a); r.Status != 200 {
@@ -742,7 +743,7 @@ func TestHostileRateLimit(t *testing.T) {
 	})
 	t.Run("the local operator is not limited", func(t *testing.T) {
 		for range 2 * perMinute {
-			wantOK(t, h.do("GET", h.ownerURL("/workspace/status"), h.OpToken, nil))
+			wantOK(t, h.do("GET", h.OwnerURL("/workspace/status"), h.OpToken, nil))
 		}
 	})
 	t.Run("one second before retry_after_seconds it is still refused", func(t *testing.T) {
@@ -868,8 +869,8 @@ func TestHostileDNSRebinding(t *testing.T) {
 		{"evil Origin", func(string) []reqOpt { return []reqOpt{withHeader("Origin", "http://evil.example")} }},
 		{"null Origin", func(string) []reqOpt { return []reqOpt{withHeader("Origin", "null")} }},
 	}
-	h.sweep()
-	before := h.snapshot()
+	h.Sweep()
+	before := h.Snapshot()
 	for _, l := range []struct {
 		name, base, token, port string
 		handler                 http.Handler
@@ -903,11 +904,11 @@ func TestHostileDNSRebinding(t *testing.T) {
 	}
 	t.Run("an owner-page cookie write from another local origin is refused", func(t *testing.T) {
 		for _, p := range []string{"/workspace/invite", "/workspace/handoff", "/owner/key", "/workspace/commit"} {
-			r := h.do("POST", h.ownerURL(p), "", map[string]any{}, withCookie(cookie), withHeader("Origin", "http://127.0.0.1:1"))
+			r := h.do("POST", h.OwnerURL(p), "", map[string]any{}, withCookie(cookie), withHeader("Origin", "http://127.0.0.1:1"))
 			wantError(t, r, http.StatusForbidden, "permission_denied")
 		}
 	})
-	t.Run("nothing changed", func(t *testing.T) { h.assertUnchanged(t, before) })
+	t.Run("nothing changed", func(t *testing.T) { h.AssertUnchanged(t, before) })
 }
 
 // ---- secrets ----
@@ -954,7 +955,7 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	}
 	join := func(label, invite string) sessionGrant {
 		t.Helper()
-		r := call("join "+label, "POST", h.ingressURL("/session/join"), "", map[string]any{"invite": invite, "name": label}, []string{label + " session"})
+		r := call("join "+label, "POST", h.IngressURL("/session/join"), "", map[string]any{"invite": invite, "name": label}, []string{label + " session"})
 		wantOK(t, r)
 		var g sessionGrant
 		r.Into(t, &g)
@@ -964,11 +965,11 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 
 	// An observe stream is open through it all: every event it carries is scanned.
 	c := streamClient()
-	watcherInv := addInvite("invite for watcher", call("operator invite", "POST", h.ownerURL("/workspace/invite"), h.OpToken,
+	watcherInv := addInvite("invite for watcher", call("operator invite", "POST", h.OwnerURL("/workspace/invite"), h.OpToken,
 		map[string]any{"capabilities": []string{"read", "observe"}}, []string{"invite for watcher secret", "invite for watcher uri"}))
 	watcher := join("watcher", watcherInv.URI)
 	ctx, cancel := context.WithCancel(context.Background())
-	oreq, _ := http.NewRequestWithContext(ctx, "GET", h.ingressURL("/workspace/observe"), nil)
+	oreq, _ := http.NewRequestWithContext(ctx, "GET", h.IngressURL("/workspace/observe"), nil)
 	oreq.Header.Set("Authorization", "Bearer "+watcher.SessionToken)
 	observe, r0 := openStream(t, c, oreq, cancel, "observe")
 	if observe == nil {
@@ -977,10 +978,10 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	observe.read()
 
 	// Joins: by URI, by raw secret, by an invitation an agent made over MCP.
-	ia := addInvite("invite for alice", call("operator invite", "POST", h.ownerURL("/workspace/invite"), h.OpToken,
+	ia := addInvite("invite for alice", call("operator invite", "POST", h.OwnerURL("/workspace/invite"), h.OpToken,
 		map[string]any{"capabilities": append(slices.Clone(agentCaps), "invite")}, []string{"invite for alice secret", "invite for alice uri"}))
 	alice := join("alice", ia.URI)
-	ib := addInvite("invite for bob", call("operator invite", "POST", h.ownerURL("/workspace/invite"), h.OpToken,
+	ib := addInvite("invite for bob", call("operator invite", "POST", h.OwnerURL("/workspace/invite"), h.OpToken,
 		map[string]any{"capabilities": []string{"read", "approve"}, "max_uses": 2}, []string{"invite for bob secret", "invite for bob uri"}))
 	bob := join("bob", ib.Token)
 	am := newMCPClient(h, alice.SessionToken, false)
@@ -1005,20 +1006,20 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	if taskID == "" || handoffID == "" {
 		t.Fatalf("handoff_create: %s", cr.Raw)
 	}
-	wantOK(t, call("accept", "POST", h.ingressURL("/workspace/handoff/accept"), carol.SessionToken, map[string]any{"handoff_id": handoffID}, nil))
+	wantOK(t, call("accept", "POST", h.IngressURL("/workspace/handoff/accept"), carol.SessionToken, map[string]any{"handoff_id": handoffID}, nil))
 	mcpCall("mcp request_input", cm, mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_request_input",
 		"arguments": map[string]any{"handoff_id": handoffID, "requests": []any{map[string]any{"key": "when", "message": "by when?"}}}}})
 	mcpCall("mcp tasks/update", am.withTasks(true), mcpReq{Method: "tasks/update", Params: map[string]any{"taskId": taskID,
 		"inputResponses": map[string]any{"when": map[string]any{"action": "accept", "content": map[string]any{"answer": "friday"}}}}})
 	mcpCall("mcp tasks/get", cm, mcpReq{Method: "tasks/get", Params: map[string]any{"taskId": taskID}})
-	wantOK(t, call("complete", "POST", h.ingressURL("/workspace/handoff/complete"), carol.SessionToken,
+	wantOK(t, call("complete", "POST", h.IngressURL("/workspace/handoff/complete"), carol.SessionToken,
 		map[string]any{"handoff_id": handoffID, "result": map[string]any{"text": "done"}}, nil))
 	mcpCall("mcp handoff_approve", bm, mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_approve", "arguments": map[string]any{"handoff_id": handoffID}}})
 	mcpCall("mcp resources/read", am, mcpReq{Method: "resources/read", Params: map[string]any{"uri": h.Eng.DocumentURI()}})
 	mcpCall("mcp handoff_events", am, mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_events", "arguments": map[string]any{"handoff_id": handoffID}}})
 	for _, p := range []string{"/workspace/history", "/workspace/participants", "/workspace/room", "/workspace/invites", "/workspace/diagnostics", "/workspace/status"} {
-		call("GET "+p, "GET", h.ingressURL(p), alice.SessionToken, nil, nil)
-		call("operator GET "+p, "GET", h.ownerURL(p), h.OpToken, nil, nil)
+		call("GET "+p, "GET", h.IngressURL(p), alice.SessionToken, nil, nil)
+		call("operator GET "+p, "GET", h.OwnerURL(p), h.OpToken, nil, nil)
 	}
 	lst, _ := h.listen(t, c, alice.SessionToken, "9", map[string]any{"taskIds": []string{taskID}, "resourceSubscriptions": []string{h.Eng.DocumentURI()}}, true)
 
@@ -1026,15 +1027,15 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	second := mcpCall("mcp handoff_create 2", am.withTasks(true), mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_create",
 		"arguments": map[string]any{"summary": "another"}}})
 	task2, _ := second.Result["taskId"].(string)
-	wantOK(t, call("operator act-as cancel", "POST", h.ownerURL("/workspace/task/cancel"), h.OpToken, map[string]any{"task_id": task2}, nil,
+	wantOK(t, call("operator act-as cancel", "POST", h.OwnerURL("/workspace/task/cancel"), h.OpToken, map[string]any{"task_id": task2}, nil,
 		withHeader(ActAsHeader, alice.ParticipantID)))
-	wantOK(t, call("operator metrics", "GET", h.ownerURL("/debug/metrics"), h.OpToken, nil, nil))
+	wantOK(t, call("operator metrics", "GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil, nil))
 
 	// The owner page: a key, the cookie, the page, a write from the page.
-	kr := call("owner key", "POST", h.ownerURL("/owner/key"), h.OpToken, map[string]any{}, []string{"page key"})
+	kr := call("owner key", "POST", h.OwnerURL("/owner/key"), h.OpToken, map[string]any{}, []string{"page key"})
 	wantOK(t, kr)
 	secrets["page key"], _ = kr.JSON(t)["key"].(string)
-	xr := call("page key exchange", "GET", h.ownerURL("/?key="+secrets["page key"]), "", nil, []string{"owner cookie"})
+	xr := call("page key exchange", "GET", h.OwnerURL("/?key="+secrets["page key"]), "", nil, []string{"owner cookie"})
 	for _, ck := range (&http.Response{Header: xr.Header}).Cookies() {
 		if ck.Name == ownerCookie {
 			secrets["owner cookie"] = ck.Value
@@ -1044,28 +1045,28 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 		t.Fatalf("no owner cookie: %d %v", xr.Status, xr.Header)
 	}
 	ck := &http.Cookie{Name: ownerCookie, Value: secrets["owner cookie"]}
-	if r := call("owner page", "GET", h.ownerURL("/"), "", nil, nil, withCookie(ck)); r.Status != 200 {
+	if r := call("owner page", "GET", h.OwnerURL("/"), "", nil, nil, withCookie(ck)); r.Status != 200 {
 		t.Fatalf("owner page: %d", r.Status)
 	}
-	addInvite("invite from the page", call("page invite", "POST", h.ownerURL("/workspace/invite"), "", map[string]any{},
+	addInvite("invite from the page", call("page invite", "POST", h.OwnerURL("/workspace/invite"), "", map[string]any{},
 		[]string{"invite from the page secret", "invite from the page uri"}, withCookie(ck), withHeader("Origin", h.Owner.URL)))
-	call("page key reused", "GET", h.ownerURL("/?key="+secrets["page key"]), "", nil, nil)
+	call("page key reused", "GET", h.OwnerURL("/?key="+secrets["page key"]), "", nil, nil)
 
 	// Failed logins and misuse: wrong bearer, wrong operator token, wrong
 	// and spent invitations, revoke by secret.
 	secrets["wrong session token"] = randomID("ses")
 	secrets["wrong operator token"] = "op_" + randomID("x")
 	secrets["wrong invite secret"] = strings.TrimPrefix(randomID("x"), "x_") + "AbCdEf"
-	call("wrong bearer", "GET", h.ingressURL("/workspace/status"), secrets["wrong session token"], nil, nil)
+	call("wrong bearer", "GET", h.IngressURL("/workspace/status"), secrets["wrong session token"], nil, nil)
 	mcpCall("mcp wrong bearer", newMCPClient(h, secrets["wrong session token"], false), mcpReq{Method: "tools/list"})
-	call("wrong operator token", "GET", h.ownerURL("/workspace/status"), secrets["wrong operator token"], nil, nil)
-	call("operator token on ingress", "GET", h.ingressURL("/workspace/status"), h.OpToken, nil, nil)
-	call("wrong invite", "POST", h.ingressURL("/session/join"), "", map[string]any{"invite": secrets["wrong invite secret"], "name": "x"}, nil)
-	call("spent invite", "POST", h.ingressURL("/session/join"), "", map[string]any{"invite": ia.URI, "name": "again"}, nil)
-	call("revoke by secret", "POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": ib.Token}, nil)
-	call("join revoked", "POST", h.ingressURL("/session/join"), "", map[string]any{"invite_token": ib.Token, "name": "late"}, nil)
-	call("leave", "POST", h.ingressURL("/workspace/leave"), bob.SessionToken, map[string]any{}, nil)
-	call("after leave", "GET", h.ingressURL("/workspace/status"), bob.SessionToken, nil, nil)
+	call("wrong operator token", "GET", h.OwnerURL("/workspace/status"), secrets["wrong operator token"], nil, nil)
+	call("operator token on ingress", "GET", h.IngressURL("/workspace/status"), h.OpToken, nil, nil)
+	call("wrong invite", "POST", h.IngressURL("/session/join"), "", map[string]any{"invite": secrets["wrong invite secret"], "name": "x"}, nil)
+	call("spent invite", "POST", h.IngressURL("/session/join"), "", map[string]any{"invite": ia.URI, "name": "again"}, nil)
+	call("revoke by secret", "POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"token": ib.Token}, nil)
+	call("join revoked", "POST", h.IngressURL("/session/join"), "", map[string]any{"invite_token": ib.Token, "name": "late"}, nil)
+	call("leave", "POST", h.IngressURL("/workspace/leave"), bob.SessionToken, map[string]any{}, nil)
+	call("after leave", "GET", h.IngressURL("/workspace/status"), bob.SessionToken, nil, nil)
 
 	h.cancelListen(t, alice.SessionToken, "9")
 	listenFrames := lst.end(t)
@@ -1137,7 +1138,7 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	})
 
 	// Stop the room (its last commit included) and read the sidecar cold.
-	h.stop()
+	h.Stop()
 	t.Run("no secret in any column of any table", func(t *testing.T) {
 		db, err := sql.Open("sqlite", "file:"+room.SidecarPath(h.Eng.DocPath)+"?mode=ro")
 		if err != nil {
@@ -1214,11 +1215,11 @@ func TestHostileSlowBody(t *testing.T) {
 	h := newHarness(t, "")
 	api := New(Config{Room: h.Room, Hub: h.Hub, BodyReadTimeout: bodyTimeout})
 	srv := &http.Server{Handler: api.IngressHandler()}
-	ln := localListener(t)
+	ln := roomtest.Listener(t)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	addr := ln.Addr().String()
-	before := h.snapshot()
+	before := h.Snapshot()
 
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -1245,7 +1246,7 @@ func TestHostileSlowBody(t *testing.T) {
 			if !bytes.Contains(got, []byte(" 400 ")) && len(got) != 0 {
 				t.Errorf("a trickled body was answered %q, want 400 or a closed connection", got)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 			r, err := http.Get("http://" + addr + "/healthz")
 			if err != nil || r.StatusCode != 200 {
 				t.Fatalf("the server stopped serving: %v %v", err, r)

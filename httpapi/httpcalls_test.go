@@ -41,19 +41,19 @@ func newCastRoom(t *testing.T) *castRoom {
 // post sends a JSON body to path on the ingress listener as token.
 func (h *roomHarness) post(t testing.TB, token, path string, body any) apiResp {
 	t.Helper()
-	return h.doT(t, "POST", h.ingressURL(path), token, body)
+	return h.Do(t, "POST", h.IngressURL(path), token, body)
 }
 
 // get reads path (with its query) on the ingress listener as token.
 func (h *roomHarness) get(t testing.TB, token, path string) apiResp {
 	t.Helper()
-	return h.doT(t, "GET", h.ingressURL(path), token, nil)
+	return h.Do(t, "GET", h.IngressURL(path), token, nil)
 }
 
 // operator posts to the owner listener with the operator credential.
 func (h *roomHarness) operator(t testing.TB, path string, body any) apiResp {
 	t.Helper()
-	return h.doT(t, "POST", h.ownerURL(path), h.OpToken, body)
+	return h.Do(t, "POST", h.OwnerURL(path), h.OpToken, body)
 }
 
 // okJSON requires a 200 JSON object and returns it.
@@ -127,7 +127,7 @@ func (h *roomHarness) commit(t testing.TB, token, proposalID string) apiResp {
 // newestVersion is the newest version in the sidecar.
 func (h *roomHarness) newestVersion(t testing.TB) int64 {
 	t.Helper()
-	return int64(h.count(`SELECT max(version) FROM versions`))
+	return int64(h.Count(`SELECT max(version) FROM versions`))
 }
 
 // fileText is the document's text on disk.
@@ -143,5 +143,5 @@ func (h *roomHarness) fileText(t testing.TB) string {
 // maxEvent is the newest event id in the sidecar (0 when empty).
 func (h *roomHarness) maxEvent(t testing.TB) int64 {
 	t.Helper()
-	return int64(h.count(`SELECT coalesce(max(event_id), 0) FROM events`))
+	return int64(h.Count(`SELECT coalesce(max(event_id), 0) FROM events`))
 }

@@ -46,7 +46,7 @@ func TestJoin(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "")
-			g := h.inviteCaps(caps...)
+			g := h.InviteCaps(caps...)
 			body := tc.body(g)
 			r := h.joinRaw(body)
 			wantOK(t, r)
@@ -80,15 +80,15 @@ func TestJoin(t *testing.T) {
 				t.Errorf("name, kind = %q, %q; want %q, agent", s.Name, s.Kind, want)
 			}
 
-			st := h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil)
+			st := h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil)
 			wantOK(t, st)
 			if got := st.JSON(t)["workspace_id"]; got != h.Eng.WorkspaceID {
 				t.Errorf("status with the new token: workspace_id = %v", got)
 			}
 			// The session holds what the invitation granted, no more: no invite.
-			wantError(t, h.do("GET", h.ingressURL("/workspace/invites"), s.SessionToken, nil), 403, "permission_denied")
+			wantError(t, h.do("GET", h.IngressURL("/workspace/invites"), s.SessionToken, nil), 403, "permission_denied")
 
-			if n := h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, g.InviteID); n != 1 {
+			if n := h.Count(`SELECT used_count FROM invites WHERE invite_id = ?`, g.InviteID); n != 1 {
 				t.Errorf("used_count = %d, want 1", n)
 			}
 			var pcaps, scaps string
@@ -99,11 +99,11 @@ func TestJoin(t *testing.T) {
 			if pcaps != `["read","propose"]` || scaps != `["read","propose"]` {
 				t.Errorf("stored capabilities participant=%s session=%s, want the invitation's", pcaps, scaps)
 			}
-			joined := h.events("participant.joined")
+			joined := h.Events("participant.joined")
 			if len(joined) != 2 || joined[1].Payload["participant_id"] != s.ParticipantID {
 				t.Errorf("participant.joined events = %+v, want host + this participant", joined)
 			}
-			created := h.events("session.created")
+			created := h.Events("session.created")
 			if len(created) != 1 || created[0].Payload["session_ref"] != s.SessionRef {
 				t.Errorf("session.created events = %+v, want one for %s", created, s.SessionRef)
 			}
@@ -115,7 +115,7 @@ func TestJoin(t *testing.T) {
 // one the room saw (loopback here), never the one the client claims.
 func TestJoinKindAndTransport(t *testing.T) {
 	h := newHarness(t, "")
-	g := h.inviteCaps("read")
+	g := h.InviteCaps("read")
 	r := h.joinRaw(map[string]any{"invite": g.URI, "name": "Bo", "kind": "human", "transport": strings.Repeat("t", 100)})
 	wantOK(t, r)
 	var s sessionGrant
@@ -172,33 +172,33 @@ func TestJoinRefusals(t *testing.T) {
 			}},
 		{name: "revoked invitation is invitation_revoked", status: 403, code: "invitation_revoked",
 			prep: func(s setup) {
-				wantOK(s.h.t, s.h.do("POST", s.h.ownerURL("/workspace/invite/revoke"), s.h.OpToken, map[string]any{"invite_id": s.g.InviteID}))
+				wantOK(s.h.t, s.h.do("POST", s.h.OwnerURL("/workspace/invite/revoke"), s.h.OpToken, map[string]any{"invite_id": s.g.InviteID}))
 			},
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "expired invitation is invitation_expired", status: 403, code: "invitation_expired",
 			prep: func(s setup) {
 				s.h.Clock.Advance(61 * time.Minute)
-				s.h.sweep() // let the sweeper record the lapse before the snapshot
+				s.h.Sweep() // let the sweeper record the lapse before the snapshot
 			},
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "expired invitation is refused at the exact expiry instant", status: 403, code: "invitation_expired",
 			prep: func(s setup) {
 				s.h.Clock.Advance(60 * time.Minute)
-				s.h.sweep()
+				s.h.Sweep()
 			},
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "revoked and expired invitation is invitation_revoked (revocation checked first)", status: 403, code: "invitation_revoked",
 			prep: func(s setup) {
-				wantOK(s.h.t, s.h.do("POST", s.h.ownerURL("/workspace/invite/revoke"), s.h.OpToken, map[string]any{"token": s.g.Token}))
+				wantOK(s.h.t, s.h.do("POST", s.h.OwnerURL("/workspace/invite/revoke"), s.h.OpToken, map[string]any{"token": s.g.Token}))
 				s.h.Clock.Advance(2 * time.Hour)
-				s.h.sweep()
+				s.h.Sweep()
 			},
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "expired and used-up invitation is invitation_expired (expiry checked before uses)", status: 403, code: "invitation_expired",
 			prep: func(s setup) {
 				s.h.redeem(s.g.URI, "first")
 				s.h.Clock.Advance(2 * time.Hour)
-				s.h.sweep()
+				s.h.Sweep()
 			},
 			send: func(t *testing.T, s setup) apiResp { return s.h.joinRaw(map[string]any{"invite": s.g.URI}) }},
 		{name: "used-up invitation is invitation_redeemed", status: 403, code: "invitation_redeemed",
@@ -269,11 +269,11 @@ func TestJoinRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "")
-			s := setup{h: h, g: h.createInvite(map[string]any{"expires_in_minutes": 60, "max_uses": 1})}
+			s := setup{h: h, g: h.Invite(map[string]any{"expires_in_minutes": 60, "max_uses": 1})}
 			if tc.prep != nil {
 				tc.prep(s)
 			}
-			before := h.snapshot()
+			before := h.Snapshot()
 			r := tc.send(t, s)
 			m := wantError(t, r, tc.status, tc.code)
 			if tc.field != "" && m["field"] != tc.field {
@@ -282,7 +282,7 @@ func TestJoinRefusals(t *testing.T) {
 			if strings.Contains(string(r.Body), s.g.Token) {
 				t.Errorf("error body echoes the invitation secret: %s", r.Body)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 }
@@ -336,7 +336,7 @@ func TestJoinBodyLimitBoundary(t *testing.T) {
 	}
 	t.Run("exactly 1 MiB is accepted", func(t *testing.T) {
 		h := newHarness(t, "")
-		g := h.createInvite(nil)
+		g := h.Invite(nil)
 		body := exact(g.URI, 0)
 		if len(body) != 1<<20 {
 			t.Fatalf("body is %d bytes", len(body))
@@ -345,10 +345,10 @@ func TestJoinBodyLimitBoundary(t *testing.T) {
 	})
 	t.Run("1 MiB and one byte is 413 and spends nothing", func(t *testing.T) {
 		h := newHarness(t, "")
-		g := h.createInvite(nil)
-		before := h.snapshot()
+		g := h.Invite(nil)
+		before := h.Snapshot()
 		wantError(t, h.joinRaw(exact(g.URI, 1)), 413, "limit_exceeded")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -369,9 +369,9 @@ func TestJoinConcurrent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "")
 			for round := range tc.rounds {
-				g := h.createInvite(map[string]any{"max_uses": tc.maxUses})
-				participants := h.count(`SELECT count(*) FROM participants`)
-				sessions := h.count(`SELECT count(*) FROM sessions`)
+				g := h.Invite(map[string]any{"max_uses": tc.maxUses})
+				participants := h.Count(`SELECT count(*) FROM participants`)
+				sessions := h.Count(`SELECT count(*) FROM sessions`)
 				start := make(chan struct{})
 				type result struct {
 					r   apiResp
@@ -384,7 +384,7 @@ func TestJoinConcurrent(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						<-start
-						r, err := h.send("POST", h.ingressURL("/session/join"), "",
+						r, err := h.Send("POST", h.IngressURL("/session/join"), "",
 							map[string]any{"invite": g.URI, "name": fmt.Sprintf("racer-%d-%d", round, i)})
 						results[i] = result{r, err}
 					}()
@@ -416,13 +416,13 @@ func TestJoinConcurrent(t *testing.T) {
 					t.Errorf("round %d: %d joins won (%d distinct tokens), %d redeemed; want %d and %d",
 						round, wins, len(tokens), redeemed, tc.wantWins, tc.joiners-tc.wantWins)
 				}
-				if n := h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, g.InviteID); n != tc.wantWins {
+				if n := h.Count(`SELECT used_count FROM invites WHERE invite_id = ?`, g.InviteID); n != tc.wantWins {
 					t.Errorf("used_count = %d, want %d", n, tc.wantWins)
 				}
-				if n := h.count(`SELECT count(*) FROM participants`) - participants; n != tc.wantWins {
+				if n := h.Count(`SELECT count(*) FROM participants`) - participants; n != tc.wantWins {
 					t.Errorf("%d participants added, want %d", n, tc.wantWins)
 				}
-				if n := h.count(`SELECT count(*) FROM sessions`) - sessions; n != tc.wantWins {
+				if n := h.Count(`SELECT count(*) FROM sessions`) - sessions; n != tc.wantWins {
 					t.Errorf("%d sessions added, want %d", n, tc.wantWins)
 				}
 			}
@@ -436,7 +436,7 @@ func TestJoinSessionCap(t *testing.T) {
 	h := newHarness(t, "")
 	// Unlimited, and allowed every session of the room (the operator may
 	// raise an invitation's own cap up to the room's).
-	many := h.createInvite(map[string]any{"max_uses": 0, "max_live_sessions": 32})
+	many := h.Invite(map[string]any{"max_uses": 0, "max_live_sessions": 32})
 	if many.MaxUses != nil {
 		t.Fatalf("max_uses 0 should be unlimited (null), got %v", *many.MaxUses)
 	}
@@ -447,37 +447,37 @@ func TestJoinSessionCap(t *testing.T) {
 			first = s
 		}
 	}
-	if n := h.count(`SELECT count(*) FROM sessions WHERE ended_at IS NULL`); n != 32 {
+	if n := h.Count(`SELECT count(*) FROM sessions WHERE ended_at IS NULL`); n != 32 {
 		t.Fatalf("%d live sessions, want 32", n)
 	}
-	one := h.createInvite(map[string]any{"max_uses": 1})
+	one := h.Invite(map[string]any{"max_uses": 1})
 
 	t.Run("33rd join is 429 limit_exceeded and spends nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantError(t, h.joinRaw(map[string]any{"invite": one.URI, "name": "late"}), 429, "limit_exceeded")
-		h.assertUnchanged(t, before)
-		if n := h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, one.InviteID); n != 0 {
+		h.AssertUnchanged(t, before)
+		if n := h.Count(`SELECT used_count FROM invites WHERE invite_id = ?`, one.InviteID); n != 0 {
 			t.Errorf("used_count = %d after a refused join, want 0", n)
 		}
 	})
 	t.Run("unlimited invitation is refused at the cap too", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantError(t, h.joinRaw(map[string]any{"invite": many.URI, "name": "late"}), 429, "limit_exceeded")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("after one session leaves the unspent invitation admits", func(t *testing.T) {
-		wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), first.SessionToken, nil))
+		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), first.SessionToken, nil))
 		h.redeem(one.URI, "late")
-		if n := h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, one.InviteID); n != 1 {
+		if n := h.Count(`SELECT used_count FROM invites WHERE invite_id = ?`, one.InviteID); n != 1 {
 			t.Errorf("used_count = %d, want 1", n)
 		}
 	})
 	t.Run("expired sessions do not count toward the cap, swept or not", func(t *testing.T) {
 		h.Clock.Advance(8*time.Hour + time.Minute)
-		fresh := h.createInvite(nil)
+		fresh := h.Invite(nil)
 		h.redeem(fresh.URI, "after-expiry")
-		h.sweep()
-		if n := h.count(`SELECT count(*) FROM sessions WHERE ended_at IS NULL`); n != 1 {
+		h.Sweep()
+		if n := h.Count(`SELECT count(*) FROM sessions WHERE ended_at IS NULL`); n != 1 {
 			t.Errorf("%d live sessions after the sweep, want 1", n)
 		}
 	})

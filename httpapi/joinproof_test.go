@@ -35,7 +35,7 @@ func newProvenClient(t *testing.T, h *roomHarness, uri string) *provenClient {
 func (c *provenClient) challenge(t *testing.T) room.JoinTranscript {
 	t.Helper()
 	tr := room.JoinTranscript{WorkspaceID: c.inv.WorkspaceID, InviteID: c.inv.InviteID, ClientNonce: room.NewJoinNonce()}
-	r := c.h.do("POST", c.h.ingressURL("/session/join/challenge"), "", map[string]any{"invite_id": tr.InviteID, "client_nonce": tr.ClientNonce})
+	r := c.h.do("POST", c.h.IngressURL("/session/join/challenge"), "", map[string]any{"invite_id": tr.InviteID, "client_nonce": tr.ClientNonce})
 	wantOK(t, r)
 	var ch room.JoinChallenge
 	r.Into(t, &ch)
@@ -75,7 +75,7 @@ func (c *provenClient) join(t *testing.T, name string) sessionGrant {
 }
 
 func (h *roomHarness) usedCount(inviteID string) int {
-	return h.count(`SELECT used_count FROM invites WHERE invite_id = ?`, inviteID)
+	return h.Count(`SELECT used_count FROM invites WHERE invite_id = ?`, inviteID)
 }
 
 // TestProvenJoinOverHTTP: what the ingress admits and refuses in the proven
@@ -87,7 +87,7 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 	}{
 		{"an_honest_joiner_gets_a_working_session_the_wire_never_showed", func(t *testing.T, h *roomHarness, g inviteGrant, c *provenClient) {
 			s := c.join(t, "alice")
-			wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+			wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil))
 			if h.usedCount(g.InviteID) != 1 || s.Name != "alice" || s.Transport != "loopback" {
 				t.Errorf("grant %+v, used %d", s, h.usedCount(g.InviteID))
 			}
@@ -130,10 +130,10 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 			wantOK(t, r)
 			var s sessionGrant
 			r.Into(t, &s)
-			wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil))
+			wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil))
 		}},
 		{"an_unknown_invitation_or_a_bad_nonce_gets_no_challenge", func(t *testing.T, h *roomHarness, g inviteGrant, c *provenClient) {
-			url := h.ingressURL("/session/join/challenge")
+			url := h.IngressURL("/session/join/challenge")
 			wantError(t, h.do("POST", url, "", map[string]any{"invite_id": "invite_0000000000000000", "client_nonce": room.NewJoinNonce()}),
 				http.StatusUnauthorized, "unauthorized")
 			m := wantError(t, h.do("POST", url, "", map[string]any{"invite_id": g.InviteID, "client_nonce": "short"}),
@@ -147,7 +147,7 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 		}},
 		{"a_flood_of_challenges_is_bounded_and_the_holder_still_joins", func(t *testing.T, h *roomHarness, g inviteGrant, c *provenClient) {
 			for range 5 * room.MaxJoinChallengesPerInvite {
-				wantOK(t, h.do("POST", h.ingressURL("/session/join/challenge"), "",
+				wantOK(t, h.do("POST", h.IngressURL("/session/join/challenge"), "",
 					map[string]any{"invite_id": g.InviteID, "client_nonce": room.NewJoinNonce()}))
 			}
 			if n := h.Eng.OutstandingJoinChallenges(); n != room.MaxJoinChallengesPerInvite {
@@ -156,7 +156,7 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 			var m struct {
 				Room map[string]int `json:"room"`
 			}
-			h.do("GET", h.ownerURL("/debug/metrics"), h.OpToken, nil).Into(t, &m)
+			h.do("GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil).Into(t, &m)
 			if got := m.Room["join_challenges_outstanding"]; got != room.MaxJoinChallengesPerInvite {
 				t.Fatalf("/debug/metrics room.join_challenges_outstanding = %d, want %d", got, room.MaxJoinChallengesPerInvite)
 			}
@@ -165,7 +165,7 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "")
-			g := h.createInvite(map[string]any{"max_uses": 2})
+			g := h.Invite(map[string]any{"max_uses": 2})
 			tc.run(t, h, g, newProvenClient(t, h, g.URI))
 		})
 	}
@@ -176,11 +176,11 @@ func TestProvenJoinOverHTTP(t *testing.T) {
 // and the room's answers hold no clear session token.
 func TestProvenJoin_NeitherStepCarriesTheSecret(t *testing.T) {
 	h := newHarness(t, "")
-	g := h.createInvite(nil)
+	g := h.Invite(nil)
 	c := newProvenClient(t, h, g.URI)
 	tr := room.JoinTranscript{WorkspaceID: c.inv.WorkspaceID, InviteID: c.inv.InviteID, ClientNonce: room.NewJoinNonce()}
 	first := map[string]any{"invite_id": tr.InviteID, "client_nonce": tr.ClientNonce}
-	r1 := h.do("POST", h.ingressURL("/session/join/challenge"), "", first)
+	r1 := h.do("POST", h.IngressURL("/session/join/challenge"), "", first)
 	wantOK(t, r1)
 	var ch room.JoinChallenge
 	r1.Into(t, &ch)

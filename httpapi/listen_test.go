@@ -27,7 +27,7 @@ func TestListenValidation(t *testing.T) {
 	c := streamClient()
 	o := h.join("owner", "read", "propose")
 	own := h.newTask(t, o.SessionToken, "write the intro")
-	before := h.snapshot()
+	before := h.Snapshot()
 
 	t.Run("taskIds without the tasks extension is 400 -32021 before any lookup, no stream", func(t *testing.T) {
 		for _, ids := range [][]string{{own.TaskID}, {"task_00000000000000000000000000000000"}} {
@@ -93,7 +93,7 @@ func TestListenValidation(t *testing.T) {
 		if st := h.Hub.Stats(); st.Subscribers != 0 {
 			t.Errorf("hub has %d subscribers after only refused listens", st.Subscribers)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	t.Run("listen is answered 200 text/event-stream, acknowledgement first", func(t *testing.T) {
@@ -441,7 +441,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 		}
 		fs = append(fs, follower{s, ids(x.idx...)})
 	}
-	firstEvent := h.count(`SELECT COALESCE(MAX(event_id), 0) FROM events`)
+	firstEvent := h.Count(`SELECT COALESCE(MAX(event_id), 0) FROM events`)
 
 	// Three writers change the three tasks at once, many times in a row.
 	const rounds = 12
@@ -608,7 +608,7 @@ func TestListenThousandStreams(t *testing.T) {
 		stopped := make(chan struct{})
 		go func() {
 			defer close(stopped)
-			h.stop()
+			h.Stop()
 		}()
 		select {
 		case <-stopped:
@@ -688,7 +688,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 			slices.Sort(keys)
 			// The HTTP twin of handoff_request_input: the same engine call,
 			// with a body and an answer of one copy of the question each.
-			wantOK(t, h.do("POST", h.ingressURL("/workspace/handoff/request_input"), a.SessionToken, map[string]any{
+			wantOK(t, h.do("POST", h.IngressURL("/workspace/handoff/request_input"), a.SessionToken, map[string]any{
 				"handoff_id": xs[i%jobs].HandoffID,
 				"requests":   []any{map[string]any{"key": fmt.Sprintf("q%d", i/jobs), "message": question}}}))
 			deliver(t, taskChange{xs[i%jobs].TaskID, room.TaskInputRequired, strings.Join(keys, ",")})
@@ -932,7 +932,7 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		s1, _ := h.listen(t, c, l.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		s2, _ := h.listen(t, c, l.SessionToken, `"two"`, map[string]any{"resourceSubscriptions": doc(h)}, false)
 		sk, _ := h.listen(t, c, k.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
-		wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), l.SessionToken, map[string]any{}))
+		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), l.SessionToken, map[string]any{}))
 		s1.expectFinal(t)
 		s2.expectFinal(t)
 		h.editFile(t, k.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
@@ -953,7 +953,7 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		lt := h.join("late", "read")
 		sl, _ := h.listen(t, c, lt.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		h.Clock.Advance(4*time.Hour + time.Minute) // past the early session's 8 idle hours
-		h.sweep()
+		h.Sweep()
 		se.expectFinal(t)
 		h.editFile(t, lt.SessionToken, threeSections("hello later", "ship it\nsoon", "step one"))
 		sl.expectRes(t, h.Eng.DocumentURI())

@@ -23,14 +23,14 @@ func TestMetricsReportLiveCountsAndTotals(t *testing.T) {
 	owner := h.join("owner", "read", "propose")
 	metrics := func() map[string]any {
 		t.Helper()
-		r := h.doT(t, "GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+		r := h.Do(t, "GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil)
 		wantOK(t, r)
 		return r.JSON(t)
 	}
 
 	before := metrics()
 	for range 3 {
-		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/handoff"), owner.SessionToken,
+		wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/handoff"), owner.SessionToken,
 			map[string]any{"summary": "count me"}))
 	}
 	after := metrics()
@@ -78,16 +78,16 @@ func TestPprofServesTheLocalOperatorOnly(t *testing.T) {
 		token  string
 		status int
 	}{
-		{"the operator gets a heap profile", h.ownerURL("/debug/pprof/heap"), h.OpToken, 200},
-		{"the operator gets the index", h.ownerURL("/debug/pprof/"), h.OpToken, 200},
-		{"an unknown profile is not found", h.ownerURL("/debug/pprof/nosuch"), h.OpToken, 404},
-		{"an admin session is refused", h.ownerURL("/debug/pprof/heap"), guest.SessionToken, 403},
-		{"no credential is refused", h.ownerURL("/debug/pprof/heap"), "", 401},
-		{"the ingress listener has no profiles", h.ingressURL("/debug/pprof/heap"), guest.SessionToken, 404},
+		{"the operator gets a heap profile", h.OwnerURL("/debug/pprof/heap"), h.OpToken, 200},
+		{"the operator gets the index", h.OwnerURL("/debug/pprof/"), h.OpToken, 200},
+		{"an unknown profile is not found", h.OwnerURL("/debug/pprof/nosuch"), h.OpToken, 404},
+		{"an admin session is refused", h.OwnerURL("/debug/pprof/heap"), guest.SessionToken, 403},
+		{"no credential is refused", h.OwnerURL("/debug/pprof/heap"), "", 401},
+		{"the ingress listener has no profiles", h.IngressURL("/debug/pprof/heap"), guest.SessionToken, 404},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := h.doT(t, "GET", c.url, c.token, nil)
+			r := h.Do(t, "GET", c.url, c.token, nil)
 			if r.Status != c.status {
 				t.Fatalf("status %d, want %d: %.200s", r.Status, c.status, r.Body)
 			}
@@ -122,7 +122,7 @@ func TestClientGoneIsNotLoggedAsAnError(t *testing.T) {
 // and descriptors come from /proc): a leak of either must be visible there.
 func TestMetricsReportTheProcess(t *testing.T) {
 	h := newHarness(t, "")
-	r := h.doT(t, "GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+	r := h.Do(t, "GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil)
 	wantOK(t, r)
 	proc, ok := r.JSON(t)["process"].(map[string]any)
 	if !ok {

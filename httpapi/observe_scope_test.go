@@ -26,7 +26,7 @@ import (
 // with the owner page's cookie, as the page's EventSource does.
 func (h *roomHarness) observeCookie(t testing.TB, cookie *http.Cookie, query string) (*stream, apiResp) {
 	t.Helper()
-	return h.observeAt(t, h.ownerURL("/workspace/observe"), "", query, "owner page observe "+query, withCookie(cookie))
+	return h.observeAt(t, h.OwnerURL("/workspace/observe"), "", query, "owner page observe "+query, withCookie(cookie))
 }
 
 // untilInvite reads s until the frame of invite.created naming id, and
@@ -56,30 +56,30 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 		end    func(t *testing.T, h *roomHarness, o opened)
 	}{
 		{name: "a session the host ends with the operator token ends its stream", end: func(t *testing.T, h *roomHarness, o opened) {
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": o.victim.SessionRef}))
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": o.victim.SessionRef}))
 		}},
 		{name: "a participant the owner page's button ends ends its stream", end: func(t *testing.T, h *roomHarness, o opened) {
 			_, cookie := h.pageCookie(t)
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), "", map[string]any{"participant_id": o.victim.ParticipantID},
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), "", map[string]any{"participant_id": o.victim.ParticipantID},
 				withCookie(cookie), withHeader("Origin", h.Owner.URL)))
 		}},
 		{name: "a participant that leaves ends its stream", end: func(t *testing.T, h *roomHarness, o opened) {
-			wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), o.victim.SessionToken, nil))
+			wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), o.victim.SessionToken, nil))
 		}},
 		{name: "a session idle for its whole window ends its stream at the sweep", end: func(t *testing.T, h *roomHarness, o opened) {
 			h.Clock.Advance(8 * time.Hour)
-			h.sweep()
+			h.Sweep()
 		}},
 		{name: "a session in use that reaches its lifetime ends its stream at the sweep",
 			opts: harnessOpts{Limits: func(l *room.Limits) { l.SessionMaxLifetime = 3 * time.Hour }},
 			end: func(t *testing.T, h *roomHarness, o opened) {
 				for range 2 {
 					h.Clock.Advance(80 * time.Minute)
-					h.sweep()
-					wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), o.victim.SessionToken, nil))
+					h.Sweep()
+					wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), o.victim.SessionToken, nil))
 				}
 				h.Clock.Advance(20 * time.Minute) // three hours since it was issued, 20 minutes since its last use
-				h.sweep()
+				h.Sweep()
 			}},
 		{name: "the owner page's stream ends when its cookie expires", cookie: true, end: func(t *testing.T, h *roomHarness, o opened) {
 			h.Clock.Advance(ownerCookieLife)
@@ -100,11 +100,11 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 				t.Fatalf("observe: %d %s", r.Status, r.Body)
 			}
 			// The stream is live: an event before the end arrives.
-			untilInvite(t, o.s, h.inviteCaps("read").InviteID)
+			untilInvite(t, o.s, h.InviteCaps("read").InviteID)
 			before := h.Hub.Stats()
 
 			tc.end(t, h, o)
-			after := h.inviteCaps("read").InviteID
+			after := h.InviteCaps("read").InviteID
 			rest := o.s.end(t) // fails unless the server ends the stream within frameWait
 			for _, f := range append(parseFrames(o.s.Frames()), rest...) {
 				if strings.Contains(string(f.Data), after) {
@@ -139,7 +139,7 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 			t.Fatalf("observe: %d %s", r.Status, r.Body)
 		}
 		h.Clock.Advance(ownerCookieLife - time.Minute)
-		untilInvite(t, s, h.inviteCaps("read").InviteID)
+		untilInvite(t, s, h.InviteCaps("read").InviteID)
 		if s.Ended() {
 			t.Fatal("the stream ended before its cookie expired")
 		}
@@ -155,10 +155,10 @@ func TestObserve_ASessionEndedWhileItsStreamOpensGetsNoStream(t *testing.T) {
 		end  func(h *roomHarness, victim party) apiResp
 	}{
 		{"ended by the host", func(h *roomHarness, victim party) apiResp {
-			return h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
+			return h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
 		}},
 		{"left", func(h *roomHarness, victim party) apiResp {
-			return h.do("POST", h.ingressURL("/workspace/leave"), victim.SessionToken, nil)
+			return h.do("POST", h.IngressURL("/workspace/leave"), victim.SessionToken, nil)
 		}},
 	} {
 		t.Run(tc.name+": the stream is refused or ends, and carries nothing after", func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestObserve_ASessionEndedWhileItsStreamOpensGetsNoStream(t *testing.T) {
 				wantUnauthorized(t, r, "unauthorized")
 				return
 			}
-			after := h.inviteCaps("read").InviteID
+			after := h.InviteCaps("read").InviteID
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			rest, err := s.endCtx(ctx)
@@ -271,7 +271,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 	watchers = append(watchers, watcher{"the host (owner page)", hostStream, true})
 	start := h.maxEvent(t)
 	lease := sc.lifecycle(t)
-	marker := h.inviteCaps("read").InviteID
+	marker := h.InviteCaps("read").InviteID
 
 	for _, w := range watchers {
 		t.Run(fmt.Sprintf("the live stream of %s shows the handoff: %v", w.name, w.shown), func(t *testing.T) {
@@ -296,14 +296,14 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 		}
 		defer s.close()
 		var raw []byte
-		for _, f := range untilInvite(t, s, h.inviteCaps("read").InviteID) {
+		for _, f := range untilInvite(t, s, h.InviteCaps("read").InviteID) {
 			raw = append(raw, f.Data...)
 		}
 		return raw
 	}
 	history := func(t *testing.T, p party) ([]byte, []byte) {
 		t.Helper()
-		r := h.do("GET", h.ingressURL(fmt.Sprintf("/workspace/history?since_event_id=%d&limit=200", start)), p.SessionToken, nil)
+		r := h.do("GET", h.IngressURL(fmt.Sprintf("/workspace/history?since_event_id=%d&limit=200", start)), p.SessionToken, nil)
 		wantOK(t, r)
 		res := p.mcp.call(t, "tools/call", map[string]any{"name": "workspace_history", "arguments": map[string]any{"since_event_id": start, "limit": 200}})
 		if res.Status != http.StatusOK || res.Result == nil || res.Result["isError"] == true {
@@ -325,9 +325,9 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 		})
 	}
 	t.Run("handoff_events answers a third participant handoff_not_found, as an unknown handoff", func(t *testing.T) {
-		r := h.do("GET", h.ingressURL("/workspace/handoff/events?handoff_id="+sc.x.HandoffID), sc.third.SessionToken, nil)
+		r := h.do("GET", h.IngressURL("/workspace/handoff/events?handoff_id="+sc.x.HandoffID), sc.third.SessionToken, nil)
 		wantError(t, r, http.StatusNotFound, "handoff_not_found")
-		wantOK(t, h.do("GET", h.ingressURL("/workspace/handoff/events?handoff_id="+sc.x.HandoffID), sc.worker.SessionToken, nil))
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/handoff/events?handoff_id="+sc.x.HandoffID), sc.worker.SessionToken, nil))
 	})
 	t.Run("a page of the history holds limit events the caller may see unless it is the last", func(t *testing.T) {
 		var pages []int
@@ -340,7 +340,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 				Oldest int64 `json:"oldest_event_id"`
 				Newest int64 `json:"newest_event_id"`
 			}
-			r := h.do("GET", h.ingressURL(fmt.Sprintf("/workspace/history?since_event_id=%d&limit=2", since)), sc.third.SessionToken, nil)
+			r := h.do("GET", h.IngressURL(fmt.Sprintf("/workspace/history?since_event_id=%d&limit=2", since)), sc.third.SessionToken, nil)
 			wantOK(t, r)
 			r.Into(t, &got)
 			sc.wantNames(t, "a page of the history", r.Body, false)
@@ -372,7 +372,7 @@ func TestMCPStreamOfASessionEndedWhileItOpensIsRefused(t *testing.T) {
 			var ended apiResp
 			h.API.beforeSubscribe = func() {
 				h.API.beforeSubscribe = nil
-				ended = h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
+				ended = h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
 			}
 			var s *stream
 			var r *mcpResp

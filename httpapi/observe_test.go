@@ -116,7 +116,7 @@ func TestObserveNeedsObserve(t *testing.T) {
 			status: 400, code: "invalid_request", field: "since_event_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			s, r := h.observe(t, tc.token, tc.query)
 			if s != nil {
 				s.close()
@@ -129,7 +129,7 @@ func TestObserveNeedsObserve(t *testing.T) {
 			if tc.code == "permission_denied" && m["required"] != "observe" {
 				t.Errorf("required = %v, want observe", m["required"])
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	t.Run("a session with observe gets a text/event-stream", func(t *testing.T) {
@@ -157,7 +157,7 @@ func TestObserveStreamsNewEvents(t *testing.T) {
 
 	lease := h.checkout(t, agent.SessionToken, "Goals")
 	wantOK(t, h.post(t, agent.SessionToken, "/workspace/release", map[string]any{"lease_id": lease["lease_id"]}))
-	rows := h.events("")
+	rows := h.Events("")
 	var want []eventRow
 	for _, ev := range rows {
 		if ev.ID > start {
@@ -186,7 +186,7 @@ func TestObserveStreamsNewEvents(t *testing.T) {
 		}
 	})
 	t.Run("frames carry no session token or invitation secret", func(t *testing.T) {
-		h.inviteCaps("read")
+		h.InviteCaps("read")
 		f := s.next(t)
 		if eventFrame(t, f); f.eventType() != "invite.created" {
 			t.Fatalf("frame %s, want invite.created", f.eventType())
@@ -207,7 +207,7 @@ func TestObserveBacklogThenLive(t *testing.T) {
 		l := h.checkout(t, agent.SessionToken, target)
 		wantOK(t, h.post(t, agent.SessionToken, "/workspace/release", map[string]any{"lease_id": l["lease_id"]}))
 	}
-	all := h.events("")
+	all := h.Events("")
 	since := all[len(all)-4].ID // the backlog is the last three events
 	s, r := h.observe(t, observer.SessionToken, fmt.Sprintf("since_event_id=%d", since))
 	if s == nil {
@@ -247,7 +247,7 @@ func TestObserveBacklogThenLive(t *testing.T) {
 			t.Fatalf("observe = %d %s", r.Status, r.Body)
 		}
 		defer s2.close()
-		h.inviteCaps("read")
+		h.InviteCaps("read")
 		f := s2.next(t)
 		if id := eventFrame(t, f); id != newest+1 || f.eventType() != "invite.created" {
 			t.Errorf("first frame is event %d %s, want %d invite.created", id, f.eventType(), newest+1)
@@ -277,7 +277,7 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 			wg.Go(func() {
 				<-begin
 				for range pairs {
-					r1, err := h.send("POST", h.ingressURL("/workspace/checkout"), writer.SessionToken, map[string]any{"target": "Plan"})
+					r1, err := h.Send("POST", h.IngressURL("/workspace/checkout"), writer.SessionToken, map[string]any{"target": "Plan"})
 					if err != nil || r1.Status != http.StatusOK {
 						errs.Errorf("checkout: %v %d %s", err, r1.Status, r1.Body)
 						return
@@ -289,7 +289,7 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 						errs.Errorf("checkout answer: %v", err)
 						return
 					}
-					r2, err := h.send("POST", h.ingressURL("/workspace/release"), writer.SessionToken, map[string]any{"lease_id": l.LeaseID})
+					r2, err := h.Send("POST", h.IngressURL("/workspace/release"), writer.SessionToken, map[string]any{"lease_id": l.LeaseID})
 					if err != nil || r2.Status != http.StatusOK {
 						errs.Errorf("release: %v %d %s", err, r2.Status, r2.Body)
 						return

@@ -22,7 +22,7 @@ import (
 // ppKey mints a one-time page key for token.
 func ppKey(t testing.TB, h *roomHarness, token string) string {
 	t.Helper()
-	r := h.doT(t, "POST", h.ingressURL("/session/page"), token, nil)
+	r := h.Do(t, "POST", h.IngressURL("/session/page"), token, nil)
 	wantOK(t, r)
 	m := r.JSON(t)
 	if m["path"] != "/?key=" {
@@ -39,7 +39,7 @@ func ppKey(t testing.TB, h *roomHarness, token string) string {
 // set, or nil with the answer.
 func ppRedeem(t testing.TB, h *roomHarness, key string) (*http.Cookie, apiResp) {
 	t.Helper()
-	r := h.doT(t, "GET", h.ingressURL("/?key="+url.QueryEscape(key)), "", nil)
+	r := h.Do(t, "GET", h.IngressURL("/?key="+url.QueryEscape(key)), "", nil)
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 		if c.Name == h.API.sessionPages.name {
 			return c, r
@@ -66,7 +66,7 @@ func TestParticipantPageKeyOnce(t *testing.T) {
 	key := ppKey(t, h, alice.SessionToken)
 
 	t.Run("the owner listener does not know it", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ownerURL("/?key="+url.QueryEscape(key)), "", nil)
+		r := h.Do(t, "GET", h.OwnerURL("/?key="+url.QueryEscape(key)), "", nil)
 		if r.Status != http.StatusForbidden || len(r.Header.Values("Set-Cookie")) > 0 {
 			t.Errorf("owner listener: %d, Set-Cookie %v", r.Status, r.Header.Values("Set-Cookie"))
 		}
@@ -109,7 +109,7 @@ func TestParticipantPageKeyOnce(t *testing.T) {
 		}
 	})
 	t.Run("the page opens with the cookie and names its viewer", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ingressURL("/"), "", nil, withCookie(&http.Cookie{Name: c.Name, Value: c.Value}))
+		r := h.Do(t, "GET", h.IngressURL("/"), "", nil, withCookie(&http.Cookie{Name: c.Name, Value: c.Value}))
 		wantOK(t, r)
 		body := string(r.Body)
 		for _, want := range []string{`data-operator="false"`, `data-participant-id="` + alice.ParticipantID + `"`,
@@ -133,25 +133,25 @@ func TestParticipantPageCookieWhere(t *testing.T) {
 	c := ppCookie(t, h, alice.SessionToken)
 	for _, p := range []string{"/", "/page/document", "/workspace/room", "/workspace/status", "/workspace/read?section=Idea/Goals"} {
 		t.Run("ingress "+p+" answers", func(t *testing.T) {
-			wantOK(t, h.doT(t, "GET", h.ingressURL(p), "", nil, withCookie(c)))
+			wantOK(t, h.Do(t, "GET", h.IngressURL(p), "", nil, withCookie(c)))
 		})
 	}
 	t.Run("the room view is the participant's", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ingressURL("/workspace/room"), "", nil, withCookie(c))
+		r := h.Do(t, "GET", h.IngressURL("/workspace/room"), "", nil, withCookie(c))
 		if m := r.JSON(t); m["invites"] != nil || m["task_shares"] != nil {
 			t.Errorf("a participant without invite/admin was shown invites or task shares")
 		}
 	})
 	for _, p := range []string{"/", "/page/document", "/workspace/room"} {
 		t.Run("owner listener "+p+" refuses", func(t *testing.T) {
-			r := h.doT(t, "GET", h.ownerURL(p), "", nil, withCookie(c))
+			r := h.Do(t, "GET", h.OwnerURL(p), "", nil, withCookie(c))
 			if r.Status != http.StatusUnauthorized {
 				t.Errorf("owner %s with a participant cookie: %d", p, r.Status)
 			}
 		})
 	}
 	t.Run("not on /mcp", func(t *testing.T) {
-		r := h.doT(t, "POST", h.ingressURL("/mcp"), "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+		r := h.Do(t, "POST", h.IngressURL("/mcp"), "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list",
 			"params": map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}}},
 			withCookie(c), withOrigin(h.Ingress.URL), withHeader("MCP-Protocol-Version", "2026-07-28"), withHeader("Mcp-Method", "tools/list"))
 		if r.Status != http.StatusUnauthorized {
@@ -160,14 +160,14 @@ func TestParticipantPageCookieWhere(t *testing.T) {
 	})
 	t.Run("it does not mint page keys", func(t *testing.T) {
 		before, _ := h.API.sessionPages.size()
-		r := h.doT(t, "POST", h.ingressURL("/session/page"), "", nil, withCookie(c), withOrigin(h.Ingress.URL))
+		r := h.Do(t, "POST", h.IngressURL("/session/page"), "", nil, withCookie(c), withOrigin(h.Ingress.URL))
 		wantError(t, r, http.StatusUnauthorized, "unauthorized")
 		if after, _ := h.API.sessionPages.size(); after != before {
 			t.Errorf("keys %d -> %d", before, after)
 		}
 	})
 	t.Run("no /session/page on the owner listener", func(t *testing.T) {
-		r := h.doT(t, "POST", h.ownerURL("/session/page"), alice.SessionToken, nil)
+		r := h.Do(t, "POST", h.OwnerURL("/session/page"), alice.SessionToken, nil)
 		if r.Status != http.StatusNotFound && r.Status != http.StatusMethodNotAllowed {
 			t.Errorf("owner POST /session/page: %d", r.Status)
 		}
@@ -183,10 +183,10 @@ func TestParticipantPageEndsWithSession(t *testing.T) {
 		end  func(h *roomHarness, p party)
 	}{
 		{"left", func(h *roomHarness, p party) {
-			wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), p.SessionToken, nil))
+			wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), p.SessionToken, nil))
 		}},
 		{"ended by the host", func(h *roomHarness, p party) {
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": p.ParticipantID}))
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": p.ParticipantID}))
 		}},
 		{"expired", func(h *roomHarness, p party) {
 			h.Clock.Advance(h.Eng.Limits.SessionMaxLifetime + time.Minute)
@@ -198,13 +198,13 @@ func TestParticipantPageEndsWithSession(t *testing.T) {
 			alice := h.join("alice", "read", "observe", "propose", "checkout")
 			c := ppCookie(t, h, alice.SessionToken)
 			key := ppKey(t, h, alice.SessionToken)
-			wantOK(t, h.doT(t, "GET", h.ingressURL("/workspace/room"), "", nil, withCookie(c)))
+			wantOK(t, h.Do(t, "GET", h.IngressURL("/workspace/room"), "", nil, withCookie(c)))
 			tc.end(h, alice)
-			r := h.doT(t, "GET", h.ingressURL("/workspace/room"), "", nil, withCookie(c))
+			r := h.Do(t, "GET", h.IngressURL("/workspace/room"), "", nil, withCookie(c))
 			if r.Status != http.StatusUnauthorized {
 				t.Errorf("cookie after the end: %d %s", r.Status, r.Body)
 			}
-			r = h.doT(t, "GET", h.ingressURL("/"), "", nil, withCookie(c))
+			r = h.Do(t, "GET", h.IngressURL("/"), "", nil, withCookie(c))
 			if r.Status != http.StatusUnauthorized || !strings.Contains(string(r.Body), "session ended") || strings.Contains(string(r.Body), "<html") {
 				t.Errorf("page after the end: %d %q", r.Status, r.Body)
 			}
@@ -228,26 +228,26 @@ func TestParticipantPageOtherRoomsCookie(t *testing.T) {
 		t.Fatalf("two rooms share the cookie name %q", ca.Name)
 	}
 	t.Run("room A's cookie as it is: room B sees no page cookie", func(t *testing.T) {
-		wantUnauthorized(t, b.do("GET", b.ingressURL("/workspace/room"), "", nil, withCookie(ca)), "unauthorized")
-		r := b.do("GET", b.ingressURL("/"), "", nil, withCookie(ca))
+		wantUnauthorized(t, b.do("GET", b.IngressURL("/workspace/room"), "", nil, withCookie(ca)), "unauthorized")
+		r := b.do("GET", b.IngressURL("/"), "", nil, withCookie(ca))
 		if !strings.HasPrefix(string(r.Body), "Commonroom ingress.") {
 			t.Errorf("room B served a page for room A's cookie: %d %.80s", r.Status, r.Body)
 		}
 	})
 	t.Run("room A's cookie under room B's name is refused", func(t *testing.T) {
 		forged := &http.Cookie{Name: cb.Name, Value: ca.Value}
-		m := wantError(t, b.do("GET", b.ingressURL("/workspace/room"), "", nil, withCookie(forged)), http.StatusUnauthorized, "unauthorized")
+		m := wantError(t, b.do("GET", b.IngressURL("/workspace/room"), "", nil, withCookie(forged)), http.StatusUnauthorized, "unauthorized")
 		if msg, _ := m["message"].(string); !strings.Contains(msg, "not signed in for this room") {
 			t.Errorf("message %q", msg)
 		}
-		r := b.do("GET", b.ingressURL("/"), "", nil, withCookie(forged))
+		r := b.do("GET", b.IngressURL("/"), "", nil, withCookie(forged))
 		if r.Status != http.StatusUnauthorized || !strings.Contains(string(r.Body), "Page: link") {
 			t.Errorf("page: %d %q", r.Status, r.Body)
 		}
 	})
 	t.Run("both cookies sent: each room reads its own", func(t *testing.T) {
-		wantOK(t, b.do("GET", b.ingressURL("/workspace/room"), "", nil, withCookie(ca), withCookie(cb)))
-		wantOK(t, a.do("GET", a.ingressURL("/workspace/room"), "", nil, withCookie(ca), withCookie(cb)))
+		wantOK(t, b.do("GET", b.IngressURL("/workspace/room"), "", nil, withCookie(ca), withCookie(cb)))
+		wantOK(t, a.do("GET", a.IngressURL("/workspace/room"), "", nil, withCookie(ca), withCookie(cb)))
 	})
 }
 
@@ -265,18 +265,18 @@ func TestParticipantPageCrossOriginWrites(t *testing.T) {
 		"https, same authority":       "https://" + strings.TrimPrefix(h.Ingress.URL, "http://"),
 	} {
 		t.Run(name+": refused, nothing changed", func(t *testing.T) {
-			before := h.snapshot()
+			before := h.Snapshot()
 			opts := []reqOpt{withCookie(c)}
 			if origin != "" {
 				opts = append(opts, withOrigin(origin))
 			}
-			wantError(t, h.doT(t, "POST", h.ingressURL("/workspace/checkout"), "", body, opts...), http.StatusForbidden, "permission_denied")
-			h.assertUnchanged(t, before)
+			wantError(t, h.Do(t, "POST", h.IngressURL("/workspace/checkout"), "", body, opts...), http.StatusForbidden, "permission_denied")
+			h.AssertUnchanged(t, before)
 		})
 	}
 	t.Run("the page's own origin: leased", func(t *testing.T) {
-		wantOK(t, h.do("POST", h.ingressURL("/workspace/checkout"), "", body, withCookie(c), withOrigin(h.Ingress.URL)))
-		if n := h.count(`SELECT COUNT(*) FROM leases WHERE participant_id = ?`, alice.ParticipantID); n != 1 {
+		wantOK(t, h.do("POST", h.IngressURL("/workspace/checkout"), "", body, withCookie(c), withOrigin(h.Ingress.URL)))
+		if n := h.Count(`SELECT COUNT(*) FROM leases WHERE participant_id = ?`, alice.ParticipantID); n != 1 {
 			t.Errorf("leases of alice = %d", n)
 		}
 	})
@@ -288,8 +288,8 @@ func TestParticipantPageCrossOriginWrites(t *testing.T) {
 func TestParticipantPageReadOnly(t *testing.T) {
 	h := newHarness(t, "")
 	writer := h.join("writer", "read", "observe", "propose", "checkout")
-	wantOK(t, h.do("POST", h.ingressURL("/workspace/checkout"), writer.SessionToken, map[string]any{"target": "Idea/Goals"}))
-	r := h.do("POST", h.ingressURL("/workspace/propose"), writer.SessionToken, map[string]any{
+	wantOK(t, h.do("POST", h.IngressURL("/workspace/checkout"), writer.SessionToken, map[string]any{"target": "Idea/Goals"}))
+	r := h.do("POST", h.IngressURL("/workspace/propose"), writer.SessionToken, map[string]any{
 		"target": "Idea/Goals", "base_version": 1, "summary": "sharper",
 		"change": map[string]any{"section": "Idea/Goals", "content": "## Goals\n\nship it now\n\n"}})
 	wantOK(t, r)
@@ -298,7 +298,7 @@ func TestParticipantPageReadOnly(t *testing.T) {
 	c := ppCookie(t, h, reader.SessionToken)
 
 	t.Run("the page shows no write action", func(t *testing.T) {
-		r := h.doT(t, "GET", h.ingressURL("/"), "", nil, withCookie(c))
+		r := h.Do(t, "GET", h.IngressURL("/"), "", nil, withCookie(c))
 		wantOK(t, r)
 		body := string(r.Body)
 		if !strings.Contains(body, `data-caps="read observe"`) {
@@ -325,9 +325,9 @@ func TestParticipantPageReadOnly(t *testing.T) {
 	}
 	for _, w := range writes {
 		t.Run(w.path+": refused, nothing changed", func(t *testing.T) {
-			before := h.snapshot()
-			wantError(t, h.doT(t, "POST", h.ingressURL(w.path), "", w.body, withCookie(c), withOrigin(h.Ingress.URL)), http.StatusForbidden, "permission_denied")
-			h.assertUnchanged(t, before)
+			before := h.Snapshot()
+			wantError(t, h.Do(t, "POST", h.IngressURL(w.path), "", w.body, withCookie(c), withOrigin(h.Ingress.URL)), http.StatusForbidden, "permission_denied")
+			h.AssertUnchanged(t, before)
 		})
 	}
 }
@@ -354,14 +354,14 @@ func TestParticipantPageBadRequests(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+": refused", func(t *testing.T) {
-			wantError(t, h.doT(t, "POST", h.ingressURL("/session/page"), tc.token, tc.body), tc.status, tc.code)
+			wantError(t, h.Do(t, "POST", h.IngressURL("/session/page"), tc.token, tc.body), tc.status, tc.code)
 			if keys, _ := h.API.sessionPages.size(); keys != 0 {
 				t.Errorf("%d keys minted", keys)
 			}
 		})
 	}
 	t.Run("an empty object: minted", func(t *testing.T) {
-		wantOK(t, h.do("POST", h.ingressURL("/session/page"), alice.SessionToken, map[string]any{}))
+		wantOK(t, h.do("POST", h.IngressURL("/session/page"), alice.SessionToken, map[string]any{}))
 	})
 }
 
@@ -396,8 +396,8 @@ func TestParticipantPageCaps(t *testing.T) {
 		if _, n := h.API.sessionPages.size(); n != maxPageCookiesPerSession {
 			t.Errorf("%d cookies held", n)
 		}
-		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/room"), "", nil, withCookie(cookies[0])), "unauthorized")
-		wantOK(t, h.do("GET", h.ingressURL("/workspace/room"), "", nil, withCookie(cookies[1])))
+		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(cookies[0])), "unauthorized")
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(cookies[1])))
 	})
 	t.Run("the room: the oldest of anyone's is dropped", func(t *testing.T) {
 		h := newHarness(t, "")
@@ -412,7 +412,7 @@ func TestParticipantPageCaps(t *testing.T) {
 		if keys, cookies := h.API.sessionPages.size(); keys+cookies != 3 {
 			t.Errorf("%d keys + %d cookies held, want 3", keys, cookies)
 		}
-		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/room"), "", nil, withCookie(ca)), "unauthorized")
+		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(ca)), "unauthorized")
 		for _, k := range []string{k1, k2, k3} {
 			if c, r := ppRedeem(t, h, k); c == nil {
 				t.Errorf("a key within the cap: %d", r.Status)
@@ -428,7 +428,7 @@ func TestParticipantPageCaps(t *testing.T) {
 // page once, and nothing on the wire carries it in clear.
 func TestParticipantPageKeyFromTheProvenJoin(t *testing.T) {
 	h := newHarness(t, "")
-	g := h.inviteCaps("read", "observe", "propose")
+	g := h.InviteCaps("read", "observe", "propose")
 	c := newProvenClient(t, h, g.URI)
 	tr := c.challenge(t)
 	body := c.second(tr, "ann")
@@ -455,11 +455,11 @@ func TestParticipantPageKeyFromTheProvenJoin(t *testing.T) {
 	if again, _ := ppRedeem(t, h, key); again != nil {
 		t.Errorf("the sealed key worked twice")
 	}
-	wantOK(t, h.do("GET", h.ingressURL("/workspace/room"), "", nil, withCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})))
+	wantOK(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})))
 
 	t.Run("without page: none sealed, none kept", func(t *testing.T) {
 		keysBefore, _ := h.API.sessionPages.size()
-		g := h.inviteCaps("read")
+		g := h.InviteCaps("read")
 		c := newProvenClient(t, h, g.URI)
 		r := h.joinRaw(c.second(c.challenge(t), "bo"))
 		wantOK(t, r)

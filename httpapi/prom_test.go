@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/commonroom/ce/internal/mcptest"
+	"github.com/commonroom/ce/internal/roomtest"
 	"github.com/commonroom/ce/room"
 )
 
@@ -35,7 +36,7 @@ func families(t testing.TB, body []byte) map[string]*dto.MetricFamily {
 // scrape is GET /metrics on the owner listener with the operator's credential.
 func (h *roomHarness) scrape(t testing.TB) map[string]*dto.MetricFamily {
 	t.Helper()
-	r := h.doT(t, "GET", h.ownerURL("/metrics"), h.OpToken, nil)
+	r := h.Do(t, "GET", h.OwnerURL("/metrics"), h.OpToken, nil)
 	if r.Status != 200 {
 		t.Fatalf("GET /metrics: %d %.300s", r.Status, r.Body)
 	}
@@ -241,15 +242,15 @@ func TestPrometheusScrapeNeedsTheOperator(t *testing.T) {
 		token  string
 		status int
 	}{
-		{"the operator scrapes", h.ownerURL("/metrics"), h.OpToken, 200},
-		{"no credential is unauthorized", h.ownerURL("/metrics"), "", 401},
-		{"a wrong credential is unauthorized", h.ownerURL("/metrics"), "not-the-operator-token", 401},
-		{"an admin session is refused", h.ownerURL("/metrics"), guest.SessionToken, 403},
-		{"the ingress listener has no /metrics", h.ingressURL("/metrics"), guest.SessionToken, 404},
+		{"the operator scrapes", h.OwnerURL("/metrics"), h.OpToken, 200},
+		{"no credential is unauthorized", h.OwnerURL("/metrics"), "", 401},
+		{"a wrong credential is unauthorized", h.OwnerURL("/metrics"), "not-the-operator-token", 401},
+		{"an admin session is refused", h.OwnerURL("/metrics"), guest.SessionToken, 403},
+		{"the ingress listener has no /metrics", h.IngressURL("/metrics"), guest.SessionToken, 404},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := h.doT(t, "GET", c.url, c.token, nil)
+			r := h.Do(t, "GET", c.url, c.token, nil)
 			if r.Status != c.status {
 				t.Fatalf("status %d, want %d: %.200s", r.Status, c.status, r.Body)
 			}
@@ -263,7 +264,7 @@ func TestPrometheusScrapeNeedsTheOperator(t *testing.T) {
 // readyz reads /readyz on the listener at base.
 func (h *roomHarness) readyz(t testing.TB, base string) (int, map[string]any) {
 	t.Helper()
-	r := h.doT(t, "GET", base+"/readyz", "", nil)
+	r := h.Do(t, "GET", base+"/readyz", "", nil)
 	return r.Status, r.JSON(t)
 }
 
@@ -287,7 +288,7 @@ func TestReadyzSaysWhyTheRoomCannotServe(t *testing.T) {
 		if st != 503 || body["reason"] != "writer" {
 			t.Errorf("/readyz after the writer stopped = %d %v, want 503 writer", st, body)
 		}
-		if r := h.doT(t, "GET", h.ownerURL("/healthz"), "", nil); r.Status != 200 {
+		if r := h.Do(t, "GET", h.OwnerURL("/healthz"), "", nil); r.Status != 200 {
 			t.Errorf("/healthz = %d, want 200: liveness is not readiness", r.Status)
 		}
 		if value(h.scrape(t), "ce_ready") != 0 {
@@ -339,7 +340,7 @@ func (h *roomHarness) serveMetrics(t testing.TB) string {
 	t.Helper()
 	s := httptest.NewUnstartedServer(h.API.MetricsHandler())
 	s.Listener.Close()
-	s.Listener = h.API.MetricsListener(localListener(t))
+	s.Listener = h.API.MetricsListener(roomtest.Listener(t))
 	s.Config = NewHTTPServer(h.API.MetricsHandler(), h.Log)
 	s.Start()
 	t.Cleanup(s.Close)
@@ -372,7 +373,7 @@ func TestMetricsListenerServesMetricsOnly(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := h.doT(t, c.method, base+c.path, c.token, nil, c.opts...)
+			r := h.Do(t, c.method, base+c.path, c.token, nil, c.opts...)
 			if r.Status != c.status {
 				t.Fatalf("%s %s: %d, want %d: %.200s", c.method, c.path, r.Status, c.status, r.Body)
 			}

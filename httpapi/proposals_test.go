@@ -250,7 +250,7 @@ func TestProposalCapsAtEachDoor(t *testing.T) {
 	})
 	t.Run("the host rejecting one frees a place", func(t *testing.T) {
 		ps := proposalsOf(t, h.get(t, a.SessionToken, "/workspace/proposals?status=pending"))
-		wantOK(t, h.do("POST", h.ownerURL("/workspace/proposal/review"), h.OpToken, map[string]any{"proposal_id": ps[0]["proposal_id"], "approve": false}))
+		wantOK(t, h.do("POST", h.OwnerURL("/workspace/proposal/review"), h.OpToken, map[string]any{"proposal_id": ps[0]["proposal_id"], "approve": false}))
 		c.mcp.toolOK(t, "workspace_propose", numberedProposal(4))
 	})
 }
@@ -313,27 +313,27 @@ func TestProposeNamesItsScopeOneWay(t *testing.T) {
 	for _, door := range doors {
 		for _, c := range cases {
 			t.Run(door.name+"/"+c.name, func(t *testing.T) {
-				before := h.snapshot()
+				before := h.Snapshot()
 				code, m := door.propose(t, body(c.target, c.section))
 				if c.wantScope == "" {
 					if code != "invalid_request" || m["field"] != "change.section" || !strings.Contains(str(m["message"]), c.wantFix) {
 						t.Fatalf("answer %v, want invalid_request on change.section saying %q", m, c.wantFix)
 					}
-					h.assertUnchanged(t, before)
+					h.AssertUnchanged(t, before)
 					return
 				}
 				if code != "" || m["scope"] != c.wantScope {
 					t.Fatalf("answer %v, want scope %s", m, c.wantScope)
 				}
 				id := str(m["proposal_id"])
-				one := okJSON(t, h.doT(t, "GET", h.ingressURL("/workspace/proposal?proposal_id="+id), a.SessionToken, nil))
+				one := okJSON(t, h.Do(t, "GET", h.IngressURL("/workspace/proposal?proposal_id="+id), a.SessionToken, nil))
 				if one["scope"] != c.wantScope {
 					t.Errorf("GET /workspace/proposal scope %v, want %s", one["scope"], c.wantScope)
 				}
 				if tool := a.mcp.toolOK(t, "workspace_proposal", map[string]any{"proposal_id": id}); tool["scope"] != c.wantScope {
 					t.Errorf("workspace_proposal scope %v, want %s", tool["scope"], c.wantScope)
 				}
-				listed := proposalsOf(t, h.doT(t, "GET", h.ingressURL("/workspace/proposals?limit=1"), a.SessionToken, nil))
+				listed := proposalsOf(t, h.Do(t, "GET", h.IngressURL("/workspace/proposals?limit=1"), a.SessionToken, nil))
 				if len(listed) != 1 || listed[0]["proposal_id"] != id || listed[0]["scope"] != c.wantScope {
 					t.Errorf("GET /workspace/proposals = %v, want %s with scope %s", listed, id, c.wantScope)
 				}

@@ -26,7 +26,7 @@ func TestReadPaging(t *testing.T) {
 			for k, v := range args {
 				q.Set(k, fmt.Sprint(v))
 			}
-			r := h.do("GET", h.ingressURL("/workspace/read?"+q.Encode()), s.SessionToken, nil)
+			r := h.do("GET", h.IngressURL("/workspace/read?"+q.Encode()), s.SessionToken, nil)
 			m := r.JSON(t)
 			if r.Status != http.StatusOK {
 				code, _ := m["error"].(string)
@@ -74,16 +74,16 @@ func TestReadPaging(t *testing.T) {
 			offset any
 		}{{"negative", -1}, {"past the end", len(goals) + 1}} {
 			t.Run(door.name+": an offset "+tc.name+" is invalid_request", func(t *testing.T) {
-				before := h.snapshot()
+				before := h.Snapshot()
 				if p := door.read(t, map[string]any{"section": "Goals", "offset": tc.offset}); p.errCode != "invalid_request" {
 					t.Fatalf("got %+v, want invalid_request", p)
 				}
-				h.assertUnchanged(t, before)
+				h.AssertUnchanged(t, before)
 			})
 		}
 	}
 	t.Run("GET /workspace/read: an offset that is not a number is invalid_request", func(t *testing.T) {
-		r := h.do("GET", h.ingressURL("/workspace/read?offset=ten"), s.SessionToken, nil)
+		r := h.do("GET", h.IngressURL("/workspace/read?offset=ten"), s.SessionToken, nil)
 		if m := wantError(t, r, http.StatusBadRequest, "invalid_request"); m["field"] != "offset" {
 			t.Errorf("field = %v, want offset", m["field"])
 		}

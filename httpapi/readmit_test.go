@@ -13,7 +13,7 @@ import (
 func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 	h := newHarness(t, "")
 	agent := h.join("agent")
-	created := h.do("POST", h.ingressURL("/workspace/handoff"), agent.SessionToken,
+	created := h.do("POST", h.IngressURL("/workspace/handoff"), agent.SessionToken,
 		map[string]any{"summary": "write the goals", "idempotency_key": "k-readmit"})
 	wantOK(t, created)
 	hid, _ := jsonAt(created.JSON(t), "handoff", "handoff_id").(string)
@@ -22,9 +22,9 @@ func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 		t.Fatalf("create: %s", created.Body)
 	}
 	// The host cuts the old session off; a later invitation brings it back.
-	wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": agent.SessionRef}))
+	wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": agent.SessionRef}))
 
-	r := h.do("POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{"participant_id": agent.ParticipantID})
+	r := h.do("POST", h.OwnerURL("/workspace/invite"), h.OpToken, map[string]any{"participant_id": agent.ParticipantID})
 	wantOK(t, r)
 	var inv struct {
 		URI           string   `json:"uri"`
@@ -37,31 +37,31 @@ func TestReadmit_OverHTTPAndMCP(t *testing.T) {
 	if inv.ParticipantID != agent.ParticipantID || len(inv.Capabilities) != len(agent.Capabilities) {
 		t.Fatalf("invitation = %s", r.Body)
 	}
-	participants := h.count(`SELECT count(*) FROM participants`)
+	participants := h.Count(`SELECT count(*) FROM participants`)
 	back := h.redeem(inv.URI, "a new name")
 	if back.ParticipantID != agent.ParticipantID || back.SessionRef == agent.SessionRef {
 		t.Fatalf("joined as %s (%s), want %s with a new session", back.ParticipantID, back.SessionRef, agent.ParticipantID)
 	}
-	if got := h.count(`SELECT count(*) FROM participants`); got != participants {
+	if got := h.Count(`SELECT count(*) FROM participants`); got != participants {
 		t.Errorf("participants %d -> %d", participants, got)
 	}
 	task := back.ext.ok(t, "tasks/get", map[string]any{"taskId": taskID})
 	if task["taskId"] != taskID {
 		t.Errorf("tasks/get of its own task = %v", task)
 	}
-	again := h.do("POST", h.ingressURL("/workspace/handoff"), back.SessionToken,
+	again := h.do("POST", h.IngressURL("/workspace/handoff"), back.SessionToken,
 		map[string]any{"summary": "write the goals", "idempotency_key": "k-readmit"})
 	wantOK(t, again)
 	if m := again.JSON(t); m["replayed"] != true || jsonAt(m, "handoff", "handoff_id") != hid {
 		t.Errorf("the retry with its key = %s, want the original %s replayed", again.Body, hid)
 	}
-	if n := h.count(`SELECT count(*) FROM handoffs`); n != 1 {
+	if n := h.Count(`SELECT count(*) FROM handoffs`); n != 1 {
 		t.Errorf("%d handoffs, want 1", n)
 	}
 	t.Run("used_twice_is_refused", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantError(t, h.joinRaw(map[string]any{"invite": inv.URI}), 403, "invitation_redeemed")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("an_admin_re_admits_through_workspace_invite", func(t *testing.T) {
 		admin := h.join("moderator", "admin")
@@ -99,31 +99,31 @@ func TestReadmit_RefusedAtEveryDoor(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run("HTTP: "+tc.name, func(t *testing.T) {
-			url := h.ingressURL("/workspace/invite")
+			url := h.IngressURL("/workspace/invite")
 			if tc.owner {
-				url = h.ownerURL("/workspace/invite")
+				url = h.OwnerURL("/workspace/invite")
 			}
-			before := h.snapshot()
+			before := h.Snapshot()
 			m := wantError(t, h.do("POST", url, tc.token, tc.body), tc.status, tc.code)
 			if m["field"] != tc.field {
 				t.Errorf("field = %v, want %s", m["field"], tc.field)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
 	t.Run("MCP: a_non_admin_asking_for_participant_id", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		res := inviter.mcp.tool(t, "workspace_invite", map[string]any{"participant_id": pid})
 		wantToolError(t, res, "permission_denied", "participant_id")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP: a_participant_that_left", func(t *testing.T) {
 		gone := h.join("gone")
 		gone.mcp.toolOK(t, "workspace_leave", nil)
 		admin := h.join("moderator", "admin")
-		before := h.snapshot()
+		before := h.Snapshot()
 		res := admin.mcp.tool(t, "workspace_invite", map[string]any{"participant_id": gone.ParticipantID})
 		wantToolError(t, res, "invalid_request", "participant_id")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }

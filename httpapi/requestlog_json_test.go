@@ -132,20 +132,20 @@ func TestRequestLog_ALifecycleLogsOneLinePerRequestAndNoSecret(t *testing.T) {
 
 	host := h.Eng.HostID
 	var bossInv, workerInv inviteGrant
-	httpStep("invite the boss", "POST", h.ownerURL("/workspace/invite"), h.OpToken,
+	httpStep("invite the boss", "POST", h.OwnerURL("/workspace/invite"), h.OpToken,
 		map[string]any{"capabilities": []string{"read", "propose", "approve", "commit"}},
 		loggedRequest{participant: host, status: http.StatusOK}).Into(t, &bossInv)
-	httpStep("invite the worker", "POST", h.ownerURL("/workspace/invite"), h.OpToken,
+	httpStep("invite the worker", "POST", h.OwnerURL("/workspace/invite"), h.OpToken,
 		map[string]any{"capabilities": []string{"read", "checkout"}},
 		loggedRequest{participant: host, status: http.StatusOK}).Into(t, &workerInv)
 	// The one-step join puts the invitation itself in the body: the log
 	// must still not hold it.
 	var bossG, workerG sessionGrant
-	joined := httpStep("the boss joins", "POST", h.ingressURL("/session/join"), "", map[string]any{"invite": bossInv.URI, "name": "boss"},
+	joined := httpStep("the boss joins", "POST", h.IngressURL("/session/join"), "", map[string]any{"invite": bossInv.URI, "name": "boss"},
 		loggedRequest{status: http.StatusOK})
 	joined.Into(t, &bossG)
 	made[len(made)-1].participant = bossG.ParticipantID
-	httpStep("the worker joins", "POST", h.ingressURL("/session/join"), "", map[string]any{"invite": workerInv.URI, "name": "worker"},
+	httpStep("the worker joins", "POST", h.IngressURL("/session/join"), "", map[string]any{"invite": workerInv.URI, "name": "worker"},
 		loggedRequest{status: http.StatusOK}).Into(t, &workerG)
 	made[len(made)-1].participant = workerG.ParticipantID
 	boss, worker := h.asParty(bossG), h.asParty(workerG)
@@ -165,17 +165,17 @@ func TestRequestLog_ALifecycleLogsOneLinePerRequestAndNoSecret(t *testing.T) {
 	proposed := toolStep("workspace_propose", boss.mcp, boss.ParticipantID, "workspace_propose", map[string]any{"target": "Goals", "base_version": 1, "summary": "goals",
 		"change": map[string]any{"section": "Goals", "content": "## Goals\n\n" + newText + "\n\n"}}, "")
 	pid, _ := proposed["proposal_id"].(string)
-	httpStep("review the proposal", "POST", h.ingressURL("/workspace/proposal/review"), boss.SessionToken, map[string]any{"proposal_id": pid, "approve": true},
+	httpStep("review the proposal", "POST", h.IngressURL("/workspace/proposal/review"), boss.SessionToken, map[string]any{"proposal_id": pid, "approve": true},
 		loggedRequest{participant: boss.ParticipantID, status: http.StatusOK})
-	httpStep("commit it", "POST", h.ingressURL("/workspace/commit"), boss.SessionToken, map[string]any{"proposal_id": pid},
+	httpStep("commit it", "POST", h.IngressURL("/workspace/commit"), boss.SessionToken, map[string]any{"proposal_id": pid},
 		loggedRequest{participant: boss.ParticipantID, status: http.StatusOK})
-	httpStep("read the document", "GET", h.ingressURL("/workspace/read"), worker.SessionToken, nil,
+	httpStep("read the document", "GET", h.IngressURL("/workspace/read"), worker.SessionToken, nil,
 		loggedRequest{participant: worker.ParticipantID, status: http.StatusOK})
-	httpStep("a handoff that is not there", "GET", h.ingressURL("/workspace/handoff?handoff_id=handoff_0000000000000000"), worker.SessionToken, nil,
+	httpStep("a handoff that is not there", "GET", h.IngressURL("/workspace/handoff?handoff_id=handoff_0000000000000000"), worker.SessionToken, nil,
 		loggedRequest{participant: worker.ParticipantID, errKind: "handoff_not_found", status: http.StatusNotFound})
-	httpStep("a token that is no session", "GET", h.ingressURL("/workspace/status"), "not-a-session-token-4d1f", nil,
+	httpStep("a token that is no session", "GET", h.IngressURL("/workspace/status"), "not-a-session-token-4d1f", nil,
 		loggedRequest{errKind: "unauthorized", status: http.StatusUnauthorized})
-	httpStep("a write beyond the worker's capabilities", "POST", h.ingressURL("/workspace/commit"), worker.SessionToken, map[string]any{"proposal_id": pid},
+	httpStep("a write beyond the worker's capabilities", "POST", h.IngressURL("/workspace/commit"), worker.SessionToken, map[string]any{"proposal_id": pid},
 		loggedRequest{participant: worker.ParticipantID, errKind: "permission_denied", status: http.StatusForbidden})
 
 	lines := requestLines(t, logs.String())
@@ -223,7 +223,7 @@ func TestRequestLog_CarriesTheTraceIDSent(t *testing.T) {
 		{"a huge header is ignored", huge, ""},
 	} {
 		t.Run(c.name+" (HTTP)", func(t *testing.T) {
-			r := h.do("GET", h.ingressURL("/workspace/status"), p.SessionToken, nil, withHeader("Traceparent", c.header))
+			r := h.do("GET", h.IngressURL("/workspace/status"), p.SessionToken, nil, withHeader("Traceparent", c.header))
 			if r.Status != http.StatusOK {
 				t.Fatalf("status %d: %s", r.Status, r.Body)
 			}
@@ -279,14 +279,14 @@ func TestRequestLog_ProbesAndFaults(t *testing.T) {
 	h, logs := jsonLogHarness(t)
 	p := h.join("prober")
 	var made []loggedRequest
-	probe := h.do("GET", h.ingressURL("/healthz"), "", nil)
-	metrics := h.do("GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+	probe := h.do("GET", h.IngressURL("/healthz"), "", nil)
+	metrics := h.do("GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil)
 	if probe.Status != http.StatusOK || metrics.Status != http.StatusOK {
 		t.Fatalf("probes answered %d, %d", probe.Status, metrics.Status)
 	}
-	r := h.do("GET", h.ingressURL("/no/such/route/"+p.SessionToken), "", nil)
+	r := h.do("GET", h.IngressURL("/no/such/route/"+p.SessionToken), "", nil)
 	made = append(made, loggedRequest{what: "an unknown route", id: r.Header.Get("X-Request-Id"), errKind: "not_found", status: http.StatusNotFound})
-	r = h.do("DELETE", h.ingressURL("/workspace/status"), "", nil)
+	r = h.do("DELETE", h.IngressURL("/workspace/status"), "", nil)
 	made = append(made, loggedRequest{what: "a method the route does not take", id: r.Header.Get("X-Request-Id"), errKind: "invalid_request", status: http.StatusMethodNotAllowed})
 	for _, c := range []struct {
 		name string

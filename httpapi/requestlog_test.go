@@ -20,14 +20,14 @@ func TestRequestLog_TheIDInTheHeaderIsTheIDInTheLog(t *testing.T) {
 		body              any
 		status            int
 	}{
-		{"owner health", http.MethodGet, h.ownerURL("/healthz"), nil, http.StatusOK},
-		{"ingress health", http.MethodGet, h.ingressURL("/healthz"), nil, http.StatusOK},
-		{"ingress unauthenticated read", http.MethodGet, h.ingressURL("/workspace/status"), nil, http.StatusUnauthorized},
-		{"owner unknown route", http.MethodGet, h.ownerURL("/nope"), nil, http.StatusNotFound},
+		{"owner health", http.MethodGet, h.OwnerURL("/healthz"), nil, http.StatusOK},
+		{"ingress health", http.MethodGet, h.IngressURL("/healthz"), nil, http.StatusOK},
+		{"ingress unauthenticated read", http.MethodGet, h.IngressURL("/workspace/status"), nil, http.StatusUnauthorized},
+		{"owner unknown route", http.MethodGet, h.OwnerURL("/nope"), nil, http.StatusNotFound},
 		// A request with a body: bound copies it and keeps the notes there.
-		{"ingress join with a body", http.MethodPost, h.ingressURL("/session/join"), map[string]any{"invite": "nope", "name": "x"}, http.StatusUnauthorized},
-		{"ingress unauthenticated mcp post", http.MethodPost, h.ingressURL("/mcp"), map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, http.StatusBadRequest},
-		{"owner write with a body", http.MethodPost, h.ownerURL("/workspace/propose"), map[string]any{"nope": true}, http.StatusUnauthorized},
+		{"ingress join with a body", http.MethodPost, h.IngressURL("/session/join"), map[string]any{"invite": "nope", "name": "x"}, http.StatusUnauthorized},
+		{"ingress unauthenticated mcp post", http.MethodPost, h.IngressURL("/mcp"), map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, http.StatusBadRequest},
+		{"owner write with a body", http.MethodPost, h.OwnerURL("/workspace/propose"), map[string]any{"nope": true}, http.StatusUnauthorized},
 	} {
 		t.Run(c.name+" logs the id it sends", func(t *testing.T) {
 			r := h.do(c.method, c.url, "", c.body)

@@ -31,23 +31,23 @@ func TestStorageShareRefusalAtBothDoors(t *testing.T) {
 
 	t.Run("plain HTTP answers 429 limit_exceeded", func(t *testing.T) {
 		p := h.join("http-flooder", "read", "propose")
-		r := h.doT(t, "POST", h.ingressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big})
+		r := h.Do(t, "POST", h.IngressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big})
 		wantOK(t, r)
-		before := h.snapshot()
-		r = h.doT(t, "POST", h.ingressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big})
+		before := h.Snapshot()
+		r = h.Do(t, "POST", h.IngressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big})
 		wantShape(t, wantError(t, r, http.StatusTooManyRequests, "limit_exceeded"))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP answers an isError result with the same body", func(t *testing.T) {
 		p := h.join("mcp-flooder", "read", "propose")
 		p.mcp.toolOK(t, "handoff_create", map[string]any{"summary": big})
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantShape(t, p.mcp.toolErr(t, "handoff_create", map[string]any{"summary": big}, "limit_exceeded"))
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("a proposal counts too", func(t *testing.T) {
 		p := h.join("proposer", "read", "propose")
-		wantOK(t, h.doT(t, "POST", h.ingressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big}))
+		wantOK(t, h.Do(t, "POST", h.IngressURL("/workspace/handoff"), p.SessionToken, map[string]any{"summary": big}))
 		body := p.mcp.toolErr(t, "workspace_propose", map[string]any{"target": "workspace", "base_version": 1,
 			"summary": "s", "change": map[string]any{"content": big}}, "limit_exceeded")
 		wantShape(t, body)
@@ -75,12 +75,12 @@ func TestPrunedReadsAtBothDoors(t *testing.T) {
 	if err != nil || got.Handoffs != 1 {
 		t.Fatalf("prune: %+v, %v", got, err)
 	}
-	m := h.do("GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+	m := h.do("GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil)
 	if m.Status != http.StatusOK || jsonAt(m.JSON(t), "storage", "pruned", "handoffs") != float64(1) {
 		t.Fatalf("/debug/metrics storage.pruned after the prune: %d %v", m.Status, jsonAt(m.JSON(t), "storage", "pruned"))
 	}
 	p = h.join("reader", "read") // the first session has expired meanwhile
-	r := h.doT(t, "GET", h.ingressURL("/workspace/handoff?"+url.Values{"handoff_id": {hid}}.Encode()), p.SessionToken, nil)
+	r := h.Do(t, "GET", h.IngressURL("/workspace/handoff?"+url.Values{"handoff_id": {hid}}.Encode()), p.SessionToken, nil)
 	body := wantError(t, r, http.StatusNotFound, "handoff_not_found")
 	if body["pruned"] != true || !strings.Contains(body["message"].(string), "pruned") || body["pruned_at"] == nil {
 		t.Fatalf("HTTP body %v, want pruned: true", body)

@@ -15,7 +15,7 @@ func TestReviewRoutes(t *testing.T) {
 	var prop struct {
 		ProposalID string `json:"proposal_id"`
 	}
-	h.doT(t, "POST", h.ingressURL("/workspace/propose"), a.SessionToken, map[string]any{"target": "A", "base_version": 1,
+	h.Do(t, "POST", h.IngressURL("/workspace/propose"), a.SessionToken, map[string]any{"target": "A", "base_version": 1,
 		"summary": "two", "change": map[string]any{"section": "A", "content": "## A\n\ntwo\n"}}).Into(t, &prop)
 
 	var diff struct {
@@ -24,7 +24,7 @@ func TestReviewRoutes(t *testing.T) {
 		Removed int    `json:"removed"`
 		Stale   bool   `json:"stale"`
 	}
-	r := h.doT(t, "GET", h.ingressURL("/workspace/proposal/diff?proposal_id="+prop.ProposalID), a.SessionToken, nil)
+	r := h.Do(t, "GET", h.IngressURL("/workspace/proposal/diff?proposal_id="+prop.ProposalID), a.SessionToken, nil)
 	wantOK(t, r)
 	r.Into(t, &diff)
 	if diff.Added != 1 || diff.Removed != 1 || diff.Stale || !strings.Contains(diff.Diff, "+two\n") {
@@ -35,7 +35,7 @@ func TestReviewRoutes(t *testing.T) {
 		Latest  int64  `json:"latest"`
 		Diff    string `json:"diff"`
 	}
-	r = h.doT(t, "GET", h.ingressURL("/workspace/version?version=1"), a.SessionToken, nil)
+	r = h.Do(t, "GET", h.IngressURL("/workspace/version?version=1"), a.SessionToken, nil)
 	wantOK(t, r)
 	r.Into(t, &step)
 	if step.Version != 1 || step.Latest != 1 || !strings.Contains(step.Diff, "+# Doc\n") {
@@ -45,14 +45,14 @@ func TestReviewRoutes(t *testing.T) {
 		Count     int `json:"count"`
 		Proposals int `json:"proposals"`
 	}
-	r = h.doT(t, "GET", h.ownerURL("/workspace/waiting"), harnessOperatorToken, nil)
+	r = h.Do(t, "GET", h.OwnerURL("/workspace/waiting"), harnessOperatorToken, nil)
 	wantOK(t, r)
 	r.Into(t, &w)
 	if w.Count != 1 || w.Proposals != 1 {
 		t.Fatalf("waiting = %+v", w)
 	}
 
-	before := h.snapshot()
+	before := h.Snapshot()
 	for _, tc := range []struct {
 		name, path string
 		status     int
@@ -66,8 +66,8 @@ func TestReviewRoutes(t *testing.T) {
 		{"version_overflowing_is_400", "/workspace/version?version=99999999999999999999", http.StatusBadRequest, "invalid_request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantError(t, h.doT(t, "GET", h.ingressURL(tc.path), a.SessionToken, nil), tc.status, tc.code)
+			wantError(t, h.Do(t, "GET", h.IngressURL(tc.path), a.SessionToken, nil), tc.status, tc.code)
 		})
 	}
-	h.assertUnchanged(t, before)
+	h.AssertUnchanged(t, before)
 }

@@ -47,7 +47,7 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	}
 	keep, _ := h.listen(t, c, keeper.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 
-	res := h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": victim.ParticipantID})
+	res := h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": victim.ParticipantID})
 	wantOK(t, res)
 	body := res.JSON(t)
 	if body["participant_id"] != victim.ParticipantID || body["participant_left"] != true ||
@@ -56,13 +56,13 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	}
 	listen.expectFinal(t)
 	waitEnded(t, observe)
-	wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), victim.SessionToken, nil), "unauthorized")
+	wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), victim.SessionToken, nil), "unauthorized")
 	wantRPCError(t, newMCPClient(h, victim.SessionToken, false).call(t, "tools/call",
 		map[string]any{"name": "workspace_status", "arguments": map[string]any{}}), http.StatusUnauthorized, mcptest.CodeUnauthorized)
-	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), keeper.SessionToken, nil))
+	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), keeper.SessionToken, nil))
 	h.editFile(t, keeper.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
 	keep.expectRes(t, h.Eng.DocumentURI())
-	evs := h.events("session.ended")
+	evs := h.Events("session.ended")
 	if last := evs[len(evs)-1]; last.Payload["reason"] != "ended_by_host" || last.Payload["session_ref"] != victim.SessionRef {
 		t.Errorf("session.ended = %s", last.Raw)
 	}
@@ -73,13 +73,13 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	t.Run("an admin session on the ingress ends one session by its ref", func(t *testing.T) {
 		admin := h.join("moderator", "admin")
 		other := h.join("other", "read")
-		r := h.do("POST", h.ingressURL("/workspace/session/end"), admin.SessionToken, map[string]any{"session_ref": other.SessionRef})
+		r := h.do("POST", h.IngressURL("/workspace/session/end"), admin.SessionToken, map[string]any{"session_ref": other.SessionRef})
 		wantOK(t, r)
 		if b := r.JSON(t); b["participant_left"] != false || !slices.Equal(stringsOf(b["ended_sessions"]), []string{other.SessionRef}) {
 			t.Errorf("answer = %s", r.Body)
 		}
-		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), other.SessionToken, nil), "unauthorized")
-		evs := h.events("session.ended")
+		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), other.SessionToken, nil), "unauthorized")
+		evs := h.Events("session.ended")
 		if last := evs[len(evs)-1]; last.Payload["reason"] != "ended_by_admin" {
 			t.Errorf("session.ended = %s", last.Raw)
 		}
@@ -87,18 +87,18 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	t.Run("the owner page ends a participant", func(t *testing.T) {
 		_, cookie := h.pageCookie(t)
 		other := h.join("paged", "read")
-		wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), "", map[string]any{"participant_id": other.ParticipantID},
+		wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), "", map[string]any{"participant_id": other.ParticipantID},
 			withCookie(cookie), withHeader("Origin", h.Owner.URL)))
-		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), other.SessionToken, nil), "unauthorized")
+		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), other.SessionToken, nil), "unauthorized")
 	})
 	t.Run("ending again answers ok and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
-		r := h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
+		before := h.Snapshot()
+		r := h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": victim.SessionRef})
 		wantOK(t, r)
 		if b := r.JSON(t); len(stringsOf(b["ended_sessions"])) != 0 {
 			t.Errorf("answer = %s", r.Body)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -134,11 +134,11 @@ func TestEndSessionRoute_RefusalsChangeNothing(t *testing.T) {
 		{"malformed JSON is 400", true, h.OpToken, nil, `{"participant_id": `, 400, "invalid_request", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url := h.ingressURL("/workspace/session/end")
+			url := h.IngressURL("/workspace/session/end")
 			if tc.owner {
-				url = h.ownerURL("/workspace/session/end")
+				url = h.OwnerURL("/workspace/session/end")
 			}
-			before := h.snapshot()
+			before := h.Snapshot()
 			m := wantError(t, h.do("POST", url, tc.token, tc.body, tc.opts...), tc.status, tc.code)
 			if tc.field != "" && m["field"] != tc.field {
 				t.Errorf("field = %v, want %s", m["field"], tc.field)
@@ -146,82 +146,82 @@ func TestEndSessionRoute_RefusalsChangeNothing(t *testing.T) {
 			if tc.code == "permission_denied" && (m["required"] != nil) != (tc.required != "") {
 				t.Errorf("required = %v, want %q", m["required"], tc.required)
 			}
-			h.assertUnchanged(t, before)
+			h.AssertUnchanged(t, before)
 		})
 	}
-	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), victim.SessionToken, nil))
+	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), victim.SessionToken, nil))
 }
 
 func TestRevokeRoute_EndSessions(t *testing.T) {
 	h := newHarness(t, "")
 	c := streamClient()
-	inv := h.createInvite(map[string]any{"capabilities": []string{"read"}, "max_uses": 2})
+	inv := h.Invite(map[string]any{"capabilities": []string{"read"}, "max_uses": 2})
 	a, b := h.redeem(inv.URI, "a"), h.redeem(inv.URI, "b")
 	keeper := h.join("keeper", "read")
 	stream, _ := h.listen(t, c, a.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 	inviter := h.join("inviter", "read", "invite")
 
 	t.Run("another's invitation answers as an unknown one and nothing ends", func(t *testing.T) {
-		before := h.snapshot()
-		foreign := h.do("POST", h.ingressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"invite_id": inv.InviteID, "end_sessions": true})
-		unknown := h.do("POST", h.ingressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"invite_id": "invite_0000000000000000", "end_sessions": true})
+		before := h.Snapshot()
+		foreign := h.do("POST", h.IngressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"invite_id": inv.InviteID, "end_sessions": true})
+		unknown := h.do("POST", h.IngressURL("/workspace/invite/revoke"), inviter.SessionToken, map[string]any{"invite_id": "invite_0000000000000000", "end_sessions": true})
 		wantError(t, foreign, 401, "unauthorized")
 		if string(foreign.Body) != string(unknown.Body) || foreign.Status != unknown.Status {
 			t.Errorf("foreign %d %s, unknown %d %s", foreign.Status, foreign.Body, unknown.Status, unknown.Body)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("end_sessions of the wrong type is 400", func(t *testing.T) {
-		before := h.snapshot()
-		m := wantError(t, h.do("POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, `{"invite_id": "`+inv.InviteID+`", "end_sessions": "yes"}`), 400, "invalid_request")
+		before := h.Snapshot()
+		m := wantError(t, h.do("POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, `{"invite_id": "`+inv.InviteID+`", "end_sessions": "yes"}`), 400, "invalid_request")
 		if m["field"] != "end_sessions" {
 			t.Errorf("field = %v", m["field"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
-	r := h.do("POST", h.ownerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": inv.InviteID, "end_sessions": true})
+	r := h.do("POST", h.OwnerURL("/workspace/invite/revoke"), h.OpToken, map[string]any{"invite_id": inv.InviteID, "end_sessions": true})
 	wantOK(t, r)
 	if got := stringsOf(r.JSON(t)["ended_sessions"]); !slices.Equal(got, []string{a.SessionRef, b.SessionRef}) {
 		t.Fatalf("ended %v, want %s and %s", got, a.SessionRef, b.SessionRef)
 	}
 	stream.expectFinal(t)
 	for _, s := range []party{a, b} {
-		wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
+		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 	}
-	wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), keeper.SessionToken, nil))
-	for _, ev := range h.events("session.ended") {
+	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), keeper.SessionToken, nil))
+	for _, ev := range h.Events("session.ended") {
 		if ev.Payload["reason"] != "invite_revoked" {
 			t.Errorf("session.ended = %s", ev.Raw)
 		}
 	}
 
 	t.Run("a restart does not bring them back", func(t *testing.T) {
-		h.restart()
+		h.Restart()
 		for _, s := range []party{a, b} {
-			wantUnauthorized(t, h.do("GET", h.ingressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
+			wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 		}
-		wantOK(t, h.do("GET", h.ingressURL("/workspace/status"), keeper.SessionToken, nil))
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), keeper.SessionToken, nil))
 	})
 }
 
 func TestJoin_PerInvitationCapOverHTTP(t *testing.T) {
 	h := newHarness(t, "")
-	many := h.createInvite(map[string]any{"max_uses": 0})
+	many := h.Invite(map[string]any{"max_uses": 0})
 	var gs []party
 	for i := range 8 {
 		gs = append(gs, h.redeem(many.URI, "bot"+string(rune('a'+i))))
 	}
-	before := h.snapshot()
+	before := h.Snapshot()
 	m := wantError(t, h.joinRaw(map[string]any{"invite": many.URI, "name": "ninth"}), 429, "limit_exceeded")
 	if m["limit"] != float64(8) {
 		t.Errorf("limit = %v", m["limit"])
 	}
-	h.assertUnchanged(t, before)
-	h.redeem(h.createInvite(nil).URI, "newcomer")
-	wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": gs[0].SessionRef}))
+	h.AssertUnchanged(t, before)
+	h.redeem(h.Invite(nil).URI, "newcomer")
+	wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": gs[0].SessionRef}))
 	h.redeem(many.URI, "ninth")
 	t.Run("the listing shows its live sessions against its cap", func(t *testing.T) {
-		r := h.do("GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)
+		r := h.do("GET", h.OwnerURL("/workspace/invites"), h.OpToken, nil)
 		wantOK(t, r)
 		var list []map[string]any
 		r.Into(t, &list)
@@ -240,11 +240,11 @@ func TestInvitations_ScopedToTheirCreatorOverHTTP(t *testing.T) {
 	admin := h.join("admin", "admin")
 	mint := func(token string) string {
 		t.Helper()
-		r := h.do("POST", h.ingressURL("/workspace/invite"), token, map[string]any{"capabilities": []string{"read"}})
+		r := h.do("POST", h.IngressURL("/workspace/invite"), token, map[string]any{"capabilities": []string{"read"}})
 		wantOK(t, r)
 		return r.JSON(t)["invite_id"].(string)
 	}
-	mine, theirs, hosts := mint(a.SessionToken), mint(b.SessionToken), h.createInvite(nil).InviteID
+	mine, theirs, hosts := mint(a.SessionToken), mint(b.SessionToken), h.Invite(nil).InviteID
 	ids := func(r apiResp) []string {
 		t.Helper()
 		wantOK(t, r)
@@ -256,15 +256,15 @@ func TestInvitations_ScopedToTheirCreatorOverHTTP(t *testing.T) {
 		}
 		return out
 	}
-	if got := ids(h.do("GET", h.ingressURL("/workspace/invites"), a.SessionToken, nil)); !slices.Equal(got, []string{mine}) {
+	if got := ids(h.do("GET", h.IngressURL("/workspace/invites"), a.SessionToken, nil)); !slices.Equal(got, []string{mine}) {
 		t.Errorf("a lists %v, want only %s", got, mine)
 	}
 	for _, who := range []struct {
 		name string
 		list apiResp
 	}{
-		{"the operator", h.do("GET", h.ownerURL("/workspace/invites"), h.OpToken, nil)},
-		{"an admin session", h.do("GET", h.ingressURL("/workspace/invites"), admin.SessionToken, nil)},
+		{"the operator", h.do("GET", h.OwnerURL("/workspace/invites"), h.OpToken, nil)},
+		{"an admin session", h.do("GET", h.IngressURL("/workspace/invites"), admin.SessionToken, nil)},
 	} {
 		got := ids(who.list)
 		for _, id := range []string{mine, theirs, hosts} {
@@ -273,18 +273,18 @@ func TestInvitations_ScopedToTheirCreatorOverHTTP(t *testing.T) {
 			}
 		}
 	}
-	unknown := h.do("POST", h.ingressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": "invite_0000000000000000"})
+	unknown := h.do("POST", h.IngressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": "invite_0000000000000000"})
 	for _, id := range []string{theirs, hosts} {
-		before := h.snapshot()
-		r := h.do("POST", h.ingressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": id})
+		before := h.Snapshot()
+		r := h.do("POST", h.IngressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": id})
 		wantError(t, r, 401, "unauthorized")
 		if string(r.Body) != string(unknown.Body) {
 			t.Errorf("foreign %s, unknown %s", r.Body, unknown.Body)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	}
-	wantOK(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": mine}))
-	wantOK(t, h.do("POST", h.ingressURL("/workspace/invite/revoke"), admin.SessionToken, map[string]any{"invite_id": theirs}))
+	wantOK(t, h.do("POST", h.IngressURL("/workspace/invite/revoke"), a.SessionToken, map[string]any{"invite_id": mine}))
+	wantOK(t, h.do("POST", h.IngressURL("/workspace/invite/revoke"), admin.SessionToken, map[string]any{"invite_id": theirs}))
 }
 
 func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
@@ -309,15 +309,15 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 		send func(body string) (status int, m map[string]any)
 	}{
 		{"HTTP owner listener, operator", func(body string) (int, map[string]any) {
-			r := h.do("POST", h.ownerURL("/workspace/invite"), h.OpToken, body)
+			r := h.do("POST", h.OwnerURL("/workspace/invite"), h.OpToken, body)
 			return r.Status, r.JSON(t)
 		}},
 		{"HTTP owner listener, page cookie", func(body string) (int, map[string]any) {
-			r := h.do("POST", h.ownerURL("/workspace/invite"), "", body, withCookie(cookie), withHeader("Origin", h.Owner.URL))
+			r := h.do("POST", h.OwnerURL("/workspace/invite"), "", body, withCookie(cookie), withHeader("Origin", h.Owner.URL))
 			return r.Status, r.JSON(t)
 		}},
 		{"HTTP ingress, session", func(body string) (int, map[string]any) {
-			r := h.do("POST", h.ingressURL("/workspace/invite"), inviter.SessionToken, body)
+			r := h.do("POST", h.IngressURL("/workspace/invite"), inviter.SessionToken, body)
 			return r.Status, r.JSON(t)
 		}},
 		{"MCP workspace_invite", func(body string) (int, map[string]any) {
@@ -336,7 +336,7 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 	for _, d := range doors {
 		for _, b := range bodies {
 			t.Run(d.name+": "+b.name, func(t *testing.T) {
-				before := h.snapshot()
+				before := h.Snapshot()
 				status, m := d.send(b.body)
 				if b.field == "" {
 					if status != 200 || !slices.Equal(stringsOf(m["capabilities"]), agentSet) {
@@ -347,7 +347,7 @@ func TestInvite_EmptyGrantRefusedAtEveryDoor(t *testing.T) {
 				if status != 400 || m["error"] != "invalid_request" || m["field"] != b.field {
 					t.Fatalf("%d %v, want 400 invalid_request naming %s", status, m, b.field)
 				}
-				h.assertUnchanged(t, before)
+				h.AssertUnchanged(t, before)
 			})
 		}
 	}
@@ -357,29 +357,29 @@ func TestValueErrors_Are400NotLimits(t *testing.T) {
 	h := newHarness(t, "")
 	inviter := h.join("inviter", "read", "invite", "checkout")
 	t.Run("HTTP expires_in_minutes names the field and the limit", func(t *testing.T) {
-		before := h.snapshot()
-		m := wantError(t, h.do("POST", h.ownerURL("/workspace/invite"), h.OpToken, map[string]any{"expires_in_minutes": 10081}), 400, "invalid_request")
+		before := h.Snapshot()
+		m := wantError(t, h.do("POST", h.OwnerURL("/workspace/invite"), h.OpToken, map[string]any{"expires_in_minutes": 10081}), 400, "invalid_request")
 		if m["field"] != "expires_in_minutes" || m["limit"] != float64(10080) {
 			t.Errorf("body = %v", m)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP workspace_invite expires_in_minutes", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantToolError(t, inviter.mcp.tool(t, "workspace_invite",
 			map[string]any{"capabilities": []string{"read"}, "expires_in_minutes": 20000}),
 			"invalid_request", "expires_in_minutes")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP workspace_checkout minutes", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		wantToolError(t, inviter.mcp.tool(t, "workspace_checkout",
 			map[string]any{"target": "Goals", "minutes": 121}),
 			"invalid_request", "minutes")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("a type error names the field, not the decoder's path", func(t *testing.T) {
-		m := wantError(t, h.do("POST", h.ownerURL("/workspace/invite"), h.OpToken, `{"max_uses": "two"}`), 400, "invalid_request")
+		m := wantError(t, h.do("POST", h.OwnerURL("/workspace/invite"), h.OpToken, `{"max_uses": "two"}`), 400, "invalid_request")
 		if m["field"] != "max_uses" {
 			t.Errorf("field = %v", m["field"])
 		}
@@ -407,7 +407,7 @@ func TestDebug_OnlyTheOperatorBearer(t *testing.T) {
 			{"nobody", "", nil, 401},
 		} {
 			t.Run(path+" by "+tc.name, func(t *testing.T) {
-				r := h.do("GET", h.ownerURL(path), tc.token, nil, tc.opts...)
+				r := h.do("GET", h.OwnerURL(path), tc.token, nil, tc.opts...)
 				if r.Status != tc.status {
 					t.Fatalf("%d %.200s, want %d", r.Status, r.Body, tc.status)
 				}
@@ -417,7 +417,7 @@ func TestDebug_OnlyTheOperatorBearer(t *testing.T) {
 			})
 		}
 		t.Run(path+" is not on the ingress", func(t *testing.T) {
-			if r := h.do("GET", h.ingressURL(path), star.SessionToken, nil); r.Status != 404 {
+			if r := h.do("GET", h.IngressURL(path), star.SessionToken, nil); r.Status != 404 {
 				t.Errorf("%d %.200s, want 404", r.Status, r.Body)
 			}
 		})

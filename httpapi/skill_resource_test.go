@@ -43,7 +43,7 @@ func TestSkillResource(t *testing.T) {
 	t.Run("resources/read gives the bytes GET /skills/commonroom serves", func(t *testing.T) {
 		res := reader.mcp.ok(t, "resources/read", map[string]any{"uri": skill.URI})
 		contents, _ := res["contents"].([]any)
-		plain := h.doT(t, "GET", h.ingressURL("/skills/commonroom"), "", nil)
+		plain := h.Do(t, "GET", h.IngressURL("/skills/commonroom"), "", nil)
 		if len(contents) != 1 || jsonAt(contents[0], "uri") != skill.URI || jsonAt(contents[0], "mimeType") != "text/markdown" {
 			t.Fatalf("contents = %v", contents)
 		}

@@ -45,7 +45,7 @@ func TestMetricsShowTheSidecarsSpace(t *testing.T) {
 	h := newHarness(t, "")
 	get := func() map[string]any {
 		t.Helper()
-		r := h.doT(t, "GET", h.ownerURL("/debug/metrics"), h.OpToken, nil)
+		r := h.Do(t, "GET", h.OwnerURL("/debug/metrics"), h.OpToken, nil)
 		wantOK(t, r)
 		return r.JSON(t)
 	}
@@ -68,7 +68,7 @@ func TestMetricsShowTheSidecarsSpace(t *testing.T) {
 	if num(st["free_pages"]) < 200 {
 		t.Errorf("free_pages = %v after deleting ~300 pages of rows", st["free_pages"])
 	}
-	wantOK(t, h.doT(t, "POST", h.ownerURL("/owner/compact"), h.OpToken, nil))
+	wantOK(t, h.Do(t, "POST", h.OwnerURL("/owner/compact"), h.OpToken, nil))
 	m = get()
 	vac, _ = m["vacuum"].(map[string]any)
 	if num(vac["steps"]) == 0 || num(vac["pages"]) < 200 || vac["longest_step_ms"].(float64) <= 0 {
@@ -109,18 +109,18 @@ func TestOwnerCompact(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"malformed JSON is 400", h.ownerURL("/owner/compact"), h.OpToken, `{"budget_ms":`, 400, "invalid_request"},
-		{"a budget of the wrong type is 400", h.ownerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": "soon"}, 400, "invalid_request"},
-		{"a negative budget is 400", h.ownerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": -1}, 400, "invalid_request"},
-		{"a budget past the write timeout is 400", h.ownerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": 20001}, 400, "invalid_request"},
-		{"a JSON array is 400", h.ownerURL("/owner/compact"), h.OpToken, `[]`, 400, "invalid_request"},
-		{"an oversize body is 413", h.ownerURL("/owner/compact"), h.OpToken, `{"x":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "limit_exceeded"},
-		{"no credential is 401", h.ownerURL("/owner/compact"), "", nil, 401, "unauthorized"},
-		{"a session, even an admin's, is 403", h.ownerURL("/owner/compact"), guest.SessionToken, nil, 403, "permission_denied"},
-		{"the ingress has no such route", h.ingressURL("/owner/compact"), guest.SessionToken, nil, 404, "not_found"},
+		{"malformed JSON is 400", h.OwnerURL("/owner/compact"), h.OpToken, `{"budget_ms":`, 400, "invalid_request"},
+		{"a budget of the wrong type is 400", h.OwnerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": "soon"}, 400, "invalid_request"},
+		{"a negative budget is 400", h.OwnerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": -1}, 400, "invalid_request"},
+		{"a budget past the write timeout is 400", h.OwnerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": 20001}, 400, "invalid_request"},
+		{"a JSON array is 400", h.OwnerURL("/owner/compact"), h.OpToken, `[]`, 400, "invalid_request"},
+		{"an oversize body is 413", h.OwnerURL("/owner/compact"), h.OpToken, `{"x":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "limit_exceeded"},
+		{"no credential is 401", h.OwnerURL("/owner/compact"), "", nil, 401, "unauthorized"},
+		{"a session, even an admin's, is 403", h.OwnerURL("/owner/compact"), guest.SessionToken, nil, 403, "permission_denied"},
+		{"the ingress has no such route", h.IngressURL("/owner/compact"), guest.SessionToken, nil, 404, "not_found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantError(t, h.doT(t, "POST", tc.url, tc.token, tc.body), tc.status, tc.code)
+			wantError(t, h.Do(t, "POST", tc.url, tc.token, tc.body), tc.status, tc.code)
 			if got := free(); got != before {
 				t.Errorf("free pages %d → %d after a refused compaction", before, got)
 			}
@@ -128,7 +128,7 @@ func TestOwnerCompact(t *testing.T) {
 	}
 
 	t.Run("the operator's compaction gives every free page back", func(t *testing.T) {
-		r := h.doT(t, "POST", h.ownerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": 20000})
+		r := h.Do(t, "POST", h.OwnerURL("/owner/compact"), h.OpToken, map[string]any{"budget_ms": 20000})
 		wantOK(t, r)
 		var a CompactAnswer
 		r.Into(t, &a)
@@ -146,7 +146,7 @@ func TestOwnerCompact(t *testing.T) {
 		}
 	})
 	t.Run("a compaction with nothing to do is done at once", func(t *testing.T) {
-		r := h.doT(t, "POST", h.ownerURL("/owner/compact"), h.OpToken, nil)
+		r := h.Do(t, "POST", h.OwnerURL("/owner/compact"), h.OpToken, nil)
 		wantOK(t, r)
 		var a CompactAnswer
 		r.Into(t, &a)
@@ -165,21 +165,21 @@ func TestOwnerPageShowsTheRoomsSize(t *testing.T) {
 	var view struct {
 		Sidecar *room.SidecarSize `json:"sidecar"`
 	}
-	r := h.doT(t, "GET", h.ownerURL("/workspace/room"), h.OpToken, nil)
+	r := h.Do(t, "GET", h.OwnerURL("/workspace/room"), h.OpToken, nil)
 	wantOK(t, r)
 	r.Into(t, &view)
 	if view.Sidecar == nil || view.Sidecar.DBBytes <= 0 || view.Sidecar.Bytes != view.Sidecar.DBBytes+view.Sidecar.WALBytes {
 		t.Errorf("the operator's room view: sidecar %+v", view.Sidecar)
 	}
 	view.Sidecar = nil
-	r = h.doT(t, "GET", h.ingressURL("/workspace/room"), reader.SessionToken, nil)
+	r = h.Do(t, "GET", h.IngressURL("/workspace/room"), reader.SessionToken, nil)
 	wantOK(t, r)
 	r.Into(t, &view)
 	if view.Sidecar != nil {
 		t.Errorf("a reader's room view carries the sidecar's size: %+v", view.Sidecar)
 	}
 	_, cookie := h.pageCookie(t)
-	page := h.doT(t, "GET", h.ownerURL("/"), "", nil, withCookie(cookie))
+	page := h.Do(t, "GET", h.OwnerURL("/"), "", nil, withCookie(cookie))
 	if page.Status != http.StatusOK || !strings.Contains(string(page.Body), `<span id="size"`) || !strings.Contains(string(page.Body), "on disk</span>") {
 		t.Errorf("the owner page's header has no size: %d\n%s", page.Status, page.Body)
 	}

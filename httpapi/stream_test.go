@@ -284,7 +284,7 @@ func (h *roomHarness) listenReq(t testing.TB, c *http.Client, token, id string, 
 		params["notifications"] = notifications
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	req := mcpRequest(ctx, t, h.ingressURL("/mcp"), id, "subscriptions/listen", params, tasks, withBearer(token))
+	req := mcpRequest(ctx, t, h.IngressURL("/mcp"), id, "subscriptions/listen", params, tasks, withBearer(token))
 	s, r := openStream(t, c, req, cancel, "listen "+id)
 	if s != nil {
 		s.id = id
@@ -312,7 +312,7 @@ func (h *roomHarness) legacyGet(t testing.TB, c *http.Client, token, accept stri
 	if accept != "" {
 		opts = append(opts, withHeader("Accept", accept))
 	}
-	req, err := mcptest.NewHTTPRequest(ctx, "GET", h.ingressURL("/mcp"), token, nil, opts...)
+	req, err := mcptest.NewHTTPRequest(ctx, "GET", h.IngressURL("/mcp"), token, nil, opts...)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -324,7 +324,7 @@ func (h *roomHarness) legacyGet(t testing.TB, c *http.Client, token, accept stri
 // it; a refusal comes back as the plain answer it is.
 func (h *roomHarness) observe(t testing.TB, token, query string) (*stream, apiResp) {
 	t.Helper()
-	return h.observeAt(t, h.ingressURL("/workspace/observe"), token, query, "observe "+query)
+	return h.observeAt(t, h.IngressURL("/workspace/observe"), token, query, "observe "+query)
 }
 
 // observeAt is observe on url (either listener), as token ("" for none),

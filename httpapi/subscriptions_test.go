@@ -135,17 +135,17 @@ func TestLegacySubscriptionsEndWithSession(t *testing.T) {
 		end  func(t *testing.T, h *roomHarness, p party)
 	}{
 		{"leaving drops them", func(t *testing.T, h *roomHarness, p party) {
-			wantOK(t, h.do("POST", h.ingressURL("/workspace/leave"), p.SessionToken, map[string]any{}))
+			wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), p.SessionToken, map[string]any{}))
 		}},
 		{"expiry drops them", func(t *testing.T, h *roomHarness, p party) {
 			h.Clock.Advance(h.Eng.Limits.SessionDefault + time.Minute)
-			h.sweep()
+			h.Sweep()
 		}},
 		{"the host ending the session drops them", func(t *testing.T, h *roomHarness, p party) {
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": p.SessionRef}))
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"session_ref": p.SessionRef}))
 		}},
 		{"the host ending the participant drops them", func(t *testing.T, h *roomHarness, p party) {
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": p.ParticipantID}))
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": p.ParticipantID}))
 		}},
 	}
 	for _, tt := range tests {

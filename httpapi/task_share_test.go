@@ -34,7 +34,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 		if key != "" {
 			body["idempotency_key"] = key
 		}
-		return h.do("POST", h.ingressURL("/workspace/handoff"), token, body)
+		return h.do("POST", h.IngressURL("/workspace/handoff"), token, body)
 	}
 	first := create(flooder.SessionToken, "keyed", "retry-me")
 	wantOK(t, first)
@@ -43,16 +43,16 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 	}
 
 	t.Run("HTTP: the ninth is 429 limit_exceeded with scope participant and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		body := wantError(t, create(flooder.SessionToken, "one too many", ""), http.StatusTooManyRequests, "limit_exceeded")
 		wantShareRefusal(t, body, "participant", share, share)
 		if body["room_limit"] != float64(32) {
 			t.Fatalf("room_limit %v, want 32", body["room_limit"])
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("MCP: the ninth is isError limit_exceeded with scope participant", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		for _, tasks := range []bool{false, true} {
 			res := newMCPClient(h, flooder.SessionToken,
 				tasks).ok(t, "tools/call", map[string]any{"name": "handoff_create",
@@ -64,7 +64,7 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 			}
 			wantShareRefusal(t, sc, "participant", share, share)
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("an idempotent retry at the share is answered with the original", func(t *testing.T) {
 		again := create(flooder.SessionToken, "keyed", "retry-me")
@@ -77,28 +77,28 @@ func TestTaskShare_HTTPAndMCPRefuseTheNinthForOneParticipantOnly(t *testing.T) {
 	t.Run("another participant and the host still create", func(t *testing.T) {
 		wantOK(t, create(other.SessionToken, "mine", ""))
 		for range share + 1 { // the operator acts as the host, who has no share
-			wantOK(t, h.do("POST", h.ownerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "host work"}))
+			wantOK(t, h.do("POST", h.OwnerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "host work"}))
 		}
 	})
 	t.Run("the room's cap of 32 still holds: then the host is refused with scope room", func(t *testing.T) {
-		for i := 0; h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
+		for i := 0; h.Count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32; i++ {
 			if i > 40 {
 				t.Fatal("the active-task count does not grow")
 			}
 			p := h.join("filler", "read", "propose")
 			for range share {
-				if h.count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32 {
+				if h.Count(`SELECT count(*) FROM tasks WHERE status IN ('working','input_required')`) < 32 {
 					wantOK(t, create(p.SessionToken, "filler", ""))
 				}
 			}
 		}
 		late := h.join("late", "read", "propose")
-		before := h.snapshot()
-		body := wantError(t, h.do("POST", h.ownerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "over"}),
+		before := h.Snapshot()
+		body := wantError(t, h.do("POST", h.OwnerURL("/workspace/handoff"), h.OpToken, map[string]any{"summary": "over"}),
 			http.StatusTooManyRequests, "limit_exceeded")
 		wantShareRefusal(t, body, "room", 32, 32)
 		wantShareRefusal(t, wantError(t, create(late.SessionToken, "over", ""), http.StatusTooManyRequests, "limit_exceeded"), "room", 32, 32)
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 }
 
@@ -131,20 +131,20 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 	so, _ := h.listen(t, c, other.SessionToken, "10", map[string]any{"taskIds": []string{theirs.TaskID}}, true)
 
 	t.Run("non-admins are refused with required admin and nothing changes", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		for _, tok := range []string{flooder.SessionToken, worker.SessionToken, other.SessionToken} {
-			body := wantError(t, h.do("POST", h.ingressURL(route), tok, map[string]any{"participant_id": flooder.ParticipantID}),
+			body := wantError(t, h.do("POST", h.IngressURL(route), tok, map[string]any{"participant_id": flooder.ParticipantID}),
 				http.StatusForbidden, "permission_denied")
 			if body["required"] != "admin" {
 				t.Fatalf("required = %v, want admin", body["required"])
 			}
 		}
-		wantError(t, h.do("POST", h.ingressURL(route), "", map[string]any{"participant_id": flooder.ParticipantID}),
+		wantError(t, h.do("POST", h.IngressURL(route), "", map[string]any{"participant_id": flooder.ParticipantID}),
 			http.StatusUnauthorized, "unauthorized")
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 	t.Run("bad input gets a clear error and changes nothing", func(t *testing.T) {
-		before := h.snapshot()
+		before := h.Snapshot()
 		huge := strings.Repeat("p", 200<<10)
 		for _, tc := range []struct {
 			name   string
@@ -159,7 +159,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 			{"an oversized id, not echoed", map[string]any{"participant_id": huge}, http.StatusBadRequest, "invalid_request"},
 			{"an unknown participant", map[string]any{"participant_id": "participant_0000000000000000"}, http.StatusNotFound, "not_found"},
 		} {
-			r := h.do("POST", h.ingressURL(route), moderator.SessionToken, tc.body)
+			r := h.do("POST", h.IngressURL(route), moderator.SessionToken, tc.body)
 			body := wantError(t, r, tc.status, tc.code)
 			if len(r.Body) > 1024 {
 				t.Errorf("%s: a %d-byte answer echoes the input", tc.name, len(r.Body))
@@ -168,7 +168,7 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 				t.Errorf("%s: %v does not name the participant", tc.name, body)
 			}
 		}
-		h.assertUnchanged(t, before)
+		h.AssertUnchanged(t, before)
 	})
 
 	var cleared struct {
@@ -177,8 +177,8 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 		HandoffIDs    []string `json:"handoff_ids"`
 	}
 	t.Run("an admin session clears exactly that participant's live handoffs", func(t *testing.T) {
-		events := len(h.events(""))
-		r := h.do("POST", h.ingressURL(route), moderator.SessionToken, map[string]any{"participant_id": flooder.ParticipantID})
+		events := len(h.Events(""))
+		r := h.do("POST", h.IngressURL(route), moderator.SessionToken, map[string]any{"participant_id": flooder.ParticipantID})
 		wantOK(t, r)
 		r.Into(t, &cleared)
 		want := []string{open.HandoffID, accepted.HandoffID, asking.HandoffID}
@@ -186,18 +186,18 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 			t.Fatalf("answer %s, want the 3 live handoffs %v", r.Body, want)
 		}
 		for _, x := range live {
-			if st, _ := h.TaskRow(t, x.TaskID); st != room.TaskCancelled || h.status(t, "handoff", x.HandoffID) != room.HandoffCancelled {
-				t.Fatalf("%s: task %s handoff %s, want both cancelled", x.HandoffID, st, h.status(t, "handoff", x.HandoffID))
+			if st, _ := h.TaskRow(t, x.TaskID); st != room.TaskCancelled || h.Status(t, "handoff", x.HandoffID) != room.HandoffCancelled {
+				t.Fatalf("%s: task %s handoff %s, want both cancelled", x.HandoffID, st, h.Status(t, "handoff", x.HandoffID))
 			}
 		}
-		if st, _ := h.TaskRow(t, done.TaskID); st != room.TaskCompleted || h.status(t, "handoff", done.HandoffID) != room.HandoffResultReady {
+		if st, _ := h.TaskRow(t, done.TaskID); st != room.TaskCompleted || h.Status(t, "handoff", done.HandoffID) != room.HandoffResultReady {
 			t.Fatal("the result waiting for a decision was touched")
 		}
-		if st, _ := h.TaskRow(t, theirs.TaskID); st != room.TaskWorking || h.status(t, "handoff", theirs.HandoffID) != room.HandoffOpen {
+		if st, _ := h.TaskRow(t, theirs.TaskID); st != room.TaskWorking || h.Status(t, "handoff", theirs.HandoffID) != room.HandoffOpen {
 			t.Fatal("someone else's handoff was touched")
 		}
 		var got []string
-		for _, ev := range h.events("")[events:] {
+		for _, ev := range h.Events("")[events:] {
 			if ev.Actor == nil || *ev.Actor != moderator.ParticipantID || ev.Payload["reason"] != "requested" {
 				t.Fatalf("event %s %s: want actor %s, reason requested", ev.Type, ev.Raw, moderator.ParticipantID)
 			}
@@ -226,12 +226,12 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 		for range share {
 			h.newTask(t, flooder.SessionToken, "again")
 		}
-		r := h.do("POST", h.ownerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
+		r := h.do("POST", h.OwnerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
 		wantOK(t, r)
 		if n := r.JSON(t)["cancelled"]; n != float64(share) {
 			t.Fatalf("the operator's clear cancelled %v, want %d", n, share)
 		}
-		r = h.do("POST", h.ownerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
+		r = h.do("POST", h.OwnerURL(route), h.OpToken, map[string]any{"participant_id": flooder.ParticipantID})
 		wantOK(t, r)
 		if b := r.JSON(t); b["cancelled"] != float64(0) || len(b["handoff_ids"].([]any)) != 0 {
 			t.Fatalf("a clear with nothing live: %s", r.Body)
