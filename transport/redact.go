@@ -48,13 +48,7 @@ func Redact(line string) string {
 	if len(line) > MaxLogLine {
 		line = line[:MaxLogLine] + "…"
 	}
-	line = strings.Map(func(r rune) rune {
-		if r < 0x20 && r != '\t' || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, line)
-	line = redactCurlUser(line)
+	line = redactCurlUser(printable(line))
 	line = redactPairs(line)
 	for _, r := range redactions {
 		line = r.re.ReplaceAllString(line, r.repl)
@@ -66,6 +60,17 @@ func Redact(line string) string {
 		}
 		return Redacted
 	})
+}
+
+// printable replaces the control characters of a line (all but tab) with
+// '?', so a logged line cannot forge another line or move the terminal.
+func printable(line string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, line)
 }
 
 var redactions = []struct {

@@ -220,8 +220,8 @@ func FuzzRedactSecretShapes(f *testing.F) {
 			q.valueQ == "" && suffix != "" && !endsUnquoted(suffix[0]) && !isPassphrase(name) {
 			return
 		}
-		if strings.Contains(prefix+q.nameQ+name+q.nameQ+sep+q.valueQ+Redacted+q.valueQ+suffix, value) {
-			return // the value is also around it, or would be with the mark
+		if strings.Contains(printable(prefix+q.nameQ+name+q.nameQ+sep+q.valueQ+Redacted+q.valueQ+suffix), value) {
+			return // the value is also around it, or would be once its control characters are replaced, or with the mark
 		}
 		line := prefix + q.nameQ + name + q.nameQ + sep + q.valueQ + value + q.valueQ + suffix
 		got := Redact(line)
