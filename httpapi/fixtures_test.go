@@ -99,11 +99,11 @@ func (h *roomHarness) pageCookie(t testing.TB) (string, *http.Cookie) {
 		t.Fatalf("page key exchange: %d %s", r.Status, r.Body)
 	}
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-		if c.Name == ownerCookie && c.Value != "" {
+		if c.Name == h.API.pages.name && c.Value != "" {
 			return key, &http.Cookie{Name: c.Name, Value: c.Value}
 		}
 	}
-	t.Fatalf("page key exchange set no %s cookie: %v", ownerCookie, r.Header)
+	t.Fatalf("page key exchange set no %s cookie: %v", h.API.pages.name, r.Header)
 	return "", nil
 }
 

@@ -1022,7 +1022,7 @@ func TestOwnerPageKey(t *testing.T) {
 	h := newHarness(t, "")
 	cookieOf := func(r apiResp) *http.Cookie {
 		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-			if c.Name == ownerCookie {
+			if c.Name == h.API.pages.name {
 				return c
 			}
 		}
@@ -1054,10 +1054,13 @@ func TestOwnerPageKey(t *testing.T) {
 		}
 		cookie = cookieOf(r)
 		if cookie == nil {
-			t.Fatalf("no %s cookie in %v", ownerCookie, r.Header.Values("Set-Cookie"))
+			t.Fatalf("no %s cookie in %v", h.API.pages.name, r.Header.Values("Set-Cookie"))
 		}
 		if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" || cookie.Value == "" || cookie.Value == key {
 			t.Errorf("cookie = %+v", cookie)
+		}
+		if want := roomtest.OwnerCookie(h.Eng.WorkspaceID); cookie.Name != want || h.Eng.WorkspaceID == "" || cookieSafe(h.Eng.WorkspaceID) != h.Eng.WorkspaceID {
+			t.Errorf("cookie name %q, want %q (the room's workspace id, which needs no escaping)", cookie.Name, want)
 		}
 	})
 	t.Run("the cookie opens the page, names escaped", func(t *testing.T) {
@@ -1065,7 +1068,7 @@ func TestOwnerPageKey(t *testing.T) {
 			t.Skip("no cookie") // the previous subtest already failed
 		}
 		h.join(`<script>alert(1)</script>`, "read")
-		r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: cookie.Value}))
+		r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, withCookie(&http.Cookie{Name: h.API.pages.name, Value: cookie.Value}))
 		wantOK(t, r)
 		if !strings.Contains(string(r.Body), "<h1>idea</h1>") {
 			t.Errorf("page = %s", r.Body)
@@ -1090,7 +1093,7 @@ func TestOwnerPageKey(t *testing.T) {
 		if r := h.Do(t, "GET", h.OwnerURL("/"), "", nil); r.Status != http.StatusUnauthorized {
 			t.Errorf("status = %d, want 401", r.Status)
 		}
-		r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, withCookie(&http.Cookie{Name: ownerCookie, Value: "forged"}))
+		r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, withCookie(&http.Cookie{Name: h.API.pages.name, Value: "forged"}))
 		if r.Status != http.StatusUnauthorized {
 			t.Errorf("forged cookie: status = %d, want 401", r.Status)
 		}
@@ -1099,7 +1102,7 @@ func TestOwnerPageKey(t *testing.T) {
 		if cookie == nil {
 			t.Fatal("the key exchange set no cookie")
 		}
-		c := &http.Cookie{Name: ownerCookie, Value: cookie.Value}
+		c := &http.Cookie{Name: h.API.pages.name, Value: cookie.Value}
 		if r := h.Do(t, "GET", h.OwnerURL("/workspace/status"), "", nil, withCookie(c)); r.Status != http.StatusOK {
 			t.Errorf("owner listener with the cookie: status %d, want 200", r.Status)
 		}

@@ -1037,14 +1037,14 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	secrets["page key"], _ = kr.JSON(t)["key"].(string)
 	xr := call("page key exchange", "GET", h.OwnerURL("/?key="+secrets["page key"]), "", nil, []string{"owner cookie"})
 	for _, ck := range (&http.Response{Header: xr.Header}).Cookies() {
-		if ck.Name == ownerCookie {
+		if ck.Name == h.API.pages.name {
 			secrets["owner cookie"] = ck.Value
 		}
 	}
 	if secrets["owner cookie"] == "" {
 		t.Fatalf("no owner cookie: %d %v", xr.Status, xr.Header)
 	}
-	ck := &http.Cookie{Name: ownerCookie, Value: secrets["owner cookie"]}
+	ck := &http.Cookie{Name: h.API.pages.name, Value: secrets["owner cookie"]}
 	if r := call("owner page", "GET", h.OwnerURL("/"), "", nil, nil, withCookie(ck)); r.Status != 200 {
 		t.Fatalf("owner page: %d", r.Status)
 	}

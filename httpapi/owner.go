@@ -10,9 +10,12 @@ import (
 	"time"
 )
 
-// ownerCookie is the owner page's credential. It exists only on the owner
+// ownerCookiePrefix starts the name of the owner page's credential; the
+// room's workspace id completes it, as for the participant cookie, so the
+// owner pages of two rooms served on one machine (a browser keys cookies
+// by host, not port) each keep their own. It exists only on the owner
 // listener, is HttpOnly and SameSite=Strict, and is never accepted on /mcp.
-const ownerCookie = "commonroom_owner"
+const ownerCookiePrefix = "commonroom_owner_"
 
 // pageKeys holds one-time page keys and the cookies they were exchanged for,
 // both as hashes, in memory only: a restart prints a fresh key.
@@ -23,6 +26,13 @@ type pageKeys struct {
 	// now is the room's clock (Engine.Now), so a cookie expires on the
 	// same clock as a session, and tests move it as they move the room's.
 	now func() time.Time
+	// name is the cookie's name: ownerCookiePrefix + the workspace id.
+	name string
+}
+
+func newPageKeys(workspaceID string, now func() time.Time) pageKeys {
+	return pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}, now: now,
+		name: ownerCookiePrefix + cookieSafe(workspaceID)}
 }
 
 func randomToken() string {
@@ -56,7 +66,7 @@ func (k *pageKeys) Redeem(key string) *http.Cookie {
 	delete(k.keys, h)
 	c := randomToken()
 	k.cookies[sha256.Sum256([]byte(c))] = k.now().Add(ownerCookieLife)
-	return &http.Cookie{Name: ownerCookie, Value: c, Path: "/", HttpOnly: true,
+	return &http.Cookie{Name: k.name, Value: c, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: 24 * 3600}
 }
 
@@ -77,7 +87,7 @@ func (k *pageKeys) Valid(r *http.Request) bool {
 // in the sidecar names it, and the sweeper never ends it), so a stream
 // opened with it is told this time and ends there itself (observe).
 func (k *pageKeys) expiry(r *http.Request) (time.Time, bool) {
-	c, err := r.Cookie(ownerCookie)
+	c, err := r.Cookie(k.name)
 	if err != nil || c.Value == "" {
 		return time.Time{}, false
 	}

@@ -123,7 +123,7 @@ func New(cfg Config) *Server {
 		s.opHash = sha256.Sum256([]byte(cfg.OperatorToken))
 		s.hasOp = true
 	}
-	s.pages = pageKeys{keys: map[[32]byte]bool{}, cookies: map[[32]byte]time.Time{}, now: s.eng.Now}
+	s.pages = newPageKeys(s.eng.WorkspaceID, s.eng.Now)
 	s.page = page.New(page.Config{Room: cfg.Room, Keys: ownerKeys{s}, Logger: s.log, SendError: s.sendError, RequestID: requestID})
 	s.sessionPages = newSessionPages(s.eng.WorkspaceID)
 	s.participantPage = page.New(page.Config{Room: cfg.Room, Keys: participantKeys{s}, Logger: s.log, SendError: s.sendError, RequestID: requestID,

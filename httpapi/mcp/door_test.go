@@ -336,7 +336,7 @@ func TestMCPAuth(t *testing.T) {
 	page := h.Do(t, "GET", h.OwnerURL("/?key="+key), "", nil)
 	var cookie *http.Cookie
 	for _, ck := range (&http.Response{Header: page.Header}).Cookies() {
-		if ck.Name == ownerCookie {
+		if ck.Name == ownerCookie(h) {
 			cookie = ck
 		}
 	}
@@ -357,7 +357,7 @@ func TestMCPAuth(t *testing.T) {
 		{name: "operator token on the owner listener", token: h.OpToken, owner: true, kind: "unauthorized"},
 		{name: "operator token on the ingress listener", token: h.OpToken, kind: "unauthorized"},
 		{name: "owner page cookie", owner: true, kind: "unauthorized",
-			opts: []mcptest.ReqOpt{mcptest.WithCookie(&http.Cookie{Name: ownerCookie, Value: cookie.Value})}},
+			opts: []mcptest.ReqOpt{mcptest.WithCookie(&http.Cookie{Name: ownerCookie(h), Value: cookie.Value})}},
 	}
 	for _, cr := range creds {
 		for _, m := range protocolMethods(doc) {

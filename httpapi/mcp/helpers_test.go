@@ -13,11 +13,12 @@ import (
 	"github.com/commonroom/ce/httpapi/ops"
 	"github.com/commonroom/ce/internal/mcptest"
 	"github.com/commonroom/ce/internal/roomtest"
+	"github.com/commonroom/ce/internal/roomtest/apitest"
 )
 
-// ownerCookie is the owner page's cookie as a browser sees it; the door
-// must refuse it as a credential.
-const ownerCookie = roomtest.OwnerCookie
+// ownerCookie is the owner page's cookie name in h's room, as a browser
+// sees it; the door must refuse it as a credential.
+func ownerCookie(h *apitest.Harness) string { return roomtest.OwnerCookie(h.Eng.WorkspaceID) }
 
 // tableTools is the tool names of the operations table, in its order: what
 // tools/list lists.

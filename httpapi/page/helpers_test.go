@@ -1,8 +1,11 @@
 package page_test
 
-import "github.com/commonroom/ce/internal/roomtest"
+import (
+	"github.com/commonroom/ce/internal/roomtest"
+	"github.com/commonroom/ce/internal/roomtest/apitest"
+)
 
 // The kit's names for what the page's tests share with the other doors'.
-const ownerCookie = roomtest.OwnerCookie
+func ownerCookie(h *apitest.Harness) string { return roomtest.OwnerCookie(h.Eng.WorkspaceID) }
 
 var serverPort = roomtest.ServerPort

@@ -37,13 +37,15 @@ func browserCookie(t testing.TB, h *apitest.Harness) *http.Cookie {
 	if c := cookieOf(r); c != nil {
 		return &http.Cookie{Name: c.Name, Value: c.Value}
 	}
-	t.Fatalf("page key exchange set no %s cookie: %v", ownerCookie, r.Header.Values("Set-Cookie"))
+	t.Fatalf("page key exchange set no %s cookie: %v", ownerCookie(h), r.Header.Values("Set-Cookie"))
 	return nil
 }
 
+// cookieOf is the owner cookie a response sets, of this room or any
+// other (TestOwnerPageKeyOnce pins the name).
 func cookieOf(r roomtest.Response) *http.Cookie {
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-		if c.Name == ownerCookie {
+		if strings.HasPrefix(c.Name, roomtest.OwnerCookie("")) {
 			return c
 		}
 	}
@@ -132,8 +134,9 @@ func TestOwnerPageServedOnlyWithTheCookie(t *testing.T) {
 	t.Run("no cookie, a forged one, or a bearer instead: no page", func(t *testing.T) {
 		for name, opts := range map[string][]mcptest.ReqOpt{
 			"none":    nil,
-			"forged":  {mcptest.WithCookie(&http.Cookie{Name: ownerCookie, Value: "forged"})},
-			"renamed": {mcptest.WithCookie(&http.Cookie{Name: "commonroom_owner_x", Value: cookie.Value})},
+			"forged":  {mcptest.WithCookie(&http.Cookie{Name: ownerCookie(h), Value: "forged"})},
+			"renamed": {mcptest.WithCookie(&http.Cookie{Name: ownerCookie(h) + "x", Value: cookie.Value})},
+			"unnamed": {mcptest.WithCookie(&http.Cookie{Name: "commonroom_owner", Value: cookie.Value})},
 		} {
 			r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, opts...)
 			if r.Status != http.StatusUnauthorized || strings.Contains(string(r.Body), "<html") {
@@ -332,6 +335,33 @@ func TestOwnerPageIngressNeverServesIt(t *testing.T) {
 	}
 }
 
+// TestOwnerCookiesOfTwoRooms: two rooms served on one machine share the
+// browser's cookie jar (cookies are keyed by host, not port). Each room's
+// owner cookie has its own name, so neither clobbers the other, and one
+// room's cookie opens nothing in the other under either name.
+func TestOwnerCookiesOfTwoRooms(t *testing.T) {
+	a := apitest.New(t, roomtest.Options{}, nil)
+	b := apitest.New(t, roomtest.Options{}, nil)
+	ca, cb := browserCookie(t, a), browserCookie(t, b)
+	if ca.Name == cb.Name {
+		t.Fatalf("both rooms name their owner cookie %q", ca.Name)
+	}
+	for name, c := range map[string]*http.Cookie{
+		"a's cookie as sent":       ca,
+		"a's value under b's name": {Name: cb.Name, Value: ca.Value},
+	} {
+		if r := b.Do(t, "GET", b.OwnerURL("/"), "", nil, mcptest.WithCookie(c)); r.Status != http.StatusUnauthorized {
+			t.Errorf("%s on b's owner page: %d, want 401", name, r.Status)
+		}
+	}
+	// A browser holding both sends both; each room reads its own.
+	for _, h := range []*apitest.Harness{a, b} {
+		if r := h.Do(t, "GET", h.OwnerURL("/"), "", nil, mcptest.WithCookie(ca), mcptest.WithCookie(cb)); r.Status != http.StatusOK {
+			t.Errorf("both cookies on %s: %d, want 200", h.Eng.WorkspaceID, r.Status)
+		}
+	}
+}
+
 // TestOwnerPageKeyOnce: a key works once; a reused or stale one (minted
 // before a restart) is refused and sets nothing.
 func TestOwnerPageKeyOnce(t *testing.T) {
@@ -342,7 +372,7 @@ func TestOwnerPageKeyOnce(t *testing.T) {
 		t.Fatalf("first use: %d, Location %q", r.Status, r.Header.Get("Location"))
 	}
 	c := cookieOf(r)
-	if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
+	if c == nil || c.Name != ownerCookie(h) || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
 		t.Fatalf("cookie = %+v", c)
 	}
 	cookie := &http.Cookie{Name: c.Name, Value: c.Value}

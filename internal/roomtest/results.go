@@ -44,10 +44,11 @@ func WantUnauthorized(t testing.TB, r Response, code string) {
 	}
 }
 
-// OwnerCookie is the owner page's cookie name as a browser sees it: the
-// page's tests set it, and every other door's tests check it is refused as
-// a credential.
-const OwnerCookie = "commonroom_owner"
+// OwnerCookie is the owner page's cookie name in the room with this
+// workspace id, as a browser sees it: the page's tests set it, and every
+// other door's tests check it is refused as a credential. (httpapi's own
+// tests pin that the server names it so.)
+func OwnerCookie(workspaceID string) string { return "commonroom_owner_" + workspaceID }
 
 // ServerPort is a test server's port as text, for building the Origin or
 // Host a browser on another name of the same server would send.
