@@ -88,6 +88,15 @@ type requestInfo struct {
 	traceID string
 }
 
+// listener names the listener the request came in on, as the log and the
+// metrics label it.
+func (info *requestInfo) listener() string {
+	if info.ingress {
+		return "ingress"
+	}
+	return "owner"
+}
+
 func requestInfoOf(r *http.Request) *requestInfo {
 	info, _ := r.Context().Value(requestInfoKey).(*requestInfo)
 	return info
@@ -122,8 +131,8 @@ func noteMCP(r *http.Request, n reqnote.Note) {
 // paths or bodies, which may hold secrets or a document's text. bound put
 // the notes into the request's context; without it (a handler mounted
 // alone) they go into a copy made here. Without info lines (the level is
-// fixed when the server starts) nothing is recorded for the line: no
-// status, no clock.
+// fixed when the server starts) no line is written; the request is still
+// counted in the HTTP histogram (promMetrics.observeHTTP).
 func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b [8]byte
@@ -140,10 +149,6 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		w.Header()["X-Request-Id"] = info.idHeader[:] // Set, without its []string
 		if tp := r.Header["Traceparent"]; len(tp) == 1 {
 			info.traceID, _ = traceparent.TraceID(tp[0])
-		}
-		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
-			next.ServeHTTP(w, r)
-			return
 		}
 		// bound's writer records the status; anything else is wrapped.
 		bw, bound := w.(*boundWriter)
@@ -162,7 +167,10 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		if status == 0 { // nothing written: net/http answers 200
 			status = http.StatusOK
 		}
-		s.logRequest(r, info, status)
+		s.prom.observeHTTP(r, info, status)
+		if s.log.Enabled(r.Context(), slog.LevelInfo) {
+			s.logRequest(r, info, status)
+		}
 	})
 }
 
@@ -187,11 +195,7 @@ func (s *Server) logRequest(r *http.Request, info *requestInfo, status int) {
 	if route != "" {
 		a = append(a, slog.String("route", route))
 	}
-	listener := "owner"
-	if info.ingress {
-		listener = "ingress"
-	}
-	a = append(a, slog.String("listener", listener))
+	a = append(a, slog.String("listener", info.listener()))
 	if info.rpcMethod != "" {
 		a = append(a, slog.String("rpc_method", info.rpcMethod))
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"github.com/commonroom/ce/httpapi/internal/reqnote"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,7 +28,15 @@ type promMetrics struct {
 	// mcpDuration is the OpenTelemetry MCP convention's
 	// mcp.server.operation.duration, in Prometheus' spelling.
 	mcpDuration *prometheus.HistogramVec
+	// httpDuration is the OpenTelemetry HTTP convention's
+	// http.server.request.duration: every request on the owner and ingress
+	// listeners, the plain doors, the pages and /mcp alike.
+	httpDuration *prometheus.HistogramVec
 }
+
+// httpDurationBuckets are the HTTP convention's recommended boundaries
+// (seconds).
+var httpDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
 // mcpDurationBuckets are the convention's recommended boundaries (seconds).
 var mcpDurationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
@@ -41,7 +52,12 @@ func newPromMetrics(s *Server) *promMetrics {
 		Help:    "MCP request or notification duration as observed on the server, from receipt until the result is sent (a subscriptions/listen's is its stream's life).",
 		Buckets: mcpDurationBuckets,
 	}, []string{"mcp_method_name", "gen_ai_tool_name", "error_type"})
-	m.reg.MustRegister(m.mcpDuration, newRoomCollector(s),
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "http_server_request_duration_seconds",
+		Help:    "HTTP request duration on the owner and ingress listeners, from receipt until the handler returns (a stream's is its life).",
+		Buckets: httpDurationBuckets,
+	}, []string{"http_request_method", "http_route", "http_response_status_code", "listener"})
+	m.reg.MustRegister(m.mcpDuration, m.httpDuration, newRoomCollector(s),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return m
@@ -52,6 +68,19 @@ func newPromMetrics(s *Server) *promMetrics {
 func (m *promMetrics) observeRequest(n reqnote.Note) {
 	method, tool, errType := n.Labels()
 	m.mcpDuration.WithLabelValues(method, tool, errType).Observe(n.Duration.Seconds())
+}
+
+// observeHTTP counts one HTTP request. Every label is from a bounded set:
+// the method as logMethod names it, the router's pattern (never the raw
+// path; empty for a path no route matched), the status a handler chose,
+// and the listener.
+func (m *promMetrics) observeHTTP(r *http.Request, info *requestInfo, status int) {
+	route := ""
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		route = rc.RoutePattern()
+	}
+	m.httpDuration.WithLabelValues(logMethod(r.Method), route, strconv.Itoa(status), info.listener()).
+		Observe(time.Since(info.start).Seconds())
 }
 
 // promScrape is GET /metrics on the owner listener: the operator's

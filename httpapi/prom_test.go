@@ -113,6 +113,7 @@ func TestPrometheusFamiliesMoveWithALifecycle(t *testing.T) {
 		"ce_sidecar_bytes":                      dto.MetricType_GAUGE,
 		"ce_ready":                              dto.MetricType_GAUGE,
 		"mcp_server_operation_duration_seconds": dto.MetricType_HISTOGRAM,
+		"http_server_request_duration_seconds":  dto.MetricType_HISTOGRAM,
 		"go_goroutines":                         dto.MetricType_GAUGE,
 		"go_memstats_heap_alloc_bytes":          dto.MetricType_GAUGE,
 	}
@@ -136,6 +137,12 @@ func TestPrometheusFamiliesMoveWithALifecycle(t *testing.T) {
 	owner.mcp.toolOK(t, "workspace_commit", map[string]any{"proposal_id": pid})
 	worker.mcp.toolErr(t, "handoff_accept", map[string]any{"handoff_id": "h_nosuch"}, "handoff_not_found")
 	wantRPCError(t, owner.mcp.call(t, "no/such", nil), 404, -32601)
+	wantOK(t, h.Do(t, "GET", h.OwnerURL("/workspace/status"), h.OpToken, nil))
+	wantOK(t, h.Do(t, "GET", h.IngressURL("/workspace/status"), worker.SessionToken, nil))
+	const strayPath = "/no/such/path-ses_secretlooking"
+	if r := h.Do(t, "GET", h.IngressURL(strayPath), "", nil); r.Status != 404 {
+		t.Fatalf("GET %s: %d, want 404", strayPath, r.Status)
+	}
 	after := h.scrape(t)
 
 	t.Run("every family is there with its type", func(t *testing.T) {
@@ -199,6 +206,30 @@ func TestPrometheusFamiliesMoveWithALifecycle(t *testing.T) {
 		}
 		if got := value(after, "mcp_server_operation_duration_seconds", "mcp_method_name=other", "error_type=-32601"); got != 1 {
 			t.Errorf("an unknown method counted %v times under other/-32601, want 1", got)
+		}
+	})
+	t.Run("each HTTP request is counted under its route, status and listener", func(t *testing.T) {
+		for _, c := range []struct {
+			labels  []string
+			atLeast float64
+		}{
+			{[]string{"http_request_method=GET", "http_route=/workspace/status", "http_response_status_code=200", "listener=owner"}, 1},
+			{[]string{"http_request_method=GET", "http_route=/workspace/status", "http_response_status_code=200", "listener=ingress"}, 1},
+			{[]string{"http_request_method=POST", "http_route=/mcp", "http_response_status_code=200", "listener=ingress"}, 6},
+			{[]string{"http_request_method=POST", "http_route=/mcp", "http_response_status_code=404", "listener=ingress"}, 1},
+			{[]string{"http_request_method=GET", "http_route=", "http_response_status_code=404", "listener=ingress"}, 1},
+		} {
+			d := value(after, "http_server_request_duration_seconds", c.labels...) - value(mid, "http_server_request_duration_seconds", c.labels...)
+			if d < c.atLeast {
+				t.Errorf("http_server_request_duration_seconds{%s} grew by %v, want at least %v", strings.Join(c.labels, ","), d, c.atLeast)
+			}
+		}
+		for _, m := range after["http_server_request_duration_seconds"].GetMetric() {
+			for _, l := range m.Label {
+				if strings.Contains(l.GetValue(), "no/such") || strings.Contains(l.GetValue(), "ses_") {
+					t.Errorf("a raw path reached a label: %s=%q", l.GetName(), l.GetValue())
+				}
+			}
 		}
 	})
 	t.Run("streams, drops, connections and the sidecar are reported", func(t *testing.T) {
