@@ -159,28 +159,29 @@ func Decode(h http.Header, body []byte, methods *Methods, metas *MetaCache) (req
 
 	// Step 9: the one version we serve.
 	if meta.ProtocolVersion != present.ProtocolVersion {
-		return fail(&Error{
-			Status:  http.StatusBadRequest,
-			Code:    CodeUnsupportedVersion,
-			Message: "unsupported protocol version",
-			Data: map[string]any{
-				"supported": []string{present.ProtocolVersion},
-				"requested": meta.ProtocolVersion,
-			},
-		})
+		return fail(unsupportedVersion(meta.ProtocolVersion))
 	}
 
 	// Step 10: the method must be one we serve.
 	if !known {
-		return fail(&Error{
-			Status:  http.StatusNotFound,
-			Code:    CodeMethodNotFound,
-			Message: "method not found",
-			Data:    map[string]string{"method": env.method},
-		})
+		return fail(methodNotFound(env.method))
 	}
 	req.ID, req.Method, req.Params, req.Meta, req.members = id, env.method, env.params, meta, params
 	return req, false, nil
+}
+
+// unsupportedVersion is step 9's answer: the version asked for, and the
+// one this server speaks.
+func unsupportedVersion(requested string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeUnsupportedVersion, Message: "unsupported protocol version",
+		Data: map[string]any{"supported": []string{present.ProtocolVersion}, "requested": requested}}
+}
+
+// methodNotFound is step 10's answer; the method is named in data only
+// (the request log and the metrics never carry an unknown method's name).
+func methodNotFound(method string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeMethodNotFound, Message: "method not found",
+		Data: map[string]string{"method": method}}
 }
 
 // envelope is the top level of a request after step 3.
@@ -264,9 +265,7 @@ func decodeMeta(rawParams json.RawMessage, metas *MetaCache, params *members, li
 	if m, ok := metas.get(rawMeta); ok {
 		return m, nil
 	}
-	// The three layers below are split into arrays of their own on the
-	// stack (meta is still read after caps).
-	var metaBuf, capsBuf, extBuf [8]member
+	var metaBuf [8]member // on the stack; meta is read after the client capabilities
 	meta, err := splitMembers(rawMeta, metaBuf[:0])
 	if err != nil {
 		return RequestMeta{}, metaError("params._meta could not be decoded: " + err.Error())
@@ -281,31 +280,8 @@ func decodeMeta(rawParams json.RawMessage, metas *MetaCache, params *members, li
 		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] must be a string", metaProtocolVersion))
 	}
 	out.ProtocolVersion = stringOf(raw)
-
-	raw, ok = meta.get(metaClientCaps)
-	switch {
-	case !ok:
-		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
-	case kindOf(raw) != '{':
-		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] must be an object", metaClientCaps))
-	}
-	out.ClientCaps = raw
-	caps, err := splitMembers(raw, capsBuf[:0])
-	if err != nil {
-		return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
-	}
-	if rawExt, ok := caps.get("extensions"); ok {
-		if kindOf(rawExt) != '{' {
-			return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
-		}
-		ext, err := splitMembers(rawExt, extBuf[:0])
-		if err != nil {
-			return RequestMeta{}, metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
-		}
-		out.Tasks = kindOf(ext.val(present.TasksExtension)) == '{'
-		if raw := ext.val(mcpapp.Extension); kindOf(raw) == '{' {
-			out.UI = mcpapp.Declared(raw)
-		}
+	if e := decodeClientCaps(meta, &out); e != nil {
+		return RequestMeta{}, e
 	}
 
 	if raw, ok := meta.get(metaProgressToken); ok {
@@ -321,6 +297,41 @@ func decodeMeta(rawParams json.RawMessage, metas *MetaCache, params *members, li
 		metas.put(rawMeta, m)
 	}
 	return out, nil
+}
+
+// decodeClientCaps reads _meta's client capabilities into out: the raw
+// object, and which of the extensions this server acts on it declares
+// (Tasks; the MCP App view, only with its mime type).
+func decodeClientCaps(meta members, out *RequestMeta) *Error {
+	raw, ok := meta.get(metaClientCaps)
+	switch {
+	case !ok:
+		return metaError(fmt.Sprintf("params._meta[%q] is missing", metaClientCaps))
+	case kindOf(raw) != '{':
+		return metaError(fmt.Sprintf("params._meta[%q] must be an object", metaClientCaps))
+	}
+	out.ClientCaps = raw
+	var capsBuf, extBuf [8]member // on the stack
+	caps, err := splitMembers(raw, capsBuf[:0])
+	if err != nil {
+		return metaError(fmt.Sprintf("params._meta[%q] could not be decoded: %v", metaClientCaps, err))
+	}
+	rawExt, ok := caps.get("extensions")
+	if !ok {
+		return nil
+	}
+	if kindOf(rawExt) != '{' {
+		return metaError(fmt.Sprintf("params._meta[%q].extensions must be an object", metaClientCaps))
+	}
+	ext, err := splitMembers(rawExt, extBuf[:0])
+	if err != nil {
+		return metaError(fmt.Sprintf("params._meta[%q].extensions could not be decoded: %v", metaClientCaps, err))
+	}
+	out.Tasks = kindOf(ext.val(present.TasksExtension)) == '{'
+	if raw := ext.val(mcpapp.Extension); kindOf(raw) == '{' {
+		out.UI = mcpapp.Declared(raw)
+	}
+	return nil
 }
 
 // checkMcpName is the Mcp-Name half of step 8.
