@@ -286,13 +286,23 @@ func (k participantKeys) Redeem(r *http.Request, key string) *http.Cookie {
 	return k.s.sessionPages.issue(g)
 }
 
-// Viewer is the session the request's cookie stands for.
+// Viewer is the session the request's cookie stands for. The page and its
+// rendered document are outside the authenticated routes' middleware, so
+// the session's rate limit is counted here: a cookie is no way around the
+// budget its session's token has (rendering the document is the dearest
+// read the ingress serves).
 func (k participantKeys) Viewer(r *http.Request) (room.Principal, error) {
 	p, present, err := k.s.participantPrincipal(r)
 	if !present {
 		return room.Principal{}, errNoPageCookie()
 	}
-	return p, err
+	if err != nil {
+		return p, err
+	}
+	if ok, wait := k.s.rate.allow(p.SessionRef); !ok {
+		return room.Principal{}, room.Errorf(room.KindLimitExceeded, "too many requests for this session").With("retry_after_seconds", wait)
+	}
+	return p, nil
 }
 
 // ownerKeys is the page door's credential store on the owner listener: the

@@ -1,0 +1,59 @@
+package httpapi
+
+// Attacks on a participant's page (the security review of issue 28): each
+// test is one attack a hostile holder of a page cookie, or a hostile site
+// beside the room, could try, and what the room answers.
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/commonroom/ce/room"
+)
+
+// TestParticipantPageRateLimited: the page (GET /) and its rendered
+// document (GET /page/document) count against the session's rate limit as
+// every /workspace route does, so a cookie is no way around it (rendering
+// up to 2 MiB of Markdown for each request, as often as one likes).
+func TestParticipantPageRateLimited(t *testing.T) {
+	const limit = 3
+	h := newHarness(t, "", harnessOpts{Limits: func(l *room.Limits) { l.RateLimitPerMinute = limit }})
+	for _, path := range []string{"/", "/page/document"} {
+		t.Run(path+": refused with 429 limit_exceeded past the session's budget", func(t *testing.T) {
+			s := h.join("reader-"+path, "read", "observe")
+			c := ppCookie(t, h, s.SessionToken) // POST /session/page spends one
+			for i := 1; i < limit; i++ {
+				wantOK(t, h.do("GET", h.IngressURL(path), "", nil, withCookie(c)))
+			}
+			m := wantError(t, h.do("GET", h.IngressURL(path), "", nil, withCookie(c)), http.StatusTooManyRequests, "limit_exceeded")
+			if m["retry_after_seconds"] == nil {
+				t.Errorf("no retry_after_seconds: %v", m)
+			}
+			wantError(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(c)), http.StatusTooManyRequests, "limit_exceeded")
+		})
+	}
+	t.Run("another session's page is not limited by it", func(t *testing.T) {
+		s := h.join("other", "read", "observe")
+		wantOK(t, h.do("GET", h.IngressURL("/page/document"), "", nil, withCookie(ppCookie(t, h, s.SessionToken))))
+	})
+	t.Run("the owner page is not limited", func(t *testing.T) {
+		c := ownerCookieFor(t, h)
+		for range limit + 2 {
+			wantOK(t, h.do("GET", h.OwnerURL("/page/document"), "", nil, withCookie(c)))
+		}
+	})
+}
+
+// ownerCookieFor redeems a fresh owner-page key on the owner listener and
+// returns the cookie as the browser sends it back.
+func ownerCookieFor(t testing.TB, h *roomHarness) *http.Cookie {
+	t.Helper()
+	r := h.Do(t, "GET", h.OwnerURL("/?key="+h.API.NewPageKey()), "", nil)
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == h.API.pages.name {
+			return &http.Cookie{Name: c.Name, Value: c.Value}
+		}
+	}
+	t.Fatalf("owner key exchange set no cookie: %d %s", r.Status, r.Body)
+	return nil
+}
