@@ -162,17 +162,29 @@ func (sp *sessionPages) issue(g pageGrant) *http.Cookie {
 }
 
 // cookie returns the grant for the request's participant cookie; present
-// says the request carries this room's cookie at all.
-func (sp *sessionPages) cookie(r *http.Request) (g pageGrant, present, ok bool) {
-	c, err := r.Cookie(sp.name)
-	if err != nil || c.Value == "" {
-		return pageGrant{}, false, false
+// says the request carries this room's cookie at all. More than one
+// cookie of this room's name is refused, whichever comes first: the room
+// sets one (host-only, Path=/), so a second was planted by a site on the
+// same registrable domain (another node of a tailnet's ts.net name,
+// another port of the host) with a longer Path or a Domain so the browser
+// sends it too — taking the first would let the planter's own cookie
+// stand, unseen, for the page of whoever opened it.
+func (sp *sessionPages) cookie(r *http.Request) (g pageGrant, present bool, err error) {
+	cs := r.CookiesNamed(sp.name)
+	if len(cs) == 0 || len(cs) == 1 && cs[0].Value == "" {
+		return pageGrant{}, false, nil
 	}
-	h := sha256.Sum256([]byte(c.Value))
+	if len(cs) > 1 {
+		return pageGrant{}, true, errTwoPageCookies()
+	}
+	h := sha256.Sum256([]byte(cs[0].Value))
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	g, ok = sp.cookies[h]
-	return g, true, ok
+	g, ok := sp.cookies[h]
+	if !ok {
+		return pageGrant{}, true, errNoPageCookie()
+	}
+	return g, true, nil
 }
 
 // forget drops every key and cookie of a session that no longer
@@ -218,15 +230,21 @@ func errNoPageCookie() error {
 	return room.Errorf(room.KindUnauthorized, "this page is not signed in for this room (its session ended, the room restarted, or the cookie is another room's): open the Page: link `ce join` printed, or run `ce page` for a fresh one")
 }
 
+// errTwoPageCookies is the answer to a request carrying more than one
+// cookie of this room's name (sessionPages.cookie says why).
+func errTwoPageCookies() error {
+	return room.Errorf(room.KindUnauthorized, "this page carries more than one cookie of this room: another site on the same domain set one. Clear this site's cookies in the browser, then open a fresh Page: link (ce page)")
+}
+
 // participantPrincipal resolves the participant cookie of an ingress
 // request; present says the request carries one.
 func (s *Server) participantPrincipal(r *http.Request) (p room.Principal, present bool, err error) {
-	g, present, ok := s.sessionPages.cookie(r)
+	g, present, err := s.sessionPages.cookie(r)
 	if !present {
 		return room.Principal{}, false, nil
 	}
-	if !ok {
-		return room.Principal{}, true, errNoPageCookie()
+	if err != nil {
+		return room.Principal{}, true, err
 	}
 	p, err = s.grantPrincipal(r.Context(), g)
 	return p, true, err

@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/commonroom/ce/room"
@@ -56,4 +57,52 @@ func ownerCookieFor(t testing.TB, h *roomHarness) *http.Cookie {
 	}
 	t.Fatalf("owner key exchange set no cookie: %d %s", r.Status, r.Body)
 	return nil
+}
+
+// TestParticipantPageTossedCookie: a site on the same registrable domain
+// as the room (another node of a transport's tailnet, serving
+// Domain=tailnet.ts.net cookies; another port of the same host) can plant
+// a cookie of the room's name beside the page's own, with a longer Path so
+// the browser sends it first. A request carrying more than one cookie of
+// the room's name is refused, never taken as the first one: otherwise the
+// victim's page would act, unseen, as the planter's session (the
+// planter's own cookie, from a key of its own), and what the victim wrote
+// there would be the planter's to read.
+func TestParticipantPageTossedCookie(t *testing.T) {
+	h := newHarness(t, "")
+	victim := h.join("victim", "read", "observe", "propose", "checkout")
+	planter := h.join("planter", "read", "observe", "propose", "checkout")
+	mine, tossed := ppCookie(t, h, victim.SessionToken), ppCookie(t, h, planter.SessionToken)
+	forged := &http.Cookie{Name: mine.Name, Value: "forged"}
+	for name, cookies := range map[string][]*http.Cookie{
+		"the planter's cookie sent first": {tossed, mine},
+		"the page's own sent first":       {mine, tossed},
+		"a forged one sent first":         {forged, mine},
+	} {
+		opts := func(extra ...reqOpt) []reqOpt {
+			for _, c := range cookies {
+				extra = append(extra, withCookie(c))
+			}
+			return extra
+		}
+		t.Run(name+": a write is refused, nothing changed", func(t *testing.T) {
+			before := h.Snapshot()
+			m := wantError(t, h.do("POST", h.IngressURL("/workspace/checkout"), "", map[string]any{"target": "Idea/Goals"},
+				opts(withOrigin(h.Ingress.URL))...), http.StatusUnauthorized, "unauthorized")
+			if msg, _ := m["message"].(string); !strings.Contains(msg, "more than one") {
+				t.Errorf("message %q does not say why", msg)
+			}
+			h.AssertUnchanged(t, before)
+		})
+		for _, path := range []string{"/", "/page/document", "/workspace/room"} {
+			t.Run(name+": "+path+" is refused", func(t *testing.T) {
+				if r := h.do("GET", h.IngressURL(path), "", nil, opts()...); r.Status != http.StatusUnauthorized {
+					t.Errorf("%d %.120s", r.Status, r.Body)
+				}
+			})
+		}
+	}
+	t.Run("the page's own cookie alone still works", func(t *testing.T) {
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(mine)))
+	})
 }
