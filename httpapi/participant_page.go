@@ -150,6 +150,15 @@ func (sp *sessionPages) spend(key string) (pageGrant, bool) {
 	return g, ok
 }
 
+// peek returns whom a key stands for without spending it.
+func (sp *sessionPages) peek(key string) (pageGrant, bool) {
+	h := sha256.Sum256([]byte(key))
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	g, ok := sp.keys[h]
+	return g, ok
+}
+
 // issue records a fresh cookie for g's session and returns it.
 func (sp *sessionPages) issue(g pageGrant) *http.Cookie {
 	c := randomToken()
@@ -292,16 +301,30 @@ func (s *Server) sessionPageElsewhere(w http.ResponseWriter, r *http.Request) {
 type participantKeys struct{ s *Server }
 
 // Redeem spends a one-time key for a cookie, if its session still
-// authenticates.
-func (k participantKeys) Redeem(r *http.Request, key string) *http.Cookie {
-	g, ok := k.s.sessionPages.spend(key)
+// authenticates. A key of another participant never replaces a live
+// cookie of this room: a page link with a key of its own, planted where a
+// participant clicks it (the document's links), would otherwise turn the
+// victim's page, unseen, into the planter's session. It is refused and
+// left unspent; the same participant's fresh key (ce page, a new join)
+// replaces its cookie as before, and so does any key beside a cookie that
+// no longer works.
+func (k participantKeys) Redeem(r *http.Request, key string) (*http.Cookie, error) {
+	g, ok := k.s.sessionPages.peek(key)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	if _, err := k.s.grantPrincipal(r.Context(), g); err != nil {
-		return nil
+	p, err := k.s.grantPrincipal(r.Context(), g)
+	if err != nil {
+		return nil, nil
 	}
-	return k.s.sessionPages.issue(g)
+	if cur, present, err := k.s.participantPrincipal(r); present && err == nil && cur.ParticipantID != p.ParticipantID {
+		return nil, room.Errorf(room.KindPermissionDenied, "This browser already has this room's page open as another participant; the link was not used. "+
+			"To switch, clear this site's cookies (or use another browser profile) and open the link again.")
+	}
+	if _, ok := k.s.sessionPages.spend(key); !ok {
+		return nil, nil
+	}
+	return k.s.sessionPages.issue(g), nil
 }
 
 // Viewer is the session the request's cookie stands for. The page and its
@@ -328,7 +351,9 @@ func (k participantKeys) Viewer(r *http.Request) (room.Principal, error) {
 type ownerKeys struct{ s *Server }
 
 // Redeem spends an owner page key.
-func (k ownerKeys) Redeem(_ *http.Request, key string) *http.Cookie { return k.s.pages.Redeem(key) }
+func (k ownerKeys) Redeem(_ *http.Request, key string) (*http.Cookie, error) {
+	return k.s.pages.Redeem(key), nil
+}
 
 // Viewer is the operator, for a holder of the owner cookie.
 func (k ownerKeys) Viewer(r *http.Request) (room.Principal, error) {

@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -104,5 +105,55 @@ func TestParticipantPageTossedCookie(t *testing.T) {
 	}
 	t.Run("the page's own cookie alone still works", func(t *testing.T) {
 		wantOK(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(mine)))
+	})
+}
+
+// TestParticipantPageKeySwap: a hostile participant puts a link to the
+// room's page with a key of its own (/?key=…) where a victim clicks it —
+// in the document, which the page renders with its links. Spending it
+// would replace the victim's live cookie with one for the planter's
+// session, and the victim's page would go on, unseen, as the planter. A
+// key for another participant never replaces a live cookie of the room:
+// it is refused, left unspent, and the victim's page stays the victim's.
+func TestParticipantPageKeySwap(t *testing.T) {
+	h := newHarness(t, "")
+	victim := h.join("victim", "read", "observe", "propose", "checkout")
+	planter := h.join("planter", "read", "observe", "propose", "checkout")
+	mine := ppCookie(t, h, victim.SessionToken)
+	redeem := func(key string, c *http.Cookie) (*http.Cookie, apiResp) {
+		r := h.Do(t, "GET", h.IngressURL("/?key="+url.QueryEscape(key)), "", nil, withCookie(c), withHeader("Sec-Fetch-Site", "same-origin"))
+		for _, x := range (&http.Response{Header: r.Header}).Cookies() {
+			if x.Name == h.API.sessionPages.name {
+				return x, r
+			}
+		}
+		return nil, r
+	}
+	t.Run("another participant's key beside a live cookie: refused, unspent", func(t *testing.T) {
+		key := ppKey(t, h, planter.SessionToken)
+		c, r := redeem(key, mine)
+		if c != nil || r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), "another participant") {
+			t.Errorf("swap: %d %q, cookie %v", r.Status, r.Body, c)
+		}
+		page := h.do("GET", h.IngressURL("/"), "", nil, withCookie(mine))
+		if !strings.Contains(string(page.Body), `data-participant-id="`+victim.ParticipantID+`"`) {
+			t.Errorf("the victim's page is no longer the victim's")
+		}
+		if c, _ := ppRedeem(t, h, key); c == nil {
+			t.Errorf("the refused key was spent")
+		}
+	})
+	t.Run("the same participant's fresh key beside its cookie: a new cookie", func(t *testing.T) {
+		if c, r := redeem(ppKey(t, h, victim.SessionToken), mine); c == nil {
+			t.Errorf("own key: %d %q", r.Status, r.Body)
+		}
+	})
+	t.Run("another participant's key beside a dead cookie: a new cookie", func(t *testing.T) {
+		gone := h.join("gone", "read", "observe")
+		dead := ppCookie(t, h, gone.SessionToken)
+		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), gone.SessionToken, nil))
+		if c, r := redeem(ppKey(t, h, planter.SessionToken), dead); c == nil {
+			t.Errorf("key beside a dead cookie: %d %q", r.Status, r.Body)
+		}
 	})
 }

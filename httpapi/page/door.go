@@ -27,8 +27,9 @@ import (
 // views it.
 type Keys interface {
 	// Redeem spends a one-time page key and returns the cookie to set, or
-	// nil if the key is unknown, was already used or its session ended.
-	Redeem(r *http.Request, key string) *http.Cookie
+	// nil if the key is unknown, was already used or its session ended; an
+	// error says, in words for a person, why a good key was not spent.
+	Redeem(r *http.Request, key string) (*http.Cookie, error)
 	// Viewer is whom the request's cookie stands for; an error (unauthorized,
 	// session_expired) says, in words for a person, why there is nobody.
 	Viewer(r *http.Request) (room.Principal, error)
@@ -85,11 +86,15 @@ func New(cfg Config) *Handler {
 // cookie stands for.
 func (d *Handler) Index(w http.ResponseWriter, r *http.Request) {
 	if key := r.URL.Query().Get("key"); key != "" {
-		c := d.cfg.Keys.Redeem(r, key)
+		c, err := d.cfg.Keys.Redeem(r, key)
 		if c == nil {
+			msg := d.cfg.UsedKey
+			if err != nil {
+				msg = room.AsError(err).Message
+			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte(d.cfg.UsedKey + "\n"))
+			w.Write([]byte(msg + "\n"))
 			return
 		}
 		http.SetCookie(w, c)
