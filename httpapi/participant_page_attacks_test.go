@@ -157,3 +157,31 @@ func TestParticipantPageKeySwap(t *testing.T) {
 		}
 	})
 }
+
+// TestParticipantPageChurn: the room's store of keys and cookies is
+// bounded, its oldest entry dropped past the bound. A participant with a
+// many-use invitation could join, mint keys and leave over and over: were
+// an ended session's keys kept until someone presented them, that churn
+// alone would push every other participant's live cookie out. A session's
+// keys and cookies go when it ends, so only live sessions hold any.
+func TestParticipantPageChurn(t *testing.T) {
+	h := newHarness(t, "")
+	h.API.sessionPages.mu.Lock()
+	h.API.sessionPages.roomCap = 3
+	h.API.sessionPages.mu.Unlock()
+	victim := h.join("victim", "read", "observe")
+	mine := ppCookie(t, h, victim.SessionToken)
+	for range 4 {
+		s := h.join("churn", "read", "observe")
+		ppKey(t, h, s.SessionToken)
+		ppKey(t, h, s.SessionToken)
+		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), s.SessionToken, nil))
+		waitFor(t, "the left session's keys are forgotten", func() bool {
+			keys, _ := h.API.sessionPages.size()
+			return keys == 0
+		})
+	}
+	t.Run("the victim's cookie still works", func(t *testing.T) {
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(mine)))
+	})
+}
