@@ -185,3 +185,54 @@ func TestParticipantPageChurn(t *testing.T) {
 		wantOK(t, h.do("GET", h.IngressURL("/workspace/room"), "", nil, withCookie(mine)))
 	})
 }
+
+// TestPageCookieSubresourceFromAnotherOrigin: SameSite=Strict keeps the
+// cookie off cross-site requests, not off same-site ones, and another port
+// of the host or another node of a tailnet is the same site. Such a page
+// cannot read the answers (no CORS), but each <img src=…/workspace/observe>
+// it embeds would open a stream as the victim's session (taking its four
+// slots, or the operator's without bound) and each read would spend the
+// session's rate budget. A cookie-authenticated request the browser marks
+// as coming from another origin (Sec-Fetch-Site other than same-origin)
+// is refused on every route but the page's own navigation (GET /); a
+// client that sends no Sec-Fetch-Site (not a browser) is unaffected.
+func TestPageCookieSubresourceFromAnotherOrigin(t *testing.T) {
+	h := newHarness(t, "")
+	alice := h.join("alice", "read", "observe")
+	doors := []struct {
+		name   string
+		url    func(string) string
+		cookie *http.Cookie
+	}{
+		{"participant", h.IngressURL, ppCookie(t, h, alice.SessionToken)},
+		{"owner", h.OwnerURL, ownerCookieFor(t, h)},
+	}
+	for _, d := range doors {
+		for _, path := range []string{"/workspace/room", "/workspace/observe", "/page/document"} {
+			for _, site := range []string{"same-site", "cross-site"} {
+				t.Run(d.name+" "+path+" from "+site+": refused", func(t *testing.T) {
+					r := h.do("GET", d.url(path), "", nil, withCookie(d.cookie), withHeader("Sec-Fetch-Site", site))
+					if r.Status != http.StatusForbidden {
+						t.Errorf("%d %.120s", r.Status, r.Body)
+					}
+				})
+			}
+		}
+		for _, site := range []string{"same-origin", ""} {
+			t.Run(d.name+" /workspace/room from "+site+"(or none): answered", func(t *testing.T) {
+				opts := []reqOpt{withCookie(d.cookie)}
+				if site != "" {
+					opts = append(opts, withHeader("Sec-Fetch-Site", site))
+				}
+				wantOK(t, h.do("GET", d.url("/workspace/room"), "", nil, opts...))
+				wantOK(t, h.do("GET", d.url("/page/document"), "", nil, opts...))
+			})
+		}
+		t.Run(d.name+" page navigation from another site: still served", func(t *testing.T) {
+			wantOK(t, h.do("GET", d.url("/"), "", nil, withCookie(d.cookie), withHeader("Sec-Fetch-Site", "same-site")))
+		})
+	}
+	t.Run("a bearer token from another site is not a cookie: answered", func(t *testing.T) {
+		wantOK(t, h.do("GET", h.IngressURL("/workspace/room"), alice.SessionToken, nil, withHeader("Sec-Fetch-Site", "cross-site")))
+	})
+}

@@ -126,3 +126,21 @@ func (d *Handler) viewer(w http.ResponseWriter, r *http.Request) (room.Principal
 	}
 	return room.Principal{}, false
 }
+
+// FromPage refuses a cookie-authenticated request that a browser says came
+// from another origin (Sec-Fetch-Site same-site or cross-site). The
+// cookie is SameSite=Strict, which keeps it off cross-site requests only:
+// another port of the host, or another node of a tailnet, is the same
+// site, and a page there could embed <img src=…/workspace/observe> to open
+// streams as the cookie's holder, or spend its session's rate budget,
+// without reading a byte. The page's own requests are same-origin; a
+// client that sends no Sec-Fetch-Site is no browser and carries no cookie
+// it did not choose. The page's navigation (GET /) does not ask this: it
+// is what a link opens.
+func FromPage(r *http.Request) error {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return nil
+	}
+	return room.Errorf(room.KindPermissionDenied, "requests with the page's cookie must come from the page itself (Sec-Fetch-Site)")
+}
