@@ -150,15 +150,6 @@ func (sp *sessionPages) spend(key string) (pageGrant, bool) {
 	return g, ok
 }
 
-// peek returns whom a key stands for without spending it.
-func (sp *sessionPages) peek(key string) (pageGrant, bool) {
-	h := sha256.Sum256([]byte(key))
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	g, ok := sp.keys[h]
-	return g, ok
-}
-
 // issue records a fresh cookie for g's session and returns it.
 func (sp *sessionPages) issue(g pageGrant) *http.Cookie {
 	c := randomToken()
@@ -304,12 +295,13 @@ type participantKeys struct{ s *Server }
 // authenticates. A key of another participant never replaces a live
 // cookie of this room: a page link with a key of its own, planted where a
 // participant clicks it (the document's links), would otherwise turn the
-// victim's page, unseen, into the planter's session. It is refused and
-// left unspent; the same participant's fresh key (ce page, a new join)
+// victim's page, unseen, into the planter's session. It is refused (and
+// spent, as every key a browser showed: its link stays in that browser's
+// history); the same participant's fresh key (ce page, a new join)
 // replaces its cookie as before, and so does any key beside a cookie that
 // no longer works.
 func (k participantKeys) Redeem(r *http.Request, key string) (*http.Cookie, error) {
-	g, ok := k.s.sessionPages.peek(key)
+	g, ok := k.s.sessionPages.spend(key)
 	if !ok {
 		return nil, nil
 	}
@@ -318,11 +310,8 @@ func (k participantKeys) Redeem(r *http.Request, key string) (*http.Cookie, erro
 		return nil, nil
 	}
 	if cur, present, err := k.s.participantPrincipal(r); present && err == nil && cur.ParticipantID != p.ParticipantID {
-		return nil, room.Errorf(room.KindPermissionDenied, "This browser already has this room's page open as another participant; the link was not used. "+
-			"To switch, clear this site's cookies (or use another browser profile) and open the link again.")
-	}
-	if _, ok := k.s.sessionPages.spend(key); !ok {
-		return nil, nil
+		return nil, room.Errorf(room.KindPermissionDenied, "This browser already has this room's page open as another participant, so this link was not opened here (and is now spent). "+
+			"To switch, clear this site's cookies (or use another browser profile), then open a fresh link (ce page).")
 	}
 	return k.s.sessionPages.issue(g), nil
 }
