@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/commonroom/ce/actor"
+	"github.com/commonroom/ce/httpapi/page"
 	"github.com/commonroom/ce/room"
 )
 
@@ -58,6 +59,9 @@ func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) 
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
 			return room.Principal{}, room.Errorf(room.KindPermissionDenied, "writes from the owner page must come from the page itself (Origin)")
 		}
+		if err := page.FromPage(r); err != nil {
+			return room.Principal{}, err
+		}
 		return room.Operator(s.eng.HostID), nil
 	}
 	if l == ingressListener && token == "" && cookieRoute(r.URL.Path) {
@@ -71,6 +75,9 @@ func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) 
 			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
 				return room.Principal{}, room.Errorf(room.KindPermissionDenied, "writes from a participant's page must come from the page itself (Origin)")
+			}
+			if err := page.FromPage(r); err != nil {
+				return room.Principal{}, err
 			}
 			return p, nil
 		}

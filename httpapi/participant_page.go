@@ -162,17 +162,29 @@ func (sp *sessionPages) issue(g pageGrant) *http.Cookie {
 }
 
 // cookie returns the grant for the request's participant cookie; present
-// says the request carries this room's cookie at all.
-func (sp *sessionPages) cookie(r *http.Request) (g pageGrant, present, ok bool) {
-	c, err := r.Cookie(sp.name)
-	if err != nil || c.Value == "" {
-		return pageGrant{}, false, false
+// says the request carries this room's cookie at all. More than one
+// cookie of this room's name is refused, whichever comes first: the room
+// sets one (host-only, Path=/), so a second was planted by a site on the
+// same registrable domain (another node of a tailnet's ts.net name,
+// another port of the host) with a longer Path or a Domain so the browser
+// sends it too — taking the first would let the planter's own cookie
+// stand, unseen, for the page of whoever opened it.
+func (sp *sessionPages) cookie(r *http.Request) (g pageGrant, present bool, err error) {
+	cs := r.CookiesNamed(sp.name)
+	if len(cs) == 0 || len(cs) == 1 && cs[0].Value == "" {
+		return pageGrant{}, false, nil
 	}
-	h := sha256.Sum256([]byte(c.Value))
+	if len(cs) > 1 {
+		return pageGrant{}, true, errTwoPageCookies()
+	}
+	h := sha256.Sum256([]byte(cs[0].Value))
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	g, ok = sp.cookies[h]
-	return g, true, ok
+	g, ok := sp.cookies[h]
+	if !ok {
+		return pageGrant{}, true, errNoPageCookie()
+	}
+	return g, true, nil
 }
 
 // forget drops every key and cookie of a session that no longer
@@ -218,15 +230,21 @@ func errNoPageCookie() error {
 	return room.Errorf(room.KindUnauthorized, "this page is not signed in for this room (its session ended, the room restarted, or the cookie is another room's): open the Page: link `ce join` printed, or run `ce page` for a fresh one")
 }
 
+// errTwoPageCookies is the answer to a request carrying more than one
+// cookie of this room's name (sessionPages.cookie says why).
+func errTwoPageCookies() error {
+	return room.Errorf(room.KindUnauthorized, "this page carries more than one cookie of this room: another site on the same domain set one. Clear this site's cookies in the browser, then open a fresh Page: link (ce page)")
+}
+
 // participantPrincipal resolves the participant cookie of an ingress
 // request; present says the request carries one.
 func (s *Server) participantPrincipal(r *http.Request) (p room.Principal, present bool, err error) {
-	g, present, ok := s.sessionPages.cookie(r)
+	g, present, err := s.sessionPages.cookie(r)
 	if !present {
 		return room.Principal{}, false, nil
 	}
-	if !ok {
-		return room.Principal{}, true, errNoPageCookie()
+	if err != nil {
+		return room.Principal{}, true, err
 	}
 	p, err = s.grantPrincipal(r.Context(), g)
 	return p, true, err
@@ -274,25 +292,47 @@ func (s *Server) sessionPageElsewhere(w http.ResponseWriter, r *http.Request) {
 type participantKeys struct{ s *Server }
 
 // Redeem spends a one-time key for a cookie, if its session still
-// authenticates.
-func (k participantKeys) Redeem(r *http.Request, key string) *http.Cookie {
+// authenticates. A key of another participant never replaces a live
+// cookie of this room: a page link with a key of its own, planted where a
+// participant clicks it (the document's links), would otherwise turn the
+// victim's page, unseen, into the planter's session. It is refused (and
+// spent, as every key a browser showed: its link stays in that browser's
+// history); the same participant's fresh key (ce page, a new join)
+// replaces its cookie as before, and so does any key beside a cookie that
+// no longer works.
+func (k participantKeys) Redeem(r *http.Request, key string) (*http.Cookie, error) {
 	g, ok := k.s.sessionPages.spend(key)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	if _, err := k.s.grantPrincipal(r.Context(), g); err != nil {
-		return nil
+	p, err := k.s.grantPrincipal(r.Context(), g)
+	if err != nil {
+		return nil, nil
 	}
-	return k.s.sessionPages.issue(g)
+	if cur, present, err := k.s.participantPrincipal(r); present && err == nil && cur.ParticipantID != p.ParticipantID {
+		return nil, room.Errorf(room.KindPermissionDenied, "This browser already has this room's page open as another participant, so this link was not opened here (and is now spent). "+
+			"To switch, clear this site's cookies (or use another browser profile), then open a fresh link (ce page).")
+	}
+	return k.s.sessionPages.issue(g), nil
 }
 
-// Viewer is the session the request's cookie stands for.
+// Viewer is the session the request's cookie stands for. The page and its
+// rendered document are outside the authenticated routes' middleware, so
+// the session's rate limit is counted here: a cookie is no way around the
+// budget its session's token has (rendering the document is the dearest
+// read the ingress serves).
 func (k participantKeys) Viewer(r *http.Request) (room.Principal, error) {
 	p, present, err := k.s.participantPrincipal(r)
 	if !present {
 		return room.Principal{}, errNoPageCookie()
 	}
-	return p, err
+	if err != nil {
+		return p, err
+	}
+	if ok, wait := k.s.rate.allow(p.SessionRef); !ok {
+		return room.Principal{}, room.Errorf(room.KindLimitExceeded, "too many requests for this session").With("retry_after_seconds", wait)
+	}
+	return p, nil
 }
 
 // ownerKeys is the page door's credential store on the owner listener: the
@@ -300,7 +340,9 @@ func (k participantKeys) Viewer(r *http.Request) (room.Principal, error) {
 type ownerKeys struct{ s *Server }
 
 // Redeem spends an owner page key.
-func (k ownerKeys) Redeem(_ *http.Request, key string) *http.Cookie { return k.s.pages.Redeem(key) }
+func (k ownerKeys) Redeem(_ *http.Request, key string) (*http.Cookie, error) {
+	return k.s.pages.Redeem(key), nil
+}
 
 // Viewer is the operator, for a holder of the owner cookie.
 func (k ownerKeys) Viewer(r *http.Request) (room.Principal, error) {

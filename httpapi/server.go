@@ -126,6 +126,14 @@ func New(cfg Config) *Server {
 	s.pages = newPageKeys(s.eng.WorkspaceID, s.eng.Now)
 	s.page = page.New(page.Config{Room: cfg.Room, Keys: ownerKeys{s}, Logger: s.log, SendError: s.sendError, RequestID: requestID})
 	s.sessionPages = newSessionPages(s.eng.WorkspaceID)
+	if s.hub != nil {
+		// A session's page keys and cookies go when it ends (leave, expiry,
+		// ended by the host), not when someone next presents them: the
+		// store's bound then counts live sessions only, and a participant
+		// that joins and leaves over and over cannot push everyone else's
+		// cookie out as the oldest.
+		s.hub.OnSessionEnd(s.sessionPages.forget)
+	}
 	s.participantPage = page.New(page.Config{Room: cfg.Room, Keys: participantKeys{s}, Logger: s.log, SendError: s.sendError, RequestID: requestID,
 		UsedKey: "This page link was already used, is not valid, or its session has ended. Run `ce page` (or join again) for a fresh one."})
 	s.rate = newRateLimiter(s.limits.RateLimitPerMinute, time.Minute, cfg.Room.Engine().Now)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/commonroom/ce/actor"
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
@@ -19,7 +20,8 @@ import (
 
 // boardHandoffs and boardProposals bound what one board read carries: the
 // newest handoffs the session may see and the newest pending proposals,
-// each proposal with its diff (itself bounded by the engine).
+// each proposal with its diff (bounded by the engine, and all of them
+// together by half the body bound: boardDiffBudget).
 const (
 	boardHandoffs  = 50
 	boardProposals = 20
@@ -84,11 +86,13 @@ func (h *Handler) readBoard(c *call, args json.RawMessage) (any, error) {
 		if out.Handoffs == nil {
 			out.Handoffs = []room.Handoff{}
 		}
+		left := int(h.limits.MaxBodyBytes / 2)
 		for _, p := range ps.Proposals {
 			d, err := h.eng.ProposalDiff(c.ctx, q, c.p, room.ProposalDiffInput{ProposalID: p.ProposalID})
 			if err != nil {
 				return board{}, err
 			}
+			left = boardDiffBudget(&d, left)
 			out.Proposals = append(out.Proposals, boardProposal{ProposalInfo: p, Diff: d})
 		}
 		return out, nil
@@ -105,4 +109,24 @@ func boardResource() map[string]any {
 		"mimeType":    mcpapp.MimeType,
 		"_meta":       mcpapp.ResourceMeta(),
 	}
+}
+
+// boardDiffBudget cuts d's diffs to the left bytes the board still has for
+// diffs, at a line break, marking what it cut, and returns what is left.
+// One proposal's diff may take half the body bound alone (the engine cuts
+// it there); the board's twenty together may take no more, or a few large
+// proposals would make each board read (the view reads it after every
+// linked tool's answer) tens of megabytes.
+func boardDiffBudget(d *room.ProposalDiff, left int) int {
+	cut := func(s *string, truncated *bool) {
+		if len(*s) <= left {
+			left -= len(*s)
+			return
+		}
+		keep := strings.LastIndexByte((*s)[:left], '\n') + 1
+		*s, *truncated, left = (*s)[:keep], true, left-keep
+	}
+	cut(&d.Diff, &d.DiffTruncated)
+	cut(&d.BaseDiff, &d.BaseDiffTruncated)
+	return left
 }

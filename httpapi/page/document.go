@@ -58,6 +58,10 @@ var mdRenderer = goldmark.New(
 // without a version) rendered. It needs the page's cookie, like the page,
 // and the viewer's read capability (DocumentText checks it).
 func (d *Handler) Document(w http.ResponseWriter, r *http.Request) {
+	if err := FromPage(r); err != nil {
+		d.cfg.SendError(w, r, err)
+		return
+	}
 	p, ok := d.viewer(w, r)
 	if !ok {
 		return

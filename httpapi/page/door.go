@@ -27,8 +27,9 @@ import (
 // views it.
 type Keys interface {
 	// Redeem spends a one-time page key and returns the cookie to set, or
-	// nil if the key is unknown, was already used or its session ended.
-	Redeem(r *http.Request, key string) *http.Cookie
+	// nil if the key is unknown, was already used or its session ended; an
+	// error says, in words for a person, why a good key was not spent.
+	Redeem(r *http.Request, key string) (*http.Cookie, error)
 	// Viewer is whom the request's cookie stands for; an error (unauthorized,
 	// session_expired) says, in words for a person, why there is nobody.
 	Viewer(r *http.Request) (room.Principal, error)
@@ -85,11 +86,15 @@ func New(cfg Config) *Handler {
 // cookie stands for.
 func (d *Handler) Index(w http.ResponseWriter, r *http.Request) {
 	if key := r.URL.Query().Get("key"); key != "" {
-		c := d.cfg.Keys.Redeem(r, key)
+		c, err := d.cfg.Keys.Redeem(r, key)
 		if c == nil {
+			msg := d.cfg.UsedKey
+			if err != nil {
+				msg = room.AsError(err).Message
+			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte(d.cfg.UsedKey + "\n"))
+			w.Write([]byte(msg + "\n"))
 			return
 		}
 		http.SetCookie(w, c)
@@ -120,4 +125,22 @@ func (d *Handler) viewer(w http.ResponseWriter, r *http.Request) (room.Principal
 		d.cfg.SendError(w, r, err)
 	}
 	return room.Principal{}, false
+}
+
+// FromPage refuses a cookie-authenticated request that a browser says came
+// from another origin (Sec-Fetch-Site same-site or cross-site). The
+// cookie is SameSite=Strict, which keeps it off cross-site requests only:
+// another port of the host, or another node of a tailnet, is the same
+// site, and a page there could embed <img src=…/workspace/observe> to open
+// streams as the cookie's holder, or spend its session's rate budget,
+// without reading a byte. The page's own requests are same-origin; a
+// client that sends no Sec-Fetch-Site is no browser and carries no cookie
+// it did not choose. The page's navigation (GET /) does not ask this: it
+// is what a link opens.
+func FromPage(r *http.Request) error {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return nil
+	}
+	return room.Errorf(room.KindPermissionDenied, "requests with the page's cookie must come from the page itself (Sec-Fetch-Site)")
 }

@@ -32,14 +32,14 @@ type oneKey struct {
 	cookie *http.Cookie
 }
 
-func (k *oneKey) Redeem(_ *http.Request, key string) *http.Cookie {
+func (k *oneKey) Redeem(_ *http.Request, key string) (*http.Cookie, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if key == "" || key != k.key {
-		return nil
+		return nil, nil
 	}
 	k.key = ""
-	return k.cookie
+	return k.cookie, nil
 }
 
 // Viewer is the operator for the holder of the cookie, as the owner
