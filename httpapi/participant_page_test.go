@@ -285,6 +285,35 @@ func TestParticipantPageCrossOriginWrites(t *testing.T) {
 // TestParticipantPageReadOnly: a read-only participant's page offers no
 // write, and each write made by hand with its cookie is refused by the
 // server (its capabilities, as for any door) with nothing changed.
+// TestPageSaysWhoIsSignedIn: each page names, at its top, whose session
+// it acts as and what it may do, so a page opened from someone else's link
+// does not pass for one's own; a hostile name stays text.
+func TestPageSaysWhoIsSignedIn(t *testing.T) {
+	h := newHarness(t, "")
+	name := `<img src=x onerror=alert(1)> bo`
+	bo := h.join(name, "read", "propose")
+	for _, c := range []struct {
+		outcome string
+		page    apiResp
+		want    string
+	}{
+		{"a participant's page names the participant and its capabilities",
+			h.Do(t, "GET", h.IngressURL("/"), "", nil, withCookie(ppCookie(t, h, bo.SessionToken))),
+			`Signed in as <strong>&lt;img src=x onerror=alert(1)&gt; bo</strong> · may read, propose</p>`},
+		{"the owner page names the host",
+			h.Do(t, "GET", h.OwnerURL("/"), "", nil, withCookie(func() *http.Cookie { _, c := h.pageCookie(t); return c }())),
+			`(the host) · may read, observe, propose, checkout, commit, approve, invite, admin</p>`},
+	} {
+		t.Run(c.outcome, func(t *testing.T) {
+			wantOK(t, c.page)
+			if !strings.Contains(string(c.page.Body), c.want) {
+				i := strings.Index(string(c.page.Body), `id="you"`)
+				t.Errorf("page lacks %q; has %.200s", c.want, string(c.page.Body)[max(i, 0):])
+			}
+		})
+	}
+}
+
 func TestParticipantPageReadOnly(t *testing.T) {
 	h := newHarness(t, "")
 	writer := h.join("writer", "read", "observe", "propose", "checkout")

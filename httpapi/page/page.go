@@ -111,6 +111,19 @@ func (v Viewer) May(c string) bool {
 	return false
 }
 
+// ViewerName is the name the page is signed in as, shown at its top so a
+// person sees whose session acts (a page opened from someone else's link
+// would otherwise look like their own): the viewer's entry among the
+// room's participants, or its id when the list was cut before it.
+func (v pageView) ViewerName() string {
+	for _, pt := range v.Participants {
+		if pt.ParticipantID == v.Viewer.ParticipantID {
+			return pt.Name
+		}
+	}
+	return v.Viewer.ParticipantID
+}
+
 // CapList is Caps as one attribute value.
 func (v Viewer) CapList() string { return strings.Join(v.Caps, " ") }
 
