@@ -99,6 +99,23 @@ describe('participant page', { concurrency: false }, () => {
       'no invitation section for a session without invite');
     await page.locator('#live[data-state="off"]').waitFor({ timeout: UI_TIMEOUT }); // no observe: it re-reads instead
     await page.locator('#document [data-path]').first().waitFor({ timeout: UI_TIMEOUT });
+    assert.match(await page.locator('#you').textContent(), /^Signed in as writer · may read, propose, checkout$/);
+  });
+
+  step("another participant's page link opened in the writer's browser does not swap its page", async () => {
+    // The reader mints a fresh link (as `ce page` does) and plants it where
+    // the writer clicks; the writer's browser keeps the writer's page.
+    const minted = await api(reader, 'POST', '/session/page', {});
+    assert.equal(minted.status, 200);
+    const planted = await people.writer.context.newPage();
+    const res = await planted.goto(`${ingressOrigin}${minted.body.path}${encodeURIComponent(minted.body.key)}`);
+    assert.equal(res.status(), 403);
+    assert.match(await planted.locator('body').textContent(), /another participant/);
+    await planted.close();
+    const back = await people.writer.context.newPage();
+    await back.goto(`${ingressOrigin}/`);
+    assert.match(await back.locator('#you').textContent(), /^Signed in as writer /);
+    await back.close();
   });
 
   step('the one-time key cannot be used twice', async () => {
