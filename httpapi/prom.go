@@ -79,8 +79,24 @@ func (m *promMetrics) observeHTTP(r *http.Request, info *requestInfo, status int
 	if rc := chi.RouteContext(r.Context()); rc != nil {
 		route = rc.RoutePattern()
 	}
-	m.httpDuration.WithLabelValues(logMethod(r.Method), route, strconv.Itoa(status), info.listener()).
+	m.httpDuration.WithLabelValues(logMethod(r.Method), route, statusLabel(status), info.listener()).
 		Observe(time.Since(info.start).Seconds())
+}
+
+// statusLabels are the HTTP status codes as label values, made once so a
+// request's observation does not format its status.
+var statusLabels = func() (l [600]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code >= 0 && code < len(statusLabels) {
+		return statusLabels[code]
+	}
+	return strconv.Itoa(code)
 }
 
 // promScrape is GET /metrics on the owner listener: the operator's
