@@ -908,15 +908,15 @@ func (m *matrix) call(t *testing.T, c *matrixCase, rec *records) outcome {
 		if s != nil {
 			got.Status, got.OK = http.StatusOK, true
 			if c.op.Door == doorListen {
-				s.id = `"az"`
-				s.read()
-				ack := s.ack(t)
+				s.ID = `"az"`
+				s.Start()
+				ack := s.Ack(t)
 				got.Ack = []string{}
 				if raw, ok := ack["taskIds"]; ok {
 					got.Ack = decodeStrings(t, raw)
 				}
 			}
-			s.close()
+			s.Close()
 			m.h.waitSubscribers(t, 0)
 			return got
 		}

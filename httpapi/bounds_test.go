@@ -263,24 +263,24 @@ func TestBoundsStreamsOutliveDeadlines(t *testing.T) {
 	if legacy == nil {
 		t.Fatalf("GET /mcp: %d %s", lr.Status, lr.Raw)
 	}
-	legacy.read()
+	legacy.Start()
 
 	// Real network deadlines: let both lapse several times over.
 	time.Sleep(10 * deadline)
 	h.editFile(t, tok, threeSections("hello world, later", "ship it\nsoon", "step one"))
 
 	t.Run("a subscriptions/listen stream is not cut by the body or write deadline", func(t *testing.T) {
-		f := listen.next(t)
-		if f.Msg.Method != "notifications/resources/updated" || jsonAt(f.params(), "uri") != doc {
+		f := listen.Next(t)
+		if f.Msg.Method != "notifications/resources/updated" || jsonAt(f.Params(), "uri") != doc {
 			t.Fatalf("frame %.300s, want resources/updated for %s", string(f.Data), doc)
 		}
 	})
 	t.Run("a GET /workspace/observe stream is not cut", func(t *testing.T) {
-		if f := observe.next(t); f.Msg.Method != "notifications/commonroom/event" {
+		if f := observe.Next(t); f.Msg.Method != "notifications/commonroom/event" {
 			t.Fatalf("frame %.300s, want an event", string(f.Data))
 		}
 	})
 	t.Run("a GET /mcp stream is not cut", func(t *testing.T) {
-		legacy.expectRes(t, doc)
+		legacy.ExpectRes(t, doc)
 	})
 }

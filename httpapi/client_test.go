@@ -162,7 +162,7 @@ func (h *roomHarness) notify(t testing.TB, token, method string, params map[stri
 // cancelListen sends notifications/cancelled naming requestID (raw JSON).
 func (h *roomHarness) cancelListen(t testing.TB, token, requestID string) {
 	t.Helper()
-	h.notify(t, token, "notifications/cancelled", map[string]any{"requestId": json.RawMessage(requestID), "reason": "done"})
+	h.CancelListen(t, token, requestID)
 }
 
 // ---- tasks ----

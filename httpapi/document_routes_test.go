@@ -889,14 +889,14 @@ func TestDocumentCommitNotifiesResources(t *testing.T) {
 		t.Helper()
 		var got []string
 		for range n {
-			f := s.next(t)
+			f := s.Next(t)
 			if f.Msg.Method != "notifications/resources/updated" || f.Msg.ID != nil {
 				t.Fatalf("frame %.300s, want a notifications/resources/updated notification", string(f.Data))
 			}
-			if id := jsonAt(f.params(), "_meta", "io.modelcontextprotocol/subscriptionId"); id != subID {
+			if id := jsonAt(f.Params(), "_meta", "io.modelcontextprotocol/subscriptionId"); id != subID {
 				t.Errorf("subscriptionId = %v, want %v", id, subID)
 			}
-			got = append(got, str(f.params()["uri"]))
+			got = append(got, str(f.Params()["uri"]))
 		}
 		return got
 	}

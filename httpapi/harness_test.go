@@ -13,14 +13,13 @@ package httpapi
 // a participant as a party (its session, its MCP client and its
 // Tasks-extension client); h.do sends plain HTTP and answers an apiResp; a
 // party's mcpClient answers an mcpResp (client_test.go); streams are read
-// frame by frame (stream_test.go).
+// frame by frame with the kit's reader (named in stream_test.go).
 
 import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -301,32 +300,11 @@ func (g *publishGate) arm() {
 
 // ---- the document, edited out of band ----
 
-// editFile replaces the file out of band, then makes the room notice with a
-// workspace_status call through /mcp, and returns the version it reports.
-// Contents must differ in length from the previous ones: the file's stamp
-// (size, mtime, inode) is how the room notices an edit, and two writes within
-// one clock tick keep the same mtime.
+// editFile replaces the file out of band and has the room notice (the
+// kit's EditFile); it returns the version the room reports.
 func (h *roomHarness) editFile(t testing.TB, token, content string) int64 {
 	t.Helper()
-	before := h.statusVersion(t, token)
-	if err := os.WriteFile(h.Doc, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	after := h.statusVersion(t, token)
-	if after != before+1 {
-		t.Fatalf("the out-of-band edit made version %d, want %d", after, before+1)
-	}
-	return after
-}
-
-func (h *roomHarness) statusVersion(t testing.TB, token string) int64 {
-	t.Helper()
-	st := newMCPClient(h, token, false).toolOK(t, "workspace_status", map[string]any{})
-	v, ok := st["version"].(float64)
-	if !ok {
-		t.Fatalf("workspace_status has no version: %v", st)
-	}
-	return int64(v)
+	return h.EditFile(t, token, content)
 }
 
 // threeSections builds a document from the three sections' bodies.

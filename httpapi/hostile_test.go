@@ -458,12 +458,12 @@ func TestHostileLongStrings(t *testing.T) {
 			if s == nil {
 				return false, "refused", r.Raw
 			}
-			s.read()
-			ack := s.ack(t)
+			s.Start()
+			ack := s.Ack(t)
 			if _, ok := ack["taskIds"]; ok {
 				t.Errorf("an unknown task id was acknowledged")
 			}
-			s.close()
+			s.Close()
 			return true, "", nil
 		}},
 	}
@@ -668,7 +668,7 @@ func TestHostileStreamsPerSession(t *testing.T) {
 		t.Run("a fifth stream ("+kind+") is refused with 429 limit_exceeded", func(t *testing.T) {
 			st, r := open(t, kind, s.SessionToken)
 			if st != nil {
-				st.close()
+				st.Close()
 				t.Fatal("a fifth stream opened")
 			}
 			if r.Status != http.StatusTooManyRequests || !bytes.Contains(r.Raw, []byte(`"limit_exceeded"`)) {
@@ -681,11 +681,11 @@ func TestHostileStreamsPerSession(t *testing.T) {
 		if st == nil {
 			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
-		st.close()
+		st.Close()
 		h.waitSubscribers(t, 4)
 	})
 	t.Run("after one ends, the session may open another", func(t *testing.T) {
-		held[0].close()
+		held[0].Close()
 		h.waitSubscribers(t, 3)
 		st, r := open(t, "listen", s.SessionToken)
 		if st == nil {
@@ -695,7 +695,7 @@ func TestHostileStreamsPerSession(t *testing.T) {
 	})
 	t.Run("no stream outlives its client", func(t *testing.T) {
 		for _, st := range held {
-			st.close()
+			st.Close()
 		}
 		h.waitSubscribers(t, 0)
 	})
@@ -788,7 +788,7 @@ func TestHostileSSEBacklog(t *testing.T) {
 		if s == nil {
 			t.Fatalf("listen refused: %d %s", r.Status, r.Raw)
 		}
-		s.id = fmt.Sprintf(`"stalled-%d"`, i)
+		s.ID = fmt.Sprintf(`"stalled-%d"`, i)
 		stalled = append(stalled, s)
 	}
 	healthy, ack := h.listen(t, c, o.SessionToken, "1", follow, true)
@@ -806,12 +806,12 @@ func TestHostileSSEBacklog(t *testing.T) {
 		inWriter(t, h, func(tx *room.Tx) (room.Handoff, error) {
 			return h.Eng.RequestInput(tx, trusted(a.ParticipantID), room.RequestInputInput{HandoffID: x.HandoffID, Requests: []room.InputRequestSpec{{Key: key, Message: question}}})
 		})
-		healthy.expectTask(t, x.TaskID, room.TaskInputRequired)
+		healthy.ExpectTask(t, x.TaskID, room.TaskInputRequired)
 		inWriter(t, h, func(tx *room.Tx) (struct{}, error) {
 			_, err := h.Eng.UpdateTask(tx, trusted(o.ParticipantID), room.UpdateTaskInput{TaskID: x.TaskID, InputResponses: map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept"}`)}})
 			return struct{}{}, err
 		})
-		healthy.expectTask(t, x.TaskID, room.TaskWorking)
+		healthy.ExpectTask(t, x.TaskID, room.TaskWorking)
 		published += 2
 	}
 	st := h.Hub.Stats()
@@ -823,8 +823,8 @@ func TestHostileSSEBacklog(t *testing.T) {
 		t.Errorf("%d subscribers left, want the healthy one", st.Subscribers)
 	}
 	for _, s := range stalled {
-		s.read()
-		frames := s.end(t)
+		s.Start()
+		frames := s.End(t)
 		if len(frames) == 0 {
 			t.Fatalf("%s delivered nothing, not even its acknowledgement", s.Name)
 		}
@@ -847,7 +847,7 @@ func TestHostileSSEBacklog(t *testing.T) {
 		inWriter(t, h, func(tx *room.Tx) (room.Handoff, error) {
 			return h.Eng.RequestInput(tx, trusted(a.ParticipantID), room.RequestInputInput{HandoffID: x.HandoffID, Requests: []room.InputRequestSpec{{Key: "last", Message: "?"}}})
 		})
-		healthy.expectTask(t, x.TaskID, room.TaskInputRequired)
+		healthy.ExpectTask(t, x.TaskID, room.TaskInputRequired)
 		if st := h.Hub.Stats(); st.Dropped != 2 || st.Subscribers != 1 {
 			t.Errorf("stats %+v, want still two drops and one subscriber", st)
 		}
@@ -975,7 +975,7 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	if observe == nil {
 		t.Fatalf("observe: %d %s", r0.Status, r0.Raw)
 	}
-	observe.read()
+	observe.Start()
 
 	// Joins: by URI, by raw secret, by an invitation an agent made over MCP.
 	ia := addInvite("invite for alice", call("operator invite", "POST", h.OwnerURL("/workspace/invite"), h.OpToken,
@@ -1069,8 +1069,8 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	call("after leave", "GET", h.IngressURL("/workspace/status"), bob.SessionToken, nil, nil)
 
 	h.cancelListen(t, alice.SessionToken, "9")
-	listenFrames := lst.end(t)
-	observe.close()
+	listenFrames := lst.End(t)
+	observe.Close()
 	var frames []string
 	for _, f := range listenFrames {
 		frames = append(frames, string(f.Data))

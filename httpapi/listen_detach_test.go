@@ -18,6 +18,6 @@ func TestListenStreamEndGivesBackItsConnection(t *testing.T) {
 		t.Fatalf("ingress holds %d connections with a live stream", open)
 	}
 	h.cancelListen(t, tok, "1")
-	s.expectFinal(t)
+	s.ExpectFinal(t)
 	idleConns(t, h) // fails unless the stream's own connection was closed by the room
 }

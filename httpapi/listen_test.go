@@ -107,8 +107,8 @@ func TestListenValidation(t *testing.T) {
 		if cc := s.Header.Get("Cache-Control"); cc != "no-cache" {
 			t.Errorf("Cache-Control %q, want no-cache", cc)
 		}
-		s.read()
-		if got := decodeStrings(t, s.ack(t)["taskIds"]); !slices.Equal(got, []string{own.TaskID}) {
+		s.Start()
+		if got := decodeStrings(t, s.Ack(t)["taskIds"]); !slices.Equal(got, []string{own.TaskID}) {
 			t.Errorf("acknowledged taskIds %v, want [%s]", got, own.TaskID)
 		}
 	})
@@ -117,7 +117,7 @@ func TestListenValidation(t *testing.T) {
 func TestListenAcknowledgement(t *testing.T) {
 	h := newHarness(t, "")
 	c := streamClient()
-	b := newBarrier(t, h, c)
+	b := h.NewBarrier(t, c)
 	o := h.join("owner", "read", "propose", "approve")
 	a := h.join("assignee", "read", "checkout")
 	x := h.join("stranger", "read", "propose")
@@ -127,7 +127,7 @@ func TestListenAcknowledgement(t *testing.T) {
 	foreign := h.newTask(t, x.SessionToken, "someone else's")
 	h.acceptTask(t, a.SessionToken, mine)
 	noReadTask := h.newTask(t, n.SessionToken, "made by a session that cannot read")
-	b.wait(t)
+	b.Wait(t)
 
 	doc := h.Eng.DocumentURI()
 	goals := h.Eng.SectionURI("Idea/Goals")
@@ -166,13 +166,13 @@ func TestListenAcknowledgement(t *testing.T) {
 			}
 			// A task frame, a resource frame and the final result all carry the id.
 			h.askInput(t, a.SessionToken, mine, key, "which tone?")
-			s.expectTask(t, mine.TaskID, room.TaskInputRequired)
+			s.ExpectTask(t, mine.TaskID, room.TaskInputRequired)
 			h.answerInput(t, o.SessionToken, mine, key)
-			s.expectTask(t, mine.TaskID, room.TaskWorking)
+			s.ExpectTask(t, mine.TaskID, room.TaskWorking)
 			edit(t)
-			s.expectRes(t, doc)
+			s.ExpectRes(t, doc)
 			h.cancelListen(t, o.SessionToken, id)
-			s.expectFinal(t)
+			s.ExpectFinal(t)
 		})
 	}
 
@@ -186,7 +186,7 @@ func TestListenAcknowledgement(t *testing.T) {
 		if _, ok := ack["taskIds"]; ok {
 			t.Errorf("acknowledged taskIds %s for tasks this session cannot read", ack["taskIds"])
 		}
-		s.close()
+		s.Close()
 		s2, ack2 := h.listen(t, c, n.SessionToken, "2", map[string]any{
 			"resourceSubscriptions": []string{doc}, "taskIds": []string{noReadTask.TaskID}}, true)
 
@@ -199,7 +199,7 @@ func TestListenAcknowledgement(t *testing.T) {
 		edit(t)
 		h.cancelTask(t, n.SessionToken, noReadTask)
 		// The edit came first; the first frame must still be the task's.
-		s2.expectTask(t, noReadTask.TaskID, room.TaskCancelled)
+		s2.ExpectTask(t, noReadTask.TaskID, room.TaskCancelled)
 	})
 
 	t.Run("the assignee gets the task it took; a stranger gets none of it", func(t *testing.T) {
@@ -226,21 +226,21 @@ func TestListenAcknowledgement(t *testing.T) {
 			t.Errorf("acknowledged %v, want {}", ack)
 		}
 		h.cancelListen(t, o.SessionToken, `"empty"`)
-		s.expectFinal(t)
+		s.ExpectFinal(t)
 	})
 }
 
 func TestListenTaskNotifications(t *testing.T) {
 	h := newHarness(t, "")
 	c := streamClient()
-	b := newBarrier(t, h, c)
+	b := h.NewBarrier(t, c)
 	o := h.join("owner", "read", "propose", "approve")
 	a := h.join("assignee", "read", "checkout")
 	x := h.join("stranger", "read", "propose")
 	t1 := h.newTask(t, o.SessionToken, "draft the plan")
 	t2 := h.newTask(t, o.SessionToken, "second job")
 	tx := h.newTask(t, x.SessionToken, "the stranger's job")
-	b.wait(t)
+	b.Wait(t)
 
 	so, ack := h.listen(t, c, o.SessionToken, "7", map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
 	if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, []string{t1.TaskID, t2.TaskID}) {
@@ -256,15 +256,15 @@ func TestListenTaskNotifications(t *testing.T) {
 		h.Clock.Advance(time.Second) // so lastUpdatedAt tells the states apart
 		foreignChange()
 		change()
-		f := so.expectTask(t, t1.TaskID, status)
+		f := so.ExpectTask(t, t1.TaskID, status)
 		sameTask(t, f, h.getTask(t, o.SessionToken, t1))
 		if sa != nil {
-			f := sa.expectTask(t, t1.TaskID, status)
+			f := sa.ExpectTask(t, t1.TaskID, status)
 			sameTask(t, f, h.getTask(t, a.SessionToken, t1))
 		}
 		// The stranger's own stream got the foreign change, so it was
 		// published before t1's; the owner's stream skipped it.
-		sx.check(t, sx.next(t), mcptest.TaskMethod)
+		sx.Check(t, sx.Next(t), mcptest.TaskMethod)
 	}
 
 	outer := t // the assignee's stream outlives the subtest that opens it
@@ -286,7 +286,7 @@ func TestListenTaskNotifications(t *testing.T) {
 		step(t, room.TaskInputRequired,
 			func() {
 				h.askInput(t, a.SessionToken, tx, "fx", "foreign?")
-				sa.expectTask(t, tx.TaskID, room.TaskInputRequired)
+				sa.ExpectTask(t, tx.TaskID, room.TaskInputRequired)
 			},
 			func() { h.askInput(t, a.SessionToken, t1, "tone", "formal or casual?") })
 	})
@@ -295,7 +295,7 @@ func TestListenTaskNotifications(t *testing.T) {
 		step(t, room.TaskWorking,
 			func() {
 				h.answerInput(t, x.SessionToken, tx, "fx")
-				sa.expectTask(t, tx.TaskID, room.TaskWorking)
+				sa.ExpectTask(t, tx.TaskID, room.TaskWorking)
 			},
 			func() { h.answerInput(t, o.SessionToken, t1, "tone") })
 	})
@@ -304,7 +304,7 @@ func TestListenTaskNotifications(t *testing.T) {
 		step(t, room.TaskCompleted,
 			func() {
 				h.completeTask(t, a.SessionToken, tx, "foreign result")
-				sa.expectTask(t, tx.TaskID, room.TaskCompleted)
+				sa.ExpectTask(t, tx.TaskID, room.TaskCompleted)
 			},
 			func() { h.completeTask(t, a.SessionToken, t1, "the plan, drafted") })
 	})
@@ -313,14 +313,14 @@ func TestListenTaskNotifications(t *testing.T) {
 		newMCPClient(h, o.SessionToken, false).toolOK(t, "handoff_approve", map[string]any{"handoff_id": t1.HandoffID})
 		h.Clock.Advance(time.Second)
 		h.cancelTask(t, o.SessionToken, t2)
-		f := so.expectTask(t, t2.TaskID, room.TaskCancelled)
+		f := so.ExpectTask(t, t2.TaskID, room.TaskCancelled)
 		sameTask(t, f, h.getTask(t, o.SessionToken, t2))
 	})
 
 	t.Run("the foreign task's changes never reached the owner's stream", func(t *testing.T) {
 		// Every frame so far was consumed in order above; nothing is left.
 		h.cancelListen(t, o.SessionToken, "7")
-		so.expectFinal(t)
+		so.ExpectFinal(t)
 	})
 }
 
@@ -377,14 +377,14 @@ func TestListenResourceUpdates(t *testing.T) {
 				uris []string
 			}{{sDoc, st.want.doc}, {sBoth, st.want.both}, {sGoals, st.want.goals}} {
 				for _, u := range x.uris {
-					x.s.expectRes(t, u)
+					x.s.ExpectRes(t, u)
 				}
 			}
 		})
 	}
 	t.Run("a frame carries only the uri besides _meta", func(t *testing.T) {
 		h.editFile(t, tok, threeSections("hello wide world!", "back again", "step one\nstep two"))
-		f := sDoc.expectRes(t, doc)
+		f := sDoc.ExpectRes(t, doc)
 		for k := range f.Msg.Params {
 			if k != "uri" && k != "_meta" {
 				t.Errorf("resources/updated params has %q: %s", k, f)
@@ -393,8 +393,8 @@ func TestListenResourceUpdates(t *testing.T) {
 	})
 	t.Run("no stray frame is left on any stream", func(t *testing.T) {
 		for _, s := range []*stream{sDoc, sBoth, sGoals} {
-			h.cancelListen(t, tok, s.id)
-			s.expectFinal(t)
+			h.cancelListen(t, tok, s.ID)
+			s.ExpectFinal(t)
 		}
 	})
 }
@@ -405,7 +405,7 @@ type taskChange struct{ task, status, key string }
 func TestListenOrderIsCommitOrder(t *testing.T) {
 	h := newHarness(t, "")
 	c := streamClient()
-	b := newBarrier(t, h, c)
+	b := h.NewBarrier(t, c)
 	o := h.join("owner", "read", "propose")
 	a := h.join("assignee", "read", "checkout")
 	m := h.join("admin", "admin")
@@ -414,7 +414,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 		tasks[i] = h.newTask(t, o.SessionToken, fmt.Sprintf("job %d", i))
 		h.acceptTask(t, a.SessionToken, tasks[i])
 	}
-	b.wait(t)
+	b.Wait(t)
 	ids := func(idx ...int) []string {
 		var out []string
 		for _, i := range idx {
@@ -484,7 +484,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 		t.Fatalf("%d commits recorded, want %d", len(commits), 3*2*rounds)
 	}
 	for _, f := range fs {
-		t.Run(fmt.Sprintf("stream %s sees its tasks in commit order", f.s.id), func(t *testing.T) {
+		t.Run(fmt.Sprintf("stream %s sees its tasks in commit order", f.s.ID), func(t *testing.T) {
 			var want []taskChange
 			for _, c := range commits {
 				if slices.Contains(f.tasks, c.task) {
@@ -492,8 +492,8 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 				}
 			}
 			for i, w := range want {
-				fr := f.s.next(t)
-				f.s.check(t, fr, mcptest.TaskMethod)
+				fr := f.s.Next(t)
+				f.s.Check(t, fr, mcptest.TaskMethod)
 				id, status, keys := fr.Task()
 				got := taskChange{id, status, strings.Join(keys, ",")}
 				if got != w {
@@ -501,9 +501,9 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 				}
 			}
 			h.cancelListen(t, map[string]string{"1": o.SessionToken, `"o-2"`: o.SessionToken, "3": o.SessionToken,
-				`"a"`: a.SessionToken, "5": a.SessionToken, "6": m.SessionToken}[f.s.id], f.s.id)
+				`"a"`: a.SessionToken, "5": a.SessionToken, "6": m.SessionToken}[f.s.ID], f.s.ID)
 
-			f.s.expectFinal(t)
+			f.s.ExpectFinal(t)
 		})
 	}
 }
@@ -554,11 +554,11 @@ func TestListenThousandStreams(t *testing.T) {
 	t.Run("all 1,000 streams receive one change", func(t *testing.T) {
 		h.editFile(t, ss[0].SessionToken, threeSections("hello everyone", "ship it\nsoon", "step one\nstep two\nstep three"))
 		eachStream(t, streams, func(ctx context.Context, s *stream) error {
-			f, err := s.nextCtx(ctx)
+			f, err := s.NextCtx(ctx)
 			if err != nil {
 				return err
 			}
-			if f.Msg.Method != mcptest.ResourceMethod || f.URI() != doc || string(compactJSON(f.Meta()[mcptest.MetaSubscriptionID])) != s.id || len(f.Dups) > 0 {
+			if f.Msg.Method != mcptest.ResourceMethod || f.URI() != doc || string(compactJSON(f.Meta()[mcptest.MetaSubscriptionID])) != s.ID || len(f.Dups) > 0 {
 				return fmt.Errorf("%s: got %s, want resources/updated for the document", s.Name, f)
 			}
 			return nil
@@ -575,14 +575,14 @@ func TestListenThousandStreams(t *testing.T) {
 			h.Hub.Close()
 		}()
 		eachStream(t, streams, func(ctx context.Context, s *stream) error {
-			f, err := s.nextCtx(ctx)
+			f, err := s.NextCtx(ctx)
 			if err != nil {
 				return err
 			}
-			if !f.IsFinal() || string(compactJSON(f.Msg.ID)) != s.id || string(compactJSON(f.Meta()[mcptest.MetaSubscriptionID])) != s.id {
+			if !f.IsFinal() || string(compactJSON(f.Msg.ID)) != s.ID || string(compactJSON(f.Meta()[mcptest.MetaSubscriptionID])) != s.ID {
 				return fmt.Errorf("%s: got %s, want the final result", s.Name, f)
 			}
-			rest, err := s.endCtx(ctx)
+			rest, err := s.EndCtx(ctx)
 			if err != nil {
 				return err
 			}
@@ -638,7 +638,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 		InMemory: true,
 	})
 	c := streamClient()
-	b := newBarrier(t, h, c)
+	b := h.NewBarrier(t, c)
 	o := h.join("owner", "read", "propose")
 	a := h.join("assignee", "read", "checkout")
 	xs := make([]taskRef, jobs)
@@ -648,7 +648,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 		h.acceptTask(t, a.SessionToken, xs[i])
 		ids = append(ids, xs[i].TaskID)
 	}
-	b.wait(t)
+	b.Wait(t)
 	follow := map[string]any{"taskIds": ids}
 
 	stalled, r := h.listenReq(t, c, o.SessionToken, `"stalled"`, follow, true)
@@ -665,8 +665,8 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 		t.Helper()
 		sent = append(sent, want)
 		for _, s := range healthy {
-			f := s.next(t)
-			s.check(t, f, mcptest.TaskMethod)
+			f := s.Next(t)
+			s.Check(t, f, mcptest.TaskMethod)
 			id, status, keys := f.Task()
 			if got := (taskChange{id, status, strings.Join(keys, ",")}); got != want {
 				t.Fatalf("%s got %+v, want %+v", s.Name, got, want)
@@ -714,17 +714,17 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 	})
 
 	t.Run("the dropped stream ends without the final result, after a prefix of the frames", func(t *testing.T) {
-		stalled.read()
-		frames := stalled.end(t)
+		stalled.Start()
+		frames := stalled.End(t)
 		if len(frames) == 0 {
 			t.Fatal("the stalled stream delivered nothing, not even the acknowledgement")
 		}
-		stalled.check(t, frames[0], mcptest.AckMethod)
+		stalled.Check(t, frames[0], mcptest.AckMethod)
 		for i, f := range frames[1:] {
 			if f.IsFinal() {
 				t.Fatalf("a dropped stream carried the final result (frame %d): %s", i+1, f)
 			}
-			stalled.check(t, f, mcptest.TaskMethod)
+			stalled.Check(t, f, mcptest.TaskMethod)
 			id, status, keys := f.Task()
 			if got := (taskChange{id, status, strings.Join(keys, ",")}); i >= len(sent) || got != sent[i] {
 				t.Fatalf("stalled frame %d is %+v, not the frame the others got", i+1, got)
@@ -737,7 +737,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 
 	t.Run("the healthy streams still end gracefully", func(t *testing.T) {
 		h.cancelListen(t, o.SessionToken, "1")
-		healthy[0].expectFinal(t)
+		healthy[0].ExpectFinal(t)
 		if st := h.Hub.Stats(); st.Dropped != 1 {
 			t.Errorf("stats %+v, want still one drop", st)
 		}
@@ -748,27 +748,27 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 	t.Run("listening again gets only changes after the new acknowledgement", func(t *testing.T) {
 		h := newHarness(t, "")
 		c := streamClient()
-		b := newBarrier(t, h, c)
+		b := h.NewBarrier(t, c)
 		o := h.join("owner", "read", "propose")
 		a := h.join("assignee", "read", "checkout")
 		x := h.newTask(t, o.SessionToken, "gap test")
 		h.acceptTask(t, a.SessionToken, x)
-		b.wait(t)
+		b.Wait(t)
 		follow := map[string]any{"taskIds": []string{x.TaskID}}
 		// An observer that stays connected shows when each change was published.
 		obs, _ := h.listen(t, c, a.SessionToken, `"observer"`, follow, true)
 
 		s, _ := h.listen(t, c, o.SessionToken, "1", follow, true)
 		h.askInput(t, a.SessionToken, x, "k1", "first?")
-		s.expectTask(t, x.TaskID, room.TaskInputRequired)
-		obs.expectTask(t, x.TaskID, room.TaskInputRequired)
-		s.close()
+		s.ExpectTask(t, x.TaskID, room.TaskInputRequired)
+		obs.ExpectTask(t, x.TaskID, room.TaskInputRequired)
+		s.Close()
 
 		// The gap: two changes while the owner is away.
 		h.answerInput(t, o.SessionToken, x, "k1")
-		obs.expectTask(t, x.TaskID, room.TaskWorking)
+		obs.ExpectTask(t, x.TaskID, room.TaskWorking)
 		h.askInput(t, a.SessionToken, x, "k2", "second?")
-		obs.expectTask(t, x.TaskID, room.TaskInputRequired)
+		obs.ExpectTask(t, x.TaskID, room.TaskInputRequired)
 
 		s2, ack := h.listen(t, c, o.SessionToken, "1", follow, true)
 		if got := decodeStrings(t, ack["taskIds"]); !slices.Equal(got, []string{x.TaskID}) {
@@ -776,11 +776,11 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		}
 		h.Clock.Advance(time.Second)
 		h.completeTask(t, a.SessionToken, x, "done")
-		f := s2.expectTask(t, x.TaskID, room.TaskCompleted)
+		f := s2.ExpectTask(t, x.TaskID, room.TaskCompleted)
 		sameTask(t, f, h.getTask(t, o.SessionToken, x))
-		obs.expectTask(t, x.TaskID, room.TaskCompleted)
+		obs.ExpectTask(t, x.TaskID, room.TaskCompleted)
 		h.cancelListen(t, o.SessionToken, "1")
-		s2.expectFinal(t)
+		s2.ExpectFinal(t)
 	})
 
 	t.Run("a change answered before the listen is not delivered after its acknowledgement", func(t *testing.T) {
@@ -791,12 +791,12 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		gate := &publishGate{}
 		h := newHarness(t, "", harnessOpts{Gate: gate})
 		c := streamClient()
-		b := newBarrier(t, h, c)
+		b := h.NewBarrier(t, c)
 		o := h.join("owner", "read", "propose")
 		a := h.join("assignee", "read", "checkout")
 		x := h.newTask(t, o.SessionToken, "answered before listening")
 		h.acceptTask(t, a.SessionToken, x)
-		b.wait(t)
+		b.Wait(t)
 		follow := map[string]any{"taskIds": []string{x.TaskID}}
 
 		var once sync.Once
@@ -832,8 +832,8 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		release()
 		h.Clock.Advance(time.Second)
 		h.answerInput(t, o.SessionToken, x, "gap") // the first change after the acknowledgement
-		f := s.next(t)
-		s.check(t, f, mcptest.TaskMethod)
+		f := s.Next(t)
+		s.Check(t, f, mcptest.TaskMethod)
 		if id, status, keys := f.Task(); status != room.TaskWorking {
 			t.Fatalf("the first frame after the acknowledgement is %s %s %v: the change answered before the listen "+
 				"(writer answered first: %v) was delivered to it; want only the later change (working)", id, status, keys, repliedFirst)
@@ -847,7 +847,7 @@ func TestListenCancelledEndsTheStream(t *testing.T) {
 	c := streamClient()
 	o := h.join("owner", "read", "propose")
 	a := h.join("assignee", "read", "checkout")
-	b := newBarrier(t, h, c)
+	b := h.NewBarrier(t, c)
 	x := h.newTask(t, o.SessionToken, "cancel test")
 	h.acceptTask(t, a.SessionToken, x)
 	follow := map[string]any{"taskIds": []string{x.TaskID}}
@@ -860,64 +860,64 @@ func TestListenCancelledEndsTheStream(t *testing.T) {
 	}
 	expectChange := func(t *testing.T, s *stream) {
 		t.Helper()
-		s.expectTask(t, x.TaskID, room.TaskInputRequired)
-		s.expectTask(t, x.TaskID, room.TaskWorking)
+		s.ExpectTask(t, x.TaskID, room.TaskInputRequired)
+		s.ExpectTask(t, x.TaskID, room.TaskWorking)
 	}
 
 	t.Run("notifications/cancelled from the same session ends it with the final result", func(t *testing.T) {
-		b.wait(t) // no earlier change is still on its way to the hub
+		b.Wait(t) // no earlier change is still on its way to the hub
 		s, _ := h.listen(t, c, o.SessionToken, "9", follow, true)
 		ended := h.Hub.Stats().Ended
 		h.cancelListen(t, o.SessionToken, "9")
-		s.expectFinal(t)
+		s.ExpectFinal(t)
 		if st := h.Hub.Stats(); st.Ended != ended+1 {
 			t.Errorf("Ended %d, want %d", st.Ended, ended+1)
 		}
 	})
 
 	t.Run("the same id from another session does not end it", func(t *testing.T) {
-		b.wait(t) // no earlier change is still on its way to the hub
+		b.Wait(t) // no earlier change is still on its way to the hub
 		s, _ := h.listen(t, c, o.SessionToken, "10", follow, true)
 		other, _ := h.listen(t, c, a.SessionToken, "10", follow, true)
 		h.cancelListen(t, a.SessionToken, "10")
-		other.expectFinal(t) // the cancel was acted on, for its own session only
+		other.ExpectFinal(t) // the cancel was acted on, for its own session only
 		change(t)
 		expectChange(t, s)
 		h.cancelListen(t, o.SessionToken, "10")
-		s.expectFinal(t)
+		s.ExpectFinal(t)
 	})
 
 	t.Run("a string id is not cancelled by the number with the same digits", func(t *testing.T) {
-		b.wait(t) // no earlier change is still on its way to the hub
+		b.Wait(t) // no earlier change is still on its way to the hub
 		s, _ := h.listen(t, c, o.SessionToken, `"11"`, follow, true)
 		h.cancelListen(t, o.SessionToken, "11")
 		change(t)
 		expectChange(t, s)
 		h.cancelListen(t, o.SessionToken, `"11"`)
-		s.expectFinal(t)
+		s.ExpectFinal(t)
 	})
 
 	t.Run("an id is cancelled by the same spelling even when it holds HTML characters", func(t *testing.T) {
-		b.wait(t)         // no earlier change is still on its way to the hub
+		b.Wait(t)         // no earlier change is still on its way to the hub
 		id := `"sub&<1>"` // JSON.stringify leaves &, < and > as they are
 		s, _ := h.listen(t, c, o.SessionToken, id, follow, true)
 		h.cancelListen(t, o.SessionToken, id)
 		change(t)
-		f := s.next(t)
+		f := s.Next(t)
 		if !f.IsFinal() {
 			t.Fatalf("notifications/cancelled naming %s did not end the listen %s; next frame %s", id, id, f)
 		}
-		checkFinal(t, s, f)
+		s.CheckFinal(t, f)
 	})
 
 	t.Run("a cancel naming no open listen is accepted and changes nothing", func(t *testing.T) {
-		b.wait(t) // no earlier change is still on its way to the hub
+		b.Wait(t) // no earlier change is still on its way to the hub
 		s, _ := h.listen(t, c, o.SessionToken, "12", follow, true)
 		h.cancelListen(t, o.SessionToken, "404")
 		change(t)
 		expectChange(t, s)
 		h.cancelListen(t, o.SessionToken, "12")
-		s.expectFinal(t)
+		s.ExpectFinal(t)
 	})
 }
 
@@ -933,10 +933,10 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		s2, _ := h.listen(t, c, l.SessionToken, `"two"`, map[string]any{"resourceSubscriptions": doc(h)}, false)
 		sk, _ := h.listen(t, c, k.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), l.SessionToken, map[string]any{}))
-		s1.expectFinal(t)
-		s2.expectFinal(t)
+		s1.ExpectFinal(t)
+		s2.ExpectFinal(t)
 		h.editFile(t, k.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
-		sk.expectRes(t, h.Eng.DocumentURI())
+		sk.ExpectRes(t, h.Eng.DocumentURI())
 		if st := h.Hub.Stats(); st.Subscribers != 1 || st.Ended != 2 {
 			t.Errorf("stats %+v, want the keeper's stream only and two ended", st)
 		}
@@ -954,9 +954,9 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		sl, _ := h.listen(t, c, lt.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		h.Clock.Advance(4*time.Hour + time.Minute) // past the early session's 8 idle hours
 		h.Sweep()
-		se.expectFinal(t)
+		se.ExpectFinal(t)
 		h.editFile(t, lt.SessionToken, threeSections("hello later", "ship it\nsoon", "step one"))
-		sl.expectRes(t, h.Eng.DocumentURI())
+		sl.ExpectRes(t, h.Eng.DocumentURI())
 	})
 }
 
@@ -994,7 +994,7 @@ func TestListenStreamLimitPerSession(t *testing.T) {
 
 	t.Run("after one ends, the session may listen again", func(t *testing.T) {
 		h.cancelListen(t, s.SessionToken, "0")
-		open[0].expectFinal(t)
+		open[0].ExpectFinal(t)
 		h.listen(t, c, s.SessionToken, "5", follow, false)
 	})
 }

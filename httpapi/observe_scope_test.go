@@ -35,9 +35,9 @@ func untilInvite(t testing.TB, s *stream, id string) []frame {
 	t.Helper()
 	var out []frame
 	for {
-		f := s.next(t)
+		f := s.Next(t)
 		out = append(out, f)
-		if f.eventType() == "invite.created" && jsonAt(f.params(), "payload", "invite_id") == id {
+		if f.EventType() == "invite.created" && jsonAt(f.Params(), "payload", "invite_id") == id {
 			return out
 		}
 	}
@@ -105,7 +105,7 @@ func TestObserve_EndsWithItsCredential(t *testing.T) {
 
 			tc.end(t, h, o)
 			after := h.InviteCaps("read").InviteID
-			rest := o.s.end(t) // fails unless the server ends the stream within frameWait
+			rest := o.s.End(t) // fails unless the server ends the stream within frameWait
 			for _, f := range append(parseFrames(o.s.Frames()), rest...) {
 				if strings.Contains(string(f.Data), after) {
 					t.Fatalf("the stream carried an event made after its credential ended: %s", f)
@@ -178,7 +178,7 @@ func TestObserve_ASessionEndedWhileItsStreamOpensGetsNoStream(t *testing.T) {
 			after := h.InviteCaps("read").InviteID
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			rest, err := s.endCtx(ctx)
+			rest, err := s.EndCtx(ctx)
 			if err != nil {
 				t.Fatalf("the stream of an ended session stays open: %v", err)
 			}
@@ -279,7 +279,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 			sawLease := false
 			for _, f := range untilInvite(t, w.s, marker) {
 				raw = append(raw, f.Data...)
-				sawLease = sawLease || jsonAt(f.params(), "payload", "lease_id") == lease
+				sawLease = sawLease || jsonAt(f.Params(), "payload", "lease_id") == lease
 			}
 			sc.wantNames(t, "the live stream", raw, w.shown)
 			if !sawLease {
@@ -294,7 +294,7 @@ func TestObserve_HandoffEventsOnlyToWhoMaySeeTheHandoff(t *testing.T) {
 		if s == nil {
 			t.Fatalf("observe: %d %s", r.Status, r.Body)
 		}
-		defer s.close()
+		defer s.Close()
 		var raw []byte
 		for _, f := range untilInvite(t, s, h.InviteCaps("read").InviteID) {
 			raw = append(raw, f.Data...)
@@ -383,7 +383,7 @@ func TestMCPStreamOfASessionEndedWhileItOpensIsRefused(t *testing.T) {
 			}
 			wantOK(t, ended)
 			if s != nil {
-				s.close()
+				s.Close()
 				t.Fatal("the stream of a session ended while it opened was served")
 			}
 			if r.Status != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") == "" {

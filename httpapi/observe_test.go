@@ -22,11 +22,11 @@ func eventFrame(t testing.TB, f frame) int64 {
 	if f.Msg.Method != "notifications/commonroom/event" || f.Msg.ID != nil {
 		t.Fatalf("frame %.300s, want a notifications/commonroom/event notification", string(f.Data))
 	}
-	id := f.eventID()
-	if id <= 0 || f.eventType() == "" || f.params()["created_at"] == nil {
+	id := f.EventID()
+	if id <= 0 || f.EventType() == "" || f.Params()["created_at"] == nil {
 		t.Fatalf("event frame without event_id, event_type or created_at: %.300s", string(f.Data))
 	}
-	if _, ok := f.params()["payload"].(map[string]any); !ok {
+	if _, ok := f.Params()["payload"].(map[string]any); !ok {
 		t.Fatalf("event frame without a payload object: %.300s", string(f.Data))
 	}
 	return id
@@ -119,7 +119,7 @@ func TestObserveNeedsObserve(t *testing.T) {
 			before := h.Snapshot()
 			s, r := h.observe(t, tc.token, tc.query)
 			if s != nil {
-				s.close()
+				s.Close()
 				t.Fatalf("observe opened a stream, want %d %s", tc.status, tc.code)
 			}
 			m := wantError(t, r, tc.status, tc.code)
@@ -137,7 +137,7 @@ func TestObserveNeedsObserve(t *testing.T) {
 		if s == nil {
 			t.Fatalf("observe = %d %s", r.Status, r.Body)
 		}
-		defer s.close()
+		defer s.Close()
 		if ct := s.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 			t.Errorf("Content-Type = %q", ct)
 		}
@@ -153,7 +153,7 @@ func TestObserveStreamsNewEvents(t *testing.T) {
 	if s == nil {
 		t.Fatalf("observe = %d %s", r.Status, r.Body)
 	}
-	defer s.close()
+	defer s.Close()
 
 	lease := h.checkout(t, agent.SessionToken, "Goals")
 	wantOK(t, h.post(t, agent.SessionToken, "/workspace/release", map[string]any{"lease_id": lease["lease_id"]}))
@@ -171,25 +171,25 @@ func TestObserveStreamsNewEvents(t *testing.T) {
 	// The actor publishes a write's events before it answers, so the
 	// events of the joins above were published before the stream subscribed.
 	t.Run("without since_event_id the stream starts with the next event, no backlog", func(t *testing.T) {
-		f := s.next(t)
-		if id := eventFrame(t, f); id != want[0].ID || f.eventType() != "lease.acquired" {
-			t.Fatalf("first frame is event %d %s, want %d lease.acquired", id, f.eventType(), want[0].ID)
+		f := s.Next(t)
+		if id := eventFrame(t, f); id != want[0].ID || f.EventType() != "lease.acquired" {
+			t.Fatalf("first frame is event %d %s, want %d lease.acquired", id, f.EventType(), want[0].ID)
 		}
-		if jsonAt(f.params(), "payload", "lease_id") != lease["lease_id"] {
-			t.Errorf("payload = %v", f.params()["payload"])
+		if jsonAt(f.Params(), "payload", "lease_id") != lease["lease_id"] {
+			t.Errorf("payload = %v", f.Params()["payload"])
 		}
 	})
 	t.Run("the next event follows with a higher id", func(t *testing.T) {
-		f := s.next(t)
-		if id := eventFrame(t, f); id != want[1].ID || f.eventType() != "lease.released" {
-			t.Fatalf("second frame is event %d %s, want %d lease.released", id, f.eventType(), want[1].ID)
+		f := s.Next(t)
+		if id := eventFrame(t, f); id != want[1].ID || f.EventType() != "lease.released" {
+			t.Fatalf("second frame is event %d %s, want %d lease.released", id, f.EventType(), want[1].ID)
 		}
 	})
 	t.Run("frames carry no session token or invitation secret", func(t *testing.T) {
 		h.InviteCaps("read")
-		f := s.next(t)
-		if eventFrame(t, f); f.eventType() != "invite.created" {
-			t.Fatalf("frame %s, want invite.created", f.eventType())
+		f := s.Next(t)
+		if eventFrame(t, f); f.EventType() != "invite.created" {
+			t.Fatalf("frame %s, want invite.created", f.EventType())
 		}
 		for _, secret := range []string{agent.SessionToken, observer.SessionToken, h.OpToken} {
 			if strings.Contains(string(f.Data), secret) {
@@ -213,24 +213,24 @@ func TestObserveBacklogThenLive(t *testing.T) {
 	if s == nil {
 		t.Fatalf("observe = %d %s", r.Status, r.Body)
 	}
-	defer s.close()
+	defer s.Close()
 
 	var got []int64
 	t.Run("the backlog after since_event_id comes first, in order", func(t *testing.T) {
 		for _, ev := range all[len(all)-3:] {
-			f := s.next(t)
+			f := s.Next(t)
 			id := eventFrame(t, f)
 			got = append(got, id)
-			if id != ev.ID || f.eventType() != ev.Type {
-				t.Fatalf("backlog frame is event %d %s, want %d %s", id, f.eventType(), ev.ID, ev.Type)
+			if id != ev.ID || f.EventType() != ev.Type {
+				t.Fatalf("backlog frame is event %d %s, want %d %s", id, f.EventType(), ev.ID, ev.Type)
 			}
 		}
 	})
 	t.Run("then live events follow, strictly increasing", func(t *testing.T) {
 		l := h.checkout(t, agent.SessionToken, "Idea")
-		f := s.next(t)
+		f := s.Next(t)
 		got = append(got, eventFrame(t, f))
-		if f.eventType() != "lease.acquired" || jsonAt(f.params(), "payload", "lease_id") != l["lease_id"] {
+		if f.EventType() != "lease.acquired" || jsonAt(f.Params(), "payload", "lease_id") != l["lease_id"] {
 			t.Fatalf("live frame %.300s, want the new lease", string(f.Data))
 		}
 		// Nothing was written while the stream opened, and what was
@@ -246,11 +246,11 @@ func TestObserveBacklogThenLive(t *testing.T) {
 		if s2 == nil {
 			t.Fatalf("observe = %d %s", r.Status, r.Body)
 		}
-		defer s2.close()
+		defer s2.Close()
 		h.InviteCaps("read")
-		f := s2.next(t)
-		if id := eventFrame(t, f); id != newest+1 || f.eventType() != "invite.created" {
-			t.Errorf("first frame is event %d %s, want %d invite.created", id, f.eventType(), newest+1)
+		f := s2.Next(t)
+		if id := eventFrame(t, f); id != newest+1 || f.EventType() != "invite.created" {
+			t.Errorf("first frame is event %d %s, want %d invite.created", id, f.EventType(), newest+1)
 		}
 	})
 }
@@ -303,12 +303,12 @@ func TestObserveOrderUnderConcurrentWrites(t *testing.T) {
 			if s == nil {
 				t.Fatalf("observe = %d %s", r.Status, r.Body)
 			}
-			defer s.close()
+			defer s.Close()
 			last := h.maxEvent(t)
 			var ids []int64
 			seen := map[int64]bool{}
 			for !seen[last] {
-				id := eventFrame(t, s.next(t))
+				id := eventFrame(t, s.Next(t))
 				ids = append(ids, id)
 				seen[id] = true
 			}

@@ -172,6 +172,13 @@ func (s *Server) OwnerHandler() http.Handler { return s.routes(ownerListener) }
 // IngressHandler serves the session-only ingress listener.
 func (s *Server) IngressHandler() http.Handler { return s.routes(ingressListener) }
 
+// MCP is the MCP door this server mounts on /mcp, so what it holds in
+// memory (its legacy subscription registry, mcp.Handler.Subscriptions) can
+// be inspected from outside: the door's black-box tests check that a
+// session's subscriptions are forgotten when it ends, which no answer on
+// the wire shows.
+func (s *Server) MCP() *mcp.Handler { return s.mcp }
+
 func (s *Server) routes(l listener) http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.bound)

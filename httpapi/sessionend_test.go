@@ -54,14 +54,14 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 		!slices.Equal(stringsOf(body["ended_sessions"]), []string{victim.SessionRef}) {
 		t.Fatalf("answer = %s", res.Body)
 	}
-	listen.expectFinal(t)
+	listen.ExpectFinal(t)
 	waitEnded(t, observe)
 	wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), victim.SessionToken, nil), "unauthorized")
 	wantRPCError(t, newMCPClient(h, victim.SessionToken, false).call(t, "tools/call",
 		map[string]any{"name": "workspace_status", "arguments": map[string]any{}}), http.StatusUnauthorized, mcptest.CodeUnauthorized)
 	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), keeper.SessionToken, nil))
 	h.editFile(t, keeper.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
-	keep.expectRes(t, h.Eng.DocumentURI())
+	keep.ExpectRes(t, h.Eng.DocumentURI())
 	evs := h.Events("session.ended")
 	if last := evs[len(evs)-1]; last.Payload["reason"] != "ended_by_host" || last.Payload["session_ref"] != victim.SessionRef {
 		t.Errorf("session.ended = %s", last.Raw)
@@ -184,7 +184,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 	if got := stringsOf(r.JSON(t)["ended_sessions"]); !slices.Equal(got, []string{a.SessionRef, b.SessionRef}) {
 		t.Fatalf("ended %v, want %s and %s", got, a.SessionRef, b.SessionRef)
 	}
-	stream.expectFinal(t)
+	stream.ExpectFinal(t)
 	for _, s := range []party{a, b} {
 		wantUnauthorized(t, h.do("GET", h.IngressURL("/workspace/status"), s.SessionToken, nil), "unauthorized")
 	}

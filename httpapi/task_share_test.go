@@ -213,13 +213,13 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 	})
 	t.Run("the live listen stream gets notifications/tasks for each, as tasks/get says", func(t *testing.T) {
 		for _, x := range live {
-			f := sf.expectTask(t, x.TaskID, room.TaskCancelled)
+			f := sf.ExpectTask(t, x.TaskID, room.TaskCancelled)
 			sameTask(t, f, h.getTask(t, flooder.SessionToken, x))
 		}
 		// The other participant's stream got nothing: the next frame it
 		// sees is about its own task, changed after the clear.
 		h.cancelTask(t, other.SessionToken, theirs)
-		so.expectTask(t, theirs.TaskID, room.TaskCancelled)
+		so.ExpectTask(t, theirs.TaskID, room.TaskCancelled)
 	})
 	t.Run("the share is free again, and the operator clears it on the owner listener", func(t *testing.T) {
 		share := h.Eng.Limits.MaxTasksPerParticipant

@@ -36,7 +36,7 @@ func TestOutsideSaveReachesLiveStreams(t *testing.T) {
 	if legacy == nil {
 		t.Fatalf("GET /mcp refused: %d %s", refused.Status, refused.Raw)
 	}
-	legacy.read()
+	legacy.Start()
 
 	saves := []struct {
 		name string
@@ -65,13 +65,13 @@ func TestOutsideSaveReachesLiveStreams(t *testing.T) {
 	for i, sv := range saves {
 		t.Run(sv.name+" reaches both streams", func(t *testing.T) {
 			sv.save(t)
-			s.expectRes(t, doc)
-			legacy.expectRes(t, doc)
+			s.ExpectRes(t, doc)
+			legacy.ExpectRes(t, doc)
 			want, err := os.ReadFile(h.Doc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := h.statusVersion(t, l.SessionToken); v != int64(i+2) {
+			if v := h.StatusVersion(t, l.SessionToken); v != int64(i+2) {
 				t.Fatalf("version %d after the save, want %d", v, i+2)
 			}
 			res := newMCPClient(h, l.SessionToken, false).ok(t, "resources/read", map[string]any{"uri": doc})

@@ -2,8 +2,10 @@
 // Markdown file and its SQLite sidecar in t.TempDir(), the engine, the
 // actor, a listen hub) served on two real listeners bound to 127.0.0.1:0,
 // the parties that act in it (the operator, participants holding exactly
-// the capabilities a test grants), the checks every answer must pass, and
-// a scenario table (Scenario) for the many short cases a door has.
+// the capabilities a test grants), the checks every answer must pass, the
+// SSE streams they open (Stream: listen, GET /mcp, frames decoded and
+// checked), and a scenario table (Scenario) for the many short cases a door
+// has.
 //
 // It exists so that httpapi, httpapi/mcp, httpapi/page and cli tests use
 // one harness instead of each restating its own. The kit imports no door:
