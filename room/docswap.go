@@ -416,10 +416,23 @@ func (g *guardedFile) writeTemp(text string) (string, *os.File, error) {
 	if err != nil {
 		return "", nil, fileError("cannot create a temporary file beside the document", err)
 	}
+	name := f.Name()
 	fail := func(msg string, err error) (string, *os.File, error) {
 		f.Close()
-		os.Remove(f.Name())
+		os.Remove(name)
 		return "", nil, fileError(msg, err)
+	}
+	// The file carries its own inode in its name (tempTagged): after a
+	// crash, a temporary file whose inode is another one is the document
+	// the exchange took off its name, and is read before it is removed.
+	if st, err := f.Stat(); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			tagged := tempTagged(name, sys.Ino)
+			if err := os.Rename(name, tagged); err != nil {
+				return fail("cannot create a temporary file beside the document", err)
+			}
+			name = tagged
+		}
 	}
 	if _, err := f.WriteString(text); err != nil {
 		return fail("cannot write the document", err)
@@ -442,7 +455,7 @@ func (g *guardedFile) writeTemp(text string) (string, *os.File, error) {
 	if err := f.Sync(); err != nil {
 		return fail("cannot write the document", err)
 	}
-	return f.Name(), f, nil
+	return name, f, nil
 }
 
 // readAt opens a file that has just left the document's name and reads it.
