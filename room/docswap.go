@@ -139,6 +139,11 @@ func (g *guardedFile) replace(expect, want string) (swapResult, error) {
 		// that file back rather than delete a text nobody has seen.
 		if xerr := exchangeFiles(tmp, path); xerr == nil {
 			os.Remove(tmp)
+			if AsError(err) != nil {
+				// Not a regular file: something put at the name in the
+				// window (a symlink, a FIFO), now back there untouched.
+				return res, docReplaced(path)
+			}
 		}
 		return res, fileError("cannot read back the replaced document", err)
 	}
