@@ -330,7 +330,10 @@ func (g *guardedFile) swapBack(tmp string, ours retiredFile, in swapResult) (swa
 	}
 	// Our file has left the name: what was written to it while it was the
 	// document goes to the document now, and later writes at the next look.
-	defer g.retire(ours)
+	// It is retired as settle leaves it (a closure, not the value deferred
+	// before the look): retired as it was, bytes appended to it would be
+	// found again at the next look and appended to the document twice.
+	defer func() { g.retire(ours) }()
 	if text, ok := g.settle(&ours); ok {
 		res.outside = append(res.outside, text)
 	}
