@@ -20,8 +20,9 @@ import (
 
 const (
 	dcChildDoc   = "CE_DOC_CRASH_TEST_DOC"
-	dcChildStage = "CE_DOC_CRASH_TEST_STAGE" // where the child kills itself
-	dcChildSave  = "CE_DOC_CRASH_TEST_SAVE"  // "1": an editor saves at the swap stage first
+	dcChildStage = "CE_DOC_CRASH_TEST_STAGE"      // where the child kills itself
+	dcChildSave  = "CE_DOC_CRASH_TEST_SAVE"       // "1": an editor saves at the swap stage first
+	dcChildNoX   = "CE_DOC_CRASH_TEST_NOEXCHANGE" // "1": the fallback without RENAME_EXCHANGE
 )
 
 const (
@@ -42,6 +43,7 @@ func TestDocCrashHelperProcess(t *testing.T) {
 	e.open()
 	d := docRoom{e}
 	if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) {
+		room.SetNoExchange(eng, os.Getenv(dcChildNoX) == "1")
 		room.SetSwapHook(eng, func(s string) {
 			if s == "swap" && save {
 				saveOver(t, doc, dcSaved)
@@ -73,12 +75,15 @@ func TestCommit_KilledDuringTheFileWrite(t *testing.T) {
 		name     string
 		stage    string
 		save     bool
+		noX      bool
 		wantFile string
 		want     []string // the versions' texts after the restart, from version 1
 	}{
-		{"killed_before_the_swap_the_file_keeps_its_text", "swap", false, testDoc, []string{testDoc}},
-		{"killed_after_the_swap_the_new_text_is_an_outside_version", "swapped", false, dcCommitted, []string{testDoc, dcCommitted}},
-		{"killed_after_the_swap_an_editor_save_that_slipped_in_is_a_version", "swapped", true, dcCommitted, []string{testDoc, dcSaved, dcCommitted}},
+		{"killed_before_the_swap_the_file_keeps_its_text", "swap", false, false, testDoc, []string{testDoc}},
+		{"killed_after_the_swap_the_new_text_is_an_outside_version", "swapped", false, false, dcCommitted, []string{testDoc, dcCommitted}},
+		{"killed_after_the_swap_an_editor_save_that_slipped_in_is_a_version", "swapped", true, false, dcCommitted, []string{testDoc, dcSaved, dcCommitted}},
+		{"without_exchange_killed_before_the_rename_the_file_keeps_its_text", "swap", false, true, testDoc, []string{testDoc}},
+		{"without_exchange_killed_after_the_rename_the_new_text_is_an_outside_version", "swapped", false, true, dcCommitted, []string{testDoc, dcCommitted}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,11 +93,13 @@ func TestCommit_KilledDuringTheFileWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestDocCrashHelperProcess$", "-test.count=1", "-test.timeout=2m")
-			save := "0"
-			if c.save {
-				save = "1"
+			flag := func(on bool) string {
+				if on {
+					return "1"
+				}
+				return "0"
 			}
-			cmd.Env = append(os.Environ(), dcChildDoc+"="+doc, dcChildStage+"="+c.stage, dcChildSave+"="+save)
+			cmd.Env = append(os.Environ(), dcChildDoc+"="+doc, dcChildStage+"="+c.stage, dcChildSave+"="+flag(c.save), dcChildNoX+"="+flag(c.noX))
 			out, err := cmd.CombinedOutput()
 			if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !st.Signaled() || st.Signal() != syscall.SIGKILL {
 				t.Fatalf("the child was not killed at %q (%v):\n%s", c.stage, err, out)
