@@ -68,3 +68,50 @@ func TestGuard_NotARegularFileInTheSwapWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestSync_NotARegularFileAtTheNameIsLookedAtOnce: while the document's
+// name holds something that is not a regular file, a sync records nothing
+// (the room reads only the regular file it serves) and remembers what the
+// path shows, so reads stop asking the writer to sync on every request
+// until the path changes again: putting the file back is synced at once.
+func TestSync_NotARegularFileAtTheNameIsLookedAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		put  func(t *testing.T, doc string)
+	}{
+		{"a_symlink", func(t *testing.T, doc string) {
+			other := filepath.Join(filepath.Dir(doc), "other.md")
+			must(t, os.WriteFile(other, []byte("# Other\n"), 0o644))
+			must(t, os.Symlink("other.md", doc))
+		}},
+		{"a_directory", func(t *testing.T, doc string) { must(t, os.Mkdir(doc, 0o755)) }},
+		{"a_fifo", func(t *testing.T, doc string) { must(t, syscall.Mkfifo(doc, 0o644)) }},
+	} {
+		t.Run(c.name+"_is_synced_once", func(t *testing.T) {
+			t.Parallel()
+			d := newDocRoom(t)
+			must(t, os.Rename(d.doc, d.doc+".moved"))
+			c.put(t, d.doc)
+			if !d.eng.FileChanged() {
+				t.Fatal("the change of the name went unseen")
+			}
+			d.sweep()
+			if d.eng.FileChanged() {
+				t.Fatal("after a sync, every read would still ask the writer to sync")
+			}
+			if d.version() != 1 {
+				t.Fatalf("version %d: something was recorded", d.version())
+			}
+			must(t, os.RemoveAll(d.doc))
+			saveOver(t, d.doc, testDoc+"back\n")
+			if !d.eng.FileChanged() {
+				t.Fatal("the file put back went unseen")
+			}
+			d.sweep()
+			if v := d.versionAt(d.version()); v.Version != 2 || v.Content != testDoc+"back\n" {
+				t.Fatalf("latest version %+v", v)
+			}
+		})
+	}
+}
