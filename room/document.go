@@ -121,9 +121,10 @@ func (e *Engine) SyncFile(tx *Tx) error {
 		// Something that is not a regular file at the name (a symlink, a
 		// FIFO, a directory) is not read: what the path shows is
 		// remembered, so reads stop asking for a sync on every request
-		// until it changes. Any other failure is tried again next time.
+		// until it changes. Any other failure (internal: the file could
+		// not be opened or read) is tried again next time.
 		seen := fileStamp{}
-		if AsError(err) != nil {
+		if ErrorKind(err) == KindInvalidRequest { // notRegular's answer
 			seen = st
 		}
 		tx.after = append(tx.after, func() { e.stamp.Store(&seen) })
