@@ -1,11 +1,15 @@
 package room
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -217,17 +221,72 @@ func fileError(msg string, err error) *Error {
 	return Errorf(KindInternal, "%s", msg).wrap(err)
 }
 
-// removeStaleTemps deletes temporary files a killed writer left beside the
-// document (".<name>.*.tmp", the pattern writeTemp uses). Only the writer,
-// holding the writer lock, calls it, so none of them is in use.
-func removeStaleTemps(docPath string) {
+// tempTagged is the name writeTemp gives its temporary file once it
+// knows the file's inode: the name CreateTemp chose, with the inode before
+// ".tmp" (".notes.md.123456.i789.tmp"), so it still matches the pattern
+// staleTemps looks for.
+func tempTagged(name string, ino uint64) string {
+	return strings.TrimSuffix(name, ".tmp") + ".i" + strconv.FormatUint(ino, 10) + ".tmp"
+}
+
+// tempTag is the inode a temporary file's name carries (ok false for a
+// name without one: an older ce's, or a system without inodes).
+func tempTag(name string) (uint64, bool) {
+	rest := strings.TrimSuffix(name, ".tmp")
+	i := strings.LastIndex(rest, ".i")
+	if i < 0 {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(rest[i+2:], 10, 64)
+	return ino, err == nil
+}
+
+// staleTemp is a temporary file a killed writer left beside the document.
+type staleTemp struct {
+	path string
+	// replaced: the file is not the writer's own but the document the
+	// exchange took off its name, and text is what it holds.
+	replaced bool
+	text     string
+	mtime    int64
+}
+
+// staleTemps finds the temporary files a killed writer left beside the
+// document (".<name>.*.tmp", the pattern writeTemp uses), oldest first.
+// Most hold the writer's own text, half written or never committed: they
+// can go. But a writer killed right after the exchange leaves the file that
+// was the document under the temporary name, and if an editor saved between
+// the writer's check and the swap, that file holds a text no version has.
+// It tells itself apart: writeTemp names each file by its own inode, and
+// this one has another. Such a file is returned with its text, to be
+// recorded before it is removed; one that cannot be read (not a regular
+// file) is not returned, and stays. Only the writer, holding the writer
+// lock, calls it, so none of them is in use.
+func staleTemps(docPath string) []staleTemp {
 	matches, err := filepath.Glob(filepath.Join(filepath.Dir(docPath), "."+globEscape(filepath.Base(docPath))+".*.tmp"))
 	if err != nil {
-		return
+		return nil
 	}
+	var out []staleTemp
 	for _, m := range matches {
-		os.Remove(m)
+		st, err := os.Lstat(m)
+		if err != nil {
+			continue
+		}
+		t := staleTemp{path: m, mtime: st.ModTime().UnixNano()}
+		tag, tagged := tempTag(filepath.Base(m))
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && tagged && sys.Ino != tag {
+			f, _, text, err := readAt(m)
+			if err != nil {
+				continue // not a text: leave it
+			}
+			f.Close()
+			t.replaced, t.text = true, text
+		}
+		out = append(out, t)
 	}
+	slices.SortStableFunc(out, func(a, b staleTemp) int { return cmp.Compare(a.mtime, b.mtime) })
+	return out
 }
 
 // globEscape quotes the glob metacharacters a file name may contain.

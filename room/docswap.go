@@ -139,6 +139,11 @@ func (g *guardedFile) replace(expect, want string) (swapResult, error) {
 		// that file back rather than delete a text nobody has seen.
 		if xerr := exchangeFiles(tmp, path); xerr == nil {
 			os.Remove(tmp)
+			if AsError(err) != nil {
+				// Not a regular file: something put at the name in the
+				// window (a symlink, a FIFO), now back there untouched.
+				return res, docReplaced(path)
+			}
 		}
 		return res, fileError("cannot read back the replaced document", err)
 	}
@@ -325,7 +330,10 @@ func (g *guardedFile) swapBack(tmp string, ours retiredFile, in swapResult) (swa
 	}
 	// Our file has left the name: what was written to it while it was the
 	// document goes to the document now, and later writes at the next look.
-	defer g.retire(ours)
+	// It is retired as settle leaves it (a closure, not the value deferred
+	// before the look): retired as it was, bytes appended to it would be
+	// found again at the next look and appended to the document twice.
+	defer func() { g.retire(ours) }()
 	if text, ok := g.settle(&ours); ok {
 		res.outside = append(res.outside, text)
 	}
@@ -416,10 +424,23 @@ func (g *guardedFile) writeTemp(text string) (string, *os.File, error) {
 	if err != nil {
 		return "", nil, fileError("cannot create a temporary file beside the document", err)
 	}
+	name := f.Name()
 	fail := func(msg string, err error) (string, *os.File, error) {
 		f.Close()
-		os.Remove(f.Name())
+		os.Remove(name)
 		return "", nil, fileError(msg, err)
+	}
+	// The file carries its own inode in its name (tempTagged): after a
+	// crash, a temporary file whose inode is another one is the document
+	// the exchange took off its name, and is read before it is removed.
+	if st, err := f.Stat(); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			tagged := tempTagged(name, sys.Ino)
+			if err := os.Rename(name, tagged); err != nil {
+				return fail("cannot create a temporary file beside the document", err)
+			}
+			name = tagged
+		}
 	}
 	if _, err := f.WriteString(text); err != nil {
 		return fail("cannot write the document", err)
@@ -442,7 +463,7 @@ func (g *guardedFile) writeTemp(text string) (string, *os.File, error) {
 	if err := f.Sync(); err != nil {
 		return fail("cannot write the document", err)
 	}
-	return f.Name(), f, nil
+	return name, f, nil
 }
 
 // readAt opens a file that has just left the document's name and reads it.

@@ -116,11 +116,21 @@ func (e *Engine) SyncFile(tx *Tx) error {
 	if last := e.stamp.Load(); last != nil && *last == st {
 		return nil
 	}
-	content, st, err := readDoc(e.docName())
+	content, read, err := readDoc(e.docName())
 	if err != nil {
-		tx.after = append(tx.after, func() { e.stamp.Store(&fileStamp{}) })
+		// Something that is not a regular file at the name (a symlink, a
+		// FIFO, a directory) is not read: what the path shows is
+		// remembered, so reads stop asking for a sync on every request
+		// until it changes. Any other failure (internal: the file could
+		// not be opened or read) is tried again next time.
+		seen := fileStamp{}
+		if ErrorKind(err) == KindInvalidRequest { // notRegular's answer
+			seen = st
+		}
+		tx.after = append(tx.after, func() { e.stamp.Store(&seen) })
 		return nil
 	}
+	st = read
 	if err := e.recordExternal(tx, content); err != nil {
 		return err
 	}

@@ -275,7 +275,19 @@ func (e *Engine) Bootstrap(tx *Tx, hostName string) error {
 		tx.after = append(tx.after, func() { e.stamp.Store(&st) })
 	}
 	e.WorkspaceID = id
-	removeStaleTemps(e.docName())
+	// A killed writer's temporary files go; one that is a document the
+	// writer had just swapped out is recorded first (an editor's save may
+	// be in it) and removed only once that version has committed.
+	for _, t := range staleTemps(e.docName()) {
+		if !t.replaced {
+			os.Remove(t.path)
+			continue
+		}
+		if err := e.recordExternal(tx, t.text); err != nil {
+			return err
+		}
+		tx.after = append(tx.after, func() { os.Remove(t.path) })
+	}
 	if err := e.SyncFile(tx); err != nil {
 		return err
 	}
