@@ -208,15 +208,16 @@ func TestDocDirMoved(t *testing.T) {
 	}
 }
 
-// TestStore_ConnectionsOpenedAfterTheMoveReachTheHeldSidecar: every
-// connection a store opens after its directory moved — the read pool's,
-// the checkpointer's — reaches the sidecar it opened at start, and none
-// creates a file where the directory was. (Before issue 25 item 5, a read
-// connection opened then made a new, empty sidecar by path, and every read
-// on it failed until a restart.)
-func TestStore_ConnectionsOpenedAfterTheMoveReachTheHeldSidecar(t *testing.T) {
+// TestStore_ConnectionsReachTheHeldSidecarWhereverItMoves: the read
+// pool's connections, all opened at start, read the room's sidecar while
+// its directory is away and again once it is back; a connection opened
+// after the move (the checkpointer's) reaches the sidecar it opened at
+// start; none creates a file where the directory was. (Before issue 25
+// item 5, a read connection opened after a move made a new, empty sidecar
+// by path.)
+func TestStore_ConnectionsReachTheHeldSidecarWhereverItMoves(t *testing.T) {
 	for _, pl := range placements {
-		t.Run(pl.name+": the new connections read the room's sidecar and create nothing", func(t *testing.T) {
+		t.Run(pl.name+": every read connection reads the room's sidecar away and back, and nothing is created", func(t *testing.T) {
 			ctx := context.Background()
 			base := t.TempDir()
 			dir, elsewhere := filepath.Join(base, "dir"), filepath.Join(base, "elsewhere")
@@ -228,26 +229,41 @@ func TestStore_ConnectionsOpenedAfterTheMoveReachTheHeldSidecar(t *testing.T) {
 			if _, err := st.Writer.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES ('probe', 'the room''s sidecar')`); err != nil {
 				t.Fatal(err)
 			}
+			opened := st.Reader.Stats().OpenConnections
+			if opened != st.Reader.Stats().MaxOpenConnections || opened == 0 {
+				t.Fatalf("the read pool holds %d of its %d connections at start, want all", opened, st.Reader.Stats().MaxOpenConnections)
+			}
+			// readAll holds every connection of the pool at once and reads
+			// the writer's row on each.
+			readAll := func(when string) {
+				t.Helper()
+				var conns []*sql.Conn
+				for range opened {
+					c, err := st.Reader.Conn(ctx)
+					must(t, err)
+					conns = append(conns, c)
+				}
+				for i, c := range conns {
+					var v string
+					if err := c.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'probe'`).Scan(&v); err != nil || v != "the room's sidecar" {
+						t.Fatalf("%s, read connection %d: %q, %v; want the row the writer wrote to the room's sidecar", when, i, v, err)
+					}
+				}
+				for _, c := range conns {
+					c.Close()
+				}
+				if n := st.Reader.Stats().OpenConnections; n != opened {
+					t.Fatalf("%s: the pool holds %d connections, want the %d it opened at start", when, n, opened)
+				}
+			}
 			must(t, os.Rename(dir, dir+".old"))
 			pl.put(t, dir, elsewhere)
-			// The read pool has opened no connection yet: holding eight at
-			// once opens eight, all after the move.
-			if n := st.Reader.Stats().OpenConnections; n != 0 {
-				t.Fatalf("the read pool holds %d connections before the move; this test needs it to open them after", n)
-			}
-			var conns []*sql.Conn
-			for range 8 {
-				c, err := st.Reader.Conn(ctx)
-				must(t, err)
-				conns = append(conns, c)
-			}
-			for i, c := range conns {
-				var v string
-				if err := c.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'probe'`).Scan(&v); err != nil || v != "the room's sidecar" {
-					t.Fatalf("read connection %d: %q, %v; want the row the writer wrote to the room's sidecar", i, v, err)
-				}
-				c.Close()
-			}
+			readAll("while the directory is away")
+			pl.undo(t, dir)
+			must(t, os.Rename(dir+".old", dir))
+			readAll("once the directory is back")
+			must(t, os.Rename(dir, dir+".old"))
+			pl.put(t, dir, elsewhere)
 			// So does the checkpointer's, opened after the move too.
 			must(t, st.SetWALAutocheckpoint(ctx, 1000))
 			if _, _, err := st.Checkpoint(ctx); err != nil {

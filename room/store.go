@@ -123,9 +123,10 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 		s.Close()
 		return nil, Internal(err)
 	}
-	r.SetMaxOpenConns(8)
-	r.SetMaxIdleConns(8)
+	r.SetMaxOpenConns(readerConns)
+	r.SetMaxIdleConns(readerConns)
 	r.SetConnMaxIdleTime(0)
+	r.SetConnMaxLifetime(0)
 	s.Reader = r
 	if readOnly {
 		var v int
@@ -138,7 +139,44 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 			return nil, Errorf(KindNotFound, "no room has been opened for this file yet (run `ce serve` first)")
 		}
 	}
+	if err := warmReaders(ctx, r, readerConns); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// readerConns is the read pool's size: every connection is opened at
+// start (warmReaders) and kept for good.
+const readerConns = 8
+
+// warmReaders opens every connection of the read pool now, each with its
+// first read done, and keeps them. SQLite resolves the held directory's
+// /proc/self/fd name when it opens a database and later finds the -wal and
+// -shm by the path it resolved then: a connection the pool opened lazily
+// while the directory had been moved away would name them by where the
+// directory was at that moment, and fail (disk I/O error) once it moved
+// back. Opened at start, every connection names the directory where the
+// room was opened, and its -wal and -shm are open before anything moves.
+func warmReaders(ctx context.Context, r *sql.DB, n int) error {
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close() // back to the pool, which keeps all n idle
+		}
+	}()
+	for range n {
+		c, err := r.Conn(ctx)
+		if err != nil {
+			return Internal(err)
+		}
+		conns = append(conns, c)
+		var pages int
+		if err := c.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+			return Internal(err)
+		}
+	}
+	return nil
 }
 
 // holdOneConn makes db a single connection kept open for good: the writer's
