@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 
 	"github.com/commonroom/ce/httpapi/internal/wirejson"
 	"github.com/commonroom/ce/room"
@@ -171,7 +172,23 @@ func (s *Server) sendError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="commonroom"`)
 	}
 	if e.Kind == room.KindOverloaded || e.Kind == room.KindLimitExceeded && e.Fields["retry_after_seconds"] != nil {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfter(e.Fields["retry_after_seconds"]))
 	}
 	sendJSON(w, StatusOf(e), wirejson.ErrorBody(e))
+}
+
+// retryAfter is the Retry-After header for an error's retry_after_seconds:
+// the seconds it names when it is a whole number of at least one, else 1.
+func retryAfter(v any) string {
+	switch n := v.(type) {
+	case int:
+		if n >= 1 {
+			return strconv.Itoa(n)
+		}
+	case int64:
+		if n >= 1 {
+			return strconv.FormatInt(n, 10)
+		}
+	}
+	return "1"
 }

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -725,8 +726,8 @@ func TestHostileRateLimit(t *testing.T) {
 		if retry = int(s); s < 1 || s > 61 {
 			t.Errorf("retry_after_seconds = %v, want 1..61", m["retry_after_seconds"])
 		}
-		if r.Header.Get("Retry-After") == "" {
-			t.Errorf("no Retry-After header")
+		if got := r.Header.Get("Retry-After"); got != strconv.Itoa(retry) {
+			t.Errorf("Retry-After %q, want the body's retry_after_seconds %d", got, retry)
 		}
 	})
 	t.Run("MCP shares the budget: 429 with data.retry_after_seconds", func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -272,13 +271,21 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // the local operator is not rate limited
 			return
 		}
-		if ok, wait := s.rate.allow(key); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(wait))
-			noteError(r, string(room.KindLimitExceeded))
-			sendJSON(w, http.StatusTooManyRequests, map[string]any{"error": "limit_exceeded",
-				"message": "too many requests for this session", "retry_after_seconds": wait})
+		if err := s.spendRate(key); err != nil {
+			s.sendError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// spendRate spends one request of a session's per-minute budget, or says
+// it is spent (429 limit_exceeded, retry_after_seconds, which sendError
+// also puts in Retry-After): the plain routes' middleware and the
+// participant page, whose routes are outside it, count through here.
+func (s *Server) spendRate(sessionRef string) error {
+	if ok, wait := s.rate.allow(sessionRef); !ok {
+		return room.Errorf(room.KindLimitExceeded, "too many requests for this session").With("retry_after_seconds", wait)
+	}
+	return nil
 }

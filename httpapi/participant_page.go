@@ -329,8 +329,8 @@ func (k participantKeys) Viewer(r *http.Request) (room.Principal, error) {
 	if err != nil {
 		return p, err
 	}
-	if ok, wait := k.s.rate.allow(p.SessionRef); !ok {
-		return room.Principal{}, room.Errorf(room.KindLimitExceeded, "too many requests for this session").With("retry_after_seconds", wait)
+	if err := k.s.spendRate(p.SessionRef); err != nil {
+		return room.Principal{}, err
 	}
 	return p, nil
 }
