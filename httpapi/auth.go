@@ -51,15 +51,23 @@ func (s *Server) authenticate(l listener) func(http.Handler) http.Handler {
 	}
 }
 
+// fromThePage is what a request carrying a page's cookie (the owner's or a
+// participant's) must show besides it: a write names the page's own
+// origin (D23), and no browser says it came from another origin of the
+// site (page.FromPage).
+func fromThePage(r *http.Request, which string) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+		return room.Errorf(room.KindPermissionDenied, "writes from %s must come from the page itself (Origin)", which)
+	}
+	return page.FromPage(r)
+}
+
 func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) {
 	token := bearer(r)
 	if l == ownerListener && token == "" && s.pages.Valid(r) {
 		// The owner page. Its cookie is SameSite=Strict; a write must also
 		// name the page's own origin (D23), so no other site can drive it.
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
-			return room.Principal{}, room.Errorf(room.KindPermissionDenied, "writes from the owner page must come from the page itself (Origin)")
-		}
-		if err := page.FromPage(r); err != nil {
+		if err := fromThePage(r, "the owner page"); err != nil {
 			return room.Principal{}, err
 		}
 		return room.Operator(s.eng.HostID), nil
@@ -73,10 +81,7 @@ func (s *Server) principal(r *http.Request, l listener) (room.Principal, error) 
 			if err != nil {
 				return room.Principal{}, err
 			}
-			if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
-				return room.Principal{}, room.Errorf(room.KindPermissionDenied, "writes from a participant's page must come from the page itself (Origin)")
-			}
-			if err := page.FromPage(r); err != nil {
+			if err := fromThePage(r, "a participant's page"); err != nil {
 				return room.Principal{}, err
 			}
 			return p, nil
