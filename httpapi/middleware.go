@@ -166,9 +166,13 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		if status == 0 { // nothing written: net/http answers 200
 			status = http.StatusOK
 		}
-		s.prom.observeHTTP(r, info, status)
+		route := "" // the router's pattern; none outside a router
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			route = rc.RoutePattern()
+		}
+		s.prom.observeHTTP(r, info, route, status)
 		if s.log.Enabled(r.Context(), slog.LevelInfo) {
-			s.logRequest(r, info, status)
+			s.logRequest(r, info, route, status)
 		}
 	})
 }
@@ -179,9 +183,8 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 // trace_id, each when known. A probe that succeeds (/healthz, /readyz,
 // /metrics, /debug/metrics) is logged at debug: polled every few seconds, it would
 // drown the lines an operator reads the log for.
-func (s *Server) logRequest(r *http.Request, info *requestInfo, status int) {
+func (s *Server) logRequest(r *http.Request, info *requestInfo, route string, status int) {
 	ctx := r.Context()
-	route := chi.RouteContext(ctx).RoutePattern()
 	level := slog.LevelInfo
 	if status < 400 && (route == "/healthz" || route == "/readyz" || route == "/metrics" || route == "/debug/metrics") {
 		level = slog.LevelDebug

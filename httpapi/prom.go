@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -74,11 +72,7 @@ func (m *promMetrics) observeRequest(n reqnote.Note) {
 // the method as logMethod names it, the router's pattern (never the raw
 // path; empty for a path no route matched), the status a handler chose,
 // and the listener.
-func (m *promMetrics) observeHTTP(r *http.Request, info *requestInfo, status int) {
-	route := ""
-	if rc := chi.RouteContext(r.Context()); rc != nil {
-		route = rc.RoutePattern()
-	}
+func (m *promMetrics) observeHTTP(r *http.Request, info *requestInfo, route string, status int) {
 	m.httpDuration.WithLabelValues(logMethod(r.Method), route, statusLabel(status), info.listener()).
 		Observe(time.Since(info.start).Seconds())
 }
