@@ -5,27 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/commonroom/ce/room"
 )
-
-// setSwapHooks installs the guarded replace's seam with one edit per
-// stage, each run once, the first time a replacement reaches its stage.
-func (d docRoom) setSwapHooks(edits map[string]func()) {
-	d.tb.Helper()
-	_, err := do(d.env, func(eng *room.Engine, tx *room.Tx) (none, error) {
-		room.SetSwapHook(eng, func(s string) {
-			if f := edits[s]; f != nil {
-				delete(edits, s)
-				f()
-			}
-		})
-		return none{}, nil
-	})
-	if err != nil {
-		d.tb.Fatal(err)
-	}
-}
 
 // vimSave saves text the way vim does by default (backupcopy=auto on a
 // file with one name): the file is renamed to a backup, a new file is
