@@ -115,11 +115,7 @@ func TestCommit_KilledDuringTheFileWrite(t *testing.T) {
 				}
 			})
 			t.Run("no_text_is_lost", func(t *testing.T) {
-				var got []string
-				for v := int64(1); v <= d.version(); v++ {
-					got = append(got, d.versionAt(v).Content)
-				}
-				if !slices.Equal(got, c.want) {
+				if got := d.versionTexts(1); !slices.Equal(got, c.want) {
 					t.Fatalf("versions %q, want %q", got, c.want)
 				}
 			})

@@ -96,11 +96,7 @@ func TestGuard_EditorSavesDuringTheWrite(t *testing.T) {
 				c.after(d.doc)
 			}
 			d.sweep()
-			var got []string
-			for v := int64(2); v <= d.version(); v++ {
-				got = append(got, d.versionAt(v).Content)
-			}
-			if !slices.Equal(got, c.want) {
+			if got := d.versionTexts(2); !slices.Equal(got, c.want) {
 				t.Fatalf("versions from 2 %q\nwant %q", got, c.want)
 			}
 			if f := d.fileText(); f != c.wantFile {
