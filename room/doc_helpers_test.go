@@ -220,6 +220,16 @@ func (d docRoom) versionAt(v int64) versionInfo {
 	return out
 }
 
+// versionTexts is the text of every version from from to the latest, in order.
+func (d docRoom) versionTexts(from int64) []string {
+	d.tb.Helper()
+	var out []string
+	for v := from; v <= d.version(); v++ {
+		out = append(out, d.versionAt(v).Content)
+	}
+	return out
+}
+
 // resourcesSince returns the resource URIs published in batches after the
 // first `from` batches, in order.
 func (r *recorder) resourcesSince(from int) []string {

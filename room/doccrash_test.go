@@ -39,7 +39,7 @@ func TestDocCrashHelperProcess(t *testing.T) {
 		return
 	}
 	stage, save := os.Getenv(dcChildStage), os.Getenv(dcChildSave) == "1"
-	e := &env{tb: t, doc: doc, clock: newFakeClock(), limits: room.Defaults(), pub: &recorder{}}
+	e := envAt(t, doc)
 	e.open()
 	d := docRoom{e}
 	if _, err := do(e, func(eng *room.Engine, tx *room.Tx) (none, error) {
@@ -105,7 +105,7 @@ func TestCommit_KilledDuringTheFileWrite(t *testing.T) {
 				t.Fatalf("the child was not killed at %q (%v):\n%s", c.stage, err, out)
 			}
 
-			e := &env{tb: t, doc: doc, clock: newFakeClock(), limits: room.Defaults(), pub: &recorder{}}
+			e := envAt(t, doc)
 			e.open()
 			t.Cleanup(e.close)
 			d := docRoom{e}
@@ -115,11 +115,7 @@ func TestCommit_KilledDuringTheFileWrite(t *testing.T) {
 				}
 			})
 			t.Run("no_text_is_lost", func(t *testing.T) {
-				var got []string
-				for v := int64(1); v <= d.version(); v++ {
-					got = append(got, d.versionAt(v).Content)
-				}
-				if !slices.Equal(got, c.want) {
+				if got := d.versionTexts(1); !slices.Equal(got, c.want) {
 					t.Fatalf("versions %q, want %q", got, c.want)
 				}
 			})

@@ -5,27 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/commonroom/ce/room"
 )
-
-// setSwapHooks installs the guarded replace's seam with one edit per
-// stage, each run once, the first time a replacement reaches its stage.
-func (d docRoom) setSwapHooks(edits map[string]func()) {
-	d.tb.Helper()
-	_, err := do(d.env, func(eng *room.Engine, tx *room.Tx) (none, error) {
-		room.SetSwapHook(eng, func(s string) {
-			if f := edits[s]; f != nil {
-				delete(edits, s)
-				f()
-			}
-		})
-		return none{}, nil
-	})
-	if err != nil {
-		d.tb.Fatal(err)
-	}
-}
 
 // vimSave saves text the way vim does by default (backupcopy=auto on a
 // file with one name): the file is renamed to a backup, a new file is
@@ -116,11 +96,7 @@ func TestGuard_EditorSavesDuringTheWrite(t *testing.T) {
 				c.after(d.doc)
 			}
 			d.sweep()
-			var got []string
-			for v := int64(2); v <= d.version(); v++ {
-				got = append(got, d.versionAt(v).Content)
-			}
-			if !slices.Equal(got, c.want) {
+			if got := d.versionTexts(2); !slices.Equal(got, c.want) {
 				t.Fatalf("versions from 2 %q\nwant %q", got, c.want)
 			}
 			if f := d.fileText(); f != c.wantFile {

@@ -15,12 +15,18 @@ import (
 // goroutine: edit runs once, the first time a replacement reaches stage.
 func (d docRoom) setSwapHook(stage string, edit func()) {
 	d.tb.Helper()
-	done := false
+	d.setSwapHooks(map[string]func(){stage: edit})
+}
+
+// setSwapHooks installs the guarded replace's seam with one edit per
+// stage, each run once, the first time a replacement reaches its stage.
+func (d docRoom) setSwapHooks(edits map[string]func()) {
+	d.tb.Helper()
 	_, err := do(d.env, func(eng *room.Engine, tx *room.Tx) (none, error) {
 		room.SetSwapHook(eng, func(s string) {
-			if s == stage && !done {
-				done = true
-				edit()
+			if f := edits[s]; f != nil {
+				delete(edits, s)
+				f()
 			}
 		})
 		return none{}, nil

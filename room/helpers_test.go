@@ -111,13 +111,19 @@ func newEnv(tb testing.TB, opts ...envOption) *env {
 	if err := os.WriteFile(doc, []byte(testDoc), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{tb: tb, doc: doc, clock: newFakeClock(), limits: room.Defaults(), pub: &recorder{}}
+	e := envAt(tb, doc)
 	for _, o := range opts {
 		o(e)
 	}
 	e.open()
 	tb.Cleanup(e.close)
 	return e
+}
+
+// envAt is an env with the defaults on the document at doc, not yet
+// opened: newEnv's, or a room opened again on files a test made itself.
+func envAt(tb testing.TB, doc string) *env {
+	return &env{tb: tb, doc: doc, clock: newFakeClock(), limits: room.Defaults(), pub: &recorder{}}
 }
 
 // open starts the room on the env's files (first open or a restart).
