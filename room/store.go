@@ -139,15 +139,17 @@ func OpenStore(ctx context.Context, dbPath string, readOnly bool) (*Store, error
 			return nil, Errorf(KindNotFound, "no room has been opened for this file yet (run `ce serve` first)")
 		}
 	}
-	if err := warmReaders(ctx, r, readerConns); err != nil {
-		s.Close()
-		return nil, err
+	if !readOnly { // a serving room's store; a one-shot reader (ce status) opens what it uses
+		if err := warmReaders(ctx, r, readerConns); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
 
-// readerConns is the read pool's size: every connection is opened at
-// start (warmReaders) and kept for good.
+// readerConns is the read pool's size: a writable store opens every
+// connection at start (warmReaders) and keeps it for good.
 const readerConns = 8
 
 // warmReaders opens every connection of the read pool now, each with its
