@@ -111,7 +111,6 @@ type apiResp = roomtest.Response
 type reqOpt = mcptest.ReqOpt
 
 var (
-	withBearer = mcptest.WithBearer
 	withHeader = mcptest.WithHeader
 	withHost   = mcptest.WithHost
 	withCookie = mcptest.WithCookie
@@ -189,8 +188,6 @@ var wantOK = roomtest.WantOK
 
 // sidecarTables are the tables a "nothing changed" check covers.
 var sidecarTables = roomtest.SidecarTables
-
-type dbSnapshot = roomtest.Snapshot
 
 // eventRow is one row of the events table.
 type eventRow = roomtest.EventRow

@@ -39,7 +39,6 @@ type (
 var (
 	streamClient  = roomtest.StreamClient
 	openStream    = roomtest.OpenStream
-	parseFrame    = roomtest.ParseFrame
 	parseFrames   = roomtest.ParseFrames
 	compactJSON   = roomtest.CompactJSON
 	decodeStrings = roomtest.DecodeStrings
