@@ -6,7 +6,6 @@ package httpapi
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -108,13 +107,7 @@ func TestParticipantPageKeySwap(t *testing.T) {
 	planter := h.join("planter", "read", "observe", "propose", "checkout")
 	mine := ppCookie(t, h, victim.SessionToken)
 	redeem := func(key string, c *http.Cookie) (*http.Cookie, apiResp) {
-		r := h.Do(t, "GET", h.IngressURL("/?key="+url.QueryEscape(key)), "", nil, withCookie(c), withHeader("Sec-Fetch-Site", "same-origin"))
-		for _, x := range (&http.Response{Header: r.Header}).Cookies() {
-			if x.Name == h.API.sessionPages.name {
-				return x, r
-			}
-		}
-		return nil, r
+		return ppRedeem(t, h, key, withCookie(c), withHeader("Sec-Fetch-Site", "same-origin"))
 	}
 	t.Run("another participant's key beside a live cookie: refused, spent", func(t *testing.T) {
 		key := ppKey(t, h, planter.SessionToken)
