@@ -159,12 +159,6 @@ func (h *roomHarness) notify(t testing.TB, token, method string, params map[stri
 	}
 }
 
-// cancelListen sends notifications/cancelled naming requestID (raw JSON).
-func (h *roomHarness) cancelListen(t testing.TB, token, requestID string) {
-	t.Helper()
-	h.CancelListen(t, token, requestID)
-}
-
 // ---- tasks ----
 
 // taskRef is a handoff and its task.

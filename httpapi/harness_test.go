@@ -297,13 +297,6 @@ func (g *publishGate) arm() {
 
 // ---- the document, edited out of band ----
 
-// editFile replaces the file out of band and has the room notice (the
-// kit's EditFile); it returns the version the room reports.
-func (h *roomHarness) editFile(t testing.TB, token, content string) int64 {
-	t.Helper()
-	return h.EditFile(t, token, content)
-}
-
 // threeSections builds a document from the three sections' bodies.
 func threeSections(idea, goals, plan string) string {
 	return "# Idea\n\n" + idea + "\n\n## Goals\n\n" + goals + "\n\n## Plan\n\n" + plan + "\n"

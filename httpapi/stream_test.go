@@ -44,24 +44,6 @@ var (
 	decodeStrings = roomtest.DecodeStrings
 )
 
-// listenReq opens subscriptions/listen (the kit's ListenReq).
-func (h *roomHarness) listenReq(t testing.TB, c *http.Client, token, id string, notifications any, tasks bool) (*stream, *mcpResp) {
-	t.Helper()
-	return h.ListenReq(t, c, token, id, notifications, tasks)
-}
-
-// listen opens a listen that must be answered with a stream (the kit's Listen).
-func (h *roomHarness) listen(t testing.TB, c *http.Client, token, id string, notifications any, tasks bool) (*stream, map[string]json.RawMessage) {
-	t.Helper()
-	return h.Listen(t, c, token, id, notifications, tasks)
-}
-
-// legacyGet opens GET /mcp with a bearer session (the kit's LegacyGet).
-func (h *roomHarness) legacyGet(t testing.TB, c *http.Client, token, accept string) (*stream, *mcpResp) {
-	t.Helper()
-	return h.LegacyGet(t, c, token, accept)
-}
-
 // sameTask checks that a notifications/tasks frame's params, without
 // _meta.subscriptionId, equal a tasks/get result without resultType and
 // _meta.serverInfo.
@@ -139,7 +121,7 @@ func (h *roomHarness) observeAt(t testing.TB, url, token, query, name string, op
 // id id); it returns the stream with the acknowledged URIs.
 func (h *roomHarness) listenURIs(t testing.TB, token string, id int, uris []string) (*stream, []string) {
 	t.Helper()
-	s, acked := h.listen(t, nil, token, strconv.Itoa(id), map[string]any{"resourceSubscriptions": uris}, false)
+	s, acked := h.Listen(t, nil, token, strconv.Itoa(id), map[string]any{"resourceSubscriptions": uris}, false)
 	return s, decodeStrings(t, acked["resourceSubscriptions"])
 }
 
