@@ -49,15 +49,7 @@ var (
 // _meta.serverInfo.
 func sameTask(t testing.TB, f frame, get map[string]any) {
 	t.Helper()
-	params := map[string]any{}
-	for k, v := range f.Msg.Params {
-		var x any
-		if err := json.Unmarshal(v, &x); err != nil {
-			t.Fatalf("frame params.%s: %v", k, err)
-		}
-		params[k] = x
-	}
-	params = withoutMeta(params, mcptest.MetaSubscriptionID)
+	params := withoutMeta(f.Params(), mcptest.MetaSubscriptionID)
 	want := withoutMeta(get, mcptest.MetaServerInfo)
 	delete(want, "resultType")
 	if !reflect.DeepEqual(params, want) {
