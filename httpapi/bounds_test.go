@@ -259,7 +259,7 @@ func TestBoundsStreamsOutliveDeadlines(t *testing.T) {
 		t.Fatalf("observe: %d %s", r.Status, r.Body)
 	}
 	newMCPClient(h, tok, false).ok(t, "resources/subscribe", map[string]any{"uri": doc})
-	legacy, lr := h.legacyGet(t, streamClient(), tok, "text/event-stream")
+	legacy, lr := h.LegacyGet(t, streamClient(), tok, "text/event-stream")
 	if legacy == nil {
 		t.Fatalf("GET /mcp: %d %s", lr.Status, lr.Raw)
 	}
@@ -267,7 +267,7 @@ func TestBoundsStreamsOutliveDeadlines(t *testing.T) {
 
 	// Real network deadlines: let both lapse several times over.
 	time.Sleep(10 * deadline)
-	h.editFile(t, tok, threeSections("hello world, later", "ship it\nsoon", "step one"))
+	h.EditFile(t, tok, threeSections("hello world, later", "ship it\nsoon", "step one"))
 
 	t.Run("a subscriptions/listen stream is not cut by the body or write deadline", func(t *testing.T) {
 		f := listen.Next(t)

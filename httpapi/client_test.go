@@ -10,7 +10,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
 
 	"github.com/commonroom/ce/httpapi/mcp"
@@ -148,21 +147,6 @@ func rawID(id string) any {
 		return mcptest.NoID
 	}
 	return json.RawMessage(id)
-}
-
-// notify sends a client notification (no id) and requires 202.
-func (h *roomHarness) notify(t testing.TB, token, method string, params map[string]any) {
-	t.Helper()
-	r := newMCPClient(h, token, false).do(t, mcpReq{ID: mcptest.NoID, Method: method, Params: params, Timeout: frameWait})
-	if r.Status != http.StatusAccepted {
-		t.Fatalf("%s: status %d, want 202; body %s", method, r.Status, r.Raw)
-	}
-}
-
-// cancelListen sends notifications/cancelled naming requestID (raw JSON).
-func (h *roomHarness) cancelListen(t testing.TB, token, requestID string) {
-	t.Helper()
-	h.CancelListen(t, token, requestID)
 }
 
 // ---- tasks ----

@@ -111,7 +111,6 @@ type apiResp = roomtest.Response
 type reqOpt = mcptest.ReqOpt
 
 var (
-	withBearer = mcptest.WithBearer
 	withHeader = mcptest.WithHeader
 	withHost   = mcptest.WithHost
 	withCookie = mcptest.WithCookie
@@ -189,8 +188,6 @@ var wantOK = roomtest.WantOK
 
 // sidecarTables are the tables a "nothing changed" check covers.
 var sidecarTables = roomtest.SidecarTables
-
-type dbSnapshot = roomtest.Snapshot
 
 // eventRow is one row of the events table.
 type eventRow = roomtest.EventRow
@@ -299,13 +296,6 @@ func (g *publishGate) arm() {
 }
 
 // ---- the document, edited out of band ----
-
-// editFile replaces the file out of band and has the room notice (the
-// kit's EditFile); it returns the version the room reports.
-func (h *roomHarness) editFile(t testing.TB, token, content string) int64 {
-	t.Helper()
-	return h.EditFile(t, token, content)
-}
 
 // threeSections builds a document from the three sections' bodies.
 func threeSections(idea, goals, plan string) string {

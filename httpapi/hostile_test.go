@@ -455,7 +455,7 @@ func TestHostileLongStrings(t *testing.T) {
 			return mcpOutcome(t, star.mcp.call(t, "tools/call", map[string]any{"name": longText, "arguments": map[string]any{}}))
 		}},
 		{"subscriptions/listen taskIds", func(t *testing.T) (bool, string, []byte) {
-			s, r := h.listenReq(t, streamClient(), star.SessionToken, "1", map[string]any{"taskIds": []string{longText}}, true)
+			s, r := h.ListenReq(t, streamClient(), star.SessionToken, "1", map[string]any{"taskIds": []string{longText}}, true)
 			if s == nil {
 				return false, "refused", r.Raw
 			}
@@ -646,9 +646,9 @@ func TestHostileStreamsPerSession(t *testing.T) {
 		t.Helper()
 		switch kind {
 		case "listen":
-			return h.listenReq(t, c, token, fmt.Sprintf("%q", randomID("l")), map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+			return h.ListenReq(t, c, token, fmt.Sprintf("%q", randomID("l")), map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 		case "GET /mcp":
-			return h.legacyGet(t, c, token, "text/event-stream")
+			return h.LegacyGet(t, c, token, "text/event-stream")
 		default:
 			ctx, cancel := context.WithCancel(context.Background())
 			req, _ := http.NewRequestWithContext(ctx, "GET", h.IngressURL("/workspace/observe"), nil)
@@ -785,14 +785,14 @@ func TestHostileSSEBacklog(t *testing.T) {
 	follow := map[string]any{"taskIds": []string{x.TaskID}}
 	stalled := []*stream{}
 	for i, tok := range []string{o.SessionToken, a.SessionToken} {
-		s, r := h.listenReq(t, c, tok, fmt.Sprintf(`"stalled-%d"`, i), follow, true)
+		s, r := h.ListenReq(t, c, tok, fmt.Sprintf(`"stalled-%d"`, i), follow, true)
 		if s == nil {
 			t.Fatalf("listen refused: %d %s", r.Status, r.Raw)
 		}
 		s.ID = fmt.Sprintf(`"stalled-%d"`, i)
 		stalled = append(stalled, s)
 	}
-	healthy, ack := h.listen(t, c, o.SessionToken, "1", follow, true)
+	healthy, ack := h.Listen(t, c, o.SessionToken, "1", follow, true)
 	if _, ok := ack["taskIds"]; !ok {
 		t.Fatal("the healthy listen was not acknowledged for the task")
 	}
@@ -1022,7 +1022,7 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 		call("GET "+p, "GET", h.IngressURL(p), alice.SessionToken, nil, nil)
 		call("operator GET "+p, "GET", h.OwnerURL(p), h.OpToken, nil, nil)
 	}
-	lst, _ := h.listen(t, c, alice.SessionToken, "9", map[string]any{"taskIds": []string{taskID}, "resourceSubscriptions": []string{h.Eng.DocumentURI()}}, true)
+	lst, _ := h.Listen(t, c, alice.SessionToken, "9", map[string]any{"taskIds": []string{taskID}, "resourceSubscriptions": []string{h.Eng.DocumentURI()}}, true)
 
 	// The operator: a call, one acting as a participant, a second handoff cancelled.
 	second := mcpCall("mcp handoff_create 2", am.withTasks(true), mcpReq{Method: "tools/call", Params: map[string]any{"name": "handoff_create",
@@ -1069,7 +1069,7 @@ func TestFlow_HostileSecretsScan(t *testing.T) {
 	call("leave", "POST", h.IngressURL("/workspace/leave"), bob.SessionToken, map[string]any{}, nil)
 	call("after leave", "GET", h.IngressURL("/workspace/status"), bob.SessionToken, nil, nil)
 
-	h.cancelListen(t, alice.SessionToken, "9")
+	h.CancelListen(t, alice.SessionToken, "9")
 	listenFrames := lst.End(t)
 	observe.Close()
 	var frames []string

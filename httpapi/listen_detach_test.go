@@ -17,7 +17,7 @@ func TestListenStreamEndGivesBackItsConnection(t *testing.T) {
 	if open := h.API.ingressConns.open.Load(); open < 1 {
 		t.Fatalf("ingress holds %d connections with a live stream", open)
 	}
-	h.cancelListen(t, tok, "1")
+	h.CancelListen(t, tok, "1")
 	s.ExpectFinal(t)
 	idleConns(t, h) // fails unless the stream's own connection was closed by the room
 }

@@ -31,7 +31,7 @@ func TestListenValidation(t *testing.T) {
 
 	t.Run("taskIds without the tasks extension is 400 -32021 before any lookup, no stream", func(t *testing.T) {
 		for _, ids := range [][]string{{own.TaskID}, {"task_00000000000000000000000000000000"}} {
-			s, r := h.listenReq(t, c, o.SessionToken, "5", map[string]any{"taskIds": ids}, false)
+			s, r := h.ListenReq(t, c, o.SessionToken, "5", map[string]any{"taskIds": ids}, false)
 			if s != nil {
 				t.Fatalf("taskIds %v without the extension opened a stream", ids)
 			}
@@ -53,7 +53,7 @@ func TestListenValidation(t *testing.T) {
 	})
 
 	t.Run("missing notifications is -32602, no stream", func(t *testing.T) {
-		s, r := h.listenReq(t, c, o.SessionToken, "6", nil, true)
+		s, r := h.ListenReq(t, c, o.SessionToken, "6", nil, true)
 		if s != nil {
 			t.Fatal("a listen without params.notifications opened a stream")
 		}
@@ -64,7 +64,7 @@ func TestListenValidation(t *testing.T) {
 
 	t.Run("notifications that is not an object is -32602, no stream", func(t *testing.T) {
 		for _, bad := range []any{[]any{}, "all", map[string]any{"taskIds": "one"}, map[string]any{"resourceSubscriptions": map[string]any{}}} {
-			s, r := h.listenReq(t, c, o.SessionToken, "8", bad, true)
+			s, r := h.ListenReq(t, c, o.SessionToken, "8", bad, true)
 			if s != nil {
 				t.Fatalf("notifications %v opened a stream", bad)
 			}
@@ -76,7 +76,7 @@ func TestListenValidation(t *testing.T) {
 
 	t.Run("no bearer is 401 with a Bearer challenge, no stream", func(t *testing.T) {
 		for _, tok := range []string{"", "ses_not_a_session"} {
-			s, r := h.listenReq(t, c, tok, "9", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+			s, r := h.ListenReq(t, c, tok, "9", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 			if s != nil {
 				t.Fatalf("token %q opened a stream", tok)
 			}
@@ -97,7 +97,7 @@ func TestListenValidation(t *testing.T) {
 	})
 
 	t.Run("listen is answered 200 text/event-stream, acknowledgement first", func(t *testing.T) {
-		s, r := h.listenReq(t, c, o.SessionToken, "10", map[string]any{"taskIds": []string{own.TaskID}}, true)
+		s, r := h.ListenReq(t, c, o.SessionToken, "10", map[string]any{"taskIds": []string{own.TaskID}}, true)
 		if s == nil {
 			t.Fatalf("listen refused: %d %s", r.Status, r.Raw)
 		}
@@ -150,13 +150,13 @@ func TestListenAcknowledgement(t *testing.T) {
 	edit := func(t *testing.T) {
 		t.Helper()
 		edits++
-		h.editFile(t, o.SessionToken, threeSections("hello world"+strings.Repeat("!", edits), "ship it\nsoon", "step one\nstep two\nstep three"))
+		h.EditFile(t, o.SessionToken, threeSections("hello world"+strings.Repeat("!", edits), "ship it\nsoon", "step one\nstep two\nstep three"))
 	}
 
 	for i, id := range []string{"42", `"42"`, `"sub-7"`, "-3"} {
 		key := fmt.Sprintf("k%d", i)
 		t.Run("id "+id+": honoured items only, and every frame carries it with its JSON type", func(t *testing.T) {
-			s, ack := h.listen(t, c, o.SessionToken, id, asked, true)
+			s, ack := h.Listen(t, c, o.SessionToken, id, asked, true)
 			onlyKnownKeys(t, ack)
 			if got := decodeStrings(t, ack["resourceSubscriptions"]); !sameSet(got, []string{doc, goals}) {
 				t.Errorf("acknowledged resourceSubscriptions %v, want exactly [%s %s]", got, doc, goals)
@@ -171,13 +171,13 @@ func TestListenAcknowledgement(t *testing.T) {
 			s.ExpectTask(t, mine.TaskID, room.TaskWorking)
 			edit(t)
 			s.ExpectRes(t, doc)
-			h.cancelListen(t, o.SessionToken, id)
+			h.CancelListen(t, o.SessionToken, id)
 			s.ExpectFinal(t)
 		})
 	}
 
 	t.Run("a session without read gets no resourceSubscriptions and no resource frames", func(t *testing.T) {
-		s, ack := h.listen(t, c, n.SessionToken, "1", asked, true)
+		s, ack := h.Listen(t, c, n.SessionToken, "1", asked, true)
 		onlyKnownKeys(t, ack)
 		if _, ok := ack["resourceSubscriptions"]; ok {
 			t.Errorf("a session without read was acknowledged resourceSubscriptions %s", ack["resourceSubscriptions"])
@@ -187,7 +187,7 @@ func TestListenAcknowledgement(t *testing.T) {
 			t.Errorf("acknowledged taskIds %s for tasks this session cannot read", ack["taskIds"])
 		}
 		s.Close()
-		s2, ack2 := h.listen(t, c, n.SessionToken, "2", map[string]any{
+		s2, ack2 := h.Listen(t, c, n.SessionToken, "2", map[string]any{
 			"resourceSubscriptions": []string{doc}, "taskIds": []string{noReadTask.TaskID}}, true)
 
 		if _, ok := ack2["resourceSubscriptions"]; ok {
@@ -203,29 +203,29 @@ func TestListenAcknowledgement(t *testing.T) {
 	})
 
 	t.Run("the assignee gets the task it took; a stranger gets none of it", func(t *testing.T) {
-		_, ack := h.listen(t, c, a.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, foreign.TaskID}}, true)
+		_, ack := h.Listen(t, c, a.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, foreign.TaskID}}, true)
 		if got := decodeStrings(t, ack["taskIds"]); !slices.Equal(got, []string{mine.TaskID}) {
 			t.Errorf("assignee acknowledged taskIds %v, want [%s]", got, mine.TaskID)
 		}
-		_, ack = h.listen(t, c, x.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, unknown}}, true)
+		_, ack = h.Listen(t, c, x.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, unknown}}, true)
 		if _, ok := ack["taskIds"]; ok {
 			t.Errorf("stranger acknowledged taskIds %s, want none", ack["taskIds"])
 		}
-		_, ack = h.listen(t, c, adm.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, foreign.TaskID, unknown}}, true)
+		_, ack = h.Listen(t, c, adm.SessionToken, "1", map[string]any{"taskIds": []string{mine.TaskID, foreign.TaskID, unknown}}, true)
 		if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, []string{mine.TaskID, foreign.TaskID}) {
 			t.Errorf("admin acknowledged taskIds %v, want both real tasks", got)
 		}
 	})
 
 	t.Run("a listen asking for nothing honourable is acknowledged with an empty filter", func(t *testing.T) {
-		s, ack := h.listen(t, c, o.SessionToken, `"empty"`, map[string]any{
+		s, ack := h.Listen(t, c, o.SessionToken, `"empty"`, map[string]any{
 			"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true,
 			"resourceSubscriptions": []string{"file:///nope"}, "taskIds": []string{unknown, foreign.TaskID}}, true)
 
 		if len(ack) != 0 {
 			t.Errorf("acknowledged %v, want {}", ack)
 		}
-		h.cancelListen(t, o.SessionToken, `"empty"`)
+		h.CancelListen(t, o.SessionToken, `"empty"`)
 		s.ExpectFinal(t)
 	})
 }
@@ -242,11 +242,11 @@ func TestListenTaskNotifications(t *testing.T) {
 	tx := h.newTask(t, x.SessionToken, "the stranger's job")
 	b.Wait(t)
 
-	so, ack := h.listen(t, c, o.SessionToken, "7", map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
+	so, ack := h.Listen(t, c, o.SessionToken, "7", map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
 	if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, []string{t1.TaskID, t2.TaskID}) {
 		t.Fatalf("owner acknowledged %v, want its two tasks and not the foreign one", got)
 	}
-	sx, _ := h.listen(t, c, x.SessionToken, `"x"`, map[string]any{"taskIds": []string{tx.TaskID}}, true)
+	sx, _ := h.Listen(t, c, x.SessionToken, `"x"`, map[string]any{"taskIds": []string{tx.TaskID}}, true)
 	var sa *stream
 
 	// step makes one foreign change, then one change of t1, and checks that
@@ -273,7 +273,7 @@ func TestListenTaskNotifications(t *testing.T) {
 			func() { h.acceptTask(t, a.SessionToken, tx) },
 			func() { h.acceptTask(t, a.SessionToken, t1) })
 		var ack map[string]json.RawMessage
-		sa, ack = h.listen(outer, c, a.SessionToken, `"a-1"`, map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
+		sa, ack = h.Listen(outer, c, a.SessionToken, `"a-1"`, map[string]any{"taskIds": []string{t1.TaskID, tx.TaskID, t2.TaskID}}, true)
 		if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, []string{t1.TaskID, tx.TaskID}) {
 			t.Fatalf("assignee acknowledged %v, want the two tasks it took", got)
 		}
@@ -319,7 +319,7 @@ func TestListenTaskNotifications(t *testing.T) {
 
 	t.Run("the foreign task's changes never reached the owner's stream", func(t *testing.T) {
 		// Every frame so far was consumed in order above; nothing is left.
-		h.cancelListen(t, o.SessionToken, "7")
+		h.CancelListen(t, o.SessionToken, "7")
 		so.ExpectFinal(t)
 	})
 }
@@ -333,12 +333,12 @@ func TestListenResourceUpdates(t *testing.T) {
 	goals := h.Eng.SectionURI("Idea/Goals")
 	plan := h.Eng.SectionURI("Idea/Plan")
 
-	sDoc, ack := h.listen(t, c, tok, "1", map[string]any{"resourceSubscriptions": []string{doc}}, false)
+	sDoc, ack := h.Listen(t, c, tok, "1", map[string]any{"resourceSubscriptions": []string{doc}}, false)
 	if got := decodeStrings(t, ack["resourceSubscriptions"]); !slices.Equal(got, []string{doc}) {
 		t.Fatalf("acknowledged %v", got)
 	}
-	sBoth, _ := h.listen(t, c, tok, "2", map[string]any{"resourceSubscriptions": []string{goals, plan}}, false)
-	sGoals, _ := h.listen(t, c, tok, `"3"`, map[string]any{"resourceSubscriptions": []string{goals}}, false)
+	sBoth, _ := h.Listen(t, c, tok, "2", map[string]any{"resourceSubscriptions": []string{goals, plan}}, false)
+	sGoals, _ := h.Listen(t, c, tok, `"3"`, map[string]any{"resourceSubscriptions": []string{goals}}, false)
 
 	type want struct {
 		doc, both, goals []string
@@ -369,7 +369,7 @@ func TestListenResourceUpdates(t *testing.T) {
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			h.editFile(t, tok, st.content)
+			h.EditFile(t, tok, st.content)
 			// Streams expecting nothing are checked by the next step that
 			// notifies them: a stray frame would come first and mismatch.
 			for _, x := range []struct {
@@ -383,7 +383,7 @@ func TestListenResourceUpdates(t *testing.T) {
 		})
 	}
 	t.Run("a frame carries only the uri besides _meta", func(t *testing.T) {
-		h.editFile(t, tok, threeSections("hello wide world!", "back again", "step one\nstep two"))
+		h.EditFile(t, tok, threeSections("hello wide world!", "back again", "step one\nstep two"))
 		f := sDoc.ExpectRes(t, doc)
 		for k := range f.Msg.Params {
 			if k != "uri" && k != "_meta" {
@@ -393,7 +393,7 @@ func TestListenResourceUpdates(t *testing.T) {
 	})
 	t.Run("no stray frame is left on any stream", func(t *testing.T) {
 		for _, s := range []*stream{sDoc, sBoth, sGoals} {
-			h.cancelListen(t, tok, s.ID)
+			h.CancelListen(t, tok, s.ID)
 			s.ExpectFinal(t)
 		}
 	})
@@ -435,7 +435,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 		{a.SessionToken, `"a"`, []int{0, 1, 2}}, {a.SessionToken, "5", []int{0}},
 		{m.SessionToken, "6", []int{2, 1, 0}},
 	} {
-		s, ack := h.listen(t, c, x.tok, x.id, map[string]any{"taskIds": ids(x.idx...)}, true)
+		s, ack := h.Listen(t, c, x.tok, x.id, map[string]any{"taskIds": ids(x.idx...)}, true)
 		if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, ids(x.idx...)) {
 			t.Fatalf("stream %s acknowledged %v", x.id, got)
 		}
@@ -500,7 +500,7 @@ func TestListenOrderIsCommitOrder(t *testing.T) {
 					t.Fatalf("frame %d is %+v, want %+v (commit order)", i, got, w)
 				}
 			}
-			h.cancelListen(t, map[string]string{"1": o.SessionToken, `"o-2"`: o.SessionToken, "3": o.SessionToken,
+			h.CancelListen(t, map[string]string{"1": o.SessionToken, `"o-2"`: o.SessionToken, "3": o.SessionToken,
 				`"a"`: a.SessionToken, "5": a.SessionToken, "6": m.SessionToken}[f.s.ID], f.s.ID)
 
 			f.s.ExpectFinal(t)
@@ -525,7 +525,7 @@ func openMany(t *testing.T, h *roomHarness, c *http.Client, sessions []party, pe
 			if i%2 == 1 {
 				id = fmt.Sprintf(`"s-%d"`, i)
 			}
-			s, ack := h.listen(et, c, sess.SessionToken, id, map[string]any{"resourceSubscriptions": uris}, false)
+			s, ack := h.Listen(et, c, sess.SessionToken, id, map[string]any{"resourceSubscriptions": uris}, false)
 			if got := decodeStrings(et, ack["resourceSubscriptions"]); !slices.Equal(got, uris) {
 				et.Errorf("stream %s acknowledged %v", id, got)
 			}
@@ -552,7 +552,7 @@ func TestListenThousandStreams(t *testing.T) {
 	}
 
 	t.Run("all 1,000 streams receive one change", func(t *testing.T) {
-		h.editFile(t, ss[0].SessionToken, threeSections("hello everyone", "ship it\nsoon", "step one\nstep two\nstep three"))
+		h.EditFile(t, ss[0].SessionToken, threeSections("hello everyone", "ship it\nsoon", "step one\nstep two\nstep three"))
 		eachStream(t, streams, func(ctx context.Context, s *stream) error {
 			f, err := s.NextCtx(ctx)
 			if err != nil {
@@ -601,7 +601,7 @@ func TestListenThousandStreams(t *testing.T) {
 		if st := h.Hub.Stats(); st.Ended != sessions*perSession || st.Subscribers != 0 {
 			t.Errorf("after Close: %+v, want %d ended and none left", st, sessions*perSession)
 		}
-		s, r := h.listenReq(t, c, ss[1].SessionToken, "99", map[string]any{"resourceSubscriptions": []string{doc}}, false)
+		s, r := h.ListenReq(t, c, ss[1].SessionToken, "99", map[string]any{"resourceSubscriptions": []string{doc}}, false)
 		if s != nil || r.Status != http.StatusServiceUnavailable {
 			t.Errorf("listen after the hub closed: stream %v, answer %+v; want 503 and no stream", s != nil, r)
 		}
@@ -651,13 +651,13 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 	b.Wait(t)
 	follow := map[string]any{"taskIds": ids}
 
-	stalled, r := h.listenReq(t, c, o.SessionToken, `"stalled"`, follow, true)
+	stalled, r := h.ListenReq(t, c, o.SessionToken, `"stalled"`, follow, true)
 	if stalled == nil {
 		t.Fatalf("listen refused: %d %s", r.Status, r.Raw)
 	}
 	healthy := []*stream{}
 	for _, v := range []struct{ tok, id string }{{o.SessionToken, "1"}, {o.SessionToken, "2"}, {a.SessionToken, "3"}} {
-		s, _ := h.listen(t, c, v.tok, v.id, follow, true)
+		s, _ := h.Listen(t, c, v.tok, v.id, follow, true)
 		healthy = append(healthy, s)
 	}
 	var sent []taskChange
@@ -736,7 +736,7 @@ func TestListenStalledReaderIsDropped(t *testing.T) {
 	})
 
 	t.Run("the healthy streams still end gracefully", func(t *testing.T) {
-		h.cancelListen(t, o.SessionToken, "1")
+		h.CancelListen(t, o.SessionToken, "1")
 		healthy[0].ExpectFinal(t)
 		if st := h.Hub.Stats(); st.Dropped != 1 {
 			t.Errorf("stats %+v, want still one drop", st)
@@ -756,9 +756,9 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		b.Wait(t)
 		follow := map[string]any{"taskIds": []string{x.TaskID}}
 		// An observer that stays connected shows when each change was published.
-		obs, _ := h.listen(t, c, a.SessionToken, `"observer"`, follow, true)
+		obs, _ := h.Listen(t, c, a.SessionToken, `"observer"`, follow, true)
 
-		s, _ := h.listen(t, c, o.SessionToken, "1", follow, true)
+		s, _ := h.Listen(t, c, o.SessionToken, "1", follow, true)
 		h.askInput(t, a.SessionToken, x, "k1", "first?")
 		s.ExpectTask(t, x.TaskID, room.TaskInputRequired)
 		obs.ExpectTask(t, x.TaskID, room.TaskInputRequired)
@@ -770,7 +770,7 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		h.askInput(t, a.SessionToken, x, "k2", "second?")
 		obs.ExpectTask(t, x.TaskID, room.TaskInputRequired)
 
-		s2, ack := h.listen(t, c, o.SessionToken, "1", follow, true)
+		s2, ack := h.Listen(t, c, o.SessionToken, "1", follow, true)
 		if got := decodeStrings(t, ack["taskIds"]); !slices.Equal(got, []string{x.TaskID}) {
 			t.Fatalf("acknowledged %v", got)
 		}
@@ -779,7 +779,7 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 		f := s2.ExpectTask(t, x.TaskID, room.TaskCompleted)
 		sameTask(t, f, h.getTask(t, o.SessionToken, x))
 		obs.ExpectTask(t, x.TaskID, room.TaskCompleted)
-		h.cancelListen(t, o.SessionToken, "1")
+		h.CancelListen(t, o.SessionToken, "1")
 		s2.ExpectFinal(t)
 	})
 
@@ -828,7 +828,7 @@ func TestListenReconnectGetsNothingFromTheGap(t *testing.T) {
 			t.Fatal("the change was never answered")
 		}
 		et.report(t)
-		s, _ := h.listen(t, c, o.SessionToken, "1", follow, true)
+		s, _ := h.Listen(t, c, o.SessionToken, "1", follow, true)
 		release()
 		h.Clock.Advance(time.Second)
 		h.answerInput(t, o.SessionToken, x, "gap") // the first change after the acknowledgement
@@ -866,9 +866,9 @@ func TestListenCancelledEndsTheStream(t *testing.T) {
 
 	t.Run("notifications/cancelled from the same session ends it with the final result", func(t *testing.T) {
 		b.Wait(t) // no earlier change is still on its way to the hub
-		s, _ := h.listen(t, c, o.SessionToken, "9", follow, true)
+		s, _ := h.Listen(t, c, o.SessionToken, "9", follow, true)
 		ended := h.Hub.Stats().Ended
-		h.cancelListen(t, o.SessionToken, "9")
+		h.CancelListen(t, o.SessionToken, "9")
 		s.ExpectFinal(t)
 		if st := h.Hub.Stats(); st.Ended != ended+1 {
 			t.Errorf("Ended %d, want %d", st.Ended, ended+1)
@@ -877,31 +877,31 @@ func TestListenCancelledEndsTheStream(t *testing.T) {
 
 	t.Run("the same id from another session does not end it", func(t *testing.T) {
 		b.Wait(t) // no earlier change is still on its way to the hub
-		s, _ := h.listen(t, c, o.SessionToken, "10", follow, true)
-		other, _ := h.listen(t, c, a.SessionToken, "10", follow, true)
-		h.cancelListen(t, a.SessionToken, "10")
+		s, _ := h.Listen(t, c, o.SessionToken, "10", follow, true)
+		other, _ := h.Listen(t, c, a.SessionToken, "10", follow, true)
+		h.CancelListen(t, a.SessionToken, "10")
 		other.ExpectFinal(t) // the cancel was acted on, for its own session only
 		change(t)
 		expectChange(t, s)
-		h.cancelListen(t, o.SessionToken, "10")
+		h.CancelListen(t, o.SessionToken, "10")
 		s.ExpectFinal(t)
 	})
 
 	t.Run("a string id is not cancelled by the number with the same digits", func(t *testing.T) {
 		b.Wait(t) // no earlier change is still on its way to the hub
-		s, _ := h.listen(t, c, o.SessionToken, `"11"`, follow, true)
-		h.cancelListen(t, o.SessionToken, "11")
+		s, _ := h.Listen(t, c, o.SessionToken, `"11"`, follow, true)
+		h.CancelListen(t, o.SessionToken, "11")
 		change(t)
 		expectChange(t, s)
-		h.cancelListen(t, o.SessionToken, `"11"`)
+		h.CancelListen(t, o.SessionToken, `"11"`)
 		s.ExpectFinal(t)
 	})
 
 	t.Run("an id is cancelled by the same spelling even when it holds HTML characters", func(t *testing.T) {
 		b.Wait(t)         // no earlier change is still on its way to the hub
 		id := `"sub&<1>"` // JSON.stringify leaves &, < and > as they are
-		s, _ := h.listen(t, c, o.SessionToken, id, follow, true)
-		h.cancelListen(t, o.SessionToken, id)
+		s, _ := h.Listen(t, c, o.SessionToken, id, follow, true)
+		h.CancelListen(t, o.SessionToken, id)
 		change(t)
 		f := s.Next(t)
 		if !f.IsFinal() {
@@ -912,11 +912,11 @@ func TestListenCancelledEndsTheStream(t *testing.T) {
 
 	t.Run("a cancel naming no open listen is accepted and changes nothing", func(t *testing.T) {
 		b.Wait(t) // no earlier change is still on its way to the hub
-		s, _ := h.listen(t, c, o.SessionToken, "12", follow, true)
-		h.cancelListen(t, o.SessionToken, "404")
+		s, _ := h.Listen(t, c, o.SessionToken, "12", follow, true)
+		h.CancelListen(t, o.SessionToken, "404")
 		change(t)
 		expectChange(t, s)
-		h.cancelListen(t, o.SessionToken, "12")
+		h.CancelListen(t, o.SessionToken, "12")
 		s.ExpectFinal(t)
 	})
 }
@@ -929,13 +929,13 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		c := streamClient()
 		l := h.join("leaver", "read")
 		k := h.join("keeper", "read")
-		s1, _ := h.listen(t, c, l.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
-		s2, _ := h.listen(t, c, l.SessionToken, `"two"`, map[string]any{"resourceSubscriptions": doc(h)}, false)
-		sk, _ := h.listen(t, c, k.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
+		s1, _ := h.Listen(t, c, l.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
+		s2, _ := h.Listen(t, c, l.SessionToken, `"two"`, map[string]any{"resourceSubscriptions": doc(h)}, false)
+		sk, _ := h.Listen(t, c, k.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		wantOK(t, h.do("POST", h.IngressURL("/workspace/leave"), l.SessionToken, map[string]any{}))
 		s1.ExpectFinal(t)
 		s2.ExpectFinal(t)
-		h.editFile(t, k.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
+		h.EditFile(t, k.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
 		sk.ExpectRes(t, h.Eng.DocumentURI())
 		if st := h.Hub.Stats(); st.Subscribers != 1 || st.Ended != 2 {
 			t.Errorf("stats %+v, want the keeper's stream only and two ended", st)
@@ -948,14 +948,14 @@ func TestListenSessionEndEndsItsStreams(t *testing.T) {
 		e := h.join("early", "read")
 		// Opening a listen is the early session's last use: its expiry
 		// slides from there (issue 16).
-		se, _ := h.listen(t, c, e.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
+		se, _ := h.Listen(t, c, e.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		h.Clock.Advance(4 * time.Hour)
 		lt := h.join("late", "read")
-		sl, _ := h.listen(t, c, lt.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
+		sl, _ := h.Listen(t, c, lt.SessionToken, "1", map[string]any{"resourceSubscriptions": doc(h)}, false)
 		h.Clock.Advance(4*time.Hour + time.Minute) // past the early session's 8 idle hours
 		h.Sweep()
 		se.ExpectFinal(t)
-		h.editFile(t, lt.SessionToken, threeSections("hello later", "ship it\nsoon", "step one"))
+		h.EditFile(t, lt.SessionToken, threeSections("hello later", "ship it\nsoon", "step one"))
 		sl.ExpectRes(t, h.Eng.DocumentURI())
 	})
 }
@@ -968,12 +968,12 @@ func TestListenStreamLimitPerSession(t *testing.T) {
 	follow := map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}
 	var open []*stream
 	for i := range 4 {
-		st, _ := h.listen(t, c, s.SessionToken, fmt.Sprint(i), follow, false)
+		st, _ := h.Listen(t, c, s.SessionToken, fmt.Sprint(i), follow, false)
 		open = append(open, st)
 	}
 
 	t.Run("a fifth concurrent listen is refused with an error, not a stream", func(t *testing.T) {
-		st, r := h.listenReq(t, c, s.SessionToken, "4", follow, false)
+		st, r := h.ListenReq(t, c, s.SessionToken, "4", follow, false)
 		if st != nil {
 			t.Fatal("a fifth listen for one session opened a stream")
 		}
@@ -989,12 +989,12 @@ func TestListenStreamLimitPerSession(t *testing.T) {
 	})
 
 	t.Run("another session is not limited by it", func(t *testing.T) {
-		h.listen(t, c, other.SessionToken, "4", follow, false)
+		h.Listen(t, c, other.SessionToken, "4", follow, false)
 	})
 
 	t.Run("after one ends, the session may listen again", func(t *testing.T) {
-		h.cancelListen(t, s.SessionToken, "0")
+		h.CancelListen(t, s.SessionToken, "0")
 		open[0].ExpectFinal(t)
-		h.listen(t, c, s.SessionToken, "5", follow, false)
+		h.Listen(t, c, s.SessionToken, "5", follow, false)
 	})
 }

@@ -377,9 +377,9 @@ func TestMCPStreamOfASessionEndedWhileItOpensIsRefused(t *testing.T) {
 			var s *stream
 			var r *mcpResp
 			if kind == "GET /mcp" {
-				s, r = h.legacyGet(t, streamClient(), victim.SessionToken, "text/event-stream")
+				s, r = h.LegacyGet(t, streamClient(), victim.SessionToken, "text/event-stream")
 			} else {
-				s, r = h.listenReq(t, streamClient(), victim.SessionToken, `"l1"`, map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+				s, r = h.ListenReq(t, streamClient(), victim.SessionToken, `"l1"`, map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 			}
 			wantOK(t, ended)
 			if s != nil {

@@ -7,7 +7,6 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -41,25 +40,11 @@ func TestParticipantPageRateLimited(t *testing.T) {
 		wantOK(t, h.do("GET", h.IngressURL("/page/document"), "", nil, withCookie(ppCookie(t, h, s.SessionToken))))
 	})
 	t.Run("the owner page is not limited", func(t *testing.T) {
-		c := ownerCookieFor(t, h)
+		_, c := h.pageCookie(t)
 		for range limit + 2 {
 			wantOK(t, h.do("GET", h.OwnerURL("/page/document"), "", nil, withCookie(c)))
 		}
 	})
-}
-
-// ownerCookieFor redeems a fresh owner-page key on the owner listener and
-// returns the cookie as the browser sends it back.
-func ownerCookieFor(t testing.TB, h *roomHarness) *http.Cookie {
-	t.Helper()
-	r := h.Do(t, "GET", h.OwnerURL("/?key="+h.API.NewPageKey()), "", nil)
-	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-		if c.Name == h.API.pages.name {
-			return &http.Cookie{Name: c.Name, Value: c.Value}
-		}
-	}
-	t.Fatalf("owner key exchange set no cookie: %d %s", r.Status, r.Body)
-	return nil
 }
 
 // TestParticipantPageTossedCookie: a site on the same registrable domain
@@ -124,13 +109,7 @@ func TestParticipantPageKeySwap(t *testing.T) {
 	planter := h.join("planter", "read", "observe", "propose", "checkout")
 	mine := ppCookie(t, h, victim.SessionToken)
 	redeem := func(key string, c *http.Cookie) (*http.Cookie, apiResp) {
-		r := h.Do(t, "GET", h.IngressURL("/?key="+url.QueryEscape(key)), "", nil, withCookie(c), withHeader("Sec-Fetch-Site", "same-origin"))
-		for _, x := range (&http.Response{Header: r.Header}).Cookies() {
-			if x.Name == h.API.sessionPages.name {
-				return x, r
-			}
-		}
-		return nil, r
+		return ppRedeem(t, h, key, withCookie(c), withHeader("Sec-Fetch-Site", "same-origin"))
 	}
 	t.Run("another participant's key beside a live cookie: refused, spent", func(t *testing.T) {
 		key := ppKey(t, h, planter.SessionToken)
@@ -202,13 +181,14 @@ func TestParticipantPageChurn(t *testing.T) {
 func TestPageCookieSubresourceFromAnotherOrigin(t *testing.T) {
 	h := newHarness(t, "")
 	alice := h.join("alice", "read", "observe")
+	_, owner := h.pageCookie(t)
 	doors := []struct {
 		name   string
 		url    func(string) string
 		cookie *http.Cookie
 	}{
 		{"participant", h.IngressURL, ppCookie(t, h, alice.SessionToken)},
-		{"owner", h.OwnerURL, ownerCookieFor(t, h)},
+		{"owner", h.OwnerURL, owner},
 	}
 	for _, d := range doors {
 		for _, path := range []string{"/workspace/room", "/workspace/observe", "/page/document"} {

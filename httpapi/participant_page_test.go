@@ -35,11 +35,12 @@ func ppKey(t testing.TB, h *roomHarness, token string) string {
 	return k
 }
 
-// ppRedeem opens the page link as a browser does and returns the cookie
+// ppRedeem opens the page link as a browser does (opts add what that
+// browser sends, such as a cookie it already holds) and returns the cookie
 // set, or nil with the answer.
-func ppRedeem(t testing.TB, h *roomHarness, key string) (*http.Cookie, apiResp) {
+func ppRedeem(t testing.TB, h *roomHarness, key string, opts ...reqOpt) (*http.Cookie, apiResp) {
 	t.Helper()
-	r := h.Do(t, "GET", h.IngressURL("/?key="+url.QueryEscape(key)), "", nil)
+	r := h.Do(t, "GET", h.IngressURL("/?key="+url.QueryEscape(key)), "", nil, opts...)
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 		if c.Name == h.API.sessionPages.name {
 			return c, r

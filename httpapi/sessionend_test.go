@@ -40,12 +40,12 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	c := streamClient()
 	victim := h.join("victim", "read", "observe")
 	keeper := h.join("keeper", "read")
-	listen, _ := h.listen(t, c, victim.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+	listen, _ := h.Listen(t, c, victim.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 	observe, r := h.observe(t, victim.SessionToken, "")
 	if observe == nil {
 		t.Fatalf("observe: %d %s", r.Status, r.Body)
 	}
-	keep, _ := h.listen(t, c, keeper.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+	keep, _ := h.Listen(t, c, keeper.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 
 	res := h.do("POST", h.OwnerURL("/workspace/session/end"), h.OpToken, map[string]any{"participant_id": victim.ParticipantID})
 	wantOK(t, res)
@@ -60,7 +60,7 @@ func TestEndSessionRoute_CutsTheParticipantOffEverywhere(t *testing.T) {
 	wantRPCError(t, newMCPClient(h, victim.SessionToken, false).call(t, "tools/call",
 		map[string]any{"name": "workspace_status", "arguments": map[string]any{}}), http.StatusUnauthorized, mcptest.CodeUnauthorized)
 	wantOK(t, h.do("GET", h.IngressURL("/workspace/status"), keeper.SessionToken, nil))
-	h.editFile(t, keeper.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
+	h.EditFile(t, keeper.SessionToken, threeSections("hello again", "ship it\nsoon", "step one"))
 	keep.ExpectRes(t, h.Eng.DocumentURI())
 	evs := h.Events("session.ended")
 	if last := evs[len(evs)-1]; last.Payload["reason"] != "ended_by_host" || last.Payload["session_ref"] != victim.SessionRef {
@@ -158,7 +158,7 @@ func TestRevokeRoute_EndSessions(t *testing.T) {
 	inv := h.Invite(map[string]any{"capabilities": []string{"read"}, "max_uses": 2})
 	a, b := h.redeem(inv.URI, "a"), h.redeem(inv.URI, "b")
 	keeper := h.join("keeper", "read")
-	stream, _ := h.listen(t, c, a.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
+	stream, _ := h.Listen(t, c, a.SessionToken, "1", map[string]any{"resourceSubscriptions": []string{h.Eng.DocumentURI()}}, false)
 	inviter := h.join("inviter", "read", "invite")
 
 	t.Run("another's invitation answers as an unknown one and nothing ends", func(t *testing.T) {

@@ -39,44 +39,17 @@ type (
 var (
 	streamClient  = roomtest.StreamClient
 	openStream    = roomtest.OpenStream
-	parseFrame    = roomtest.ParseFrame
 	parseFrames   = roomtest.ParseFrames
 	compactJSON   = roomtest.CompactJSON
 	decodeStrings = roomtest.DecodeStrings
 )
-
-// listenReq opens subscriptions/listen (the kit's ListenReq).
-func (h *roomHarness) listenReq(t testing.TB, c *http.Client, token, id string, notifications any, tasks bool) (*stream, *mcpResp) {
-	t.Helper()
-	return h.ListenReq(t, c, token, id, notifications, tasks)
-}
-
-// listen opens a listen that must be answered with a stream (the kit's Listen).
-func (h *roomHarness) listen(t testing.TB, c *http.Client, token, id string, notifications any, tasks bool) (*stream, map[string]json.RawMessage) {
-	t.Helper()
-	return h.Listen(t, c, token, id, notifications, tasks)
-}
-
-// legacyGet opens GET /mcp with a bearer session (the kit's LegacyGet).
-func (h *roomHarness) legacyGet(t testing.TB, c *http.Client, token, accept string) (*stream, *mcpResp) {
-	t.Helper()
-	return h.LegacyGet(t, c, token, accept)
-}
 
 // sameTask checks that a notifications/tasks frame's params, without
 // _meta.subscriptionId, equal a tasks/get result without resultType and
 // _meta.serverInfo.
 func sameTask(t testing.TB, f frame, get map[string]any) {
 	t.Helper()
-	params := map[string]any{}
-	for k, v := range f.Msg.Params {
-		var x any
-		if err := json.Unmarshal(v, &x); err != nil {
-			t.Fatalf("frame params.%s: %v", k, err)
-		}
-		params[k] = x
-	}
-	params = withoutMeta(params, mcptest.MetaSubscriptionID)
+	params := withoutMeta(f.Params(), mcptest.MetaSubscriptionID)
 	want := withoutMeta(get, mcptest.MetaServerInfo)
 	delete(want, "resultType")
 	if !reflect.DeepEqual(params, want) {
@@ -140,7 +113,7 @@ func (h *roomHarness) observeAt(t testing.TB, url, token, query, name string, op
 // id id); it returns the stream with the acknowledged URIs.
 func (h *roomHarness) listenURIs(t testing.TB, token string, id int, uris []string) (*stream, []string) {
 	t.Helper()
-	s, acked := h.listen(t, nil, token, strconv.Itoa(id), map[string]any{"resourceSubscriptions": uris}, false)
+	s, acked := h.Listen(t, nil, token, strconv.Itoa(id), map[string]any{"resourceSubscriptions": uris}, false)
 	return s, decodeStrings(t, acked["resourceSubscriptions"])
 }
 

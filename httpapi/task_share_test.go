@@ -124,11 +124,11 @@ func TestCancelParticipantHandoffs_Route(t *testing.T) {
 
 	// The flooder follows its tasks live; the other participant its own.
 	ids := []string{open.TaskID, accepted.TaskID, asking.TaskID, done.TaskID}
-	sf, ack := h.listen(t, c, flooder.SessionToken, "9", map[string]any{"taskIds": ids}, true)
+	sf, ack := h.Listen(t, c, flooder.SessionToken, "9", map[string]any{"taskIds": ids}, true)
 	if got := decodeStrings(t, ack["taskIds"]); !sameSet(got, ids) {
 		t.Fatalf("acknowledged %v, want %v", got, ids)
 	}
-	so, _ := h.listen(t, c, other.SessionToken, "10", map[string]any{"taskIds": []string{theirs.TaskID}}, true)
+	so, _ := h.Listen(t, c, other.SessionToken, "10", map[string]any{"taskIds": []string{theirs.TaskID}}, true)
 
 	t.Run("non-admins are refused with required admin and nothing changes", func(t *testing.T) {
 		before := h.Snapshot()

@@ -24,7 +24,7 @@ func TestOutsideSaveReachesLiveStreams(t *testing.T) {
 	doc := h.Eng.DocumentURI()
 
 	l := h.join("listener", "read")
-	s, ack := h.listen(t, c, l.SessionToken, `"watch"`, map[string]any{"resourceSubscriptions": []string{doc}}, false)
+	s, ack := h.Listen(t, c, l.SessionToken, `"watch"`, map[string]any{"resourceSubscriptions": []string{doc}}, false)
 	if got := decodeStrings(t, ack["resourceSubscriptions"]); len(got) != 1 || got[0] != doc {
 		t.Fatalf("listen acknowledged %v, want [%s]", got, doc)
 	}
@@ -32,7 +32,7 @@ func TestOutsideSaveReachesLiveStreams(t *testing.T) {
 	if res := newMCPClient(h, g.SessionToken, false).ok(t, "resources/subscribe", map[string]any{"uri": doc}); res["resultType"] != "complete" {
 		t.Fatalf("resources/subscribe: %v", res)
 	}
-	legacy, refused := h.legacyGet(t, c, g.SessionToken, "text/event-stream")
+	legacy, refused := h.LegacyGet(t, c, g.SessionToken, "text/event-stream")
 	if legacy == nil {
 		t.Fatalf("GET /mcp refused: %d %s", refused.Status, refused.Raw)
 	}
